@@ -1,0 +1,25 @@
+//! baro-engine: everything baro-top knows about models and the GPU, and nothing about terminals.
+//!
+//! - [`quant`]: ggml tensor types and block layouts (F32, F16, Q8_0, Q4_0) with reference
+//!   quantize/dequantize.
+//! - [`gguf`]: strict GGUF v2/v3 reader (mmap) and writer.
+//! - [`tokenizer`]: SentencePiece-style BPE as llama2.c's run.c does it, from GGUF metadata or
+//!   a llama2.c `tok*.bin`.
+//! - [`sampler`]: run.c's sampler (argmax, temperature, top-p, xorshift RNG).
+//! - [`llama2c`]: llama2.c checkpoint import.
+//! - [`model`]: the llama configuration and weights as the decoders consume them.
+//! - [`reference`]: the plain f32 CPU decoder every GPU result is checked against.
+//! - [`synth`]: deterministic synthetic models of any llama shape.
+
+pub mod blob;
+pub mod error;
+pub mod gguf;
+pub mod llama2c;
+pub mod model;
+pub mod quant;
+pub mod reference;
+pub mod sampler;
+pub mod synth;
+pub mod tokenizer;
+
+pub use error::{Error, Result};
