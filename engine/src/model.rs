@@ -4,8 +4,13 @@
 //! Tensor names follow GGUF's llama convention (`token_embd.weight`, `blk.N.attn_q.weight`, …).
 //! RoPE rotates adjacent pairs (i, i+1), as llama2.c and ggml's "normal" rope mode do.
 
+use std::path::Path;
+
 use crate::blob::Blob;
+use crate::gguf::{GgufFile, GgufWriter, Value};
+use crate::llama2c;
 use crate::quant::{self, GgmlType};
+use crate::tokenizer::Tokenizer;
 use crate::{Error, Result};
 
 /// The shape and constants of a llama-family decoder.
@@ -249,4 +254,393 @@ impl Weights {
         }
         Ok(())
     }
+}
+
+/// A loaded model: configuration, weights, tokenizer and a short description of its origin.
+#[derive(Clone)]
+pub struct Model {
+    /// Shape and constants.
+    pub config: Config,
+    /// The weights.
+    pub weights: Weights,
+    /// The tokenizer.
+    pub tokenizer: Tokenizer,
+    /// Where it came from ("stories260K (embedded)", a path, "synthetic llama-1b q4_0 seed 1").
+    pub source: String,
+}
+
+/// The stories260K checkpoint and its tokenizer, compiled into the binary (MIT, see
+/// `engine/models/stories260K/LICENSE`).
+pub static STORIES260K_BIN: &[u8] = include_bytes!("../models/stories260K/stories260K.bin");
+/// The tok512 tokenizer of stories260K.
+pub static STORIES260K_TOK: &[u8] = include_bytes!("../models/stories260K/tok512.bin");
+
+impl Model {
+    /// The embedded default model (stories260K, f32).
+    pub fn embedded() -> Result<Model> {
+        let ck = llama2c::read_checkpoint(STORIES260K_BIN)?;
+        let tokenizer = Tokenizer::from_llama2c(STORIES260K_TOK, ck.config.vocab_size)?;
+        Ok(Model {
+            config: ck.config,
+            weights: ck.weights,
+            tokenizer,
+            source: "stories260K (embedded)".into(),
+        })
+    }
+
+    /// Load a model file: GGUF (by its magic) or a llama2.c checkpoint, which needs
+    /// `tokenizer` (a llama2.c `tok*.bin`). A GGUF may also take an external llama2.c tokenizer.
+    pub fn open(path: &Path, tokenizer: Option<&Path>) -> Result<Model> {
+        let mut magic = [0u8; 4];
+        {
+            use std::io::Read;
+            let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+            f.read_exact(&mut magic).map_err(|e| Error::io(path, e))?;
+        }
+        let read_tok = |vocab: usize| -> Result<Option<Tokenizer>> {
+            match tokenizer {
+                Some(p) => {
+                    let bytes = std::fs::read(p).map_err(|e| Error::io(p, e))?;
+                    Tokenizer::from_llama2c(&bytes, vocab)
+                        .map(Some)
+                        .map_err(|e| Error::Tokenizer(format!("{}: {e}", p.display())))
+                }
+                None => Ok(None),
+            }
+        };
+        if &magic == b"GGUF" {
+            let file = GgufFile::open(path)?;
+            let mut m = Model::from_gguf(&file, tokenizer.is_none())?;
+            if let Some(t) = read_tok(m.config.vocab_size)? {
+                m.tokenizer = t;
+            }
+            m.source = path.display().to_string();
+            Ok(m)
+        } else {
+            let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+            let ck = llama2c::read_checkpoint(&bytes)
+                .map_err(|e| Error::Llama2c(format!("{}: {e}", path.display())))?;
+            let tokenizer = read_tok(ck.config.vocab_size)?.ok_or_else(|| {
+                Error::Invalid(format!(
+                    "{} is a llama2.c checkpoint: pass its tokenizer with --tokenizer tok*.bin",
+                    path.display()
+                ))
+            })?;
+            Ok(Model {
+                config: ck.config,
+                weights: ck.weights,
+                tokenizer,
+                source: path.display().to_string(),
+            })
+        }
+    }
+
+    /// Build a model from a parsed GGUF file (llama architecture). With `need_tokenizer`, a
+    /// missing `tokenizer.ggml.*` is an error.
+    pub fn from_gguf(file: &GgufFile, need_tokenizer: bool) -> Result<Model> {
+        let arch = file.get_str("general.architecture")?.unwrap_or("");
+        if arch != "llama" {
+            return Err(Error::Model(format!(
+                "general.architecture is '{arch}': baro-top decodes llama-family models only"
+            )));
+        }
+        let req = |k: &str| -> Result<usize> {
+            let v = file
+                .get_u64(k)?
+                .ok_or_else(|| Error::Model(format!("missing metadata {k}")))?;
+            usize::try_from(v).map_err(|_| Error::Model(format!("{k} = {v} is too large")))
+        };
+        let dim = req("llama.embedding_length")?;
+        let n_heads = req("llama.attention.head_count")?;
+        let tok_embd = file
+            .tensor("token_embd.weight")
+            .ok_or_else(|| Error::Model("missing tensor token_embd.weight".into()))?;
+        let vocab_size = match file.get_u64("llama.vocab_size")? {
+            Some(v) => v as usize,
+            None => tok_embd.rows() as usize,
+        };
+        let config = Config {
+            dim,
+            hidden_dim: req("llama.feed_forward_length")?,
+            n_layers: req("llama.block_count")?,
+            n_heads,
+            n_kv_heads: match file.get_u64("llama.attention.head_count_kv")? {
+                Some(v) => v as usize,
+                None => n_heads,
+            },
+            vocab_size,
+            seq_len: req("llama.context_length")?,
+            rope_theta: file.get_f32("llama.rope.freq_base")?.unwrap_or(10000.0),
+            norm_eps: file
+                .get_f32("llama.attention.layer_norm_rms_epsilon")?
+                .unwrap_or(1e-5),
+        };
+        config.validate()?;
+        let tensor = |name: String| -> Result<Tensor> {
+            let info = file
+                .tensor(&name)
+                .ok_or_else(|| Error::Model(format!("missing tensor {name}")))?;
+            let (rows, cols) = (info.rows() as usize, info.cols() as usize);
+            Tensor::new(name, info.ty, rows, cols, file.tensor_blob(info))
+        };
+        let mut layers = Vec::with_capacity(config.n_layers);
+        for l in 0..config.n_layers {
+            let t = |s: &str| tensor(format!("blk.{l}.{s}.weight"));
+            layers.push(Layer {
+                attn_norm: t("attn_norm")?,
+                wq: t("attn_q")?,
+                wk: t("attn_k")?,
+                wv: t("attn_v")?,
+                wo: t("attn_output")?,
+                ffn_norm: t("ffn_norm")?,
+                w_gate: t("ffn_gate")?,
+                w_down: t("ffn_down")?,
+                w_up: t("ffn_up")?,
+            });
+        }
+        let weights = Weights {
+            token_embd: tensor("token_embd.weight".into())?,
+            layers,
+            output_norm: tensor("output_norm.weight".into())?,
+            output: match file.tensor("output.weight") {
+                Some(_) => Some(tensor("output.weight".into())?),
+                None => None,
+            },
+        };
+        weights.validate(&config)?;
+        let tokenizer = match tokenizer_from_gguf(file) {
+            Ok(t) => t,
+            Err(e) if need_tokenizer => return Err(e),
+            Err(_) => synthetic_tokenizer(config.vocab_size, 0)?,
+        };
+        if tokenizer.vocab_size() != config.vocab_size {
+            return Err(Error::Model(format!(
+                "tokenizer has {} tokens, model vocab is {}",
+                tokenizer.vocab_size(),
+                config.vocab_size
+            )));
+        }
+        Ok(Model {
+            config,
+            weights,
+            tokenizer,
+            source: String::new(),
+        })
+    }
+
+    /// The llama metadata and tokenizer as GGUF key/values.
+    pub fn gguf_metadata(&self, name: &str) -> Result<Vec<(String, Value)>> {
+        let c = &self.config;
+        let u32v = |v: usize| Value::U32(v as u32);
+        let mut md = vec![
+            ("general.architecture".to_string(), Value::String("llama".into())),
+            ("general.name".to_string(), Value::String(name.into())),
+            ("general.alignment".to_string(), Value::U32(32)),
+            ("llama.context_length".to_string(), u32v(c.seq_len)),
+            ("llama.embedding_length".to_string(), u32v(c.dim)),
+            ("llama.block_count".to_string(), u32v(c.n_layers)),
+            ("llama.feed_forward_length".to_string(), u32v(c.hidden_dim)),
+            ("llama.attention.head_count".to_string(), u32v(c.n_heads)),
+            ("llama.attention.head_count_kv".to_string(), u32v(c.n_kv_heads)),
+            ("llama.rope.dimension_count".to_string(), u32v(c.head_size())),
+            ("llama.rope.freq_base".to_string(), Value::F32(c.rope_theta)),
+            ("llama.attention.layer_norm_rms_epsilon".to_string(), Value::F32(c.norm_eps)),
+            ("llama.vocab_size".to_string(), u32v(c.vocab_size)),
+        ];
+        md.extend(tokenizer_gguf_metadata(&self.tokenizer)?);
+        Ok(md)
+    }
+
+    /// Write the model as GGUF v3, tensor by tensor (`progress(bytes_done, bytes_total)`).
+    pub fn write_gguf(&self, path: &Path, name: &str, mut progress: impl FnMut(u64, u64)) -> Result<()> {
+        let md = self.gguf_metadata(name)?;
+        let tensors = self.weights.tensors();
+        let infos: Vec<(String, Vec<u64>, GgmlType)> = tensors.iter().map(|t| gguf_info(t)).collect();
+        let total: u64 = tensors.iter().map(|t| t.data.len() as u64).sum();
+        let f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+        let mut w = GgufWriter::new(std::io::BufWriter::with_capacity(1 << 20, f), &md, &infos)?;
+        let mut done = 0u64;
+        for t in tensors {
+            w.write_tensor(&t.data)?;
+            done += t.data.len() as u64;
+            progress(done, total);
+        }
+        use std::io::Write;
+        w.finish()?.flush().map_err(|e| Error::io(path, e))?;
+        Ok(())
+    }
+
+    /// The same model with every matrix re-encoded as `ty` (norm vectors stay F32, as
+    /// llama.cpp keeps them). Fails, naming the tensor, when a row is not whole blocks.
+    pub fn quantized(&self, ty: GgmlType) -> Result<Model> {
+        let conv = |t: &Tensor| t.convert(ty);
+        let w = &self.weights;
+        let layers = w
+            .layers
+            .iter()
+            .map(|l| {
+                Ok(Layer {
+                    attn_norm: l.attn_norm.convert(GgmlType::F32)?,
+                    wq: conv(&l.wq)?,
+                    wk: conv(&l.wk)?,
+                    wv: conv(&l.wv)?,
+                    wo: conv(&l.wo)?,
+                    ffn_norm: l.ffn_norm.convert(GgmlType::F32)?,
+                    w_gate: conv(&l.w_gate)?,
+                    w_down: conv(&l.w_down)?,
+                    w_up: conv(&l.w_up)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Model {
+            config: self.config.clone(),
+            weights: Weights {
+                token_embd: conv(&w.token_embd)?,
+                layers,
+                output_norm: w.output_norm.convert(GgmlType::F32)?,
+                output: w.output.as_ref().map(conv).transpose()?,
+            },
+            tokenizer: self.tokenizer.clone(),
+            source: format!("{} as {ty}", self.source),
+        })
+    }
+
+    /// Bytes of weight data.
+    pub fn weight_bytes(&self) -> u64 {
+        self.weights.tensors().iter().map(|t| t.data.len() as u64).sum()
+    }
+}
+
+/// GGUF tensor info of a tensor: dims in ggml order (`[cols]` for vectors, `[cols, rows]`).
+pub fn gguf_info(t: &Tensor) -> (String, Vec<u64>, GgmlType) {
+    let dims = if t.rows == 1 && t.name.ends_with("norm.weight") {
+        vec![t.cols as u64]
+    } else {
+        vec![t.cols as u64, t.rows as u64]
+    };
+    (t.name.clone(), dims, t.ty)
+}
+
+/// The tokenizer stored in a GGUF's `tokenizer.ggml.*` metadata (SentencePiece "llama" model).
+pub fn tokenizer_from_gguf(file: &GgufFile) -> Result<Tokenizer> {
+    let terr = |m: String| Error::Tokenizer(m);
+    if let Some(m) = file.get_str("tokenizer.ggml.model")? {
+        if m != "llama" {
+            return Err(terr(format!(
+                "tokenizer.ggml.model is '{m}': only SentencePiece-style 'llama' vocabularies are supported"
+            )));
+        }
+    }
+    let arr = |k: &str| -> Result<&[Value]> {
+        file.get(k)
+            .ok_or_else(|| terr(format!("missing {k}")))?
+            .as_array()
+            .ok_or_else(|| terr(format!("{k} is not an array")))
+    };
+    let tokens = arr("tokenizer.ggml.tokens")?
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            v.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| terr(format!("tokenizer.ggml.tokens[{i}] is not a string")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let scores = match file.get("tokenizer.ggml.scores") {
+        Some(_) => arr("tokenizer.ggml.scores")?
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_f32()
+                    .ok_or_else(|| terr(format!("tokenizer.ggml.scores[{i}] is not a float")))
+            })
+            .collect::<Result<Vec<_>>>()?,
+        None => vec![0.0; tokens.len()],
+    };
+    let id = |k: &str, default: u32| -> Result<u32> {
+        Ok(file.get_u64(k)?.map(|v| v as u32).unwrap_or(default))
+    };
+    let bos = id("tokenizer.ggml.bos_token_id", 1)?;
+    let eos = id("tokenizer.ggml.eos_token_id", 2)?;
+    Tokenizer::from_gguf_arrays(&tokens, &scores, bos, eos)
+}
+
+/// GGUF `tokenizer.ggml.*` metadata for `tok`.
+pub fn tokenizer_gguf_metadata(tok: &Tokenizer) -> Result<Vec<(String, Value)>> {
+    let tokens = tok.gguf_tokens()?;
+    // SentencePiece token types: 1 normal, 2 unknown, 3 control, 6 byte.
+    let types = tok
+        .pieces()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let t = if i == 0 {
+                2
+            } else if i as u32 == tok.bos_id() || i as u32 == tok.eos_id() {
+                3
+            } else if p.len() == 6 && p.starts_with(b"<0x") && p.ends_with(b">") {
+                6
+            } else {
+                1
+            };
+            Value::I32(t)
+        })
+        .collect();
+    Ok(vec![
+        ("tokenizer.ggml.model".into(), Value::String("llama".into())),
+        (
+            "tokenizer.ggml.tokens".into(),
+            Value::Array(tokens.into_iter().map(Value::String).collect()),
+        ),
+        (
+            "tokenizer.ggml.scores".into(),
+            Value::Array(tok.scores().iter().map(|&s| Value::F32(s)).collect()),
+        ),
+        ("tokenizer.ggml.token_type".into(), Value::Array(types)),
+        ("tokenizer.ggml.bos_token_id".into(), Value::U32(tok.bos_id())),
+        ("tokenizer.ggml.eos_token_id".into(), Value::U32(tok.eos_id())),
+        ("tokenizer.ggml.unknown_token_id".into(), Value::U32(0)),
+    ])
+}
+
+/// A deterministic SentencePiece-shaped vocabulary of `vocab` tokens for synthetic models:
+/// `<unk>`, BOS, EOS, the 256 byte tokens, then pseudo-words (" kato", "rin", …) whose scores
+/// fall with their rank, so encoding merges like a real BPE vocabulary.
+pub fn synthetic_tokenizer(vocab: usize, seed: u64) -> Result<Tokenizer> {
+    if vocab < 259 {
+        return Err(Error::Invalid(format!(
+            "vocab {vocab} is too small: a SentencePiece vocabulary needs 3 control and 256 byte tokens"
+        )));
+    }
+    let mut pieces: Vec<Vec<u8>> = vec![b"<unk>".to_vec(), b"\n<s>\n".to_vec(), b"\n</s>\n".to_vec()];
+    let mut scores = vec![0.0f32; 3];
+    for b in 0..=255u8 {
+        pieces.push(format!("<0x{b:02X}>").into_bytes());
+        scores.push(0.0);
+    }
+    let mut seen: std::collections::HashSet<Vec<u8>> = pieces.iter().cloned().collect();
+    let mut rng = crate::synth::Rng::new(seed ^ 0x70C5);
+    const SYL: [&str; 24] = [
+        "ka", "to", "ri", "n", "e", "mo", "la", "s", "an", "ti", "ve", "ro", "su", "mi", "d", "o",
+        "ne", "pa", "li", "th", "a", "re", "ch", "u",
+    ];
+    let mut rank = 0u64;
+    while pieces.len() < vocab {
+        let syl = 1 + (rng.next_u64() % 3) as usize;
+        let mut w = if rng.next_u64() % 3 == 0 { String::new() } else { " ".into() };
+        for _ in 0..syl {
+            w.push_str(SYL[(rng.next_u64() % SYL.len() as u64) as usize]);
+        }
+        if rank > 20_000 {
+            // Large vocabularies run out of short words: make the rest unique.
+            w.push_str(&format!("{rank}"));
+        }
+        rank += 1;
+        let b = w.into_bytes();
+        if seen.insert(b.clone()) {
+            pieces.push(b);
+            scores.push(-(rank as f32));
+        }
+    }
+    Tokenizer::new(pieces, scores, 1, 2)
 }

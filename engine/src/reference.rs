@@ -1,1 +1,308 @@
-//! (being written)
+//! The CPU reference decoder: plain f32, one thread, every op written once, in the exact
+//! operation order of llama2.c's run.c, so its logits match run.c's bit for bit on f32 weights
+//! and seeded sampling reproduces run.c's text.
+//!
+//! Quantised weights are dequantised row by row to f32 (ggml's block definitions in
+//! [`crate::quant`]) and then used exactly like f32 weights.
+//!
+//! This module must never be "optimised" in a way that changes a single rounding: it is the
+//! definition every GPU path is checked against.
+
+use crate::model::{Config, Tensor, Weights};
+
+/// RMSNorm: `o[j] = w[j] * (x[j] / sqrt(mean(x²) + eps))`, computed as run.c does
+/// (`ss = Σ x²` sequentially, `ss = 1/sqrtf(ss/n + eps)`, `o = w * (ss * x)`).
+pub fn rmsnorm(o: &mut [f32], x: &[f32], w: &[f32], eps: f32) {
+    let mut ss = 0.0f32;
+    for &v in x {
+        ss += v * v;
+    }
+    ss /= x.len() as f32;
+    ss += eps;
+    let ss = 1.0 / ss.sqrt();
+    for ((o, &x), &w) in o.iter_mut().zip(x).zip(w) {
+        *o = w * (ss * x);
+    }
+}
+
+/// Matrix-vector product `out[r] = Σ_j W[r][j] · x[j]`, `j` ascending, f32 accumulation.
+/// `row` is scratch of `w.cols` floats for dequantised rows.
+pub fn matvec(out: &mut [f32], w: &Tensor, x: &[f32], row: &mut Vec<f32>) {
+    row.resize(w.cols, 0.0);
+    for (r, o) in out.iter_mut().enumerate().take(w.rows) {
+        w.dequant_row(r, row);
+        let mut acc = 0.0f32;
+        for (a, b) in row.iter().zip(x) {
+            acc += a * b;
+        }
+        *o = acc;
+    }
+}
+
+/// Softmax in place: max, `exp(x - max)`, sum, divide (run.c's order).
+pub fn softmax(x: &mut [f32]) {
+    let Some(&first) = x.first() else { return };
+    let mut max = first;
+    for &v in &x[1..] {
+        if v > max {
+            max = v;
+        }
+    }
+    let mut sum = 0.0f32;
+    for v in x.iter_mut() {
+        *v = (*v - max).exp();
+        sum += *v;
+    }
+    for v in x.iter_mut() {
+        *v /= sum;
+    }
+}
+
+/// RoPE on adjacent pairs `(i, i+1)` of `q` (all of it) and `k` (its first `kv_dim`):
+/// `freq = 1 / theta^((i mod head_size) / head_size)`, angle `pos · freq`.
+pub fn rope(q: &mut [f32], k: &mut [f32], pos: usize, head_size: usize, theta: f32) {
+    let kv_dim = k.len();
+    for i in (0..q.len()).step_by(2) {
+        let head_dim = i % head_size;
+        let freq = 1.0 / theta.powf(head_dim as f32 / head_size as f32);
+        let val = pos as f32 * freq;
+        let (fcr, fci) = (val.cos(), val.sin());
+        let rot = |v: &mut [f32]| {
+            let (v0, v1) = (v[i], v[i + 1]);
+            v[i] = v0 * fcr - v1 * fci;
+            v[i + 1] = v0 * fci + v1 * fcr;
+        };
+        rot(q);
+        if i < kv_dim {
+            rot(k);
+        }
+    }
+}
+
+/// SiLU-gated product `h[i] = silu(g[i]) · u[i]`, `silu(v) = v · (1 / (1 + exp(-v)))`.
+pub fn swiglu(h: &mut [f32], up: &[f32]) {
+    for (g, &u) in h.iter_mut().zip(up) {
+        let mut v = *g;
+        v *= 1.0 / (1.0 + (-v).exp());
+        v *= u;
+        *g = v;
+    }
+}
+
+/// Top-1 and top-2 of `logits` and their margin: the near-tie rule needs it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Margin {
+    /// Argmax (lowest index on ties).
+    pub top1: u32,
+    /// Runner-up index (the lowest index among the rest on ties).
+    pub top2: u32,
+    /// `logit[top1] - logit[top2]` (0 on an exact tie).
+    pub margin: f32,
+}
+
+/// Compute [`Margin`] of a non-empty logit vector (with one entry, top2 = top1, margin 0).
+pub fn margin(logits: &[f32]) -> Margin {
+    let mut t1 = 0usize;
+    for (i, &v) in logits.iter().enumerate() {
+        if v > logits[t1] {
+            t1 = i;
+        }
+    }
+    let mut t2: Option<usize> = None;
+    for (i, &v) in logits.iter().enumerate() {
+        if i != t1 && t2.is_none_or(|t| v > logits[t]) {
+            t2 = Some(i);
+        }
+    }
+    let t2 = t2.unwrap_or(t1);
+    Margin {
+        top1: t1 as u32,
+        top2: t2 as u32,
+        margin: logits[t1] - logits[t2],
+    }
+}
+
+/// The CPU decoder state: weights (norm vectors dequantised once), KV cache and scratch.
+pub struct CpuDecoder<'w> {
+    cfg: Config,
+    w: &'w Weights,
+    attn_norm: Vec<Vec<f32>>,
+    ffn_norm: Vec<Vec<f32>>,
+    out_norm: Vec<f32>,
+    max_seq: usize,
+    x: Vec<f32>,
+    xb: Vec<f32>,
+    xb2: Vec<f32>,
+    hb: Vec<f32>,
+    hb2: Vec<f32>,
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    att: Vec<f32>,
+    row: Vec<f32>,
+    key_cache: Vec<f32>,
+    value_cache: Vec<f32>,
+    logits: Vec<f32>,
+}
+
+impl<'w> CpuDecoder<'w> {
+    /// A decoder for `cfg`/`w` that can run up to `max_seq` positions.
+    pub fn new(cfg: &Config, w: &'w Weights, max_seq: usize) -> Self {
+        let (d, h, kv) = (cfg.dim, cfg.hidden_dim, cfg.kv_dim());
+        let max_seq = max_seq.clamp(1, cfg.seq_len);
+        CpuDecoder {
+            cfg: cfg.clone(),
+            w,
+            attn_norm: w.layers.iter().map(|l| l.attn_norm.to_f32()).collect(),
+            ffn_norm: w.layers.iter().map(|l| l.ffn_norm.to_f32()).collect(),
+            out_norm: w.output_norm.to_f32(),
+            max_seq,
+            x: vec![0.0; d],
+            xb: vec![0.0; d],
+            xb2: vec![0.0; d],
+            hb: vec![0.0; h],
+            hb2: vec![0.0; h],
+            q: vec![0.0; d],
+            k: vec![0.0; kv],
+            v: vec![0.0; kv],
+            att: vec![0.0; cfg.n_heads * max_seq],
+            row: Vec::new(),
+            key_cache: vec![0.0; cfg.n_layers * max_seq * kv],
+            value_cache: vec![0.0; cfg.n_layers * max_seq * kv],
+            logits: vec![0.0; cfg.vocab_size],
+        }
+    }
+
+    /// Positions this decoder can hold.
+    pub fn max_seq(&self) -> usize {
+        self.max_seq
+    }
+
+    /// Run one token at `pos` (0-based, `< max_seq`) and return the logits.
+    /// Panics if `token` or `pos` is out of range (callers validate user input first).
+    pub fn forward(&mut self, token: u32, pos: usize) -> &mut [f32] {
+        assert!(pos < self.max_seq && (token as usize) < self.cfg.vocab_size);
+        let c = &self.cfg;
+        let (d, kv, hs) = (c.dim, c.kv_dim(), c.head_size());
+        let kv_mul = c.n_heads / c.n_kv_heads;
+        self.w.token_embd.dequant_row(token as usize, &mut self.x);
+        for (l, lw) in self.w.layers.iter().enumerate() {
+            rmsnorm(&mut self.xb, &self.x, &self.attn_norm[l], c.norm_eps);
+            matvec(&mut self.q, &lw.wq, &self.xb, &mut self.row);
+            matvec(&mut self.k, &lw.wk, &self.xb, &mut self.row);
+            matvec(&mut self.v, &lw.wv, &self.xb, &mut self.row);
+            rope(&mut self.q, &mut self.k, pos, hs, c.rope_theta);
+            let loff = l * self.max_seq * kv;
+            self.key_cache[loff + pos * kv..loff + (pos + 1) * kv].copy_from_slice(&self.k);
+            self.value_cache[loff + pos * kv..loff + (pos + 1) * kv].copy_from_slice(&self.v);
+            let scale = (hs as f32).sqrt();
+            for h in 0..c.n_heads {
+                let q = &self.q[h * hs..(h + 1) * hs];
+                let att = &mut self.att[h * self.max_seq..h * self.max_seq + pos + 1];
+                let koff = (h / kv_mul) * hs;
+                for (t, a) in att.iter_mut().enumerate() {
+                    let k = &self.key_cache[loff + t * kv + koff..][..hs];
+                    let mut score = 0.0f32;
+                    for i in 0..hs {
+                        score += q[i] * k[i];
+                    }
+                    *a = score / scale;
+                }
+                softmax(att);
+                let xb = &mut self.xb[h * hs..(h + 1) * hs];
+                xb.fill(0.0);
+                for (t, &a) in att.iter().enumerate() {
+                    let v = &self.value_cache[loff + t * kv + koff..][..hs];
+                    for i in 0..hs {
+                        xb[i] += a * v[i];
+                    }
+                }
+            }
+            matvec(&mut self.xb2, &lw.wo, &self.xb, &mut self.row);
+            for i in 0..d {
+                self.x[i] += self.xb2[i];
+            }
+            rmsnorm(&mut self.xb, &self.x, &self.ffn_norm[l], c.norm_eps);
+            matvec(&mut self.hb, &lw.w_gate, &self.xb, &mut self.row);
+            matvec(&mut self.hb2, &lw.w_up, &self.xb, &mut self.row);
+            swiglu(&mut self.hb, &self.hb2);
+            matvec(&mut self.xb, &lw.w_down, &self.hb, &mut self.row);
+            for i in 0..d {
+                self.x[i] += self.xb[i];
+            }
+        }
+        rmsnorm(&mut self.xb, &self.x, &self.out_norm, c.norm_eps);
+        matvec(&mut self.logits, self.w.classifier(), &self.xb, &mut self.row);
+        &mut self.logits
+    }
+}
+
+impl crate::generate::Decode for CpuDecoder<'_> {
+    fn max_seq(&self) -> usize {
+        self.max_seq
+    }
+
+    fn forward(&mut self, token: u32, pos: usize) -> crate::Result<&mut [f32]> {
+        if pos >= self.max_seq || token as usize >= self.cfg.vocab_size {
+            return Err(crate::Error::Invalid(format!(
+                "token {token} at position {pos} is outside vocab {} / context {}",
+                self.cfg.vocab_size, self.max_seq
+            )));
+        }
+        Ok(CpuDecoder::forward(self, token, pos))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rmsnorm_of_constant_vector_is_the_weight() {
+        let mut o = [0.0; 4];
+        rmsnorm(&mut o, &[3.0; 4], &[1.0, 2.0, 3.0, 4.0], 0.0);
+        assert_eq!(o, [1.0, 2.0, 3.0, 4.0]);
+    }
+
+    #[test]
+    fn rope_at_position_zero_is_identity_and_rotates_adjacent_pairs() {
+        let mut q = [1.0, 2.0, 3.0, 4.0];
+        let mut k = [5.0, 6.0];
+        rope(&mut q, &mut k, 0, 4, 10000.0);
+        assert_eq!((q, k), ([1.0, 2.0, 3.0, 4.0], [5.0, 6.0]));
+        let mut q = [1.0, 0.0, 1.0, 0.0];
+        let mut k = [0.0, 1.0];
+        rope(&mut q, &mut k, 1, 4, 10000.0);
+        // Pair 0 has freq 1: rotated by 1 rad; pair 1 by 1/100 rad.
+        assert!((q[0] - 1f32.cos()).abs() < 1e-6 && (q[1] - 1f32.sin()).abs() < 1e-6);
+        assert!((q[2] - 0.01f32.cos()).abs() < 1e-6 && (q[3] - 0.01f32.sin()).abs() < 1e-6);
+        assert!((k[0] + 1f32.sin()).abs() < 1e-6 && (k[1] - 1f32.cos()).abs() < 1e-6);
+    }
+
+    #[test]
+    fn softmax_sums_to_one_and_keeps_order() {
+        let mut x = [1.0, 3.0, 2.0];
+        softmax(&mut x);
+        assert!((x.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+        assert!(x[1] > x[2] && x[2] > x[0]);
+    }
+
+    #[test]
+    fn margin_takes_lowest_index_on_ties() {
+        let m = margin(&[1.0, 5.0, 5.0, 2.0]);
+        assert_eq!((m.top1, m.top2, m.margin), (1, 2, 0.0));
+        let m = margin(&[7.0, 1.0, 6.5]);
+        assert_eq!((m.top1, m.top2, m.margin), (0, 2, 0.5));
+        let m = margin(&[0.0, 9.0]);
+        assert_eq!((m.top1, m.top2), (1, 0));
+    }
+
+    #[test]
+    fn swiglu_matches_definition() {
+        let mut h = [0.0, 1.0, -2.0];
+        swiglu(&mut h, &[1.0, 2.0, 3.0]);
+        assert_eq!(h[0], 0.0);
+        assert!((h[1] - 2.0 / (1.0 + (-1f32).exp())).abs() < 1e-6);
+        assert!((h[2] - 3.0 * -2.0 / (1.0 + 2f32.exp())).abs() < 1e-6);
+    }
+}

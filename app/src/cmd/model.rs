@@ -1,0 +1,183 @@
+//! `baro-top model gen|import|info`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use baro_engine::gguf::GgufFile;
+use baro_engine::model::{gguf_info, Config, Model};
+use baro_engine::quant::GgmlType;
+use baro_engine::synth::{self, Shape};
+use clap::Args;
+
+/// `model gen`: a synthetic llama model.
+#[derive(Args, Debug)]
+pub struct GenArgs {
+    /// Named shape: tiny | llama-1b | llama-8b (explicit dimensions below override it).
+    #[arg(long, default_value = "tiny")]
+    pub shape: String,
+    #[arg(long)]
+    pub dim: Option<usize>,
+    #[arg(long)]
+    pub hidden: Option<usize>,
+    #[arg(long)]
+    pub layers: Option<usize>,
+    #[arg(long)]
+    pub heads: Option<usize>,
+    #[arg(long)]
+    pub kv_heads: Option<usize>,
+    #[arg(long)]
+    pub vocab: Option<usize>,
+    /// Context length written to the metadata.
+    #[arg(long)]
+    pub seq: Option<usize>,
+    /// Untie the classifier from the embedding (default: as the shape has it).
+    #[arg(long)]
+    pub untied: bool,
+    /// Matrix type: f32 | f16 | q8_0 | q4_0.
+    #[arg(long, default_value = "q4_0")]
+    pub quant: String,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Greedy steps on the CPU reference used to report the top-1/top-2 margin (0 = skip).
+    #[arg(long, default_value_t = 8)]
+    pub margin_steps: usize,
+    #[arg(long, short = 'o')]
+    pub out: PathBuf,
+}
+
+/// `model import`: llama2.c checkpoint to GGUF.
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// llama2.c checkpoint (legacy version-0 .bin).
+    pub input: PathBuf,
+    /// llama2.c tokenizer (tok*.bin).
+    #[arg(long, short = 'z')]
+    pub tokenizer: PathBuf,
+    /// Matrix type: f32 | f16 | q8_0 | q4_0.
+    #[arg(long, default_value = "f32")]
+    pub quant: String,
+    #[arg(long, short = 'o')]
+    pub out: PathBuf,
+}
+
+/// `model info`.
+#[derive(Args, Debug)]
+pub struct InfoArgs {
+    /// GGUF file (or llama2.c checkpoint with --tokenizer).
+    pub file: PathBuf,
+    #[arg(long, short = 'z')]
+    pub tokenizer: Option<PathBuf>,
+}
+
+fn progress_bar(label: &str) -> impl FnMut(u64, u64) {
+    let label = label.to_string();
+    let start = Instant::now();
+    let mut last = 0u64;
+    move |done, total| {
+        let pct = if total == 0 { 100 } else { done * 100 / total };
+        if pct != last || done == total {
+            last = pct;
+            let mb = done as f64 / 1e6;
+            let rate = mb / start.elapsed().as_secs_f64().max(1e-9);
+            eprint!("\r{label}: {pct:3}% ({mb:.0} MB, {rate:.0} MB/s)   ");
+            if done == total {
+                eprintln!();
+            }
+            let _ = std::io::stderr().flush();
+        }
+    }
+}
+
+fn write(model: &Model, out: &PathBuf, name: &str) -> anyhow::Result<()> {
+    // Write to a temporary name first so a failed or interrupted write never leaves a
+    // plausible-looking partial model behind.
+    let tmp = out.with_extension("gguf.partial");
+    model
+        .write_gguf(&tmp, name, progress_bar(&format!("writing {}", out.display())))
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, out).with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))?;
+    Ok(())
+}
+
+pub fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
+    let ty = GgmlType::parse(&a.quant)?;
+    let (base, tied) = Shape::parse(&a.shape)?.config();
+    let cfg = Config {
+        dim: a.dim.unwrap_or(base.dim),
+        hidden_dim: a.hidden.unwrap_or(base.hidden_dim),
+        n_layers: a.layers.unwrap_or(base.n_layers),
+        n_heads: a.heads.unwrap_or(base.n_heads),
+        n_kv_heads: a.kv_heads.unwrap_or(base.n_kv_heads),
+        vocab_size: a.vocab.unwrap_or(base.vocab_size),
+        seq_len: a.seq.unwrap_or(base.seq_len),
+        ..base
+    };
+    let tied = tied && !a.untied;
+    let t0 = Instant::now();
+    eprintln!("generating {} {ty} seed {}: {cfg:?}, tied head: {tied}", a.shape, a.seed);
+    let mut model = synth::generate(&cfg, tied, ty, a.seed, |done, total| {
+        eprint!("\rgenerating tensors: {done}/{total}   ");
+        if done == total {
+            eprintln!();
+        }
+    })?;
+    model.source = format!("synthetic {} {ty} seed {}", a.shape, a.seed);
+    eprintln!("generated {:.2} GB in {:.1} s", model.weight_bytes() as f64 / 1e9, t0.elapsed().as_secs_f64());
+    if a.margin_steps > 0 {
+        let (median, all) = synth::median_margin(&model, a.margin_steps);
+        let min = all.iter().copied().fold(f32::INFINITY, f32::min);
+        eprintln!(
+            "greedy top-1/top-2 logit margin over {} steps: median {median:.4}, min {min:.4}",
+            all.len()
+        );
+    }
+    let name = format!("baro-top synthetic {} {ty} seed {}", a.shape, a.seed);
+    write(&model, &a.out, &name)?;
+    eprintln!("wrote {}", a.out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
+    let ty = GgmlType::parse(&a.quant)?;
+    let model = Model::open(&a.input, Some(&a.tokenizer)).with_context(|| format!("reading {}", a.input.display()))?;
+    let model = model.quantized(ty).context("quantising")?;
+    let name = a.input.file_stem().map_or("imported".into(), |s| s.to_string_lossy().into_owned());
+    write(&model, &a.out, &name)?;
+    eprintln!("wrote {} ({ty})", a.out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
+    let model = Model::open(&a.file, a.tokenizer.as_deref()).with_context(|| format!("reading {}", a.file.display()))?;
+    let c = &model.config;
+    println!("model      {}", model.source);
+    if let Ok(f) = GgufFile::open(&a.file) {
+        println!("format     GGUF v{} ({} tensors, {} metadata keys, alignment {})", f.version, f.tensors.len(), f.metadata.len(), f.alignment);
+        if let Ok(Some(n)) = f.get_str("general.name") {
+            println!("name       {n}");
+        }
+    } else {
+        println!("format     llama2.c checkpoint");
+    }
+    println!("arch       llama: dim {} ffn {} layers {} heads {} kv_heads {} head_size {}", c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_size());
+    println!("vocab      {} (bos {}, eos {})", c.vocab_size, model.tokenizer.bos_id(), model.tokenizer.eos_id());
+    println!("context    {}  rope theta {}  rms eps {:e}", c.seq_len, c.rope_theta, c.norm_eps);
+    println!("head       {}", if model.weights.output.is_some() { "untied (output.weight)" } else { "tied to token_embd" });
+    let total = model.weight_bytes();
+    let params: u64 = model.weights.tensors().iter().map(|t| (t.rows * t.cols) as u64).sum();
+    println!("weights    {params} parameters, {:.3} MB", total as f64 / 1e6);
+    println!();
+    println!("{:<32} {:>6} {:>16} {:>12}", "tensor", "type", "dims (ggml)", "bytes");
+    for t in model.weights.tensors() {
+        let (_, dims, _) = gguf_info(t);
+        let d = dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x");
+        println!("{:<32} {:>6} {:>16} {:>12}", t.name, t.ty.name(), d, t.data.len());
+    }
+    if total == 0 {
+        bail!("model has no weight data");
+    }
+    Ok(ExitCode::SUCCESS)
+}

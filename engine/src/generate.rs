@@ -1,0 +1,100 @@
+//! The generation loop of llama2.c's run.c, shared by every backend, so `baro-top generate`
+//! prints byte for byte what `run` prints for the same model, prompt, steps and sampler.
+//!
+//! run.c's contract: `steps` counts positions, prompt included (0 or more than the context
+//! means the context length); the prompt is encoded with BOS; positions inside the prompt force
+//! the next prompt token, after it the sampler picks; sampling BOS ends the text; each piece is
+//! decoded against the previous token and printed through `safe_printf`; then one newline.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use crate::sampler::Sampler;
+use crate::tokenizer::{self, Tokenizer};
+use crate::{Error, Result};
+
+/// A decoder that turns (token, position) into logits, one position at a time, in order.
+pub trait Decode {
+    /// Positions this decoder can hold.
+    fn max_seq(&self) -> usize;
+    /// Run `token` at `pos` and return the logits (the sampler may modify them in place).
+    fn forward(&mut self, token: u32, pos: usize) -> Result<&mut [f32]>;
+}
+
+/// What a generation produced besides the text.
+#[derive(Clone, Debug, Default)]
+pub struct Generation {
+    /// Prompt tokens, BOS first.
+    pub prompt: Vec<u32>,
+    /// Every token after BOS: forced prompt tokens, then sampled ones.
+    pub tokens: Vec<u32>,
+    /// Positions run.
+    pub positions: usize,
+    /// Time from the first emitted token to the end (run.c's tok/s clock).
+    pub elapsed: Duration,
+}
+
+impl Generation {
+    /// run.c's "achieved tok/s": (positions - 1) over the time since the first token.
+    pub fn tok_per_s(&self) -> Option<f64> {
+        (self.positions > 1 && !self.elapsed.is_zero())
+            .then(|| (self.positions - 1) as f64 / self.elapsed.as_secs_f64())
+    }
+}
+
+/// Effective number of positions for run.c's `-n steps` against a context of `seq_len`.
+pub fn effective_steps(steps: usize, seq_len: usize) -> usize {
+    if steps == 0 || steps > seq_len {
+        seq_len
+    } else {
+        steps
+    }
+}
+
+/// Run run.c's `generate()`: write the text and the final newline to `out`.
+pub fn generate(
+    dec: &mut dyn Decode,
+    tok: &Tokenizer,
+    sampler: &mut Sampler,
+    prompt: &[u8],
+    steps: usize,
+    out: &mut dyn Write,
+) -> Result<Generation> {
+    let io = |e| Error::io("<stdout>", e);
+    let prompt_tokens = tok.encode(prompt, true, false);
+    if prompt_tokens.is_empty() {
+        return Err(Error::Tokenizer("the prompt encoded to no tokens".into()));
+    }
+    let steps = steps.min(dec.max_seq());
+    let mut g = Generation {
+        prompt: prompt_tokens.clone(),
+        ..Default::default()
+    };
+    let mut start: Option<Instant> = None;
+    let mut token = prompt_tokens[0];
+    let mut pos = 0;
+    while pos < steps {
+        let logits = dec.forward(token, pos)?;
+        let next = if pos + 1 < prompt_tokens.len() {
+            prompt_tokens[pos + 1]
+        } else {
+            sampler.sample(logits)
+        };
+        pos += 1;
+        if next == tok.bos_id() {
+            break;
+        }
+        g.tokens.push(next);
+        if let Some(piece) = tokenizer::printable(tok.decode(token, next)) {
+            out.write_all(piece).map_err(io)?;
+            out.flush().map_err(io)?;
+        }
+        token = next;
+        start.get_or_insert_with(Instant::now);
+    }
+    out.write_all(b"\n").map_err(io)?;
+    out.flush().map_err(io)?;
+    g.positions = pos;
+    g.elapsed = start.map(|s| s.elapsed()).unwrap_or_default();
+    Ok(g)
+}

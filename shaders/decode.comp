@@ -1,0 +1,469 @@
+#version 460
+// decode.comp — the decoder: every stage body written once, run either as a persistent
+// megakernel (MEGA: one dispatch per token, levels separated by a software grid barrier) or one
+// stage per dispatch (multi). Both compute every output element with the same code and the same
+// reduction order, so their logits are bit-identical.
+//
+// Reduction orders (the op definitions; never depend on the schedule):
+// - matvec row: lane l of a subgroup ("team") of S lanes accumulates elements/blocks
+//   l, l+S, ... in ascending order; then subgroupAdd over the team.
+// - workgroup sums: subgroupAdd per subgroup, then subgroup partials added in index order.
+// - attention output: positions in ascending order, one lane per output element.
+
+#include "layout.glsl"
+
+shared float sx[SX_CAP];
+shared float red[64];
+shared uint redu[64];
+shared bool s_ok;
+shared float s_scale;
+
+uint g_iter = 0;   // back-edges of this invocation (lavapipe ends loops silently at 65,535)
+
+uint wg_id() { return gl_WorkGroupID.x; }
+uint lid() { return gl_LocalInvocationIndex; }
+uint team() { return gl_SubgroupID; }
+uint nteams() { return gl_NumSubgroups; }
+uint tlane() { return gl_SubgroupInvocationID; }
+
+#ifdef NO_CLOCK
+uvec2 now2() { return uvec2(0u); }
+#else
+uvec2 now2() { return HAS_CLOCK ? clockRealtime2x32EXT() : uvec2(0u); }
+#endif
+
+void wg_sync() {
+    controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup,
+                   gl_StorageSemanticsBuffer | gl_StorageSemanticsShared, gl_SemanticsAcquireRelease);
+}
+
+// Sum over the workgroup, in a fixed order. Every lane gets the result.
+float wg_sum(float v) {
+    float t = subgroupAdd(v);
+    if (tlane() == 0u) red[team()] = t;
+    wg_sync();
+    float s = 0.0;
+    for (uint i = 0u; i < nteams(); ++i) s += red[i];
+    wg_sync();
+    return s;
+}
+
+float wg_max(float v) {
+    float t = subgroupMax(v);
+    if (tlane() == 0u) red[team()] = t;
+    wg_sync();
+    float m = red[0];
+    for (uint i = 1u; i < nteams(); ++i) m = max(m, red[i]);
+    wg_sync();
+    return m;
+}
+
+// ---- fail word ----
+void raise_fail(uint bit, uint level, uint seen) {
+    atomicOr(sy.w[SY_FAIL], bit, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+    if (atomicCompSwap(sy.w[SY_FAIL_LEVEL], 0xFFFFFFFFu, level, gl_ScopeQueueFamily,
+                       gl_StorageSemanticsNone, gl_SemanticsRelaxed, gl_StorageSemanticsNone,
+                       gl_SemanticsRelaxed) == 0xFFFFFFFFu) {
+        atomicExchange(sy.w[SY_FAIL_SEEN], seen, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        atomicExchange(sy.w[SY_FAIL_WG], wg_id(), gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+    }
+    atomicExchange(sy.w[SY_ABORT], 1u, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+}
+
+bool budget_ok() { return ITER_BUDGET == 0u || g_iter < ITER_BUDGET; }
+#define TICK() (g_iter++)
+
+// ---- telemetry ring ----
+// Frame at slot k: word 0 sequence (pass_id + 1, written last), 1 pass, 2 workgroups done,
+// 3 reserved; then stages x G x {start lo, start hi, end lo, end hi};
+// then levels x G x {arrive lo, arrive hi, exit lo, exit hi}.
+uint ring_base() { return pc.ring_slot * P(H_RING_FRAME_WORDS); }
+void stamp_stage(uint stage, uint which, uvec2 t) {
+    if (!INSTR) return;
+    uint b = ring_base() + 4u + (stage * G + wg_id()) * 4u + which * 2u;
+    ring.r[b] = t.x;
+    ring.r[b + 1u] = t.y;
+}
+void stamp_level(uint level, uint which, uvec2 t) {
+    if (!INSTR) return;
+    uint b = ring_base() + 4u + P(H_N_STAGES) * G * 4u + (level * G + wg_id()) * 4u + which * 2u;
+    ring.r[b] = t.x;
+    ring.r[b + 1u] = t.y;
+}
+
+// ---- weights access ----
+uint wld(uint chunk, uint i) { return weights[chunk].w[i]; }
+uint T(uint t, uint f) { return P(P(H_TENSORS) + t * 8u + f); }
+
+// Scale of block b (row-major block index) of a Q tensor, stored as packed halves.
+float qscale(uint chunk, uint sc, uint blk) {
+    vec2 h = unpackHalf2x16(wld(chunk, sc + (blk >> 1)));
+    return (blk & 1u) == 0u ? h.x : h.y;
+}
+
+// One element of a tensor (embedding lookup, norm weights).
+float welem(uint t, uint row, uint j) {
+    uint ty = T(t, T_TYPE), ch = T(t, T_CHUNK), qs = T(t, T_QS), rw = T(t, T_ROWW);
+    if (ty == TY_F32) return uintBitsToFloat(wld(ch, qs + row * rw + j));
+    if (ty == TY_F16) {
+        vec2 h = unpackHalf2x16(wld(ch, qs + row * rw + (j >> 1)));
+        return (j & 1u) == 0u ? h.x : h.y;
+    }
+    uint nb = T(t, T_COLS) / 32u;
+    uint b = j / 32u, e = j % 32u;
+    float d = qscale(ch, T(t, T_SC), row * nb + b);
+    if (ty == TY_Q8_0) {
+        uint word = wld(ch, qs + row * rw + b * 8u + e / 4u);
+        int q = int(bitfieldExtract(word, int((e % 4u) * 8u), 8)) ;
+        q = (q << 24) >> 24;
+        return float(q) * d;
+    }
+    // Q4_0: byte j%16; low nibble for e < 16, high nibble otherwise.
+    uint k = e % 16u;
+    uint word = wld(ch, qs + row * rw + b * 4u + k / 4u);
+    uint byte = (word >> ((k % 4u) * 8u)) & 255u;
+    uint q = e < 16u ? (byte & 15u) : (byte >> 4u);
+    return float(int(q) - 8) * d;
+}
+
+// ---- the dot product of one weight row with the input vector, by one team ----
+// XLOAD(j) reads element j of the input vector.
+#define DEFINE_DOT(NAME, XLOAD)                                                              \
+float NAME(uint t, uint row) {                                                               \
+    uint ty = T(t, T_TYPE), cols = T(t, T_COLS), ch = T(t, T_CHUNK);                          \
+    uint base = T(t, T_QS) + row * T(t, T_ROWW);                                             \
+    uint S = gl_SubgroupSize;                                                                \
+    float acc = 0.0;                                                                         \
+    if (ty == TY_F32) {                                                                      \
+        for (uint j = tlane(); j < cols; j += S) { TICK(); acc += uintBitsToFloat(wld(ch, base + j)) * XLOAD(j); } \
+    } else if (ty == TY_F16) {                                                               \
+        uint nw = (cols + 1u) / 2u;                                                          \
+        for (uint k = tlane(); k < nw; k += S) {                                             \
+            TICK();                                                                          \
+            vec2 h = unpackHalf2x16(wld(ch, base + k));                                      \
+            acc += h.x * XLOAD(2u * k);                                                      \
+            if (2u * k + 1u < cols) acc += h.y * XLOAD(2u * k + 1u);                         \
+        }                                                                                    \
+    } else if (ty == TY_Q8_0) {                                                              \
+        uint nb = cols / 32u, sc = T(t, T_SC);                                               \
+        for (uint b = tlane(); b < nb; b += S) {                                             \
+            TICK();                                                                          \
+            float s = 0.0;                                                                   \
+            [[unroll]] for (uint k = 0u; k < 8u; ++k) {                                      \
+                uint word = wld(ch, base + b * 8u + k);                                      \
+                [[unroll]] for (uint e = 0u; e < 4u; ++e) {                                  \
+                    int q = (int(word >> (e * 8u)) << 24) >> 24;                              \
+                    s += float(q) * XLOAD(b * 32u + k * 4u + e);                             \
+                }                                                                            \
+            }                                                                                \
+            acc += s * qscale(ch, sc, row * nb + b);                                         \
+        }                                                                                    \
+    } else {                                                                                 \
+        uint nb = cols / 32u, sc = T(t, T_SC);                                               \
+        for (uint b = tlane(); b < nb; b += S) {                                             \
+            TICK();                                                                          \
+            float lo = 0.0, hi = 0.0;                                                        \
+            [[unroll]] for (uint k = 0u; k < 4u; ++k) {                                      \
+                uint word = wld(ch, base + b * 4u + k);                                      \
+                [[unroll]] for (uint e = 0u; e < 4u; ++e) {                                  \
+                    uint byte = (word >> (e * 8u)) & 255u;                                   \
+                    uint j = b * 32u + k * 4u + e;                                           \
+                    lo += float(int(byte & 15u) - 8) * XLOAD(j);                             \
+                    hi += float(int(byte >> 4u) - 8) * XLOAD(j + 16u);                       \
+                }                                                                            \
+            }                                                                                \
+            acc += (lo + hi) * qscale(ch, sc, row * nb + b);                                 \
+        }                                                                                    \
+    }                                                                                        \
+    return subgroupAdd(acc);                                                                 \
+}
+
+#define XS(j) sx[j]
+#define XHB(j) st.s[P(H_OFF_HB) + (j)]
+DEFINE_DOT(dot_sx, XS)
+DEFINE_DOT(dot_hb, XHB)
+
+// ---- level prologues: fill sx ----
+void prologue(uint lvl) {
+    uint base = P(H_LEVELS) + lvl * 8u;
+    uint kind = P(base + L_PRO);
+    if (kind == PRO_NONE) return;
+    uint d = P(H_DIM);
+    if (kind == PRO_NORM) {
+        bool embed = (P(base + L_FLAGS) & 1u) != 0u;
+        uint et = P(H_EMBED), ox = P(H_OFF_X);
+        float ss = 0.0;
+        for (uint j = lid(); j < d; j += gl_WorkGroupSize.x) {
+            TICK();
+            float v = embed ? welem(et, pc.token, j) : st.s[ox + j];
+            sx[j] = v;
+            ss += v * v;
+        }
+        ss = wg_sum(ss);
+        float scale = 1.0 / sqrt(ss / float(d) + uintBitsToFloat(P(H_EPS)));
+        uint nt = P(base + L_PRO_T);
+        for (uint j = lid(); j < d; j += gl_WorkGroupSize.x) {
+            TICK();
+            sx[j] = welem(nt, 0u, j) * (scale * sx[j]);
+        }
+    } else if (kind == PRO_XB) {
+        uint o = P(H_OFF_XB);
+        for (uint j = lid(); j < d; j += gl_WorkGroupSize.x) { TICK(); sx[j] = st.s[o + j]; }
+    } else if (kind == PRO_HB) {
+        uint h = P(H_HIDDEN), o = P(H_OFF_HB);
+        if (h <= SX_CAP)
+            for (uint j = lid(); j < h; j += gl_WorkGroupSize.x) { TICK(); sx[j] = st.s[o + j]; }
+    }
+    wg_sync();
+}
+
+// ---- stage bodies ----
+float rope_cos(uint pair) { return st.s[P(H_OFF_ROPE) + (pc.pos * (P(H_HEAD_SIZE) / 2u) + pair) * 2u]; }
+float rope_sin(uint pair) { return st.s[P(H_OFF_ROPE) + (pc.pos * (P(H_HEAD_SIZE) / 2u) + pair) * 2u + 1u]; }
+
+// Q and K: unit = a pair of rows (2u, 2u+1), rotated together.
+void unit_rope(uint kind, uint t, uint layer, uint u) {
+    uint r = 2u * u;
+    float v0 = dot_sx(t, r), v1 = dot_sx(t, r + 1u);
+    if (tlane() != 0u) return;
+    uint pair = (r % P(H_HEAD_SIZE)) / 2u;
+    float c = rope_cos(pair), s = rope_sin(pair);
+    float a = v0 * c - v1 * s, b = v0 * s + v1 * c;
+    if (kind == K_Q) {
+        uint o = P(H_OFF_Q) + r;
+        st.s[o] = a;
+        st.s[o + 1u] = b;
+    } else {
+        uint o = layer * P(H_KV_LAYER) + pc.pos * P(H_KV_DIM) + r;
+        kvc.kv[o] = a;
+        kvc.kv[o + 1u] = b;
+    }
+}
+
+void unit_v(uint t, uint layer, uint r) {
+    float v = dot_sx(t, r);
+    if (tlane() == 0u) kvc.kv[P(H_V_BASE) + layer * P(H_KV_LAYER) + pc.pos * P(H_KV_DIM) + r] = v;
+}
+
+// Residual row: x[r] = base[r] + W[r]·in, base = x, or the token embedding in layer 0.
+void unit_residual(uint kind, uint t, uint layer, uint r) {
+    float v = (kind == K_DOWN && P(H_HIDDEN) > SX_CAP) ? dot_hb(t, r) : dot_sx(t, r);
+    if (tlane() != 0u) return;
+    uint o = P(H_OFF_X) + r;
+    float base = (kind == K_WO && layer == 0u) ? welem(P(H_EMBED), pc.token, r) : st.s[o];
+    st.s[o] = base + v;
+}
+
+void unit_ffn(uint t0, uint t1, uint r) {
+    float g = dot_sx(t0, r), u = dot_sx(t1, r);
+    if (tlane() != 0u) return;
+    g *= 1.0 / (1.0 + exp(-g));
+    g *= u;
+    st.s[P(H_OFF_HB) + r] = g;
+}
+
+// Attention for head h, by the whole workgroup.
+void unit_attn(uint layer, uint h) {
+    uint hs = P(H_HEAD_SIZE), kvd = P(H_KV_DIM), ms = P(H_MAX_SEQ);
+    uint kvh = h / (P(H_N_HEADS) / P(H_N_KV_HEADS));
+    uint kb = layer * P(H_KV_LAYER) + kvh * hs;
+    uint vb = P(H_V_BASE) + kb;
+    uint qo = P(H_OFF_Q) + h * hs;
+    uint ao = P(H_OFF_ATT) + h * ms;
+    float scale = uintBitsToFloat(P(H_ATT_SCALE));
+    uint n = pc.pos + 1u;
+    float m = -3.402823e38;
+    for (uint t = lid(); t < n; t += gl_WorkGroupSize.x) {
+        TICK();
+        float sc = 0.0;
+        for (uint i = 0u; i < hs; ++i) { TICK(); sc += st.s[qo + i] * kvc.kv[kb + t * kvd + i]; }
+        sc /= scale;
+        st.s[ao + t] = sc;
+        m = max(m, sc);
+    }
+    m = wg_max(m);
+    float sum = 0.0;
+    for (uint t = lid(); t < n; t += gl_WorkGroupSize.x) {
+        TICK();
+        float e = exp(st.s[ao + t] - m);
+        st.s[ao + t] = e;
+        sum += e;
+    }
+    sum = wg_sum(sum);   // also orders the att writes above before the reads below
+    for (uint i = lid(); i < hs; i += gl_WorkGroupSize.x) {
+        TICK();
+        float acc = 0.0;
+        for (uint t = 0u; t < n; ++t) { TICK(); acc += (st.s[ao + t] / sum) * kvc.kv[vb + t * kvd + i]; }
+        st.s[P(H_OFF_XB) + h * hs + i] = acc;
+    }
+    wg_sync();
+}
+
+// Argmax over the per-workgroup partials: lowest index on ties.
+void unit_argmax() {
+    if (lid() != 0u) return;
+    uint V = P(H_VOCAB);
+    float best = -3.402823e38;
+    uint bi = 0xFFFFFFFFu;
+    for (uint g = 0u; g < G; ++g) {
+        TICK();
+        float v = uintBitsToFloat(outb.o[V + 2u + 2u * g + 1u]);
+        uint i = outb.o[V + 2u + 2u * g];
+        if (i != 0xFFFFFFFFu && (bi == 0xFFFFFFFFu || v > best || (v == best && i < bi))) { best = v; bi = i; }
+    }
+    outb.o[V] = bi;
+    outb.o[V + 1u] = floatBitsToUint(best);
+}
+
+// Test hook: extra dependent work to make one stage measurably slower.
+float slow_work(float v) {
+    for (uint i = 0u; i < 2000u; ++i) { TICK(); v = sin(v) * 0.999 + 0.001; }
+    return v;
+}
+
+void run_stage(uint si) {
+    uint b = P(H_STAGES) + si * 8u;
+    uint kind = P(b + S_KIND), layer = P(b + S_LAYER), n = P(b + S_UNITS), off = P(b + S_OFF);
+    uint t0 = P(b + S_T0), t1 = P(b + S_T1);
+    stamp_stage(si, 0u, now2());
+    if (kind == TEST_SLOW_KIND && lid() == 0u) red[63] = slow_work(float(pc.pos));
+    if (kind == K_ATTN || kind == K_ARGMAX) {
+        // Workgroup-granular units.
+        for (uint u = (wg_id() + G - off % G) % G; u < n; u += G) {
+            if (!budget_ok()) break;
+            if (kind == K_ATTN) unit_attn(layer, u); else unit_argmax();
+        }
+    } else {
+        uint NT = G * nteams(), me = wg_id() * nteams() + team();
+        float best = -3.402823e38;
+        uint bi = 0xFFFFFFFFu;
+        for (uint u = (me + NT - off % NT) % NT; u < n; u += NT) {
+            TICK();
+            if (!budget_ok()) break;
+            if (kind == K_Q || kind == K_K) unit_rope(kind, t0, layer, u);
+            else if (kind == K_V) unit_v(t0, layer, u);
+            else if (kind == K_WO || kind == K_DOWN) unit_residual(kind, t0, layer, u);
+            else if (kind == K_FFN) unit_ffn(t0, t1, u);
+            else if (kind == K_HEAD) {
+                float v = dot_sx(t0, u);
+                if (tlane() == 0u) {
+                    outb.o[u] = floatBitsToUint(v);
+                    if (bi == 0xFFFFFFFFu || v > best) { best = v; bi = u; }
+                }
+            }
+        }
+        if (kind == K_HEAD) {
+            // Team winners -> workgroup partial (lowest index on ties).
+            if (tlane() == 0u) { red[team()] = best; redu[team()] = bi; }
+            wg_sync();
+            if (lid() == 0u) {
+                float wb = -3.402823e38;
+                uint wi = 0xFFFFFFFFu;
+                for (uint k = 0u; k < nteams(); ++k) {
+                    uint i = redu[k];
+                    if (i != 0xFFFFFFFFu && (wi == 0xFFFFFFFFu || red[k] > wb || (red[k] == wb && i < wi))) { wb = red[k]; wi = i; }
+                }
+                uint V = P(H_VOCAB);
+                outb.o[V + 2u + 2u * wg_id()] = wi;
+                outb.o[V + 2u + 2u * wg_id() + 1u] = floatBitsToUint(wb);
+            }
+        }
+    }
+    stamp_stage(si, 1u, now2());
+}
+
+void run_level(uint lvl, uint only_stage) {
+    prologue(lvl);
+    uint base = P(H_LEVELS) + lvl * 8u;
+    uint first = P(base + L_FIRST), cnt = P(base + L_COUNT);
+    for (uint s = first; s < first + cnt; ++s) {
+        if (only_stage != 0xFFFFFFFFu && s != only_stage) continue;
+        run_stage(s);
+    }
+    wg_sync();
+    if (!budget_ok() && lid() == 0u) raise_fail(FAIL_BUDGET, lvl, g_iter);
+}
+
+// The grid barrier after level `lvl`: leader arrives with a release, polls relaxed with a
+// bounded spin, then one acquire fence (DESIGN.md: acquire polls break lavapipe).
+bool grid_barrier(uint lvl, bool arrive_only) {
+    wg_sync();
+    if (lid() == 0u) {
+        stamp_level(lvl, 0u, now2());
+        bool ok = true;
+        uint target = (lvl + 1u) * G;
+        uint seen = atomicAdd(sy.w[SY_COUNTER], 1u, gl_ScopeQueueFamily, gl_StorageSemanticsBuffer, gl_SemanticsRelease) + 1u;
+        uint t0 = now2().x;
+        while (!arrive_only && seen < target) {
+            TICK();
+            if (atomicLoad(sy.w[SY_ABORT], gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u) { ok = false; break; }
+            if (CPU_PAUSE) {
+                // ~microseconds of unrolled work per poll, so the back-edge budget lasts
+                // long enough on CPU devices.
+                float p = float(seen);
+#define PW p = sin(p) * 0.5 + 0.25;
+#define PW4 PW PW PW PW
+#define PW16 PW4 PW4 PW4 PW4
+                PW16 PW16 PW16 PW16 PW16 PW16 PW16 PW16
+                if (p > 10.0) red[62] = p;
+            }
+            if (HAS_CLOCK && now2().x - t0 > pc.timeout) { raise_fail(FAIL_TIMEOUT, lvl, seen); ok = false; break; }
+            if (!budget_ok()) { raise_fail(FAIL_BUDGET, lvl, seen); ok = false; break; }
+            seen = atomicLoad(sy.w[SY_COUNTER], gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        }
+        memoryBarrier(gl_ScopeQueueFamily, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+        s_ok = ok;
+        stamp_level(lvl, 1u, now2());
+    }
+    wg_sync();
+    return s_ok;
+}
+
+void finish_frame() {
+    if (!INSTR || lid() != 0u) return;
+    uint b = ring_base();
+    uint done = atomicAdd(ring.r[b + 2u], 1u, gl_ScopeQueueFamily, gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease) + 1u;
+    if (done == G) {
+        ring.r[b + 1u] = pc.pass_id;
+        atomicStore(ring.r[b], pc.pass_id + 1u, gl_ScopeQueueFamily, gl_StorageSemanticsBuffer, gl_SemanticsRelease);
+    }
+}
+
+void main() {
+    if (!MEGA) {
+        uint nl = P(H_N_LEVELS);
+        if (lid() == 0u) sy.w[SY_RESIDENT + wg_id()] = pc.pass_id + 1u;
+        run_level(pc.level, pc.stage);
+        if (pc.level + 1u == nl) finish_frame();
+        return;
+    }
+    if (lid() == 0u) {
+        atomicExchange(sy.w[SY_RESIDENT + wg_id()], pc.pass_id + 1u, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        atomicAdd(sy.w[SY_STARTED], 1u, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        uint c = atomicLoad(sy.w[SY_COUNTER], gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        bool aborted = atomicLoad(sy.w[SY_ABORT], gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u;
+        // Started after the first barrier released: the others ran without us.
+        if (c >= G) raise_fail(FAIL_LATE, 0u, c);
+        s_ok = !aborted && c < G;
+    }
+    wg_sync();
+    if (!s_ok) { finish_frame(); return; }
+    uint nl = P(H_N_LEVELS);
+    for (uint lvl = 0u; lvl < nl; ++lvl) {
+        if (wg_id() == TEST_STALL_WG) {
+            // Test hook: this workgroup never arrives; the others must fail within the timeout.
+            finish_frame();
+            return;
+        }
+        uint lf = P(P(H_LEVELS) + lvl * 8u + L_FLAGS);
+        bool single = (lf & 2u) != 0u;
+        if (!single || wg_id() == 0u) run_level(lvl, 0xFFFFFFFFu);
+        if (lvl + 1u < nl) {
+            // Before a single-workgroup level the others only arrive and leave.
+            bool next_single = (P(P(H_LEVELS) + (lvl + 1u) * 8u + L_FLAGS) & 2u) != 0u;
+            bool leave = next_single && wg_id() != 0u;
+            if (!grid_barrier(lvl, leave) || leave) break;
+        }
+    }
+    finish_frame();
+}
