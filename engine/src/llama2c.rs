@@ -1,1 +1,399 @@
-//! (being written)
+//! llama2.c checkpoint import: the legacy (version 0) `export.py` format that run.c reads.
+//!
+//! Little-endian. A header of 7 i32 (`dim, hidden_dim, n_layers, n_heads, n_kv_heads,
+//! vocab_size, seq_len`; a negative `vocab_size` means the classifier is stored separately),
+//! then f32 tensors, each kind stored for all layers in a row: token embedding, rms_att, wq, wk,
+//! wv, wo, rms_ffn, w1, w2, w3, rms_final, the unused freq_cis_real and freq_cis_imag tables
+//! (`seq_len * head_size / 2` floats each) and, when untied, the classifier.
+//!
+//! The file must be exactly that size. A file without the two freq_cis tables is accepted too
+//! (run.c never reads them), but nothing else: no trailing bytes, no short files.
+//! llama2.c's RoPE already rotates adjacent pairs, so wq and wk are taken as they are.
+
+use crate::model::{Config, Layer, Tensor, Weights};
+use crate::{Error, Result};
+
+const HEADER_FIELDS: [&str; 7] = [
+    "dim",
+    "hidden_dim",
+    "n_layers",
+    "n_heads",
+    "n_kv_heads",
+    "vocab_size",
+    "seq_len",
+];
+const HEADER_BYTES: usize = 4 * HEADER_FIELDS.len();
+
+/// A llama2.c model: its shape and f32 weights.
+#[derive(Clone, Debug)]
+pub struct Checkpoint {
+    /// Shape, with `rope_theta` 10000 and `norm_eps` 1e-5 as run.c uses.
+    pub config: Config,
+    /// The weights, named in GGUF convention; `output` is `None` when tied to the embedding.
+    pub weights: Weights,
+}
+
+fn err(m: String) -> Error {
+    Error::Llama2c(format!("checkpoint: {m}"))
+}
+
+/// Parse a llama2.c legacy checkpoint.
+pub fn read_checkpoint(bytes: &[u8]) -> Result<Checkpoint> {
+    if bytes.len() < HEADER_BYTES {
+        return Err(err(format!(
+            "file is {} bytes, shorter than the {HEADER_BYTES}-byte header",
+            bytes.len()
+        )));
+    }
+    let mut h = [0i32; 7];
+    for (i, (v, c)) in h.iter_mut().zip(bytes.chunks_exact(4)).enumerate() {
+        *v = i32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        let ok = if i == 5 {
+            *v != 0 && *v != i32::MIN
+        } else {
+            *v > 0
+        };
+        if !ok {
+            let what = if i == 5 { "non-zero" } else { "positive" };
+            return Err(err(format!(
+                "header field {} at byte {:#x} is {v}, must be {what}",
+                HEADER_FIELDS[i],
+                4 * i
+            )));
+        }
+    }
+    let shared = h[5] > 0;
+    let u = |v: i32| v.unsigned_abs() as usize;
+    let config = Config {
+        dim: u(h[0]),
+        hidden_dim: u(h[1]),
+        n_layers: u(h[2]),
+        n_heads: u(h[3]),
+        n_kv_heads: u(h[4]),
+        vocab_size: u(h[5]),
+        seq_len: u(h[6]),
+        rope_theta: 10000.0,
+        norm_eps: 1e-5,
+    };
+    config
+        .validate()
+        .map_err(|e| err(format!("header {h:?}: {e}")))?;
+
+    // Sizes in u128: validate() bounds every factor by 2^20, so nothing here overflows, and
+    // each is checked against the file's length before it is used as an offset.
+    let w = |v: usize| v as u128;
+    let (dim, hidden, layers, vocab) = (
+        w(config.dim),
+        w(config.hidden_dim),
+        w(config.n_layers),
+        w(config.vocab_size),
+    );
+    let kv_dim = w(config.kv_dim());
+    let freq = w(config.seq_len) * (w(config.head_size()) / 2);
+    // Floats of each section in file order.
+    let body = [
+        vocab * dim,
+        layers * dim,
+        layers * dim * dim,
+        layers * kv_dim * dim,
+        layers * kv_dim * dim,
+        layers * dim * dim,
+        layers * dim,
+        layers * hidden * dim,
+        layers * dim * hidden,
+        layers * hidden * dim,
+        dim,
+    ];
+    let body_floats: u128 = body.iter().sum();
+    let wcls = if shared { 0 } else { vocab * dim };
+    let with_freq = w(HEADER_BYTES) + 4 * (body_floats + 2 * freq + wcls);
+    let without_freq = w(HEADER_BYTES) + 4 * (body_floats + wcls);
+    let len = w(bytes.len());
+    let freq_floats = if len == with_freq {
+        2 * freq
+    } else if len == without_freq {
+        0
+    } else {
+        return Err(err(format!(
+            "header {h:?} needs a file of {with_freq} bytes ({without_freq} without the \
+             freq_cis tables), this one is {len} bytes{}",
+            if len > with_freq {
+                ": trailing bytes"
+            } else {
+                ": truncated"
+            }
+        )));
+    };
+
+    // Sizes are checked, so every slice below is in range and fits usize.
+    let floats = |start: u128, n: u128| -> Vec<f32> {
+        let s = HEADER_BYTES + 4 * start as usize;
+        bytes[s..s + 4 * n as usize]
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    };
+    // Start (in floats) of each section.
+    let mut starts = [0u128; 11];
+    for i in 1..starts.len() {
+        starts[i] = starts[i - 1] + body[i - 1];
+    }
+    let (d, hd, kv) = (config.dim, config.hidden_dim, config.kv_dim());
+    // Tensor `l` of section `sec`, `rows x cols`.
+    let tensor = |name: String, sec: usize, l: usize, rows: usize, cols: usize| {
+        let n = w(rows * cols);
+        Tensor::from_f32(name, rows, cols, &floats(starts[sec] + w(l) * n, n))
+    };
+    let mut layer_list = Vec::with_capacity(config.n_layers);
+    for l in 0..config.n_layers {
+        let name = |s: &str| format!("blk.{l}.{s}.weight");
+        layer_list.push(Layer {
+            attn_norm: tensor(name("attn_norm"), 1, l, 1, d)?,
+            wq: tensor(name("attn_q"), 2, l, d, d)?,
+            wk: tensor(name("attn_k"), 3, l, kv, d)?,
+            wv: tensor(name("attn_v"), 4, l, kv, d)?,
+            wo: tensor(name("attn_output"), 5, l, d, d)?,
+            ffn_norm: tensor(name("ffn_norm"), 6, l, 1, d)?,
+            w_gate: tensor(name("ffn_gate"), 7, l, hd, d)?,
+            w_down: tensor(name("ffn_down"), 8, l, d, hd)?,
+            w_up: tensor(name("ffn_up"), 9, l, hd, d)?,
+        });
+    }
+    let output = if shared {
+        None
+    } else {
+        let start = body_floats + freq_floats;
+        Some(Tensor::from_f32(
+            "output.weight",
+            config.vocab_size,
+            d,
+            &floats(start, vocab * dim),
+        )?)
+    };
+    let weights = Weights {
+        token_embd: tensor("token_embd.weight".into(), 0, 0, config.vocab_size, d)?,
+        layers: layer_list,
+        output_norm: tensor("output_norm.weight".into(), 10, 0, 1, d)?,
+        output,
+    };
+    weights.validate(&config).map_err(|e| err(e.to_string()))?;
+    Ok(Checkpoint { config, weights })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STORIES: &[u8] = include_bytes!("../models/stories260K/stories260K.bin");
+
+    fn f32_at(bytes: &[u8], float_index: usize) -> f32 {
+        let s = HEADER_BYTES + 4 * float_index;
+        f32::from_le_bytes([bytes[s], bytes[s + 1], bytes[s + 2], bytes[s + 3]])
+    }
+
+    fn with_header(h: [i32; 7], floats: usize) -> Vec<u8> {
+        let mut b: Vec<u8> = h.iter().flat_map(|v| v.to_le_bytes()).collect();
+        b.extend((0..floats).flat_map(|i| (i as f32).to_le_bytes()));
+        b
+    }
+
+    fn header_err(h: [i32; 7]) -> String {
+        read_checkpoint(&with_header(h, 0))
+            .expect_err("bad header")
+            .to_string()
+    }
+
+    #[test]
+    fn reads_stories260k() {
+        let c = read_checkpoint(STORIES).expect("stories260K.bin parses");
+        let cfg = &c.config;
+        assert_eq!(
+            (
+                cfg.dim,
+                cfg.hidden_dim,
+                cfg.n_layers,
+                cfg.n_heads,
+                cfg.n_kv_heads,
+                cfg.vocab_size,
+                cfg.seq_len
+            ),
+            (64, 172, 5, 8, 4, 512, 512)
+        );
+        assert_eq!((cfg.rope_theta, cfg.norm_eps), (10000.0, 1e-5));
+        let w = &c.weights;
+        assert!(w.output.is_none(), "stories260K ties the classifier");
+        let names: Vec<&str> = w.tensors().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names.len(), 1 + 5 * 9 + 1);
+        assert_eq!(
+            &names[..4],
+            [
+                "token_embd.weight",
+                "blk.0.attn_norm.weight",
+                "blk.0.attn_q.weight",
+                "blk.0.attn_k.weight"
+            ]
+        );
+        assert_eq!(names[9], "blk.0.ffn_up.weight");
+        assert_eq!(names[45], "blk.4.ffn_up.weight");
+        assert_eq!(names[46], "output_norm.weight");
+        assert_eq!((w.layers[2].wk.rows, w.layers[2].wk.cols), (32, 64));
+        assert_eq!(
+            (w.layers[2].w_down.rows, w.layers[2].w_down.cols),
+            (64, 172)
+        );
+
+        // Values come from the right offsets: section starts in floats.
+        let (d, h, kv, v, l) = (64usize, 172usize, 32usize, 512usize, 5usize);
+        let emb = w.token_embd.to_f32();
+        assert_eq!(emb[0], f32_at(STORIES, 0));
+        assert_eq!(emb[v * d - 1], f32_at(STORIES, v * d - 1));
+        let rms_att = v * d;
+        let wq = rms_att + l * d;
+        let wk = wq + l * d * d;
+        let wv = wk + l * kv * d;
+        let wo = wv + l * kv * d;
+        let rms_ffn = wo + l * d * d;
+        let w1 = rms_ffn + l * d;
+        let w2 = w1 + l * h * d;
+        let w3 = w2 + l * d * h;
+        let rms_final = w3 + l * h * d;
+        assert_eq!(
+            w.layers[3].attn_norm.to_f32()[5],
+            f32_at(STORIES, rms_att + 3 * d + 5)
+        );
+        assert_eq!(
+            w.layers[1].wq.to_f32()[70],
+            f32_at(STORIES, wq + d * d + 70)
+        );
+        assert_eq!(w.layers[4].wk.to_f32()[0], f32_at(STORIES, wk + 4 * kv * d));
+        assert_eq!(w.layers[0].wv.to_f32()[7], f32_at(STORIES, wv + 7));
+        assert_eq!(
+            w.layers[2].wo.to_f32()[9],
+            f32_at(STORIES, wo + 2 * d * d + 9)
+        );
+        assert_eq!(
+            w.layers[4].ffn_norm.to_f32()[63],
+            f32_at(STORIES, rms_ffn + 4 * d + 63)
+        );
+        assert_eq!(
+            w.layers[1].w_gate.to_f32()[3],
+            f32_at(STORIES, w1 + h * d + 3)
+        );
+        assert_eq!(
+            w.layers[1].w_down.to_f32()[3],
+            f32_at(STORIES, w2 + d * h + 3)
+        );
+        assert_eq!(
+            w.layers[4].w_up.to_f32()[h * d - 1],
+            f32_at(STORIES, rms_final - 1)
+        );
+        assert_eq!(w.output_norm.to_f32()[0], f32_at(STORIES, rms_final));
+        // The freq_cis tables (512 x 4 floats each) fill the rest of the file.
+        assert_eq!(
+            STORIES.len(),
+            HEADER_BYTES + 4 * (rms_final + d + 2 * 512 * 4)
+        );
+    }
+
+    #[test]
+    fn size_must_be_exact() {
+        for n in [0, 4, 27, 28, 1000, STORIES.len() - 4, STORIES.len() - 1] {
+            let e = read_checkpoint(&STORIES[..n])
+                .expect_err("truncated")
+                .to_string();
+            assert!(
+                e.contains("llama2.c") && (e.contains("truncated") || e.contains("header")),
+                "{n}: {e}"
+            );
+        }
+        let mut long = STORIES.to_vec();
+        long.extend_from_slice(&[0; 4]);
+        let e = read_checkpoint(&long).expect_err("trailing").to_string();
+        assert!(e.contains("trailing bytes"), "{e}");
+        long.truncate(STORIES.len() + 1);
+        assert!(read_checkpoint(&long).is_err());
+        // Without the two freq_cis tables (run.c never reads them) the file is still usable.
+        let short = &STORIES[..STORIES.len() - 2 * 512 * 4 * 4];
+        let c = read_checkpoint(short).expect("no freq_cis tables");
+        assert_eq!(
+            c.weights.output_norm.to_f32(),
+            read_checkpoint(STORIES)
+                .expect("ok")
+                .weights
+                .output_norm
+                .to_f32()
+        );
+    }
+
+    #[test]
+    fn header_fields_are_validated() {
+        let good = [64, 172, 5, 8, 4, 512, 512];
+        for i in 0..7 {
+            let mut h = good;
+            h[i] = 0;
+            let e = header_err(h);
+            assert!(e.contains(HEADER_FIELDS[i]), "{e}");
+            if i != 5 {
+                h[i] = -3;
+                let e = header_err(h);
+                assert!(
+                    e.contains(&format!("{} at byte {:#x} is -3", HEADER_FIELDS[i], 4 * i)),
+                    "{e}"
+                );
+            }
+        }
+        let mut h = good;
+        h[5] = i32::MIN;
+        assert!(header_err(h).contains("vocab_size"));
+        let e = header_err([64, 172, 5, 7, 7, 512, 512]);
+        assert!(e.contains("not a multiple of n_heads"), "{e}");
+        let e = header_err([64, 172, 5, 8, 3, 512, 512]);
+        assert!(e.contains("n_kv_heads"), "{e}");
+        let e = header_err([24, 172, 5, 8, 8, 512, 512]);
+        assert!(e.contains("odd"), "{e}");
+        // Huge shapes are refused before anything is allocated.
+        assert!(
+            header_err([1 << 30, 1 << 30, 1 << 30, 1, 1, i32::MAX, i32::MAX]).contains("larger")
+        );
+        assert!(
+            header_err([1 << 20, 1 << 20, 1 << 20, 2, 1, -(1 << 20), 1 << 20])
+                .contains("needs a file of")
+        );
+        // The good header alone is a truncated file.
+        assert!(header_err(good).contains("truncated"));
+    }
+
+    #[test]
+    fn untied_classifier_follows_the_freq_tables() {
+        // dim 8, hidden 4, 1 layer, 2 heads (head 4), 1 kv head (kv 4), vocab 3, seq 2.
+        let (d, h, kv, v, seq) = (8usize, 4usize, 4usize, 3usize, 2usize);
+        let body = v * d + d + d * d + 2 * kv * d + d * d + d + 3 * h * d + d;
+        let freq = 2 * seq * (d / 2) / 2;
+        let hdr = [8, 4, 1, 2, 1, -3, 2];
+        let c = read_checkpoint(&with_header(hdr, body + freq + v * d)).expect("untied");
+        let out = c
+            .weights
+            .output
+            .as_ref()
+            .expect("untied classifier")
+            .to_f32();
+        assert_eq!(c.weights.classifier().name, "output.weight");
+        assert_eq!(out[0], (body + freq) as f32);
+        assert_eq!(out[v * d - 1], (body + freq + v * d - 1) as f32);
+        assert_eq!(c.weights.token_embd.to_f32()[1], 1.0);
+        assert_eq!(c.weights.output_norm.to_f32()[0], (body - d) as f32);
+        // Without the freq tables the classifier follows the body directly.
+        let c = read_checkpoint(&with_header(hdr, body + v * d)).expect("untied, no freq");
+        assert_eq!(
+            c.weights.output.as_ref().expect("untied").to_f32()[0],
+            body as f32
+        );
+        // Missing classifier: neither size matches.
+        assert!(read_checkpoint(&with_header(hdr, body + freq)).is_err());
+        assert!(read_checkpoint(&with_header(hdr, body + freq + v * d - 1)).is_err());
+        // The same layout tied has no classifier.
+        let tied = [8, 4, 1, 2, 1, 3, 2];
+        let c = read_checkpoint(&with_header(tied, body + freq)).expect("tied");
+        assert!(c.weights.output.is_none());
+    }
+}

@@ -1,1 +1,705 @@
-//! (being written)
+//! SentencePiece-style BPE exactly as llama2.c's `run.c` does it.
+//!
+//! A [`Tokenizer`] is a vocabulary of byte-string pieces with merge scores. It is built from a
+//! llama2.c `tok*.bin` ([`Tokenizer::from_llama2c`]), from GGUF `tokenizer.ggml.*` arrays
+//! ([`Tokenizer::from_gguf_arrays`]) or from plain pieces ([`Tokenizer::new`]).
+//!
+//! run.c treats every piece and the prompt as C strings; so does this module wherever that
+//! changes a result: a piece with an embedded NUL byte takes part in lookups, merges and output
+//! only up to that NUL, and [`Tokenizer::encode`] stops at the first NUL of the text.
+//!
+//! Where run.c has undefined behaviour this module picks a defined, documented answer instead:
+//! - the dummy prefix when the vocabulary has no `" "` piece: the byte-fallback token of
+//!   0x20 if there is one, else no prefix token;
+//! - byte fallback for a byte without a `<0xXX>` piece: token 0 (`<unk>` by convention);
+//! - [`Tokenizer::decode`] of an id outside the vocabulary: an empty piece.
+
+use crate::{Error, Result};
+
+/// Every byte value, so that [`Tokenizer::decode`] can return a one-byte slice for `<0xXX>`
+/// pieces (run.c's `byte_pieces`).
+static BYTES: [u8; 256] = {
+    let mut a = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        a[i] = i as u8;
+        i += 1;
+    }
+    a
+};
+
+/// The merge loop's starting best score in run.c: merges scoring at or below it never happen.
+const NO_SCORE: f32 = -1e10;
+
+/// The C-string view of `s`: everything before the first NUL byte.
+fn c_str(s: &[u8]) -> &[u8] {
+    match s.iter().position(|&b| b == 0) {
+        Some(i) => &s[..i],
+        None => s,
+    }
+}
+
+/// The byte a piece of exactly the shape `<0xHH>` stands for (two hex digits, either case, as
+/// `%02hhX` reads them).
+fn byte_piece_value(piece: &[u8]) -> Option<u8> {
+    match piece {
+        [b'<', b'0', b'x', hi, lo, b'>'] => {
+            let digit = |c: u8| (c as char).to_digit(16);
+            Some((digit(*hi)? * 16 + digit(*lo)?) as u8)
+        }
+        _ => None,
+    }
+}
+
+/// run.c's `safe_printf` filter: `None` when nothing would be printed.
+///
+/// The piece is cut at its first NUL byte (run.c prints C strings). Nothing is printed when
+/// that leaves it empty, or leaves a single byte that is neither `isprint` nor `isspace` in the
+/// C locale (so lone bytes 0x80..=0xFF from byte fallback print nothing, as in run.c).
+pub fn printable(piece: &[u8]) -> Option<&[u8]> {
+    let s = c_str(piece);
+    match s {
+        [] => None,
+        [b] if !((0x20..=0x7e).contains(b) || matches!(b, b' ' | b'\t'..=b'\r')) => None,
+        _ => Some(s),
+    }
+}
+
+/// A BPE vocabulary with run.c's encode and decode.
+#[derive(Clone, Debug)]
+pub struct Tokenizer {
+    /// Pieces as raw bytes (spaces are `' '`).
+    vocab: Vec<Vec<u8>>,
+    /// Merge scores, one per piece.
+    scores: Vec<f32>,
+    /// The tokenizer file's `max_token_length` (or the longest piece).
+    max_token_length: usize,
+    bos_id: u32,
+    eos_id: u32,
+    /// The id of the piece `<0xXX>` for each byte, where the vocabulary has it.
+    byte_fallback: [Option<u32>; 256],
+    /// Ids ordered by their C-string piece (bytewise, as `strcmp`), stable for equal pieces, as
+    /// run.c's `qsort` of `sorted_vocab` leaves them.
+    sorted: Vec<u32>,
+}
+
+impl Tokenizer {
+    /// Parse a llama2.c tokenizer file (run.c `build_tokenizer`): an i32 `max_token_length`,
+    /// then `vocab_size` records of {f32 score, i32 len, len bytes}, all little-endian. BOS is
+    /// id 1 and EOS id 2, as run.c hard-codes. Bytes after the last record are an error.
+    pub fn from_llama2c(bytes: &[u8], vocab_size: usize) -> Result<Self> {
+        let err = |m: String| Error::Tokenizer(format!("llama2.c tokenizer file: {m}"));
+        let total = bytes.len();
+        let read_4 = |at: usize, what: &str| -> Result<[u8; 4]> {
+            at.checked_add(4)
+                .and_then(|end| bytes.get(at..end))
+                .and_then(|s| s.try_into().ok())
+                .ok_or_else(|| {
+                    err(format!(
+                        "{what} at byte {at:#x} runs past end of file ({total} bytes)"
+                    ))
+                })
+        };
+        if vocab_size == 0 {
+            return Err(err("vocab_size is 0".into()));
+        }
+        let max_len = i32::from_le_bytes(read_4(0, "max_token_length")?);
+        let max_token_length = usize::try_from(max_len).map_err(|_| {
+            err(format!(
+                "max_token_length {max_len} at byte 0x0 is negative"
+            ))
+        })?;
+        // Every record takes at least 8 bytes: refuse a vocab size the file cannot hold before
+        // allocating for it.
+        let room = (total - 4) / 8;
+        if vocab_size > room {
+            return Err(err(format!(
+                "{vocab_size} records need at least {} bytes, the file has {total}",
+                vocab_size.saturating_mul(8).saturating_add(4)
+            )));
+        }
+        let mut pieces = Vec::with_capacity(vocab_size);
+        let mut scores = Vec::with_capacity(vocab_size);
+        let mut at = 4usize;
+        for i in 0..vocab_size {
+            let rec = at;
+            let score = f32::from_le_bytes(read_4(at, &format!("record {i} score"))?);
+            let len = i32::from_le_bytes(read_4(at + 4, &format!("record {i} length"))?);
+            at += 8;
+            let len = usize::try_from(len).map_err(|_| {
+                err(format!(
+                    "record {i} at byte {rec:#x}: negative length {len}"
+                ))
+            })?;
+            let piece = at.checked_add(len).and_then(|end| bytes.get(at..end)).ok_or_else(|| {
+                err(format!(
+                    "record {i} at byte {rec:#x}: length {len} runs past end of file ({total} bytes)"
+                ))
+            })?;
+            pieces.push(piece.to_vec());
+            scores.push(score);
+            at += len;
+        }
+        if at != total {
+            return Err(err(format!(
+                "{} bytes after the last of {vocab_size} records (at byte {at:#x})",
+                total - at
+            )));
+        }
+        Self::build(pieces, scores, max_token_length, 1, 2)
+    }
+
+    /// A tokenizer from pieces and scores. `max_token_length` is the longest piece.
+    pub fn new(pieces: Vec<Vec<u8>>, scores: Vec<f32>, bos_id: u32, eos_id: u32) -> Result<Self> {
+        let max_token_length = pieces.iter().map(Vec::len).max().unwrap_or(0);
+        Self::build(pieces, scores, max_token_length, bos_id, eos_id)
+    }
+
+    /// A tokenizer from GGUF `tokenizer.ggml.tokens` / `tokenizer.ggml.scores`, where spaces
+    /// are written as U+2581 `'▁'`.
+    pub fn from_gguf_arrays(tokens: &[String], scores: &[f32], bos: u32, eos: u32) -> Result<Self> {
+        let pieces = tokens
+            .iter()
+            .map(|t| t.replace('\u{2581}', " ").into_bytes())
+            .collect();
+        Self::new(pieces, scores.to_vec(), bos, eos)
+    }
+
+    fn build(
+        vocab: Vec<Vec<u8>>,
+        scores: Vec<f32>,
+        max_token_length: usize,
+        bos_id: u32,
+        eos_id: u32,
+    ) -> Result<Self> {
+        let err = |m: String| Err(Error::Tokenizer(m));
+        if vocab.is_empty() {
+            return err("empty vocabulary".into());
+        }
+        if vocab.len() != scores.len() {
+            return err(format!(
+                "{} pieces but {} scores",
+                vocab.len(),
+                scores.len()
+            ));
+        }
+        if u32::try_from(vocab.len()).is_err() {
+            return err(format!(
+                "{} pieces do not fit 32-bit token ids",
+                vocab.len()
+            ));
+        }
+        for (what, id) in [("BOS", bos_id), ("EOS", eos_id)] {
+            if id as usize >= vocab.len() {
+                return err(format!(
+                    "{what} id {id} is outside the vocabulary of {}",
+                    vocab.len()
+                ));
+            }
+        }
+        let mut sorted: Vec<u32> = (0..vocab.len() as u32).collect();
+        // Stable, like glibc's merge-sort qsort.
+        sorted.sort_by(|&a, &b| c_str(&vocab[a as usize]).cmp(c_str(&vocab[b as usize])));
+        let mut t = Tokenizer {
+            vocab,
+            scores,
+            max_token_length,
+            bos_id,
+            eos_id,
+            byte_fallback: [None; 256],
+            sorted,
+        };
+        for b in 0..=255u8 {
+            t.byte_fallback[b as usize] = t.lookup(format!("<0x{b:02X}>").as_bytes());
+        }
+        Ok(t)
+    }
+
+    /// Pieces as raw bytes.
+    pub fn pieces(&self) -> &[Vec<u8>] {
+        &self.vocab
+    }
+
+    /// Merge scores.
+    pub fn scores(&self) -> &[f32] {
+        &self.scores
+    }
+
+    /// Beginning-of-sequence id.
+    pub fn bos_id(&self) -> u32 {
+        self.bos_id
+    }
+
+    /// End-of-sequence id.
+    pub fn eos_id(&self) -> u32 {
+        self.eos_id
+    }
+
+    /// Number of pieces.
+    pub fn vocab_size(&self) -> usize {
+        self.vocab.len()
+    }
+
+    /// The llama2.c file's `max_token_length`, or the longest piece.
+    pub fn max_token_length(&self) -> usize {
+        self.max_token_length
+    }
+
+    /// The pieces as GGUF `tokenizer.ggml.tokens` strings (`' '` written as `'▁'`). Fails when
+    /// a piece is not valid UTF-8, since GGUF stores tokens as strings.
+    pub fn gguf_tokens(&self) -> Result<Vec<String>> {
+        self.vocab
+            .iter()
+            .enumerate()
+            .map(|(id, p)| match std::str::from_utf8(p) {
+                Ok(s) => Ok(s.replace(' ', "\u{2581}")),
+                Err(e) => Err(Error::Tokenizer(format!(
+                    "token {id} ({p:?}) is not valid UTF-8 ({e}), so it cannot be stored as a GGUF token string"
+                ))),
+            })
+            .collect()
+    }
+
+    /// The id of the piece equal to `key` as a C string, found as glibc's `bsearch` finds it in
+    /// run.c's sorted vocabulary (which matters only when pieces repeat).
+    fn lookup(&self, key: &[u8]) -> Option<u32> {
+        let (mut lo, mut hi) = (0usize, self.sorted.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let id = self.sorted[mid];
+            match key.cmp(self.piece_c(id)) {
+                std::cmp::Ordering::Less => hi = mid,
+                std::cmp::Ordering::Greater => lo = mid + 1,
+                std::cmp::Ordering::Equal => return Some(id),
+            }
+        }
+        None
+    }
+
+    /// The C-string view of piece `id` (empty for an unknown id).
+    fn piece_c(&self, id: u32) -> &[u8] {
+        self.vocab.get(id as usize).map_or(&[][..], |p| c_str(p))
+    }
+
+    /// The score of piece `id`.
+    fn score(&self, id: u32) -> f32 {
+        self.scores.get(id as usize).copied().unwrap_or(f32::NAN)
+    }
+
+    /// The token a pair of adjacent tokens merges into, if their concatenation is a piece.
+    fn merge_of(&self, a: u32, b: u32, buf: &mut Vec<u8>) -> Option<u32> {
+        buf.clear();
+        buf.extend_from_slice(self.piece_c(a));
+        buf.extend_from_slice(self.piece_c(b));
+        self.lookup(buf)
+    }
+
+    /// Encode `text` as run.c's `encode()` does: optional BOS; a dummy-prefix `" "` token when
+    /// the text is not empty; one token per UTF-8 code point (split byte-wise, at most 4 bytes,
+    /// as run.c does), each byte of an unknown one as its byte-fallback token; then merging the
+    /// adjacent pair whose concatenation scores highest (the first such pair on ties) until no
+    /// pair merges; optional EOS. The text ends at its first NUL byte, as a C string does.
+    pub fn encode(&self, text: &[u8], bos: bool, eos: bool) -> Vec<u32> {
+        let text = c_str(text);
+        let mut tokens: Vec<u32> = Vec::with_capacity(text.len() + 3);
+        if bos {
+            tokens.push(self.bos_id);
+        }
+        if !text.is_empty() {
+            if let Some(id) = self.lookup(b" ").or(self.byte_fallback[b' ' as usize]) {
+                tokens.push(id);
+            }
+        }
+        let mut cp: Vec<u8> = Vec::with_capacity(4);
+        for (i, &c) in text.iter().enumerate() {
+            if c & 0xC0 != 0x80 {
+                cp.clear();
+            }
+            cp.push(c);
+            let next_continues = text.get(i + 1).is_some_and(|&n| n & 0xC0 == 0x80);
+            if next_continues && cp.len() < 4 {
+                continue;
+            }
+            match self.lookup(&cp) {
+                Some(id) => tokens.push(id),
+                None => tokens.extend(
+                    cp.iter()
+                        .map(|&b| self.byte_fallback[b as usize].unwrap_or(0)),
+                ),
+            }
+            cp.clear();
+        }
+
+        // pairs[i]: what tokens[i] and tokens[i + 1] merge into. Only the two pairs next to a
+        // merge change, so each pass rescans scores but looks up only those two.
+        let mut buf = Vec::with_capacity(2 * self.max_token_length + 2);
+        let mut pairs: Vec<Option<u32>> = tokens
+            .windows(2)
+            .map(|w| self.merge_of(w[0], w[1], &mut buf))
+            .collect();
+        loop {
+            let mut best_score = NO_SCORE;
+            let mut best: Option<(usize, u32)> = None;
+            for (i, id) in pairs.iter().enumerate() {
+                if let Some(id) = *id {
+                    let s = self.score(id);
+                    if s > best_score {
+                        best_score = s;
+                        best = Some((i, id));
+                    }
+                }
+            }
+            let Some((idx, id)) = best else { break };
+            tokens[idx] = id;
+            tokens.remove(idx + 1);
+            pairs.remove(idx);
+            if idx > 0 {
+                pairs[idx - 1] = self.merge_of(tokens[idx - 1], tokens[idx], &mut buf);
+            }
+            if idx + 1 < tokens.len() {
+                pairs[idx] = self.merge_of(tokens[idx], tokens[idx + 1], &mut buf);
+            }
+        }
+
+        if eos {
+            tokens.push(self.eos_id);
+        }
+        tokens
+    }
+
+    /// The bytes of `token` as run.c's `decode()` gives them: the piece up to its first NUL,
+    /// without its leading `' '` when `prev_token` is BOS; a piece `<0xXX>` (after that strip)
+    /// is the single raw byte 0xXX. Empty for an id outside the vocabulary. Pass the result
+    /// through [`printable`] to print what run.c prints.
+    pub fn decode(&self, prev_token: u32, token: u32) -> &[u8] {
+        let mut piece = self.piece_c(token);
+        if prev_token == self.bos_id {
+            if let [b' ', rest @ ..] = piece {
+                piece = rest;
+            }
+        }
+        match byte_piece_value(piece) {
+            Some(b) => &BYTES[b as usize..b as usize + 1],
+            None => piece,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOK512: &[u8] = include_bytes!("../models/stories260K/tok512.bin");
+
+    fn tok512() -> Tokenizer {
+        Tokenizer::from_llama2c(TOK512, 512).expect("tok512.bin parses")
+    }
+
+    /// A small vocabulary: `<unk>`, `<s>`, `</s>`, then `extra` pieces with their scores.
+    fn small(extra: &[(&str, f32)]) -> Tokenizer {
+        let mut pieces: Vec<Vec<u8>> = vec![b"<unk>".to_vec(), b"<s>".to_vec(), b"</s>".to_vec()];
+        let mut scores = vec![0.0; 3];
+        for (p, s) in extra {
+            pieces.push(p.as_bytes().to_vec());
+            scores.push(*s);
+        }
+        Tokenizer::new(pieces, scores, 1, 2).expect("small vocabulary")
+    }
+
+    #[test]
+    fn reads_tok512() {
+        let t = tok512();
+        assert_eq!(t.vocab_size(), 512);
+        assert_eq!(t.max_token_length(), 7);
+        assert_eq!((t.bos_id(), t.eos_id()), (1, 2));
+        assert_eq!(t.pieces()[1], b"\n<s>\n");
+        assert_eq!(t.pieces()[259], b" t");
+        assert_eq!(t.scores()[260], -1.0);
+        // run.c's byte fallback is id = byte + 3; the table agrees for this vocabulary.
+        for b in 0..256usize {
+            assert_eq!(t.byte_fallback[b], Some(b as u32 + 3));
+        }
+    }
+
+    #[test]
+    fn encodes_like_run_c() {
+        let t = tok512();
+        assert_eq!(t.encode(b"", true, false), [1]);
+        assert_eq!(t.encode(b"", false, false), Vec::<u32>::new());
+        assert_eq!(t.encode(b"", true, true), [1, 2]);
+        // The reference greedy story starts with these ids.
+        assert_eq!(
+            t.encode(b"Once upon a time", true, false),
+            [1, 403, 407, 261, 378]
+        );
+        assert_eq!(
+            t.encode(b"Once upon a time", false, true),
+            [403, 407, 261, 378, 2]
+        );
+        assert_eq!(
+            t.encode(b"Lily's mom said, \"Hi!\"", true, false),
+            [1, 317, 439, 419, 357, 336, 432, 313, 440, 417, 443, 436]
+        );
+        // Multi-byte code points in the vocabulary ("é", "—"), and byte fallback for "ï" and
+        // the 4-byte emoji.
+        assert_eq!(
+            t.encode(
+                "caf\u{e9} \u{2014} na\u{ef}ve \u{1F642}".as_bytes(),
+                true,
+                false
+            ),
+            [1, 280, 412, 431, 485, 410, 481, 297, 412, 198, 178, 360, 410, 243, 162, 156, 133]
+        );
+        assert_eq!(t.encode(b"\n\t x", true, false), [1, 410, 13, 12, 410, 444]);
+        // Stray continuation bytes: run.c groups up to 4 of them, then falls back byte-wise.
+        assert_eq!(
+            t.encode(b"\x80\x80\x80\x80\x80a", true, false),
+            [1, 410, 131, 131, 131, 131, 131, 412]
+        );
+        // The text is a C string: it ends at the first NUL.
+        assert_eq!(
+            t.encode(b"Once\0 upon", true, false),
+            t.encode(b"Once", true, false)
+        );
+        assert_eq!(t.encode(b"\0abc", true, false), [1]);
+    }
+
+    #[test]
+    fn decodes_back_to_the_text() {
+        let t = tok512();
+        for text in ["Once upon a time", "Lily's mom said, \"Hi!\"", "\n\t x"] {
+            let ids = t.encode(text.as_bytes(), true, false);
+            let mut out = Vec::new();
+            for w in ids.windows(2) {
+                out.extend_from_slice(t.decode(w[0], w[1]));
+            }
+            assert_eq!(out, text.as_bytes(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn decode_strips_the_space_after_bos_only() {
+        let t = tok512();
+        assert_eq!(t.decode(1, 403), b"Once");
+        assert_eq!(t.decode(2, 403), b" Once");
+        assert_eq!(t.decode(0, 403), b" Once");
+        assert_eq!(t.decode(1, 410), b"");
+        assert_eq!(t.decode(403, 407), b" upon");
+        // Out-of-range ids decode to nothing.
+        assert_eq!(t.decode(1, 512), b"");
+        assert_eq!(t.decode(1, u32::MAX), b"");
+    }
+
+    #[test]
+    fn byte_tokens_decode_to_raw_bytes() {
+        let t = tok512();
+        assert_eq!(t.decode(5, 13), b"\n");
+        assert_eq!(t.decode(1, 13), b"\n");
+        assert_eq!(t.decode(5, 3), [0u8]);
+        assert_eq!(t.decode(5, 258), [0xffu8]);
+        assert_eq!(t.decode(5, 0), b"<unk>");
+        assert_eq!(printable(t.decode(5, 3)), None);
+        assert_eq!(printable(t.decode(5, 258)), None);
+        assert_eq!(printable(t.decode(5, 13)), Some(&b"\n"[..]));
+        // Only exactly "<0xHH>" is a byte piece; after BOS the stripped piece is what counts.
+        let s = small(&[
+            ("<0x41>", 0.0),
+            ("<0x4>", 0.0),
+            ("<0x41>x", 0.0),
+            (" <0x42>", 0.0),
+            ("<0x4a>", 0.0),
+        ]);
+        assert_eq!(s.decode(0, 3), b"A");
+        assert_eq!(s.decode(0, 4), b"<0x4>");
+        assert_eq!(s.decode(0, 5), b"<0x41>x");
+        assert_eq!(s.decode(0, 6), b" <0x42>");
+        assert_eq!(s.decode(1, 6), b"B");
+        assert_eq!(s.decode(0, 7), b"J");
+    }
+
+    #[test]
+    fn printable_filters_like_safe_printf() {
+        assert_eq!(printable(b""), None);
+        assert_eq!(printable(b"\0"), None);
+        assert_eq!(printable(b"\0abc"), None);
+        assert_eq!(printable(b"ab\0cd"), Some(&b"ab"[..]));
+        assert_eq!(printable(b"a"), Some(&b"a"[..]));
+        assert_eq!(printable(b"~"), Some(&b"~"[..]));
+        for c in [b' ', b'\t', b'\n', 0x0b, 0x0c, b'\r'] {
+            assert_eq!(printable(&[c]), Some(&[c][..]));
+        }
+        for c in [0x01u8, 0x08, 0x0e, 0x1f, 0x7f, 0x80, 0xc3, 0xff] {
+            assert_eq!(printable(&[c]), None, "{c:#x}");
+        }
+        // Longer pieces print whatever bytes they hold.
+        assert_eq!(printable(b"\x01\x02"), Some(&b"\x01\x02"[..]));
+        assert_eq!(printable("\u{e9}".as_bytes()), Some("\u{e9}".as_bytes()));
+    }
+
+    #[test]
+    fn greedy_reference_story_decodes_byte_for_byte() {
+        let json = include_str!("../models/stories260K/expected_greedy.json");
+        let want = include_bytes!("../models/stories260K/greedy_empty_prompt_200.txt");
+        let start = json.find("\"tokens_after_bos\"").expect("tokens_after_bos");
+        let list = &json[start..];
+        let list = &list[list.find('[').expect("[") + 1..list.find(']').expect("]")];
+        let ids: Vec<u32> = list
+            .split(',')
+            .map(|s| s.trim().parse().expect("id"))
+            .collect();
+        assert!(ids.len() > 100);
+        let t = tok512();
+        let mut prev = 1;
+        let mut out = Vec::new();
+        for &id in &ids {
+            if let Some(p) = printable(t.decode(prev, id)) {
+                out.extend_from_slice(p);
+            }
+            prev = id;
+        }
+        assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(want));
+    }
+
+    #[test]
+    fn merges_take_the_highest_score_and_the_first_pair_on_ties() {
+        let v = [
+            (" ", 0.0),
+            ("a", 0.0),
+            ("b", 0.0),
+            ("ab", -1.0),
+            ("ba", -1.0),
+        ];
+        let t = small(&v);
+        assert_eq!(t.encode(b"aba", false, false), [3, 6, 4]);
+        let v = [
+            (" ", 0.0),
+            ("a", 0.0),
+            ("b", 0.0),
+            ("ab", -2.0),
+            ("ba", -1.0),
+        ];
+        let t = small(&v);
+        assert_eq!(t.encode(b"aba", false, false), [3, 4, 7]);
+        // Merges happen repeatedly, including with the dummy prefix.
+        let v = [
+            (" ", 0.0),
+            ("a", 0.0),
+            ("b", 0.0),
+            ("ab", -1.0),
+            (" ab", -2.0),
+            (" a", -3.0),
+        ];
+        let t = small(&v);
+        assert_eq!(t.encode(b"ab", false, false), [7]);
+        // A merge scoring at or below run.c's starting best score of -1e10 never happens.
+        let t = small(&[(" ", 0.0), ("a", 0.0), ("b", 0.0), ("ab", -1e10)]);
+        assert_eq!(t.encode(b"ab", false, false), [3, 4, 5]);
+        let t = small(&[(" ", 0.0), ("a", 0.0), ("b", 0.0), ("ab", -9.9e9)]);
+        assert_eq!(t.encode(b"ab", false, false), [3, 6]);
+        let t = small(&[(" ", 0.0), ("a", 0.0), ("b", 0.0), ("ab", f32::NAN)]);
+        assert_eq!(t.encode(b"ab", false, false), [3, 4, 5]);
+        // run.c merges over the whole sequence, BOS included.
+        let t = small(&[(" ", 0.0), ("<s> ", 5.0)]);
+        assert_eq!(t.encode(b" ", true, true), [4, 3, 2]);
+    }
+
+    #[test]
+    fn fallbacks_where_run_c_is_undefined() {
+        // No " " piece: the dummy prefix is <0x20> when present, else left out.
+        let t = small(&[("a", 0.0), ("<0x20>", 0.0)]);
+        assert_eq!(t.encode(b"a", true, false), [1, 4, 3]);
+        let t = small(&[("a", 0.0)]);
+        assert_eq!(t.encode(b"a", true, false), [1, 3]);
+        // A byte without a <0xXX> piece falls back to token 0.
+        assert_eq!(t.encode(b"ab", false, false), [3, 0]);
+    }
+
+    #[test]
+    fn embedded_nul_pieces_act_as_c_strings() {
+        let t = small(&[(" ", 0.0), ("a\0zz", 0.0), ("b", 0.0), ("ab", -1.0)]);
+        // "a\0zz" is looked up as "a" and merges with "b" as "a".
+        assert_eq!(t.encode(b"ab", false, false), [3, 6]);
+        assert_eq!(t.decode(0, 4), b"a");
+        assert_eq!(printable(&t.pieces()[4]), Some(&b"a"[..]));
+    }
+
+    #[test]
+    fn gguf_round_trip() {
+        let t = tok512();
+        let toks = t.gguf_tokens().expect("tok512 is UTF-8");
+        assert_eq!(toks[259], "\u{2581}t");
+        assert_eq!(toks[410], "\u{2581}");
+        assert_eq!(toks[1], "\n<s>\n");
+        let back = Tokenizer::from_gguf_arrays(&toks, t.scores(), 1, 2).expect("round trip");
+        assert_eq!(back.pieces(), t.pieces());
+        assert_eq!(back.scores(), t.scores());
+        assert_eq!(
+            back.encode(b"Once upon a time", true, false),
+            [1, 403, 407, 261, 378]
+        );
+        let bad = Tokenizer::new(
+            vec![b"a".to_vec(), b"\xff".to_vec(), b"c".to_vec()],
+            vec![0.0; 3],
+            1,
+            2,
+        )
+        .expect("valid tokenizer");
+        let e = bad.gguf_tokens().expect_err("not UTF-8").to_string();
+        assert!(e.contains("token 1"), "{e}");
+    }
+
+    #[test]
+    fn constructor_checks() {
+        assert!(Tokenizer::new(vec![], vec![], 0, 0).is_err());
+        assert!(Tokenizer::new(vec![b"a".to_vec()], vec![], 0, 0).is_err());
+        assert!(Tokenizer::new(vec![b"a".to_vec(), b"b".to_vec()], vec![0.0; 2], 1, 2).is_err());
+        assert!(Tokenizer::from_gguf_arrays(&["a".into()], &[0.0, 1.0], 0, 0).is_err());
+        let t =
+            Tokenizer::new(vec![b"a".to_vec(), b"bcd".to_vec()], vec![0.0; 2], 0, 1).expect("ok");
+        assert_eq!(t.max_token_length(), 3);
+        assert!(Tokenizer::from_llama2c(TOK512, 0).is_err());
+        assert!(
+            Tokenizer::from_llama2c(TOK512, 2).is_err(),
+            "vocab too small for BOS/EOS ids"
+        );
+    }
+
+    #[test]
+    fn malformed_tokenizer_files_are_errors() {
+        // Every truncation is an error, never a panic.
+        for n in 0..TOK512.len() {
+            assert!(
+                Tokenizer::from_llama2c(&TOK512[..n], 512).is_err(),
+                "length {n}"
+            );
+        }
+        let mut long = TOK512.to_vec();
+        long.push(0);
+        let e = Tokenizer::from_llama2c(&long, 512)
+            .expect_err("trailing byte")
+            .to_string();
+        assert!(e.contains("1 bytes after"), "{e}");
+        // Fewer records than the file holds leaves trailing bytes too.
+        assert!(Tokenizer::from_llama2c(TOK512, 511).is_err());
+        assert!(Tokenizer::from_llama2c(TOK512, 513).is_err());
+        assert!(Tokenizer::from_llama2c(TOK512, usize::MAX).is_err());
+        // Record 0 sits at byte 4; its length field at byte 8.
+        let mut bad = TOK512.to_vec();
+        bad[8..12].copy_from_slice(&9000i32.to_le_bytes());
+        let e = Tokenizer::from_llama2c(&bad, 512)
+            .expect_err("long record")
+            .to_string();
+        assert!(
+            e.contains("record 0 at byte 0x4: length 9000 runs past end of file"),
+            "{e}"
+        );
+        bad[8..12].copy_from_slice(&(-1i32).to_le_bytes());
+        let e = Tokenizer::from_llama2c(&bad, 512)
+            .expect_err("negative length")
+            .to_string();
+        assert!(e.contains("negative length -1"), "{e}");
+        let mut bad = TOK512.to_vec();
+        bad[0..4].copy_from_slice(&(-7i32).to_le_bytes());
+        assert!(Tokenizer::from_llama2c(&bad, 512).is_err());
+    }
+}
