@@ -22,5 +22,6 @@ pub mod reference;
 pub mod sampler;
 pub mod synth;
 pub mod tokenizer;
+pub mod vulkan;
 
 pub use error::{Error, Result};

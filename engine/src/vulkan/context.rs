@@ -1,0 +1,390 @@
+//! `GpuContext`: one Vulkan instance, the chosen physical device, a logical device with one
+//! compute queue, a command pool and the allocator. `Drop` waits for the device to go idle and
+//! destroys everything in reverse order of creation.
+
+use std::ffi::{c_char, CStr};
+use std::mem::ManuallyDrop;
+use std::sync::Mutex;
+
+use ash::vk;
+use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
+
+use crate::{Error, Result};
+
+/// Map any Vulkan result to an engine error naming the call.
+pub(crate) fn vkr<T>(what: &str, r: std::result::Result<T, vk::Result>) -> Result<T> {
+    r.map_err(|e| {
+        if e == vk::Result::ERROR_DEVICE_LOST {
+            Error::Vulkan(format!("{what}: device lost (the GPU was reset or the driver gave up on this context)"))
+        } else {
+            Error::Vulkan(format!("{what}: {e:?}"))
+        }
+    })
+}
+
+/// What kind of device it is, as Vulkan reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// A discrete GPU.
+    Discrete,
+    /// An integrated GPU.
+    Integrated,
+    /// A virtual GPU.
+    Virtual,
+    /// A CPU implementation (lavapipe, SwiftShader).
+    Cpu,
+    /// Anything else.
+    Other,
+}
+
+/// Capabilities of a physical device that baro-top cares about.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    /// Index in enumeration order (what `--device N` takes).
+    pub index: usize,
+    /// Device name.
+    pub name: String,
+    /// Kind.
+    pub kind: DeviceKind,
+    /// PCI vendor id.
+    pub vendor_id: u32,
+    /// Driver name and info (VkPhysicalDeviceDriverProperties).
+    pub driver: String,
+    /// Vulkan API version supported, "major.minor.patch".
+    pub api: String,
+    /// Subgroup size.
+    pub subgroup_size: u32,
+    /// Subgroup arithmetic in compute shaders.
+    pub subgroup_arith: bool,
+    /// VK_KHR_shader_clock with a device-scope clock.
+    pub device_clock: bool,
+    /// Vulkan memory model with device scope.
+    pub memory_model: bool,
+    /// Dynamic indexing of storage buffer arrays.
+    pub storage_array_indexing: bool,
+    /// Streaming multiprocessors / compute units, when the driver reports them.
+    pub sm_count: Option<u32>,
+    /// Largest storage buffer range.
+    pub max_storage_range: u64,
+    /// Shared memory per workgroup, bytes.
+    pub max_shared: u32,
+    /// Largest workgroup size (x).
+    pub max_wg: u32,
+    /// Nanoseconds per timestamp tick.
+    pub timestamp_period: f32,
+    /// Calibrated timestamps extension present.
+    pub calibrated_timestamps: bool,
+    /// Compute queue family index.
+    pub queue_family: u32,
+    /// Timestamp valid bits of that queue.
+    pub timestamp_bits: u32,
+}
+
+impl DeviceInfo {
+    /// Whether baro-top's decoder can run here, and if not, why.
+    pub fn missing(&self) -> Vec<&'static str> {
+        let mut m = vec![];
+        if !self.subgroup_arith {
+            m.push("subgroup arithmetic in compute");
+        }
+        if !self.memory_model {
+            m.push("vulkanMemoryModel + device scope");
+        }
+        if !self.storage_array_indexing {
+            m.push("shaderStorageBufferArrayDynamicIndexing");
+        }
+        m
+    }
+}
+
+/// The Vulkan context: instance, device, queue, pool, allocator.
+pub struct GpuContext {
+    pub(crate) entry: ash::Entry,
+    pub(crate) instance: ash::Instance,
+    pub(crate) physical: vk::PhysicalDevice,
+    pub(crate) device: ash::Device,
+    pub(crate) queue: vk::Queue,
+    pub(crate) pool: vk::CommandPool,
+    pub(crate) allocator: ManuallyDrop<Mutex<Allocator>>,
+    /// The chosen device.
+    pub info: DeviceInfo,
+}
+
+fn kind_of(t: vk::PhysicalDeviceType) -> DeviceKind {
+    match t {
+        vk::PhysicalDeviceType::DISCRETE_GPU => DeviceKind::Discrete,
+        vk::PhysicalDeviceType::INTEGRATED_GPU => DeviceKind::Integrated,
+        vk::PhysicalDeviceType::VIRTUAL_GPU => DeviceKind::Virtual,
+        vk::PhysicalDeviceType::CPU => DeviceKind::Cpu,
+        _ => DeviceKind::Other,
+    }
+}
+
+fn cstr_field(bytes: &[c_char]) -> String {
+    // SAFETY: Vulkan guarantees these fixed arrays are NUL-terminated.
+    unsafe { CStr::from_ptr(bytes.as_ptr()) }.to_string_lossy().into_owned()
+}
+
+fn load_entry() -> Result<ash::Entry> {
+    // SAFETY: loading the system Vulkan loader library; no other invariants.
+    unsafe { ash::Entry::load() }.map_err(|e| {
+        Error::Vulkan(format!(
+            "no Vulkan loader ({e}). Install one, e.g. `apt-get install libvulkan1 mesa-vulkan-drivers` for the lavapipe CPU device"
+        ))
+    })
+}
+
+fn create_instance(entry: &ash::Entry) -> Result<ash::Instance> {
+    let app = vk::ApplicationInfo::default()
+        .application_name(c"baro-top")
+        .api_version(vk::make_api_version(0, 1, 2, 0));
+    let mut layers: Vec<*const c_char> = vec![];
+    let validation = c"VK_LAYER_KHRONOS_validation";
+    if cfg!(debug_assertions) && std::env::var_os("BARO_VALIDATION").is_some() {
+        // SAFETY: plain enumeration call.
+        let avail = unsafe { entry.enumerate_instance_layer_properties() }.unwrap_or_default();
+        if avail.iter().any(|l| cstr_field(&l.layer_name) == "VK_LAYER_KHRONOS_validation") {
+            layers.push(validation.as_ptr());
+        }
+    }
+    let ci = vk::InstanceCreateInfo::default().application_info(&app).enabled_layer_names(&layers);
+    // SAFETY: valid create info with static strings.
+    vkr("vkCreateInstance", unsafe { entry.create_instance(&ci, None) })
+}
+
+fn has_ext(exts: &[vk::ExtensionProperties], name: &CStr) -> bool {
+    exts.iter().any(|e| e.extension_name_as_c_str().ok() == Some(name))
+}
+
+fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> DeviceInfo {
+    // SAFETY: pd comes from this instance's enumeration.
+    unsafe {
+        let exts = instance.enumerate_device_extension_properties(pd).unwrap_or_default();
+        let clock_ext = has_ext(&exts, ash::khr::shader_clock::NAME);
+        let sm_ext = has_ext(&exts, ash::nv::shader_sm_builtins::NAME);
+        let mut driver = vk::PhysicalDeviceDriverProperties::default();
+        let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+        let mut sm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
+        let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver).push_next(&mut subgroup);
+        if sm_ext {
+            props2 = props2.push_next(&mut sm);
+        }
+        instance.get_physical_device_properties2(pd, &mut props2);
+        let p = props2.properties;
+        let mut clock = vk::PhysicalDeviceShaderClockFeaturesKHR::default();
+        let mut v12 = vk::PhysicalDeviceVulkan12Features::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut v12);
+        if clock_ext {
+            f2 = f2.push_next(&mut clock);
+        }
+        instance.get_physical_device_features2(pd, &mut f2);
+        let feats = f2.features;
+        let qf = instance.get_physical_device_queue_family_properties(pd);
+        let (queue_family, timestamp_bits) = qf
+            .iter()
+            .enumerate()
+            .find(|(_, q)| q.queue_flags.contains(vk::QueueFlags::COMPUTE))
+            .map(|(i, q)| (i as u32, q.timestamp_valid_bits))
+            .unwrap_or((u32::MAX, 0));
+        let v = p.api_version;
+        DeviceInfo {
+            index,
+            name: cstr_field(&p.device_name),
+            kind: kind_of(p.device_type),
+            vendor_id: p.vendor_id,
+            driver: format!("{} {}", cstr_field(&driver.driver_name), cstr_field(&driver.driver_info)).trim().to_string(),
+            api: format!("{}.{}.{}", vk::api_version_major(v), vk::api_version_minor(v), vk::api_version_patch(v)),
+            subgroup_size: subgroup.subgroup_size,
+            subgroup_arith: subgroup.supported_operations.contains(vk::SubgroupFeatureFlags::ARITHMETIC)
+                && subgroup.supported_stages.contains(vk::ShaderStageFlags::COMPUTE),
+            device_clock: clock_ext && clock.shader_device_clock == vk::TRUE,
+            memory_model: v12.vulkan_memory_model == vk::TRUE && v12.vulkan_memory_model_device_scope == vk::TRUE,
+            storage_array_indexing: feats.shader_storage_buffer_array_dynamic_indexing == vk::TRUE,
+            sm_count: sm_ext.then_some(sm.shader_sm_count).filter(|&n| n > 0),
+            max_storage_range: p.limits.max_storage_buffer_range as u64,
+            max_shared: p.limits.max_compute_shared_memory_size,
+            max_wg: p.limits.max_compute_work_group_size[0].min(p.limits.max_compute_work_group_invocations),
+            timestamp_period: p.limits.timestamp_period,
+            calibrated_timestamps: has_ext(&exts, ash::khr::calibrated_timestamps::NAME)
+                || has_ext(&exts, ash::ext::calibrated_timestamps::NAME),
+            queue_family,
+            timestamp_bits,
+        }
+    }
+}
+
+/// List every Vulkan device with its capabilities.
+pub fn list_devices() -> Result<Vec<DeviceInfo>> {
+    let entry = load_entry()?;
+    let instance = create_instance(&entry)?;
+    // SAFETY: instance is valid and destroyed below.
+    let pds = unsafe { instance.enumerate_physical_devices() };
+    let out = pds.map(|pds| pds.iter().enumerate().map(|(i, &pd)| query(&instance, i, pd)).collect());
+    // SAFETY: nothing else uses the instance.
+    unsafe { instance.destroy_instance(None) };
+    vkr("vkEnumeratePhysicalDevices", out)
+}
+
+impl GpuContext {
+    /// Open a device: `selector` is an index or a case-insensitive name substring; `None`
+    /// prefers a discrete GPU, then integrated, virtual, and CPU last.
+    pub fn new(selector: Option<&str>) -> Result<GpuContext> {
+        let entry = load_entry()?;
+        let instance = create_instance(&entry)?;
+        match Self::open(entry, instance.clone(), selector) {
+            Ok(c) => Ok(c),
+            Err(e) => {
+                // SAFETY: open failed before creating a device; only the instance exists.
+                unsafe { instance.destroy_instance(None) };
+                Err(e)
+            }
+        }
+    }
+
+    fn open(entry: ash::Entry, instance: ash::Instance, selector: Option<&str>) -> Result<GpuContext> {
+        // SAFETY: valid instance.
+        let pds = vkr("vkEnumeratePhysicalDevices", unsafe { instance.enumerate_physical_devices() })?;
+        if pds.is_empty() {
+            return Err(Error::Vulkan(
+                "no Vulkan device found (for a CPU device: apt-get install mesa-vulkan-drivers; on NVIDIA set VK_DRIVER_FILES to the NVIDIA ICD json)".into(),
+            ));
+        }
+        let infos: Vec<DeviceInfo> = pds.iter().enumerate().map(|(i, &pd)| query(&instance, i, pd)).collect();
+        let names = || infos.iter().map(|d| format!("{}: {}", d.index, d.name)).collect::<Vec<_>>().join(", ");
+        let chosen = match selector {
+            Some(s) => match s.parse::<usize>() {
+                Ok(i) => infos.get(i).ok_or_else(|| Error::Invalid(format!("--device {i}: no such device (have {})", names())))?,
+                Err(_) => infos
+                    .iter()
+                    .find(|d| d.name.to_lowercase().contains(&s.to_lowercase()))
+                    .ok_or_else(|| Error::Invalid(format!("--device '{s}': no device name contains it (have {})", names())))?,
+            },
+            None => {
+                let rank = |k: DeviceKind| match k {
+                    DeviceKind::Discrete => 0,
+                    DeviceKind::Integrated => 1,
+                    DeviceKind::Virtual => 2,
+                    DeviceKind::Other => 3,
+                    DeviceKind::Cpu => 4,
+                };
+                infos
+                    .iter()
+                    .filter(|d| d.missing().is_empty() && d.queue_family != u32::MAX)
+                    .min_by_key(|d| (rank(d.kind), d.index))
+                    .or(infos.first())
+                    .ok_or_else(|| Error::Vulkan("no device".into()))?
+            }
+        }
+        .clone();
+        let missing = chosen.missing();
+        if !missing.is_empty() || chosen.queue_family == u32::MAX {
+            return Err(Error::Vulkan(format!(
+                "device {} ({}) lacks what the decoder needs: {}",
+                chosen.index,
+                chosen.name,
+                if missing.is_empty() { "a compute queue".to_string() } else { missing.join(", ") }
+            )));
+        }
+        let pd = pds[chosen.index];
+        let prio = [1.0f32];
+        let qci = [vk::DeviceQueueCreateInfo::default().queue_family_index(chosen.queue_family).queue_priorities(&prio)];
+        let mut ext_names: Vec<*const c_char> = vec![];
+        let mut clock = vk::PhysicalDeviceShaderClockFeaturesKHR::default().shader_device_clock(true).shader_subgroup_clock(true);
+        if chosen.device_clock {
+            ext_names.push(ash::khr::shader_clock::NAME.as_ptr());
+        }
+        let mut v12 = vk::PhysicalDeviceVulkan12Features::default()
+            .vulkan_memory_model(true)
+            .vulkan_memory_model_device_scope(true)
+            .host_query_reset(true);
+        let feats = vk::PhysicalDeviceFeatures::default().shader_storage_buffer_array_dynamic_indexing(true);
+        let mut f2 = vk::PhysicalDeviceFeatures2::default().features(feats).push_next(&mut v12);
+        if chosen.device_clock {
+            f2 = f2.push_next(&mut clock);
+        }
+        let dci = vk::DeviceCreateInfo::default().queue_create_infos(&qci).enabled_extension_names(&ext_names).push_next(&mut f2);
+        // SAFETY: create info references live locals.
+        let device = vkr("vkCreateDevice", unsafe { instance.create_device(pd, &dci, None) })?;
+        // SAFETY: queue family/index were requested above.
+        let queue = unsafe { device.get_device_queue(chosen.queue_family, 0) };
+        let pci = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(chosen.queue_family)
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        // SAFETY: valid device.
+        let pool = match unsafe { device.create_command_pool(&pci, None) } {
+            Ok(p) => p,
+            Err(e) => {
+                // SAFETY: nothing else was created on this device.
+                unsafe { device.destroy_device(None) };
+                return Err(Error::Vulkan(format!("vkCreateCommandPool: {e:?}")));
+            }
+        };
+        let allocator = Allocator::new(&AllocatorCreateDesc {
+            instance: instance.clone(),
+            device: device.clone(),
+            physical_device: pd,
+            debug_settings: {
+                let mut s = gpu_allocator::AllocatorDebugSettings::default();
+                s.log_leaks_on_shutdown = cfg!(debug_assertions);
+                s
+            },
+            buffer_device_address: false,
+            allocation_sizes: Default::default(),
+        });
+        let allocator = match allocator {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: destroy what was created, in reverse.
+                unsafe {
+                    device.destroy_command_pool(pool, None);
+                    device.destroy_device(None);
+                }
+                return Err(Error::Vulkan(format!("gpu-allocator: {e}")));
+            }
+        };
+        Ok(GpuContext {
+            entry,
+            instance,
+            physical: pd,
+            device,
+            queue,
+            pool,
+            allocator: ManuallyDrop::new(Mutex::new(allocator)),
+            info: chosen,
+        })
+    }
+
+    /// One line naming the device and driver (printed by every command that runs on it).
+    pub fn describe(&self) -> String {
+        let i = &self.info;
+        format!(
+            "device {}: {} ({:?}, vendor {:#06x}, Vulkan {}, driver {}, subgroup {}, {})",
+            i.index,
+            i.name,
+            i.kind,
+            i.vendor_id,
+            i.api,
+            i.driver,
+            i.subgroup_size,
+            match i.sm_count {
+                Some(n) => format!("{n} SMs"),
+                None => "SM count unknown".into(),
+            }
+        )
+    }
+}
+
+impl Drop for GpuContext {
+    fn drop(&mut self) {
+        // SAFETY: all resources created from this context are owned by objects that borrow it,
+        // so they are gone by now; destroy in reverse order of creation.
+        unsafe {
+            let _ = self.device.device_wait_idle();
+            ManuallyDrop::drop(&mut self.allocator);
+            self.device.destroy_command_pool(self.pool, None);
+            self.device.destroy_device(None);
+            self.instance.destroy_instance(None);
+        }
+        let _ = &self.entry;
+    }
+}

@@ -1,0 +1,780 @@
+//! `VulkanDecoder`: uploads a model, builds the decode pipeline and runs one pass per token,
+//! as one persistent dispatch (`Mode::Mega`) or one dispatch per stage (`Mode::Multi`).
+//!
+//! Safety is always on: every pass resets the sync words and poisons the logits and argmax,
+//! the kernel's spins are bounded and raise the fail word, each workgroup stamps its
+//! residency, and the host waits on the fence with a watchdog timeout. A pass's [`FailWord`]
+//! is returned with its result, pass or fail, for the caller to print.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ash::vk;
+use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
+use gpu_allocator::MemoryLocation;
+
+use super::context::{vkr, DeviceKind, GpuContext};
+use super::program::{repack, Program, StageKind, TensorPlace};
+use crate::model::Model;
+use crate::{Error, Result};
+
+static SPV_CLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode.spv"));
+static SPV_NOCLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_noclock.spv"));
+
+/// Sync word indices (shader `SY_*`).
+mod sy {
+    pub const COUNTER: usize = 0;
+    pub const FAIL: usize = 1;
+    pub const FAIL_LEVEL: usize = 2;
+    pub const FAIL_SEEN: usize = 3;
+    pub const FAIL_WG: usize = 4;
+    pub const STARTED: usize = 6;
+    pub const RESIDENT: usize = 16;
+}
+
+/// Poison written over the logits before each pass (a NaN no arithmetic produces).
+pub const POISON: u32 = 0x7FC0_0BAD;
+/// Weight buffers bound (shader `NCHUNK`).
+const NCHUNK: usize = 8;
+
+/// Fail-word bits. The low byte is raised by the kernel, the next by the host's checks.
+pub mod fail {
+    /// A grid-barrier spin timed out (device clock).
+    pub const TIMEOUT: u32 = 1;
+    /// The back-edge budget ran out (CPU devices end loops silently past 65,535 iterations).
+    pub const BUDGET: u32 = 2;
+    /// A workgroup started after the first barrier had released.
+    pub const LATE: u32 = 4;
+    /// Host: a workgroup never stamped its residency.
+    pub const MISSING_WG: u32 = 0x100;
+    /// Host: an output was still poisoned after the pass.
+    pub const POISONED: u32 = 0x200;
+    /// Host: the fence did not signal within the watchdog timeout.
+    pub const WATCHDOG: u32 = 0x400;
+}
+
+/// How the pass is dispatched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// One persistent dispatch per token; levels separated by the software grid barrier.
+    Mega,
+    /// One dispatch per stage.
+    Multi,
+}
+
+impl Mode {
+    /// `mega` or `multi`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Mega => "mega",
+            Mode::Multi => "multi",
+        }
+    }
+}
+
+/// Decoder options.
+#[derive(Clone, Debug)]
+pub struct DecoderOptions {
+    /// Dispatch mode.
+    pub mode: Mode,
+    /// Workgroups; default from the device ([`default_grid`]).
+    pub grid: Option<u32>,
+    /// Workgroup size; default 256 on GPUs, 64 on CPU devices.
+    pub wg_size: Option<u32>,
+    /// Positions the KV cache holds (clamped to the model's context).
+    pub max_seq: usize,
+    /// Write the telemetry ring.
+    pub instrument: bool,
+    /// Grid-barrier spin bound.
+    pub spin_timeout: Duration,
+    /// Host watchdog on each pass's fence.
+    pub fence_timeout: Duration,
+    /// Copy the logits back every pass (needed for sampling and checks).
+    pub read_logits: bool,
+    /// Test only: make this stage kind do extra work.
+    pub test_slow_kind: Option<StageKind>,
+    /// Test only: this workgroup never arrives at a barrier.
+    pub test_stall_wg: Option<u32>,
+}
+
+impl Default for DecoderOptions {
+    fn default() -> Self {
+        DecoderOptions {
+            mode: Mode::Mega,
+            grid: None,
+            wg_size: None,
+            max_seq: 2048,
+            instrument: false,
+            spin_timeout: Duration::from_secs(1),
+            fence_timeout: Duration::from_secs(20),
+            read_logits: true,
+            test_slow_kind: None,
+            test_stall_wg: None,
+        }
+    }
+}
+
+/// The decoded fail word of one pass.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FailWord {
+    /// Bits of [`fail`].
+    pub bits: u32,
+    /// First failing level (kernel failures).
+    pub level: Option<u32>,
+    /// Barrier arrivals the failing workgroup saw.
+    pub seen: u32,
+    /// The first failing workgroup.
+    pub wg: u32,
+    /// Workgroups that stamped residency.
+    pub resident: u32,
+    /// Workgroups in the grid.
+    pub grid: u32,
+}
+
+impl FailWord {
+    /// No failure.
+    pub fn ok(&self) -> bool {
+        self.bits == 0
+    }
+
+    /// The one-line form printed for every pass: `fail-word 0x00000000 PASS`, or the failure
+    /// decoded. `level_name` names a level index.
+    pub fn line(&self, level_name: impl Fn(u32) -> String) -> String {
+        if self.ok() {
+            return format!("fail-word 0x{:08x} PASS", self.bits);
+        }
+        let mut what = vec![];
+        let names = [
+            (fail::TIMEOUT, "barrier-timeout"),
+            (fail::BUDGET, "backedge-budget"),
+            (fail::LATE, "late-start"),
+            (fail::MISSING_WG, "missing-workgroup"),
+            (fail::POISONED, "output-poisoned"),
+            (fail::WATCHDOG, "watchdog"),
+        ];
+        for (b, n) in names {
+            if self.bits & b != 0 {
+                what.push(n);
+            }
+        }
+        let mut s = format!("fail-word 0x{:08x} FAIL {}", self.bits, what.join("+"));
+        if let Some(l) = self.level {
+            s += &format!(
+                " at level {l} ({}) arrivals {}/{} seen by wg {}",
+                level_name(l),
+                self.seen,
+                self.grid * (l + 1),
+                self.wg
+            );
+        }
+        s += &format!(" resident {}/{}", self.resident, self.grid);
+        s
+    }
+}
+
+/// Result of one pass.
+#[derive(Clone, Debug)]
+pub struct Pass {
+    /// Argmax of the logits (lowest index on ties), `u32::MAX` if never written.
+    pub argmax: u32,
+    /// Its logit.
+    pub argmax_value: f32,
+    /// The fail word.
+    pub fail: FailWord,
+    /// GPU time of the whole pass from timestamps, ns.
+    pub gpu_ns: Option<u64>,
+    /// Per-dispatch GPU times (multi mode), ns.
+    pub dispatch_ns: Vec<u64>,
+    /// Host wall time from submit to fence.
+    pub wall: Duration,
+}
+
+struct Buffer {
+    buffer: vk::Buffer,
+    alloc: Option<Allocation>,
+    size: u64,
+}
+
+/// Default grid for a device: NVIDIA SM count (one 256-lane workgroup per SM fits beside the
+/// decoder's registers and shared memory); CPU devices: LP_NUM_THREADS or the core count
+/// (lavapipe runs one workgroup per pool thread); otherwise 64.
+pub fn default_grid(ctx: &GpuContext) -> u32 {
+    let i = &ctx.info;
+    if i.kind == DeviceKind::Cpu {
+        let env = std::env::var("LP_NUM_THREADS").ok().and_then(|v| v.parse::<u32>().ok()).filter(|&n| n > 0);
+        return env.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32));
+    }
+    i.sm_count.unwrap_or(64)
+}
+
+/// The decoder.
+pub struct VulkanDecoder {
+    ctx: Arc<GpuContext>,
+    /// The program it runs.
+    pub program: Program,
+    /// Options in force.
+    pub opts: DecoderOptions,
+    /// Workgroups.
+    pub grid: u32,
+    /// Workgroup size.
+    pub wg_size: u32,
+    vocab: usize,
+    chunks: Vec<Buffer>,
+    state: Buffer,
+    kv: Buffer,
+    out: Buffer,
+    sync: Buffer,
+    prog: Buffer,
+    ring: Buffer,
+    readback: Buffer,
+    ring_frame_words: u32,
+    dsl: vk::DescriptorSetLayout,
+    layout: vk::PipelineLayout,
+    pipeline: vk::Pipeline,
+    dpool: vk::DescriptorPool,
+    set: vk::DescriptorSet,
+    cmd: vk::CommandBuffer,
+    fence: vk::Fence,
+    qpool: vk::QueryPool,
+    n_queries: u32,
+    passes: u32,
+    broken: Option<String>,
+    logits: Vec<f32>,
+}
+
+fn create_buffer(ctx: &GpuContext, name: &str, size: u64, usage: vk::BufferUsageFlags, loc: MemoryLocation) -> Result<Buffer> {
+    let size = size.max(16);
+    let ci = vk::BufferCreateInfo::default().size(size).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
+    let d = &ctx.device;
+    // SAFETY: valid device and create info.
+    let buffer = vkr(&format!("vkCreateBuffer {name}"), unsafe { d.create_buffer(&ci, None) })?;
+    // SAFETY: buffer just created.
+    let requirements = unsafe { d.get_buffer_memory_requirements(buffer) };
+    let alloc = ctx
+        .allocator
+        .lock()
+        .map_err(|_| Error::Vulkan("allocator lock poisoned".into()))?
+        .allocate(&AllocationCreateDesc { name, requirements, location: loc, linear: true, allocation_scheme: AllocationScheme::GpuAllocatorManaged });
+    let alloc = match alloc {
+        Ok(a) => a,
+        Err(e) => {
+            // SAFETY: unbound buffer.
+            unsafe { d.destroy_buffer(buffer, None) };
+            return Err(Error::Vulkan(format!("allocating {name} ({:.1} MB): {e}", size as f64 / 1e6)));
+        }
+    };
+    // SAFETY: memory from the allocator satisfies the requirements.
+    if let Err(e) = unsafe { d.bind_buffer_memory(buffer, alloc.memory(), alloc.offset()) } {
+        let _ = ctx.allocator.lock().map(|mut a| a.free(alloc));
+        // SAFETY: buffer unused.
+        unsafe { d.destroy_buffer(buffer, None) };
+        return Err(Error::Vulkan(format!("binding {name}: {e:?}")));
+    }
+    Ok(Buffer { buffer, alloc: Some(alloc), size })
+}
+
+fn destroy_buffer(ctx: &GpuContext, b: &mut Buffer) {
+    if let Some(a) = b.alloc.take() {
+        if let Ok(mut al) = ctx.allocator.lock() {
+            let _ = al.free(a);
+        }
+        // SAFETY: the device is idle (callers wait) and the buffer is no longer used.
+        unsafe { ctx.device.destroy_buffer(b.buffer, None) };
+    }
+}
+
+const STORAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
+    vk::BufferUsageFlags::STORAGE_BUFFER.as_raw() | vk::BufferUsageFlags::TRANSFER_DST.as_raw() | vk::BufferUsageFlags::TRANSFER_SRC.as_raw(),
+);
+
+impl VulkanDecoder {
+    /// Upload `model` and build the pipeline.
+    pub fn new(ctx: Arc<GpuContext>, model: &Model, opts: DecoderOptions) -> Result<VulkanDecoder> {
+        let info = ctx.info.clone();
+        let cpu = info.kind == DeviceKind::Cpu;
+        let grid = opts.grid.unwrap_or_else(|| default_grid(&ctx)).max(1);
+        let wg_size = opts.wg_size.unwrap_or(if cpu { 64 } else { 256 });
+        if wg_size == 0 || wg_size > info.max_wg || wg_size % info.subgroup_size.max(1) != 0 || wg_size / info.subgroup_size.max(1) > 60 {
+            return Err(Error::Invalid(format!(
+                "workgroup size {wg_size}: must be a multiple of the subgroup size {} with at most 60 subgroups, <= {}",
+                info.subgroup_size, info.max_wg
+            )));
+        }
+        if grid > 65535 {
+            return Err(Error::Invalid(format!("grid {grid} is larger than 65535")));
+        }
+        let c = &model.config;
+        let max_seq = opts.max_seq.clamp(1, c.seq_len);
+        // Shared memory: the input vector, plus small reduction arrays.
+        let shared_floats = ((info.max_shared as usize).saturating_sub(1024)) / 4;
+        if c.dim > shared_floats {
+            return Err(Error::Invalid(format!(
+                "model dim {} needs {} bytes of shared memory; the device has {}",
+                c.dim,
+                c.dim * 4 + 1024,
+                info.max_shared
+            )));
+        }
+        let sx_cap = if c.hidden_dim <= shared_floats { c.hidden_dim.max(c.dim) } else { c.dim };
+        let program = Program::new(model, max_seq);
+
+        let mut dec = VulkanDecoder {
+            ctx: ctx.clone(),
+            opts: DecoderOptions { max_seq, ..opts.clone() },
+            grid,
+            wg_size,
+            vocab: c.vocab_size,
+            chunks: vec![],
+            state: Buffer { buffer: vk::Buffer::null(), alloc: None, size: 0 },
+            kv: Buffer { buffer: vk::Buffer::null(), alloc: None, size: 0 },
+            out: Buffer { buffer: vk::Buffer::null(), alloc: None, size: 0 },
+            sync: Buffer { buffer: vk::Buffer::null(), alloc: None, size: 0 },
+            prog: Buffer { buffer: vk::Buffer::null(), alloc: None, size: 0 },
+            ring: Buffer { buffer: vk::Buffer::null(), alloc: None, size: 0 },
+            readback: Buffer { buffer: vk::Buffer::null(), alloc: None, size: 0 },
+            ring_frame_words: 0,
+            dsl: vk::DescriptorSetLayout::null(),
+            layout: vk::PipelineLayout::null(),
+            pipeline: vk::Pipeline::null(),
+            dpool: vk::DescriptorPool::null(),
+            set: vk::DescriptorSet::null(),
+            cmd: vk::CommandBuffer::null(),
+            fence: vk::Fence::null(),
+            qpool: vk::QueryPool::null(),
+            n_queries: 0,
+            passes: 0,
+            broken: None,
+            logits: vec![0.0; c.vocab_size],
+            program,
+        };
+        // From here on, Drop cleans up whatever was created if a step fails.
+        dec.setup(c, sx_cap as u32, cpu)?;
+        Ok(dec)
+    }
+
+    fn setup(&mut self, cfg: &crate::model::Config, sx_cap: u32, cpu: bool) -> Result<()> {
+        let ctx = self.ctx.clone();
+        let d = &ctx.device;
+        // SAFETY (whole function): every handle is created from `d` and stored in `self`,
+        // which destroys them in Drop after waiting for the device.
+        unsafe {
+            let ci = vk::CommandBufferAllocateInfo::default().command_pool(ctx.pool).level(vk::CommandBufferLevel::PRIMARY).command_buffer_count(1);
+            self.cmd = vkr("vkAllocateCommandBuffers", d.allocate_command_buffers(&ci))?[0];
+            self.fence = vkr("vkCreateFence", d.create_fence(&vk::FenceCreateInfo::default(), None))?;
+        }
+        // Weights: pack tensors into chunks no larger than the storage range.
+        let cap_words = (ctx.info.max_storage_range.min(1 << 31) / 4).saturating_sub(64);
+        let mut places = vec![];
+        let mut chunk_words: Vec<u64> = vec![0];
+        let mut packed = vec![];
+        for t in &self.program.tensors {
+            let (words, row_words, sc) = repack(t);
+            let n = words.len() as u64;
+            if n > cap_words {
+                return Err(Error::Invalid(format!("{}: {} MB is larger than one storage buffer can hold", t.name, n * 4 / 1_000_000)));
+            }
+            if chunk_words.last().copied().unwrap_or(0) + n > cap_words {
+                chunk_words.push(0);
+            }
+            if chunk_words.len() > NCHUNK {
+                return Err(Error::Invalid(format!("model needs more than {NCHUNK} weight buffers of {} MB", cap_words * 4 / 1_000_000)));
+            }
+            let chunk = chunk_words.len() - 1;
+            let base = chunk_words[chunk];
+            places.push(TensorPlace { chunk: chunk as u32, qs: base as u32, sc: base as u32 + sc, row_words, words: n });
+            // Keep each tensor 16-byte aligned.
+            chunk_words[chunk] = (base + n).div_ceil(4) * 4;
+            packed.push(words);
+        }
+        for (i, &w) in chunk_words.iter().enumerate() {
+            let b = create_buffer(&ctx, &format!("weights.chunk{i}"), w * 4, STORAGE, MemoryLocation::GpuOnly)?;
+            self.chunks.push(b);
+        }
+        let c_state = self.program.state_floats * 4;
+        self.state = create_buffer(&ctx, "state", c_state, STORAGE, MemoryLocation::GpuOnly)?;
+        self.kv = create_buffer(&ctx, "kv_cache", self.program.kv_floats * 4, STORAGE, MemoryLocation::GpuOnly)?;
+        let out_words = self.vocab as u64 + 2 + 2 * self.grid as u64;
+        self.out = create_buffer(&ctx, "logits", out_words * 4, STORAGE, MemoryLocation::GpuOnly)?;
+        let sync_words = 16 + self.grid as u64;
+        self.sync = create_buffer(&ctx, "sync", sync_words * 4, STORAGE, MemoryLocation::GpuOnly)?;
+        let n_stages = self.program.stages.len() as u32;
+        let n_levels = self.program.levels.len() as u32;
+        self.ring_frame_words = 4 + (n_stages + n_levels) * self.grid * 4;
+        let ring_slots = 1u32;
+        self.ring = create_buffer(&ctx, "telemetry.ring", self.ring_frame_words as u64 * 4 * ring_slots as u64, STORAGE, MemoryLocation::GpuOnly)?;
+        let prog_words = self.program.words(&places, (self.ring_frame_words, ring_slots));
+        self.prog = create_buffer(&ctx, "program", prog_words.len() as u64 * 4, STORAGE, MemoryLocation::GpuOnly)?;
+        let rb = (sync_words + out_words + self.ring_frame_words as u64) * 4;
+        self.readback = create_buffer(&ctx, "readback", rb, vk::BufferUsageFlags::TRANSFER_DST, MemoryLocation::GpuToCpu)?;
+
+        // Uploads.
+        let rope: Vec<u32> = Program::rope_table(cfg, self.program.max_seq as usize).iter().map(|f| f.to_bits()).collect();
+        let off_rope = prog_words[super::program::h::OFF_ROPE] as u64;
+        let mut uploads: Vec<(usize, u64, Vec<u32>)> = vec![]; // (buffer id, word offset, words)
+        for (p, w) in places.iter().zip(packed) {
+            uploads.push((p.chunk as usize, p.qs as u64, w));
+        }
+        uploads.push((100, 0, prog_words));
+        uploads.push((101, off_rope, rope));
+        self.upload(uploads)?;
+        self.build_pipeline(sx_cap, cpu)?;
+        Ok(())
+    }
+
+    /// Write `(buffer, word offset, words)` through a staging buffer. Buffer ids: chunk index,
+    /// 100 program, 101 state.
+    fn upload(&mut self, items: Vec<(usize, u64, Vec<u32>)>) -> Result<()> {
+        let ctx = self.ctx.clone();
+        let stage_bytes: u64 = 64 << 20;
+        let mut staging = create_buffer(&ctx, "staging", stage_bytes, vk::BufferUsageFlags::TRANSFER_SRC, MemoryLocation::CpuToGpu)?;
+        let r = (|| -> Result<()> {
+            for (id, off, words) in items {
+                let dst = match id {
+                    100 => self.prog.buffer,
+                    101 => self.state.buffer,
+                    i => self.chunks[i].buffer,
+                };
+                let bytes: &[u8] = unsafe_words_as_bytes(&words);
+                let mut done = 0usize;
+                while done < bytes.len() {
+                    let n = (bytes.len() - done).min(stage_bytes as usize);
+                    let map = staging
+                        .alloc
+                        .as_mut()
+                        .and_then(|a| a.mapped_slice_mut())
+                        .ok_or_else(|| Error::Vulkan("staging buffer is not host-mapped".into()))?;
+                    map[..n].copy_from_slice(&bytes[done..done + n]);
+                    let region = vk::BufferCopy { src_offset: 0, dst_offset: off * 4 + done as u64, size: n as u64 };
+                    self.one_shot(|d, cb| unsafe { d.cmd_copy_buffer(cb, staging.buffer, dst, &[region]) })?;
+                    done += n;
+                }
+            }
+            Ok(())
+        })();
+        destroy_buffer(&ctx, &mut staging);
+        r
+    }
+
+    fn one_shot(&mut self, rec: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<()> {
+        let d = &self.ctx.device;
+        // SAFETY: the command buffer and fence are ours and idle between submissions.
+        unsafe {
+            vkr("vkResetCommandBuffer", d.reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty()))?;
+            vkr("vkBeginCommandBuffer", d.begin_command_buffer(self.cmd, &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT)))?;
+            rec(d, self.cmd);
+            vkr("vkEndCommandBuffer", d.end_command_buffer(self.cmd))?;
+            let cbs = [self.cmd];
+            let si = [vk::SubmitInfo::default().command_buffers(&cbs)];
+            vkr("vkQueueSubmit", d.queue_submit(self.ctx.queue, &si, self.fence))?;
+            let r = d.wait_for_fences(&[self.fence], true, self.opts.fence_timeout.as_nanos() as u64);
+            if r == Err(vk::Result::TIMEOUT) {
+                self.broken = Some("a transfer did not complete within the watchdog timeout".into());
+                return Err(Error::Vulkan("watchdog: transfer did not complete".into()));
+            }
+            vkr("vkWaitForFences", r)?;
+            vkr("vkResetFences", d.reset_fences(&[self.fence]))?;
+        }
+        Ok(())
+    }
+
+    fn build_pipeline(&mut self, sx_cap: u32, cpu: bool) -> Result<()> {
+        let ctx = self.ctx.clone();
+        let d = &ctx.device;
+        let spv = if ctx.info.device_clock { SPV_CLOCK } else { SPV_NOCLOCK };
+        let code = ash::util::read_spv(&mut std::io::Cursor::new(spv)).map_err(|e| Error::Vulkan(format!("embedded SPIR-V: {e}")))?;
+        let n_chunks = self.chunks.len();
+        // SAFETY: all create infos reference live locals; handles are stored for Drop.
+        unsafe {
+            let module = vkr("vkCreateShaderModule", d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None))?;
+            let mut bindings = vec![vk::DescriptorSetLayoutBinding::default()
+                .binding(0)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(NCHUNK as u32)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)];
+            for b in 1..=6 {
+                bindings.push(vk::DescriptorSetLayoutBinding::default().binding(b).descriptor_type(vk::DescriptorType::STORAGE_BUFFER).descriptor_count(1).stage_flags(vk::ShaderStageFlags::COMPUTE));
+            }
+            self.dsl = vkr("vkCreateDescriptorSetLayout", d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None))?;
+            let pcr = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::COMPUTE, offset: 0, size: 32 }];
+            let dsls = [self.dsl];
+            self.layout = vkr("vkCreatePipelineLayout", d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&dsls).push_constant_ranges(&pcr), None))?;
+            let mega = self.opts.mode == Mode::Mega;
+            let spec: [u32; 12] = [
+                self.wg_size,
+                mega as u32,
+                self.grid,
+                sx_cap,
+                self.opts.instrument as u32,
+                ctx.info.device_clock as u32,
+                if cpu { 50_000 } else { 0 },
+                cpu as u32,
+                self.opts.test_slow_kind.map_or(0xFFFF, |k| k as u32),
+                self.opts.test_stall_wg.unwrap_or(u32::MAX),
+                n_chunks as u32,
+                1024,
+            ];
+            let entries: Vec<vk::SpecializationMapEntry> = (0..12).map(|i| vk::SpecializationMapEntry { constant_id: i, offset: i * 4, size: 4 }).collect();
+            let spec_bytes = unsafe_words_as_bytes(&spec);
+            let si = vk::SpecializationInfo::default().map_entries(&entries).data(spec_bytes);
+            let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(c"main").specialization_info(&si);
+            let pci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(self.layout)];
+            let p = d.create_compute_pipelines(vk::PipelineCache::null(), &pci, None);
+            d.destroy_shader_module(module, None);
+            self.pipeline = match p {
+                Ok(v) => v[0],
+                Err((_, e)) => return Err(Error::Vulkan(format!("creating the decode pipeline: {e:?}"))),
+            };
+            let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: NCHUNK as u32 + 6 }];
+            self.dpool = vkr("vkCreateDescriptorPool", d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None))?;
+            self.set = vkr("vkAllocateDescriptorSets", d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(self.dpool).set_layouts(&dsls)))?[0];
+            let chunk_infos: Vec<vk::DescriptorBufferInfo> = (0..NCHUNK)
+                .map(|i| {
+                    let b = &self.chunks[i.min(n_chunks - 1)];
+                    vk::DescriptorBufferInfo { buffer: b.buffer, offset: 0, range: vk::WHOLE_SIZE }
+                })
+                .collect();
+            let one = |b: &Buffer| [vk::DescriptorBufferInfo { buffer: b.buffer, offset: 0, range: vk::WHOLE_SIZE }];
+            let infos = [one(&self.state), one(&self.kv), one(&self.out), one(&self.sync), one(&self.prog), one(&self.ring)];
+            let mut writes = vec![vk::WriteDescriptorSet::default().dst_set(self.set).dst_binding(0).descriptor_type(vk::DescriptorType::STORAGE_BUFFER).buffer_info(&chunk_infos)];
+            for (i, inf) in infos.iter().enumerate() {
+                writes.push(vk::WriteDescriptorSet::default().dst_set(self.set).dst_binding(i as u32 + 1).descriptor_type(vk::DescriptorType::STORAGE_BUFFER).buffer_info(inf));
+            }
+            d.update_descriptor_sets(&writes, &[]);
+            self.n_queries = 2 + self.program.stages.len() as u32 * 2;
+            let qci = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(self.n_queries);
+            self.qpool = vkr("vkCreateQueryPool", d.create_query_pool(&qci, None))?;
+        }
+        Ok(())
+    }
+}
+
+/// View u32 words as bytes (little-endian hosts only, which is all Vulkan runs on here).
+fn unsafe_words_as_bytes(w: &[u32]) -> &[u8] {
+    // SAFETY: u8 has no alignment or validity requirements; the length is exact.
+    unsafe { std::slice::from_raw_parts(w.as_ptr() as *const u8, std::mem::size_of_val(w)) }
+}
+
+impl VulkanDecoder {
+    /// The device this decoder runs on.
+    pub fn context(&self) -> &Arc<GpuContext> {
+        &self.ctx
+    }
+
+    /// Name of level `i`.
+    pub fn level_name(&self, i: u32) -> String {
+        self.program.levels.get(i as usize).map_or_else(|| format!("#{i}"), |l| l.name.clone())
+    }
+
+    /// Logits of the last pass (valid when `read_logits` is on).
+    pub fn logits(&self) -> &[f32] {
+        &self.logits
+    }
+
+    /// The raw telemetry frame of the last pass (instrumented decoders), as words.
+    pub fn last_frame(&self) -> Option<Vec<u32>> {
+        if !self.opts.instrument {
+            return None;
+        }
+        let sync_words = 16 + self.grid as usize;
+        let out_words = self.vocab + 2 + 2 * self.grid as usize;
+        let map = self.readback.alloc.as_ref()?.mapped_slice()?;
+        let start = (sync_words + out_words) * 4;
+        let n = self.ring_frame_words as usize * 4;
+        Some(map[start..start + n].chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+    }
+
+    /// Run one pass: `token` at `pos`. A kernel or host check failure is reported in the
+    /// returned [`Pass::fail`], not as an error; errors are Vulkan failures (device lost) and
+    /// bad arguments. After a watchdog timeout the decoder refuses further passes.
+    pub fn step(&mut self, token: u32, pos: usize) -> Result<Pass> {
+        if let Some(why) = &self.broken {
+            return Err(Error::Vulkan(format!("decoder unusable: {why}")));
+        }
+        if token as usize >= self.vocab || pos >= self.program.max_seq as usize {
+            return Err(Error::Invalid(format!(
+                "token {token} at position {pos} outside vocab {} / context {}",
+                self.vocab, self.program.max_seq
+            )));
+        }
+        let ctx = self.ctx.clone();
+        let d = &ctx.device;
+        let grid = self.grid;
+        let sync_words = 16 + grid as usize;
+        let out_words = self.vocab + 2 + 2 * grid as usize;
+        let mut sync_init = vec![0u32; sync_words];
+        sync_init[sy::FAIL_LEVEL] = u32::MAX;
+        let timeout_ticks = (self.opts.spin_timeout.as_nanos().min(u32::MAX as u128 / 2)) as u32;
+        let pass_id = self.passes;
+        self.passes = self.passes.wrapping_add(1);
+        let push = |level: u32, stage: u32| -> [u32; 8] { [token, pos as u32, level, stage, pass_id, timeout_ticks, 0, 0] };
+        let mega = self.opts.mode == Mode::Mega;
+        let n_stages = self.program.stages.len() as u32;
+        let t0 = Instant::now();
+        // SAFETY: all handles belong to this decoder; the command buffer is idle (the previous
+        // pass's fence was waited on).
+        unsafe {
+            vkr("vkResetCommandBuffer", d.reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty()))?;
+            vkr("vkBeginCommandBuffer", d.begin_command_buffer(self.cmd, &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT)))?;
+            let cb = self.cmd;
+            d.cmd_reset_query_pool(cb, self.qpool, 0, self.n_queries);
+            d.cmd_update_buffer(cb, self.sync.buffer, 0, unsafe_words_as_bytes(&sync_init));
+            d.cmd_fill_buffer(cb, self.out.buffer, 0, (self.vocab as u64 + 2) * 4, POISON);
+            // Partials: index u32::MAX = "none".
+            d.cmd_fill_buffer(cb, self.out.buffer, (self.vocab as u64 + 2) * 4, 2 * grid as u64 * 4, u32::MAX);
+            if self.opts.instrument {
+                d.cmd_fill_buffer(cb, self.ring.buffer, 0, self.ring_frame_words as u64 * 4, 0);
+            }
+            let to_shader = [vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
+            d.cmd_pipeline_barrier(cb, vk::PipelineStageFlags::TRANSFER, vk::PipelineStageFlags::COMPUTE_SHADER, vk::DependencyFlags::empty(), &to_shader, &[], &[]);
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, self.pipeline);
+            d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, self.layout, 0, &[self.set], &[]);
+            d.cmd_write_timestamp(cb, vk::PipelineStageFlags::TOP_OF_PIPE, self.qpool, 0);
+            if mega {
+                d.cmd_push_constants(cb, self.layout, vk::ShaderStageFlags::COMPUTE, 0, unsafe_words_as_bytes(&push(0, u32::MAX)));
+                d.cmd_dispatch(cb, grid, 1, 1);
+            } else {
+                let between = [vk::MemoryBarrier::default()
+                    .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                    .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
+                for (i, s) in self.program.stages.iter().enumerate() {
+                    if i > 0 {
+                        d.cmd_pipeline_barrier(cb, vk::PipelineStageFlags::COMPUTE_SHADER, vk::PipelineStageFlags::COMPUTE_SHADER, vk::DependencyFlags::empty(), &between, &[], &[]);
+                    }
+                    d.cmd_write_timestamp(cb, vk::PipelineStageFlags::TOP_OF_PIPE, self.qpool, 2 + 2 * i as u32);
+                    d.cmd_push_constants(cb, self.layout, vk::ShaderStageFlags::COMPUTE, 0, unsafe_words_as_bytes(&push(s.level, i as u32)));
+                    d.cmd_dispatch(cb, grid, 1, 1);
+                    d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, self.qpool, 3 + 2 * i as u32);
+                }
+            }
+            d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, self.qpool, 1);
+            let to_copy = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::SHADER_WRITE).dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
+            d.cmd_pipeline_barrier(cb, vk::PipelineStageFlags::COMPUTE_SHADER, vk::PipelineStageFlags::TRANSFER, vk::DependencyFlags::empty(), &to_copy, &[], &[]);
+            d.cmd_copy_buffer(cb, self.sync.buffer, self.readback.buffer, &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: sync_words as u64 * 4 }]);
+            let (src, size) = if self.opts.read_logits { (0u64, out_words as u64 * 4) } else { (self.vocab as u64 * 4, 8) };
+            d.cmd_copy_buffer(cb, self.out.buffer, self.readback.buffer, &[vk::BufferCopy { src_offset: src, dst_offset: sync_words as u64 * 4 + src, size }]);
+            if self.opts.instrument {
+                let off = (sync_words + out_words) as u64 * 4;
+                d.cmd_copy_buffer(cb, self.ring.buffer, self.readback.buffer, &[vk::BufferCopy { src_offset: 0, dst_offset: off, size: self.ring_frame_words as u64 * 4 }]);
+            }
+            let to_host = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::TRANSFER_WRITE).dst_access_mask(vk::AccessFlags::HOST_READ)];
+            d.cmd_pipeline_barrier(cb, vk::PipelineStageFlags::TRANSFER, vk::PipelineStageFlags::HOST, vk::DependencyFlags::empty(), &to_host, &[], &[]);
+            vkr("vkEndCommandBuffer", d.end_command_buffer(cb))?;
+            let cbs = [cb];
+            let si = [vk::SubmitInfo::default().command_buffers(&cbs)];
+            vkr("vkQueueSubmit", d.queue_submit(ctx.queue, &si, self.fence))?;
+            let r = d.wait_for_fences(&[self.fence], true, self.opts.fence_timeout.as_nanos() as u64);
+            let wall = t0.elapsed();
+            if r == Err(vk::Result::TIMEOUT) {
+                self.broken = Some(format!("pass {pass_id} did not finish within {:?} (watchdog)", self.opts.fence_timeout));
+                return Ok(Pass {
+                    argmax: u32::MAX,
+                    argmax_value: f32::NAN,
+                    fail: FailWord { bits: fail::WATCHDOG, grid, ..Default::default() },
+                    gpu_ns: None,
+                    dispatch_ns: vec![],
+                    wall,
+                });
+            }
+            vkr("vkWaitForFences", r)?;
+            vkr("vkResetFences", d.reset_fences(&[self.fence]))?;
+            // Timestamps.
+            let nq = if mega { 2 } else { self.n_queries as usize };
+            let mut ts = vec![0u64; nq];
+            let got = d.get_query_pool_results(self.qpool, 0, &mut ts, vk::QueryResultFlags::TYPE_64);
+            let period = ctx.info.timestamp_period as f64;
+            let (gpu_ns, dispatch_ns) = if got.is_ok() && ctx.info.timestamp_bits > 0 {
+                let span = |a: u64, b: u64| (b.wrapping_sub(a) as f64 * period) as u64;
+                let disp = if mega { vec![] } else { (0..n_stages as usize).map(|i| span(ts[2 + 2 * i], ts[3 + 2 * i])).collect() };
+                (Some(span(ts[0], ts[1])), disp)
+            } else {
+                (None, vec![])
+            };
+            let map = self.readback.alloc.as_ref().and_then(|a| a.mapped_slice()).ok_or_else(|| Error::Vulkan("readback buffer is not host-mapped".into()))?;
+            let word = |i: usize| u32::from_le_bytes([map[i * 4], map[i * 4 + 1], map[i * 4 + 2], map[i * 4 + 3]]);
+            let mut fw = FailWord {
+                bits: word(sy::FAIL),
+                level: Some(word(sy::FAIL_LEVEL)).filter(|&l| l != u32::MAX),
+                seen: word(sy::FAIL_SEEN),
+                wg: word(sy::FAIL_WG),
+                resident: (0..grid as usize).filter(|&g| word(sy::RESIDENT + g) == pass_id + 1).count() as u32,
+                grid,
+            };
+            let _ = word(sy::STARTED) + word(sy::COUNTER);
+            if fw.resident < grid {
+                fw.bits |= fail::MISSING_WG;
+            }
+            let argmax = word(sync_words + self.vocab);
+            let argmax_value = f32::from_bits(word(sync_words + self.vocab + 1));
+            if argmax as usize >= self.vocab {
+                fw.bits |= fail::POISONED;
+            }
+            if self.opts.read_logits {
+                let mut poisoned = false;
+                for (i, l) in self.logits.iter_mut().enumerate() {
+                    let w = word(sync_words + i);
+                    poisoned |= w == POISON;
+                    *l = f32::from_bits(w);
+                }
+                if poisoned {
+                    fw.bits |= fail::POISONED;
+                }
+            }
+            Ok(Pass { argmax, argmax_value, fail: fw, gpu_ns, dispatch_ns, wall })
+        }
+    }
+}
+
+impl crate::generate::Decode for VulkanDecoder {
+    fn max_seq(&self) -> usize {
+        self.program.max_seq as usize
+    }
+
+    fn forward(&mut self, token: u32, pos: usize) -> Result<&mut [f32]> {
+        let p = self.step(token, pos)?;
+        if !p.fail.ok() {
+            return Err(Error::Vulkan(format!("pass at position {pos}: {}", p.fail.line(|l| self.level_name(l)))));
+        }
+        Ok(&mut self.logits)
+    }
+}
+
+impl Drop for VulkanDecoder {
+    fn drop(&mut self) {
+        let ctx = self.ctx.clone();
+        let d = &ctx.device;
+        // SAFETY: wait for the device, then destroy every handle this decoder created.
+        unsafe {
+            let _ = d.device_wait_idle();
+            if self.qpool != vk::QueryPool::null() {
+                d.destroy_query_pool(self.qpool, None);
+            }
+            if self.dpool != vk::DescriptorPool::null() {
+                d.destroy_descriptor_pool(self.dpool, None);
+            }
+            if self.pipeline != vk::Pipeline::null() {
+                d.destroy_pipeline(self.pipeline, None);
+            }
+            if self.layout != vk::PipelineLayout::null() {
+                d.destroy_pipeline_layout(self.layout, None);
+            }
+            if self.dsl != vk::DescriptorSetLayout::null() {
+                d.destroy_descriptor_set_layout(self.dsl, None);
+            }
+            if self.fence != vk::Fence::null() {
+                d.destroy_fence(self.fence, None);
+            }
+            if self.cmd != vk::CommandBuffer::null() {
+                d.free_command_buffers(ctx.pool, &[self.cmd]);
+            }
+        }
+        let mut bufs = std::mem::take(&mut self.chunks);
+        for b in [&mut self.state, &mut self.kv, &mut self.out, &mut self.sync, &mut self.prog, &mut self.ring, &mut self.readback] {
+            destroy_buffer(&ctx, b);
+        }
+        for b in bufs.iter_mut() {
+            destroy_buffer(&ctx, b);
+        }
+    }
+}

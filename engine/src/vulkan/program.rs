@@ -1,0 +1,353 @@
+//! The decode program: levels (separated by grid barriers in the megakernel, by pipeline
+//! barriers in multi mode) of stages, and the tensor table, serialised into the words the
+//! shader reads (`shaders/layout.glsl` documents the same indices).
+//!
+//! One transformer block is five levels:
+//! ```text
+//!  qkv.lN   : rmsnorm(x) prologue; q, k, v rows (q/k rows in RoPE pairs; k, v into the cache)
+//!  attn.lN  : one head per workgroup
+//!  wo.lN    : x += Wo·att          (layer 0: x = embedding + Wo·att)
+//!  ffn.lN   : rmsnorm(x) prologue; h = silu(Wg·x) * (Wu·x)
+//!  down.lN  : x += Wd·h
+//! ```
+//! then `head` (final rmsnorm prologue, logits, per-workgroup argmax partials) and `argmax`
+//! (one workgroup: the tail).
+
+use crate::model::{Config, Model, Tensor};
+use crate::quant::GgmlType;
+
+/// Stage kinds (shader `K_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum StageKind {
+    /// Query rows with RoPE.
+    Q = 0,
+    /// Key rows with RoPE, into the cache.
+    K = 1,
+    /// Value rows, into the cache.
+    V = 2,
+    /// Attention, one head per workgroup.
+    Attn = 3,
+    /// Output projection plus residual.
+    Wo = 4,
+    /// FFN gate and up with SiLU product.
+    Ffn = 5,
+    /// FFN down plus residual.
+    Down = 6,
+    /// Classifier rows and argmax partials.
+    Head = 7,
+    /// Final argmax over the partials.
+    Argmax = 8,
+}
+
+impl StageKind {
+    /// Short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            StageKind::Q => "q",
+            StageKind::K => "k",
+            StageKind::V => "v",
+            StageKind::Attn => "attn",
+            StageKind::Wo => "wo",
+            StageKind::Ffn => "ffn_up",
+            StageKind::Down => "ffn_down",
+            StageKind::Head => "head",
+            StageKind::Argmax => "argmax",
+        }
+    }
+}
+
+/// One stage of the program.
+#[derive(Clone, Debug)]
+pub struct Stage {
+    /// Kind.
+    pub kind: StageKind,
+    /// Transformer block (0 for head/argmax).
+    pub layer: u32,
+    /// Level it belongs to.
+    pub level: u32,
+    /// Work units (rows, row pairs or heads).
+    pub units: u32,
+    /// Display name, e.g. `q.l3`.
+    pub name: String,
+    /// Weight rows it reads, for display.
+    pub rows: u32,
+}
+
+/// One level.
+#[derive(Clone, Debug)]
+pub struct Level {
+    /// Display name, e.g. `qkv.l3`.
+    pub name: String,
+    /// First stage index.
+    pub first: u32,
+    /// Stage count.
+    pub count: u32,
+    /// Prologue (shader `PRO_*`).
+    pub prologue: u32,
+    /// Prologue tensor (norm weight).
+    pub prologue_tensor: u32,
+    /// Flags: bit 0 input is the embedding, bit 1 single workgroup.
+    pub flags: u32,
+}
+
+/// Where each tensor lives on the GPU.
+#[derive(Clone, Debug)]
+pub struct TensorPlace {
+    /// Weight chunk (buffer) index.
+    pub chunk: u32,
+    /// Word offset of the quants / values in the chunk.
+    pub qs: u32,
+    /// Word offset of the packed f16 scales (Q types).
+    pub sc: u32,
+    /// Words per row of quants/values.
+    pub row_words: u32,
+    /// Total words.
+    pub words: u64,
+}
+
+/// Header word indices (shader `H_*`).
+pub mod h {
+    #![allow(missing_docs)]
+    pub const N_LEVELS: usize = 0;
+    pub const N_STAGES: usize = 1;
+    pub const N_TENSORS: usize = 2;
+    pub const DIM: usize = 3;
+    pub const HIDDEN: usize = 4;
+    pub const N_HEADS: usize = 5;
+    pub const N_KV_HEADS: usize = 6;
+    pub const HEAD_SIZE: usize = 7;
+    pub const VOCAB: usize = 8;
+    pub const MAX_SEQ: usize = 9;
+    pub const OFF_X: usize = 10;
+    pub const OFF_XB: usize = 11;
+    pub const OFF_Q: usize = 12;
+    pub const OFF_HB: usize = 13;
+    pub const OFF_ATT: usize = 14;
+    pub const OFF_ROPE: usize = 15;
+    pub const KV_LAYER: usize = 16;
+    pub const V_BASE: usize = 17;
+    pub const EMBED: usize = 18;
+    pub const EPS: usize = 19;
+    pub const ATT_SCALE: usize = 20;
+    pub const LEVELS: usize = 21;
+    pub const STAGES: usize = 22;
+    pub const TENSORS: usize = 23;
+    pub const KV_DIM: usize = 24;
+    pub const N_LAYERS: usize = 26;
+    pub const RING_FRAME_WORDS: usize = 27;
+    pub const RING_SLOTS: usize = 28;
+    pub const WORDS: usize = 32;
+}
+
+/// The whole program for one model.
+#[derive(Clone, Debug)]
+pub struct Program {
+    /// Levels in order.
+    pub levels: Vec<Level>,
+    /// Stages in order.
+    pub stages: Vec<Stage>,
+    /// The model's tensors in table order.
+    pub tensors: Vec<Tensor>,
+    /// State buffer size in floats.
+    pub state_floats: u64,
+    /// KV buffer size in floats.
+    pub kv_floats: u64,
+    /// Positions.
+    pub max_seq: u32,
+    header: Vec<u32>,
+}
+
+/// GPU words of a tensor in its repacked layout (see `shaders/decode.comp`): F32 as is; F16
+/// as half pairs per word with rows padded to whole words; Q8_0/Q4_0 as per-row quant words
+/// (8 resp. 4 per block) followed by all block scales as packed halves.
+pub fn repack(t: &Tensor) -> (Vec<u32>, u32, u32) {
+    let (rows, cols) = (t.rows, t.cols);
+    let d = &t.data[..];
+    let le32 = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    match t.ty {
+        GgmlType::F32 => (d.chunks_exact(4).map(le32).collect(), cols as u32, 0),
+        GgmlType::F16 => {
+            let rw = cols.div_ceil(2);
+            let mut out = vec![0u32; rows * rw];
+            for r in 0..rows {
+                for j in 0..cols {
+                    let hbits = u16::from_le_bytes([d[(r * cols + j) * 2], d[(r * cols + j) * 2 + 1]]) as u32;
+                    out[r * rw + j / 2] |= hbits << (16 * (j % 2));
+                }
+            }
+            (out, rw as u32, 0)
+        }
+        GgmlType::Q8_0 | GgmlType::Q4_0 => {
+            let nb = cols / 32;
+            let (bb, qw) = if t.ty == GgmlType::Q8_0 { (34, 8) } else { (18, 4) };
+            let nblk = rows * nb;
+            let sc_words = nblk.div_ceil(2);
+            let mut out = vec![0u32; nblk * qw + sc_words];
+            for (i, blk) in d.chunks_exact(bb).enumerate() {
+                let scale = u16::from_le_bytes([blk[0], blk[1]]) as u32;
+                out[nblk * qw + i / 2] |= scale << (16 * (i % 2));
+                for k in 0..qw {
+                    out[i * qw + k] = le32(&blk[2 + 4 * k..6 + 4 * k]);
+                }
+            }
+            (out, (nb * qw) as u32, (nblk * qw) as u32)
+        }
+    }
+}
+
+impl Program {
+    /// Build the program for `model` with `max_seq` positions.
+    pub fn new(model: &Model, max_seq: usize) -> Program {
+        let c: &Config = &model.config;
+        let w = &model.weights;
+        let mut tensors: Vec<Tensor> = vec![];
+        let mut tid = |t: &Tensor| {
+            tensors.push(t.clone());
+            (tensors.len() - 1) as u32
+        };
+        let embed = tid(&w.token_embd);
+        let mut levels = vec![];
+        let mut stages: Vec<Stage> = vec![];
+        let mut stage_t: Vec<(u32, u32)> = vec![];
+        let mut level = |name: String, prologue: u32, pt: u32, flags: u32, st: Vec<(StageKind, u32, u32, u32, u32)>, stages: &mut Vec<Stage>, stage_t: &mut Vec<(u32, u32)>| {
+            let li = levels.len() as u32;
+            let first = stages.len() as u32;
+            for (kind, layer, units, t0, t1) in st {
+                let rows = match kind {
+                    StageKind::Q | StageKind::K => units * 2,
+                    StageKind::Attn | StageKind::Argmax => 0,
+                    _ => units,
+                };
+                let name = if matches!(kind, StageKind::Head | StageKind::Argmax) {
+                    kind.name().to_string()
+                } else {
+                    format!("{}.l{layer}", kind.name())
+                };
+                stages.push(Stage { kind, layer, level: li, units, name, rows });
+                stage_t.push((t0, t1));
+            }
+            levels.push(Level {
+                name,
+                first,
+                count: stages.len() as u32 - first,
+                prologue,
+                prologue_tensor: pt,
+                flags,
+            });
+        };
+        let (d, kv, hd) = (c.dim as u32, c.kv_dim() as u32, c.hidden_dim as u32);
+        for (l, lw) in w.layers.iter().enumerate() {
+            let l32 = l as u32;
+            let an = tid(&lw.attn_norm);
+            let (q, k, v) = (tid(&lw.wq), tid(&lw.wk), tid(&lw.wv));
+            let o = tid(&lw.wo);
+            let fnorm = tid(&lw.ffn_norm);
+            let (g, down, up) = (tid(&lw.w_gate), tid(&lw.w_down), tid(&lw.w_up));
+            use StageKind::*;
+            level(format!("qkv.l{l}"), 1, an, (l == 0) as u32, vec![(Q, l32, d / 2, q, 0), (K, l32, kv / 2, k, 0), (V, l32, kv, v, 0)], &mut stages, &mut stage_t);
+            level(format!("attn.l{l}"), 0, 0, 0, vec![(Attn, l32, c.n_heads as u32, 0, 0)], &mut stages, &mut stage_t);
+            level(format!("wo.l{l}"), 2, 0, 0, vec![(Wo, l32, d, o, 0)], &mut stages, &mut stage_t);
+            level(format!("ffn.l{l}"), 1, fnorm, 0, vec![(Ffn, l32, hd, g, up)], &mut stages, &mut stage_t);
+            level(format!("down.l{l}"), 3, 0, 0, vec![(Down, l32, d, down, 0)], &mut stages, &mut stage_t);
+        }
+        let on = tid(&w.output_norm);
+        let cls = match &w.output {
+            Some(o) => tid(o),
+            None => embed,
+        };
+        level("head".into(), 1, on, 0, vec![(StageKind::Head, 0, c.vocab_size as u32, cls, 0)], &mut stages, &mut stage_t);
+        level("argmax".into(), 0, 0, 2, vec![(StageKind::Argmax, 0, 1, 0, 0)], &mut stages, &mut stage_t);
+
+        let ms = max_seq as u64;
+        let hs = c.head_size() as u64;
+        let off_x = 0u64;
+        let off_xb = off_x + d as u64;
+        let off_q = off_xb + d as u64;
+        let off_hb = off_q + d as u64;
+        let off_att = off_hb + hd as u64;
+        let off_rope = off_att + c.n_heads as u64 * ms;
+        let state_floats = off_rope + ms * hs;
+        let kv_layer = ms * kv as u64;
+        let kv_floats = 2 * c.n_layers as u64 * kv_layer;
+
+        let mut hdr = vec![0u32; h::WORDS];
+        hdr[h::N_LEVELS] = levels.len() as u32;
+        hdr[h::N_STAGES] = stages.len() as u32;
+        hdr[h::N_TENSORS] = tensors.len() as u32;
+        hdr[h::DIM] = d;
+        hdr[h::HIDDEN] = hd;
+        hdr[h::N_HEADS] = c.n_heads as u32;
+        hdr[h::N_KV_HEADS] = c.n_kv_heads as u32;
+        hdr[h::HEAD_SIZE] = hs as u32;
+        hdr[h::VOCAB] = c.vocab_size as u32;
+        hdr[h::MAX_SEQ] = max_seq as u32;
+        hdr[h::OFF_X] = off_x as u32;
+        hdr[h::OFF_XB] = off_xb as u32;
+        hdr[h::OFF_Q] = off_q as u32;
+        hdr[h::OFF_HB] = off_hb as u32;
+        hdr[h::OFF_ATT] = off_att as u32;
+        hdr[h::OFF_ROPE] = off_rope as u32;
+        hdr[h::KV_LAYER] = kv_layer as u32;
+        hdr[h::V_BASE] = (c.n_layers as u64 * kv_layer) as u32;
+        hdr[h::EMBED] = embed;
+        hdr[h::EPS] = c.norm_eps.to_bits();
+        hdr[h::ATT_SCALE] = (c.head_size() as f32).sqrt().to_bits();
+        hdr[h::KV_DIM] = kv;
+        hdr[h::N_LAYERS] = c.n_layers as u32;
+        // Stage → tensors kept beside the stage list for serialisation.
+        let mut p = Program { levels, stages, tensors, state_floats, kv_floats, max_seq: max_seq as u32, header: hdr };
+        p.header.extend(stage_t.iter().flat_map(|&(a, b)| [a, b]));
+        p
+    }
+
+    /// Stage `i`'s (t0, t1) tensor indices.
+    fn stage_tensors(&self, i: usize) -> (u32, u32) {
+        (self.header[h::WORDS + 2 * i], self.header[h::WORDS + 2 * i + 1])
+    }
+
+    /// The RoPE cos/sin table, `[max_seq][head_size/2]` pairs, computed exactly as the CPU
+    /// reference computes its rotation factors.
+    pub fn rope_table(cfg: &Config, max_seq: usize) -> Vec<f32> {
+        let hs = cfg.head_size();
+        let mut t = Vec::with_capacity(max_seq * hs);
+        for pos in 0..max_seq {
+            for pair in 0..hs / 2 {
+                let freq = 1.0 / cfg.rope_theta.powf((2 * pair) as f32 / hs as f32);
+                let val = pos as f32 * freq;
+                t.push(val.cos());
+                t.push(val.sin());
+            }
+        }
+        t
+    }
+
+    /// Serialise: header, levels, stages, tensors. `places[i]` is tensor i's GPU placement;
+    /// `ring` is (frame words, slots).
+    pub fn words(&self, places: &[TensorPlace], ring: (u32, u32)) -> Vec<u32> {
+        let mut w = self.header[..h::WORDS].to_vec();
+        w[h::RING_FRAME_WORDS] = ring.0;
+        w[h::RING_SLOTS] = ring.1;
+        w[h::LEVELS] = w.len() as u32;
+        for l in &self.levels {
+            w.extend([l.first, l.count, l.prologue, l.prologue_tensor, l.flags, 0, 0, 0]);
+        }
+        w[h::STAGES] = w.len() as u32;
+        let mut unit_off = 0u32;
+        let mut cur_level = u32::MAX;
+        for (i, s) in self.stages.iter().enumerate() {
+            if s.level != cur_level {
+                cur_level = s.level;
+                unit_off = 0;
+            }
+            let (t0, t1) = self.stage_tensors(i);
+            w.extend([s.kind as u32, s.layer, s.units, unit_off, t0, t1, s.level, 0]);
+            unit_off = unit_off.wrapping_add(s.units);
+        }
+        w[h::TENSORS] = w.len() as u32;
+        for (t, p) in self.tensors.iter().zip(places) {
+            w.extend([t.ty.id(), t.rows as u32, t.cols as u32, p.chunk, p.qs, p.sc, p.row_words, 0]);
+        }
+        w
+    }
+}
