@@ -1424,6 +1424,22 @@ mod tests {
     }
 
     #[test]
+    fn corrupting_any_single_byte_gives_ok_or_err_never_a_panic() {
+        let bytes = write_to_vec(&every_value_type(), &four_tensors());
+        for i in 0..bytes.len() {
+            for v in [0x00, 0x01, 0x09, 0x7f, 0x80, 0xff] {
+                let mut b = bytes.clone();
+                b[i] = v;
+                if let Ok(f) = parse(b) {
+                    for t in &f.tensors {
+                        assert_eq!(f.tensor_blob(t).len() as u64, t.n_bytes());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn truncated_header_errors_name_the_field_cut_short() {
         let full = Hand::new(3, 1, 1)
             .kv_u32("general.alignment", 32)
