@@ -135,19 +135,24 @@ float NAME(uint t, uint row) {                                                  
     uint S = gl_SubgroupSize;                                                                \
     float acc = 0.0;                                                                         \
     if (ty == TY_F32) {                                                                      \
-        for (uint j = tlane(); j < cols; j += S) { TICK(); acc += uintBitsToFloat(wld(ch, base + j)) * XLOAD(j); } \
+        for (uint j0 = 0u; j0 < cols; j0 += S) { TICK(); uint j = j0 + tlane(); if (j < cols) acc += uintBitsToFloat(wld(ch, base + j)) * XLOAD(j); } \
     } else if (ty == TY_F16) {                                                               \
         uint nw = (cols + 1u) / 2u;                                                          \
-        for (uint k = tlane(); k < nw; k += S) {                                             \
+        for (uint k0 = 0u; k0 < nw; k0 += S) {                                              \
             TICK();                                                                          \
-            vec2 h = unpackHalf2x16(wld(ch, base + k));                                      \
-            acc += h.x * XLOAD(2u * k);                                                      \
-            if (2u * k + 1u < cols) acc += h.y * XLOAD(2u * k + 1u);                         \
+            uint k = k0 + tlane();                                                           \
+            if (k < nw) {                                                                    \
+                vec2 h = unpackHalf2x16(wld(ch, base + k));                                  \
+                acc += h.x * XLOAD(2u * k);                                                  \
+                if (2u * k + 1u < cols) acc += h.y * XLOAD(2u * k + 1u);                     \
+            }                                                                                \
         }                                                                                    \
     } else if (ty == TY_Q8_0) {                                                              \
         uint nb = cols / 32u, sc = T(t, T_SC);                                               \
-        for (uint b = tlane(); b < nb; b += S) {                                             \
+        for (uint b0 = 0u; b0 < nb; b0 += S) {                                              \
             TICK();                                                                          \
+            uint b = b0 + tlane();                                                           \
+            if (b >= nb) continue;                                                           \
             float s = 0.0;                                                                   \
             [[unroll]] for (uint k = 0u; k < 8u; ++k) {                                      \
                 uint word = wld(ch, base + b * 8u + k);                                      \
@@ -160,8 +165,10 @@ float NAME(uint t, uint row) {                                                  
         }                                                                                    \
     } else {                                                                                 \
         uint nb = cols / 32u, sc = T(t, T_SC);                                               \
-        for (uint b = tlane(); b < nb; b += S) {                                             \
+        for (uint b0 = 0u; b0 < nb; b0 += S) {                                              \
             TICK();                                                                          \
+            uint b = b0 + tlane();                                                           \
+            if (b >= nb) continue;                                                           \
             float lo = 0.0, hi = 0.0;                                                        \
             [[unroll]] for (uint k = 0u; k < 4u; ++k) {                                      \
                 uint word = wld(ch, base + b * 4u + k);                                      \
@@ -193,7 +200,7 @@ void prologue(uint lvl) {
         bool embed = (P(base + L_FLAGS) & 1u) != 0u;
         uint et = P(H_EMBED), ox = P(H_OFF_X);
         float ss = 0.0;
-        for (uint j = lid(); j < d; j += gl_WorkGroupSize.x) {
+        for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue;
             TICK();
             float v = embed ? welem(et, pc.token, j) : st.s[ox + j];
             sx[j] = v;
@@ -202,17 +209,17 @@ void prologue(uint lvl) {
         ss = wg_sum(ss);
         float scale = 1.0 / sqrt(ss / float(d) + uintBitsToFloat(P(H_EPS)));
         uint nt = P(base + L_PRO_T);
-        for (uint j = lid(); j < d; j += gl_WorkGroupSize.x) {
+        for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue;
             TICK();
             sx[j] = welem(nt, 0u, j) * (scale * sx[j]);
         }
     } else if (kind == PRO_XB) {
         uint o = P(H_OFF_XB);
-        for (uint j = lid(); j < d; j += gl_WorkGroupSize.x) { TICK(); sx[j] = st.s[o + j]; }
+        for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue; TICK(); sx[j] = st.s[o + j]; }
     } else if (kind == PRO_HB) {
         uint h = P(H_HIDDEN), o = P(H_OFF_HB);
         if (h <= SX_CAP)
-            for (uint j = lid(); j < h; j += gl_WorkGroupSize.x) { TICK(); sx[j] = st.s[o + j]; }
+            for (uint j0 = 0u; j0 < h; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= h) continue; TICK(); sx[j] = st.s[o + j]; }
     }
     wg_sync();
 }
@@ -273,7 +280,7 @@ void unit_attn(uint layer, uint h) {
     float scale = uintBitsToFloat(P(H_ATT_SCALE));
     uint n = pc.pos + 1u;
     float m = -3.402823e38;
-    for (uint t = lid(); t < n; t += gl_WorkGroupSize.x) {
+    for (uint t0 = 0u; t0 < n; t0 += gl_WorkGroupSize.x) { uint t = t0 + lid(); if (t >= n) continue;
         TICK();
         float sc = 0.0;
         for (uint i = 0u; i < hs; ++i) { TICK(); sc += st.s[qo + i] * kvc.kv[kb + t * kvd + i]; }
@@ -283,14 +290,14 @@ void unit_attn(uint layer, uint h) {
     }
     m = wg_max(m);
     float sum = 0.0;
-    for (uint t = lid(); t < n; t += gl_WorkGroupSize.x) {
+    for (uint t0 = 0u; t0 < n; t0 += gl_WorkGroupSize.x) { uint t = t0 + lid(); if (t >= n) continue;
         TICK();
         float e = exp(st.s[ao + t] - m);
         st.s[ao + t] = e;
         sum += e;
     }
     sum = wg_sum(sum);   // also orders the att writes above before the reads below
-    for (uint i = lid(); i < hs; i += gl_WorkGroupSize.x) {
+    for (uint i0 = 0u; i0 < hs; i0 += gl_WorkGroupSize.x) { uint i = i0 + lid(); if (i >= hs) continue;
         TICK();
         float acc = 0.0;
         for (uint t = 0u; t < n; ++t) { TICK(); acc += (st.s[ao + t] / sum) * kvc.kv[vb + t * kvd + i]; }
@@ -301,6 +308,7 @@ void unit_attn(uint layer, uint h) {
 
 // Argmax over the per-workgroup partials: lowest index on ties.
 void unit_argmax() {
+    if (lid() == 0u) atomicMax(sy.w[13], 200u, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
     if (lid() != 0u) return;
     uint V = P(H_VOCAB);
     float best = -3.402823e38;
@@ -313,6 +321,7 @@ void unit_argmax() {
     }
     outb.o[V] = bi;
     outb.o[V + 1u] = floatBitsToUint(best);
+    atomicMax(sy.w[14], 200u, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
 }
 
 // Test hook: extra dependent work to make one stage measurably slower.
@@ -354,8 +363,10 @@ void run_stage(uint si) {
         }
         if (kind == K_HEAD) {
             // Team winners -> workgroup partial (lowest index on ties).
+            if (lid() == 0u) atomicMax(sy.w[13], 100u + wg_id(), gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
             if (tlane() == 0u) { red[team()] = best; redu[team()] = bi; }
             wg_sync();
+            if (lid() == 0u) atomicMax(sy.w[14], 100u + wg_id(), gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
             if (lid() == 0u) {
                 float wb = -3.402823e38;
                 uint wi = 0xFFFFFFFFu;
@@ -370,10 +381,13 @@ void run_stage(uint si) {
         }
     }
     stamp_stage(si, 1u, now2());
+    if (lid() == 0u) atomicMax(sy.w[12], si + 1u, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
 }
 
 void run_level(uint lvl, uint only_stage) {
+    if (lid() == 0u) atomicMax(sy.w[10], lvl + 1u, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
     prologue(lvl);
+    if (lid() == 0u) atomicMax(sy.w[11], lvl + 1u, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
     uint base = P(H_LEVELS) + lvl * 8u;
     uint first = P(base + L_FIRST), cnt = P(base + L_COUNT);
     for (uint s = first; s < first + cnt; ++s) {
@@ -412,6 +426,8 @@ bool grid_barrier(uint lvl, bool arrive_only) {
             seen = atomicLoad(sy.w[SY_COUNTER], gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
         }
         memoryBarrier(gl_ScopeQueueFamily, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+        atomicMax(sy.w[8], g_iter, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        atomicMax(sy.w[9], lvl, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
         s_ok = ok;
         stamp_level(lvl, 1u, now2());
     }
@@ -420,6 +436,7 @@ bool grid_barrier(uint lvl, bool arrive_only) {
 }
 
 void finish_frame() {
+    if (lid() == 0u) atomicMax(sy.w[7], g_iter, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
     if (!INSTR || lid() != 0u) return;
     uint b = ring_base();
     uint done = atomicAdd(ring.r[b + 2u], 1u, gl_ScopeQueueFamily, gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease) + 1u;
@@ -449,21 +466,24 @@ void main() {
     wg_sync();
     if (!s_ok) { finish_frame(); return; }
     uint nl = P(H_N_LEVELS);
+    // No `break` out of this loop: every invocation runs the same number of iterations, and
+    // a workgroup that is done (failed, left before a single-workgroup level, or the test
+    // stall) just stops doing work. lavapipe drops invocations that leave a loop containing
+    // workgroup barriers early.
+    bool live = wg_id() != TEST_STALL_WG;
     for (uint lvl = 0u; lvl < nl; ++lvl) {
-        if (wg_id() == TEST_STALL_WG) {
-            // Test hook: this workgroup never arrives; the others must fail within the timeout.
-            finish_frame();
-            return;
-        }
-        uint lf = P(P(H_LEVELS) + lvl * 8u + L_FLAGS);
-        bool single = (lf & 2u) != 0u;
-        if (!single || wg_id() == 0u) run_level(lvl, 0xFFFFFFFFu);
-        if (lvl + 1u < nl) {
-            // Before a single-workgroup level the others only arrive and leave.
-            bool next_single = (P(P(H_LEVELS) + (lvl + 1u) * 8u + L_FLAGS) & 2u) != 0u;
-            bool leave = next_single && wg_id() != 0u;
-            if (!grid_barrier(lvl, leave) || leave) break;
+        if (live) {
+            uint lf = P(P(H_LEVELS) + lvl * 8u + L_FLAGS);
+            bool single = (lf & 2u) != 0u;
+            if (!single || wg_id() == 0u) run_level(lvl, 0xFFFFFFFFu);
+            if (lvl + 1u < nl) {
+                // Before a single-workgroup level the others only arrive and leave.
+                bool next_single = (P(P(H_LEVELS) + (lvl + 1u) * 8u + L_FLAGS) & 2u) != 0u;
+                bool leave = next_single && wg_id() != 0u;
+                live = grid_barrier(lvl, leave) && !leave;
+            }
         }
     }
+    if (lid() == 0u) atomicAdd(sy.w[15], 1u, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
     finish_frame();
 }

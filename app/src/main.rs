@@ -20,6 +20,10 @@ pub struct Cli {
 enum Command {
     /// Generate text exactly as llama2.c's run.c prints it (stdout: the text; stderr: timing).
     Generate(cmd::generate::GenerateArgs),
+    /// Decode on the GPU next to the CPU reference; exit 0 only if every pass is clean.
+    Gate(cmd::gate::GateArgs),
+    /// List Vulkan devices, their capabilities and (with --probe) the largest resident grid.
+    Devices(cmd::devices::DevicesArgs),
     /// Create, convert and inspect model files.
     #[command(subcommand)]
     Model(ModelCommand),
@@ -47,10 +51,63 @@ pub struct ModelArgs {
     pub tokenizer: Option<PathBuf>,
 }
 
+/// Vulkan device and decoder options shared by every GPU command.
+#[derive(Args, Debug, Clone)]
+pub struct GpuArgs {
+    /// Vulkan device: index or name substring (default: the first discrete GPU, CPU devices last).
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Dispatch mode: mega (one persistent dispatch per token) or multi (one per stage).
+    #[arg(long, value_enum, default_value_t = GpuMode::Mega)]
+    pub mode: GpuMode,
+    /// Workgroups in the grid (default: from the device).
+    #[arg(long)]
+    pub grid: Option<u32>,
+    /// Workgroup size (default 256 on GPUs, 64 on CPU devices).
+    #[arg(long)]
+    pub wg_size: Option<u32>,
+    /// Grid-barrier spin timeout, milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub spin_timeout_ms: u64,
+    /// Test hook: this workgroup never arrives at a barrier (the gate must fail, not hang).
+    #[arg(long, hide = true)]
+    pub inject_stall_wg: Option<u32>,
+}
+
+/// `--mode` values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuMode {
+    /// One persistent dispatch per token.
+    Mega,
+    /// One dispatch per stage.
+    Multi,
+}
+
+impl GpuArgs {
+    /// Decoder options for `max_seq` positions.
+    pub fn decoder_options(&self, max_seq: usize) -> baro_engine::vulkan::DecoderOptions {
+        use baro_engine::vulkan::{DecoderOptions, Mode};
+        DecoderOptions {
+            mode: match self.mode {
+                GpuMode::Mega => Mode::Mega,
+                GpuMode::Multi => Mode::Multi,
+            },
+            grid: self.grid,
+            wg_size: self.wg_size,
+            max_seq,
+            spin_timeout: std::time::Duration::from_millis(self.spin_timeout_ms),
+            test_stall_wg: self.inject_stall_wg,
+            ..Default::default()
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Generate(a) => cmd::generate::run(a),
+        Command::Gate(a) => cmd::gate::run(a),
+        Command::Devices(a) => cmd::devices::run(a),
         Command::Model(ModelCommand::Gen(a)) => cmd::model::gen(a),
         Command::Model(ModelCommand::Import(a)) => cmd::model::import(a),
         Command::Model(ModelCommand::Info(a)) => cmd::model::info(a),

@@ -13,6 +13,7 @@
 
 pub mod blob;
 pub mod error;
+pub mod gate;
 pub mod generate;
 pub mod gguf;
 pub mod llama2c;

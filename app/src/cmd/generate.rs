@@ -7,6 +7,7 @@ use anyhow::{bail, Context};
 use baro_engine::generate::{effective_steps, generate, Decode};
 use baro_engine::reference::CpuDecoder;
 use baro_engine::sampler::Sampler;
+use baro_engine::vulkan::VulkanDecoder;
 use clap::{Args, ValueEnum};
 
 use crate::ModelArgs;
@@ -16,6 +17,8 @@ use crate::ModelArgs;
 pub enum Backend {
     /// The f32 CPU reference (run.c's arithmetic).
     Cpu,
+    /// The Vulkan decoder (see --mode).
+    Vulkan,
 }
 
 /// Arguments of `generate` (run.c's flags, spelled long).
@@ -41,6 +44,8 @@ pub struct GenerateArgs {
     /// Decoder backend.
     #[arg(long, value_enum, default_value_t = Backend::Cpu)]
     pub backend: Backend,
+    #[command(flatten)]
+    pub gpu: crate::GpuArgs,
 }
 
 pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
@@ -62,6 +67,13 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     let mut sampler = Sampler::new(model.config.vocab_size, a.temp, a.topp, seed);
     let mut dec: Box<dyn Decode + '_> = match a.backend {
         Backend::Cpu => Box::new(CpuDecoder::new(&model.config, &model.weights, steps)),
+        Backend::Vulkan => {
+            let ctx = super::open_gpu(&a.gpu)?;
+            let opts = a.gpu.decoder_options(steps);
+            Box::new(super::PassLogger::new(
+                VulkanDecoder::new(ctx, &model, opts).context("building the Vulkan decoder")?,
+            ))
+        }
     };
     eprintln!(
         "baro-top: model {} ({} layers, dim {}, vocab {}), backend {:?}",

@@ -1,5 +1,7 @@
 //! One module per subcommand.
 
+pub mod devices;
+pub mod gate;
 pub mod generate;
 pub mod model;
 
@@ -21,5 +23,48 @@ pub fn load_model(a: &ModelArgs) -> anyhow::Result<Model> {
             Ok(m)
         }
         Some(p) => Model::open(p, a.tokenizer.as_deref()).with_context(|| format!("loading model {}", p.display())),
+    }
+}
+
+/// Open the Vulkan device the user asked for and say which it is (always: a CPU fallback
+/// must never be mistaken for the GPU).
+pub fn open_gpu(g: &crate::GpuArgs) -> anyhow::Result<std::sync::Arc<baro_engine::vulkan::GpuContext>> {
+    let ctx = baro_engine::vulkan::GpuContext::new(g.device.as_deref()).context("opening the Vulkan device")?;
+    eprintln!("baro-top: {}", ctx.describe());
+    Ok(std::sync::Arc::new(ctx))
+}
+
+/// Wraps the Vulkan decoder for `generate`: prints the fail-word line of every pass to stderr.
+pub struct PassLogger {
+    dec: baro_engine::vulkan::VulkanDecoder,
+}
+
+impl PassLogger {
+    pub fn new(dec: baro_engine::vulkan::VulkanDecoder) -> Self {
+        eprintln!(
+            "baro-top: mode {} grid {} x {} lanes, {} levels, {} stages",
+            dec.opts.mode.name(),
+            dec.grid,
+            dec.wg_size,
+            dec.program.levels.len(),
+            dec.program.stages.len()
+        );
+        PassLogger { dec }
+    }
+}
+
+impl baro_engine::generate::Decode for PassLogger {
+    fn max_seq(&self) -> usize {
+        baro_engine::generate::Decode::max_seq(&self.dec)
+    }
+
+    fn forward(&mut self, token: u32, pos: usize) -> baro_engine::Result<&mut [f32]> {
+        let p = self.dec.step(token, pos)?;
+        let line = p.fail.line(|l| self.dec.level_name(l));
+        eprintln!("pass {pos} token {token} -> {} {line}", p.argmax);
+        if !p.fail.ok() {
+            return Err(baro_engine::Error::Vulkan(format!("pass at position {pos} failed: {line}")));
+        }
+        Ok(self.dec.logits_mut())
     }
 }

@@ -316,6 +316,7 @@ impl VulkanDecoder {
             )));
         }
         let sx_cap = if c.hidden_dim <= shared_floats { c.hidden_dim.max(c.dim) } else { c.dim };
+        let sx_cap = std::env::var("BARO_SXCAP").ok().and_then(|v| v.parse().ok()).unwrap_or(sx_cap);
         let program = Program::new(model, max_seq);
 
         let mut dec = VulkanDecoder {
@@ -480,7 +481,7 @@ impl VulkanDecoder {
     fn build_pipeline(&mut self, sx_cap: u32, cpu: bool) -> Result<()> {
         let ctx = self.ctx.clone();
         let d = &ctx.device;
-        let spv = if ctx.info.device_clock { SPV_CLOCK } else { SPV_NOCLOCK };
+        let spv = if ctx.info.device_clock && std::env::var_os("BARO_NOCLOCK").is_none() { SPV_CLOCK } else { SPV_NOCLOCK };
         let code = ash::util::read_spv(&mut std::io::Cursor::new(spv)).map_err(|e| Error::Vulkan(format!("embedded SPIR-V: {e}")))?;
         let n_chunks = self.chunks.len();
         // SAFETY: all create infos reference live locals; handles are stored for Drop.
@@ -508,7 +509,7 @@ impl VulkanDecoder {
                 ctx.info.device_clock as u32,
                 if cpu { 50_000 } else { 0 },
                 cpu as u32,
-                self.opts.test_slow_kind.map_or(0xFFFF, |k| k as u32),
+                std::env::var("BARO_SLOW").ok().and_then(|v| v.parse().ok()).unwrap_or(self.opts.test_slow_kind.map_or(0xFFFF, |k| k as u32)),
                 self.opts.test_stall_wg.unwrap_or(u32::MAX),
                 n_chunks as u32,
                 1024,
@@ -568,6 +569,11 @@ impl VulkanDecoder {
     /// Logits of the last pass (valid when `read_logits` is on).
     pub fn logits(&self) -> &[f32] {
         &self.logits
+    }
+
+    /// Logits of the last pass, mutable (samplers scale them in place).
+    pub fn logits_mut(&mut self) -> &mut [f32] {
+        &mut self.logits
     }
 
     /// The raw telemetry frame of the last pass (instrumented decoders), as words.
@@ -701,7 +707,9 @@ impl VulkanDecoder {
                 resident: (0..grid as usize).filter(|&g| word(sy::RESIDENT + g) == pass_id + 1).count() as u32,
                 grid,
             };
-            let _ = word(sy::STARTED) + word(sy::COUNTER);
+            if std::env::var_os("BARO_DEBUG_SYNC").is_some() {
+                eprintln!("sync: counter {} started {} fail {:#x} iters {} {} {} prog {} {} {} {} {} end {}", word(sy::COUNTER), word(sy::STARTED), word(sy::FAIL), word(7), word(8), word(9), word(10), word(11), word(12), word(13), word(14), word(15));
+            }
             if fw.resident < grid {
                 fw.bits |= fail::MISSING_WG;
             }

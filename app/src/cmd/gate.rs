@@ -1,0 +1,112 @@
+//! `baro-top gate`: decode on the GPU next to the CPU reference and refuse unless every pass
+//! is clean. Prints one line per pass with every mode's fail word, then a summary table.
+//! Exit status: 0 all clean, 1 the gate refused, 2 could not run.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use baro_engine::gate::{run_gate, GateConfig};
+use baro_engine::vulkan::Mode;
+use clap::{Args, ValueEnum};
+
+use crate::{GpuArgs, ModelArgs};
+
+/// Which modes the gate runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GateModes {
+    /// Persistent megakernel only.
+    Mega,
+    /// One dispatch per stage only.
+    Multi,
+    /// Both, and their logits must be bit-identical.
+    Both,
+}
+
+#[derive(Args, Debug)]
+pub struct GateArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Positions to decode.
+    #[arg(long, default_value_t = 64)]
+    pub steps: usize,
+    /// Prompt text (encoded with BOS); after it, the reference's greedy token is fed back.
+    #[arg(long, default_value = "")]
+    pub prompt: String,
+    /// Modes to check.
+    #[arg(long = "modes", value_enum, default_value_t = GateModes::Both)]
+    pub modes: GateModes,
+    /// Near-tie threshold on the reference's top-1/top-2 margin.
+    #[arg(long, default_value_t = 1e-3)]
+    pub near_tie: f32,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+}
+
+pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
+    let model = super::load_model(&a.model)?;
+    let ctx = super::open_gpu(&a.gpu)?;
+    let modes = match a.modes {
+        GateModes::Mega => vec![Mode::Mega],
+        GateModes::Multi => vec![Mode::Multi],
+        GateModes::Both => vec![Mode::Mega, Mode::Multi],
+    };
+    let cfg = GateConfig {
+        steps: a.steps,
+        modes,
+        prompt: model.tokenizer.encode(a.prompt.as_bytes(), true, false),
+        near_tie: a.near_tie,
+        max_rel_l2: 1e-3,
+        decoder: a.gpu.decoder_options(a.steps),
+    };
+    eprintln!("gate: model {} ({} layers, dim {}), {} steps, modes {:?}", model.source, model.config.n_layers, model.config.dim, a.steps, a.modes);
+    let mut grid_line = None;
+    let report = run_gate(&ctx, &model, &cfg, |p, decs| {
+        if grid_line.is_none() {
+            let d = &decs[0];
+            grid_line = Some(format!("grid {} x {} lanes, {} levels", d.grid, d.wg_size, d.program.levels.len()));
+            println!("{}", grid_line.as_deref().unwrap_or_default());
+        }
+        let modes: Vec<String> = p
+            .modes
+            .iter()
+            .map(|m| format!("{} tok {} rel-l2 {:.1e} {}", m.mode.name(), m.argmax, m.rel_l2, m.fail_line))
+            .collect();
+        let bw = match p.bitwise_equal {
+            Some(true) => " mega==multi",
+            Some(false) => " mega!=multi",
+            None => "",
+        };
+        let verdict = if !p.failures.is_empty() {
+            format!(" FAIL: {}", p.failures.join("; "))
+        } else if p.near_tie {
+            format!(" NEAR-TIE (margin {:.2e}): token comparison ends here", p.ref_margin)
+        } else {
+            String::new()
+        };
+        println!("pass {:4} in {:6} ref {:6} margin {:8.4} | {}{bw}{verdict}", p.pos, p.token, p.ref_top1, p.ref_margin, modes.join(" | "));
+    })
+    .context("running the gate")?;
+
+    let n = report.passes.len();
+    let failed = report.passes.iter().filter(|p| !p.failures.is_empty()).count();
+    let max_l2 = report.passes.iter().flat_map(|p| p.modes.iter().map(|m| m.rel_l2)).fold(0.0f64, f64::max);
+    let min_margin = report.passes.iter().map(|p| p.ref_margin).fold(f32::INFINITY, f32::min);
+    let fired = report.passes.iter().flat_map(|p| &p.modes).filter(|m| !m.fail.ok()).count();
+    let bit = report.passes.iter().filter_map(|p| p.bitwise_equal).collect::<Vec<_>>();
+    println!();
+    println!("{:<28} {}", "check", "result");
+    println!("{:<28} {} of {} passes clean", "passes", n - failed, n);
+    println!("{:<28} {}", "fail word fired", if fired == 0 { "never".to_string() } else { format!("{fired} times") });
+    println!("{:<28} {}", "tokens vs CPU reference", if failed == 0 { "exact".to_string() } else { "MISMATCH".to_string() });
+    if let Some(at) = report.near_tie_at {
+        println!("{:<28} near-tie at pass {at}: compared up to there", "near-tie");
+    }
+    if !bit.is_empty() {
+        println!("{:<28} {}/{} passes bit-identical", "mega == multi logits", bit.iter().filter(|&&b| b).count(), bit.len());
+    }
+    println!("{:<28} {max_l2:.2e} (bound {:.0e})", "max logits rel-L2 vs ref", cfg.max_rel_l2);
+    println!("{:<28} {min_margin:.4}", "min reference margin");
+    let ok = report.ok();
+    println!("{:<28} {}", "GATE", if ok { "PASS" } else { "REFUSED" });
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
