@@ -22,6 +22,8 @@ enum Command {
     Generate(cmd::generate::GenerateArgs),
     /// Decode on the GPU next to the CPU reference; exit 0 only if every pass is clean.
     Gate(cmd::gate::GateArgs),
+    /// Decode throughput, paired and alternating between modes.
+    Bench(cmd::bench::BenchArgs),
     /// List Vulkan devices, their capabilities and (with --probe) the largest resident grid.
     Devices(cmd::devices::DevicesArgs),
     /// Create, convert and inspect model files.
@@ -108,6 +110,7 @@ fn main() -> ExitCode {
         Command::Generate(a) => cmd::generate::run(a),
         Command::Gate(a) => cmd::gate::run(a),
         Command::Devices(a) => cmd::devices::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
         Command::Model(ModelCommand::Gen(a)) => cmd::model::gen(a),
         Command::Model(ModelCommand::Import(a)) => cmd::model::import(a),
         Command::Model(ModelCommand::Info(a)) => cmd::model::info(a),

@@ -26,11 +26,35 @@ pub fn rmsnorm(o: &mut [f32], x: &[f32], w: &[f32], eps: f32) {
 }
 
 /// Matrix-vector product `out[r] = Σ_j W[r][j] · x[j]`, `j` ascending, f32 accumulation.
-/// `row` is scratch of `w.cols` floats for dequantised rows.
+/// `row` is scratch of `w.cols` floats for dequantised rows. Large matrices are split by rows
+/// across threads: every row is still summed by one thread in the same order, so the result
+/// is bit-identical to the single-threaded loop.
 pub fn matvec(out: &mut [f32], w: &Tensor, x: &[f32], row: &mut Vec<f32>) {
-    row.resize(w.cols, 0.0);
-    for (r, o) in out.iter_mut().enumerate().take(w.rows) {
-        w.dequant_row(r, row);
+    let rows = out.len().min(w.rows);
+    let threads = if rows * w.cols >= 1 << 22 {
+        std::thread::available_parallelism().map_or(1, |n| n.get()).min(32)
+    } else {
+        1
+    };
+    if threads <= 1 {
+        row.resize(w.cols, 0.0);
+        matvec_rows(&mut out[..rows], 0, w, x, row);
+        return;
+    }
+    let chunk = rows.div_ceil(threads);
+    std::thread::scope(|s| {
+        for (i, part) in out[..rows].chunks_mut(chunk).enumerate() {
+            s.spawn(move || {
+                let mut scratch = vec![0.0; w.cols];
+                matvec_rows(part, i * chunk, w, x, &mut scratch);
+            });
+        }
+    });
+}
+
+fn matvec_rows(out: &mut [f32], first: usize, w: &Tensor, x: &[f32], row: &mut [f32]) {
+    for (r, o) in out.iter_mut().enumerate() {
+        w.dequant_row(first + r, row);
         let mut acc = 0.0f32;
         for (a, b) in row.iter().zip(x) {
             acc += a * b;

@@ -1,0 +1,142 @@
+//! `baro-top bench`: decode throughput, paired and alternating between arms (modes), so both
+//! arms see the same machine conditions. Reports median, minimum and spread per arm, the
+//! ratio of medians, and checks that both arms produced the same tokens (parity).
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use baro_engine::vulkan::{DecoderOptions, DeviceKind, Mode, VulkanDecoder};
+use clap::Args;
+
+use crate::{GpuArgs, ModelArgs};
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Tokens generated per run (greedy, from BOS).
+    #[arg(long, default_value_t = 128)]
+    pub tokens: usize,
+    /// Runs per arm (alternating arms).
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    /// Arms: comma-separated modes.
+    #[arg(long, default_value = "mega,multi")]
+    pub arms: String,
+    /// Allow a CPU device (lavapipe): its numbers say nothing about a GPU.
+    #[arg(long)]
+    pub allow_cpu: bool,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+}
+
+fn stats(v: &[f64]) -> (f64, f64, f64) {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let med = if s.len() % 2 == 1 { s[s.len() / 2] } else { (s[s.len() / 2 - 1] + s[s.len() / 2]) / 2.0 };
+    (med, s[0], s[s.len() - 1])
+}
+
+pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
+    let model = super::load_model(&a.model)?;
+    let ctx = super::open_gpu(&a.gpu)?;
+    if ctx.info.kind == DeviceKind::Cpu && !a.allow_cpu {
+        bail!("{} is a CPU device: a GPU benchmark refuses it (pass --allow-cpu to measure it anyway)", ctx.info.name);
+    }
+    let arms: Vec<Mode> = a
+        .arms
+        .split(',')
+        .map(|s| match s.trim() {
+            "mega" => Ok(Mode::Mega),
+            "multi" => Ok(Mode::Multi),
+            o => Err(anyhow::anyhow!("unknown arm '{o}' (mega|multi)")),
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let steps = (a.tokens + 1).min(model.config.seq_len);
+    let mut decs = vec![];
+    for &m in &arms {
+        let opts = DecoderOptions { mode: m, read_logits: false, ..a.gpu.decoder_options(steps) };
+        decs.push(VulkanDecoder::new(ctx.clone(), &model, opts).with_context(|| format!("building the {} decoder", m.name()))?);
+    }
+    eprintln!("bench: {} | {} tokens x {} runs per arm, arms {:?}, grid {}", model.source, steps - 1, a.runs, a.arms, decs[0].grid);
+    // Warm-up: one short run per arm (pipeline caches, clocks).
+    for d in decs.iter_mut() {
+        let mut t = model.tokenizer.bos_id();
+        for pos in 0..steps.min(8) {
+            t = d.step(t, pos)?.argmax;
+        }
+    }
+    let mut tps: Vec<Vec<f64>> = vec![vec![]; arms.len()];
+    let mut gpu_us: Vec<Vec<f64>> = vec![vec![]; arms.len()];
+    let mut tokens: Vec<Vec<u32>> = vec![vec![]; arms.len()];
+    let mut fails = 0usize;
+    for r in 0..a.runs {
+        // Alternate the order each run: ABAB, BABA, ...
+        let order: Vec<usize> = if r % 2 == 0 { (0..arms.len()).collect() } else { (0..arms.len()).rev().collect() };
+        for &i in &order {
+            let d = &mut decs[i];
+            let mut t = model.tokenizer.bos_id();
+            let mut toks = vec![];
+            let mut gsum = 0u64;
+            let t0 = Instant::now();
+            for pos in 0..steps - 1 {
+                let p = d.step(t, pos)?;
+                if !p.fail.ok() {
+                    fails += 1;
+                    eprintln!("run {r} {} pos {pos}: {}", arms[i].name(), p.fail.line(|l| d.level_name(l)));
+                }
+                gsum += p.gpu_ns.unwrap_or(0);
+                t = p.argmax;
+                toks.push(t);
+            }
+            let el = t0.elapsed().as_secs_f64();
+            tps[i].push((steps - 1) as f64 / el);
+            gpu_us[i].push(gsum as f64 / 1e3 / (steps - 1) as f64);
+            if r == 0 {
+                tokens[i] = toks;
+            } else if tokens[i] != toks {
+                eprintln!("run {r} {}: tokens differ from run 0 (nondeterminism)", arms[i].name());
+                fails += 1;
+            }
+        }
+    }
+    println!("{:<6} {:>10} {:>10} {:>10} {:>12} {:>8}", "arm", "median", "min", "max", "gpu us/tok", "runs");
+    let mut meds = vec![];
+    for (i, m) in arms.iter().enumerate() {
+        let (med, lo, hi) = stats(&tps[i]);
+        let (g, _, _) = stats(&gpu_us[i]);
+        meds.push(med);
+        println!("{:<6} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>8}", m.name(), med, lo, hi, g, tps[i].len());
+    }
+    let parity = tokens.windows(2).all(|w| w[0] == w[1]);
+    if arms.len() == 2 {
+        println!("ratio {}/{} of median tok/s: {:.3}", arms[0].name(), arms[1].name(), meds[0] / meds[1]);
+    }
+    println!("parity (same tokens in every arm): {}", if parity { "yes" } else { "NO" });
+    println!("fail word fired: {}", if fails == 0 { "never".to_string() } else { format!("{fails} times") });
+    if let Some(p) = &a.json {
+        let arms_json: Vec<String> = arms
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let (med, lo, hi) = stats(&tps[i]);
+                format!("{{\"arm\":\"{}\",\"median_tok_s\":{med:.3},\"min_tok_s\":{lo:.3},\"max_tok_s\":{hi:.3},\"runs\":{:?}}}", m.name(), tps[i])
+            })
+            .collect();
+        let s = format!(
+            "{{\"model\":\"{}\",\"device\":\"{}\",\"driver\":\"{}\",\"tokens\":{},\"grid\":{},\"arms\":[{}],\"parity\":{parity},\"fails\":{fails}}}\n",
+            model.source.replace('"', "'"),
+            ctx.info.name,
+            ctx.info.driver.replace('"', "'"),
+            steps - 1,
+            decs[0].grid,
+            arms_json.join(",")
+        );
+        std::fs::write(p, s).with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(if parity && fails == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
