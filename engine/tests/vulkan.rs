@@ -1,0 +1,141 @@
+//! Vulkan decoder tests. They run on whatever Vulkan device is present — in CI, lavapipe with
+//! LP_NUM_THREADS=2 (scripts/test.sh). A missing device is a failure, never a silent skip;
+//! outside CI, BARO_SKIP_VULKAN=1 skips them explicitly (and says so).
+
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use baro_engine::gate::{run_gate, GateConfig};
+use baro_engine::generate::generate;
+use baro_engine::model::Model;
+use baro_engine::quant::GgmlType;
+use baro_engine::sampler::Sampler;
+use baro_engine::synth::{self, Shape};
+use baro_engine::vulkan::{fail, DecoderOptions, DeviceKind, GpuContext, Mode, VulkanDecoder};
+
+const GOLDEN_TEXT: &[u8] = include_bytes!("../models/stories260K/greedy_empty_prompt_200.txt");
+
+/// One device for the whole binary; tests take turns (lavapipe's pool threads are the grid).
+fn device() -> Option<(Arc<GpuContext>, MutexGuard<'static, ()>)> {
+    static CTX: OnceLock<Result<Arc<GpuContext>, String>> = OnceLock::new();
+    static TURN: Mutex<()> = Mutex::new(());
+    let ctx = CTX.get_or_init(|| {
+        if std::env::var_os("LP_NUM_THREADS").is_none() {
+            // Co-residency on lavapipe = its pool threads; the fault tests rely on 2.
+            std::env::set_var("LP_NUM_THREADS", "2");
+        }
+        GpuContext::new(None).map(Arc::new).map_err(|e| e.to_string())
+    });
+    match ctx {
+        Ok(c) => Some((c.clone(), TURN.lock().unwrap_or_else(|p| p.into_inner()))),
+        Err(e) => {
+            let in_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
+            if !in_ci && std::env::var_os("BARO_SKIP_VULKAN").is_some() {
+                eprintln!("SKIPPED (BARO_SKIP_VULKAN set): no Vulkan device: {e}");
+                return None;
+            }
+            panic!("no usable Vulkan device: {e}\ninstall lavapipe: apt-get install mesa-vulkan-drivers libvulkan1 (or run scripts/test.sh)");
+        }
+    }
+}
+
+fn co_resident(ctx: &GpuContext) -> u32 {
+    baro_engine::vulkan::default_grid(ctx)
+}
+
+fn text_on(ctx: &Arc<GpuContext>, model: &Model, mode: Mode, steps: usize) -> Vec<u8> {
+    let opts = DecoderOptions { mode, max_seq: steps, ..Default::default() };
+    let mut dec = VulkanDecoder::new(ctx.clone(), model, opts).expect("decoder");
+    let mut sampler = Sampler::new(model.config.vocab_size, 0.0, 0.9, 1);
+    let mut out = Vec::new();
+    generate(&mut dec, &model.tokenizer, &mut sampler, b"", steps, &mut out).expect("generate");
+    out
+}
+
+#[test]
+fn stories260k_golden_on_vulkan_multi_and_mega() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = Model::embedded().expect("model");
+    let mut want = GOLDEN_TEXT.to_vec();
+    want.push(b'\n');
+    for mode in [Mode::Multi, Mode::Mega] {
+        let got = text_on(&ctx, &model, mode, 200);
+        assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(&want), "mode {}", mode.name());
+    }
+}
+
+#[test]
+fn mega_equals_multi_bitwise_and_tracks_the_reference_in_every_quant_type() {
+    let Some((ctx, _turn)) = device() else { return };
+    let (mut cfg, tied) = Shape::Tiny.config();
+    cfg.n_layers = 2;
+    for ty in GgmlType::ALL {
+        let model = synth::generate(&cfg, tied, ty, 3, |_, _| {}).expect("model");
+        let gate = GateConfig {
+            steps: 12,
+            modes: vec![Mode::Mega, Mode::Multi],
+            prompt: vec![model.tokenizer.bos_id()],
+            near_tie: 1e-3,
+            max_rel_l2: 1e-3,
+            decoder: DecoderOptions::default(),
+        };
+        let r = run_gate(&ctx, &model, &gate, |_, _| {}).expect("gate ran");
+        let fails: Vec<_> = r.passes.iter().flat_map(|p| p.failures.clone()).collect();
+        assert!(r.ok(), "{ty}: {fails:?}");
+        assert!(r.near_tie_at.is_none() || r.passes.len() > 1, "{ty}: stopped at a near-tie at once");
+        for p in &r.passes {
+            assert_eq!(p.bitwise_equal, Some(true), "{ty} pass {}", p.pos);
+            for m in &p.modes {
+                assert!(m.rel_l2 < 1e-4, "{ty} pass {} {}: rel-L2 {}", p.pos, m.mode.name(), m.rel_l2);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_grid_larger_than_co_resident_fails_the_gate_within_seconds() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = Model::embedded().expect("model");
+    // On lavapipe one pool thread runs one workgroup: twice that many cannot all be resident.
+    // On a GPU, 65535 workgroups of 256 lanes exceed any device's residency.
+    let grid = if ctx.info.kind == DeviceKind::Cpu { 2 * co_resident(&ctx) } else { 65535 };
+    let opts = DecoderOptions { mode: Mode::Mega, grid: Some(grid), max_seq: 4, spin_timeout: Duration::from_millis(500), ..Default::default() };
+    let mut dec = VulkanDecoder::new(ctx.clone(), &model, opts).expect("decoder");
+    let t0 = Instant::now();
+    let p = dec.step(model.tokenizer.bos_id(), 0).expect("pass ran");
+    let line = p.fail.line(|l| dec.level_name(l));
+    assert!(!p.fail.ok(), "oversubscribed pass looked clean: {line}");
+    assert!(p.fail.bits & (fail::TIMEOUT | fail::BUDGET | fail::LATE) != 0, "{line}");
+    assert!(p.fail.bits & fail::POISONED != 0, "the poisoned argmax must be caught: {line}");
+    assert!(line.contains("FAIL") && line.contains("resident"), "{line}");
+    assert!(t0.elapsed() < Duration::from_secs(15), "took {:?}", t0.elapsed());
+}
+
+#[test]
+fn an_injected_stalled_workgroup_fails_within_seconds_and_names_the_level() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = Model::embedded().expect("model");
+    let grid = co_resident(&ctx).clamp(2, 64);
+    let opts = DecoderOptions {
+        mode: Mode::Mega,
+        grid: Some(grid),
+        max_seq: 4,
+        spin_timeout: Duration::from_millis(500),
+        test_stall_wg: Some(1),
+        ..Default::default()
+    };
+    let mut dec = VulkanDecoder::new(ctx.clone(), &model, opts).expect("decoder");
+    let t0 = Instant::now();
+    let p = dec.step(model.tokenizer.bos_id(), 0).expect("pass ran");
+    let line = p.fail.line(|l| dec.level_name(l));
+    assert!(p.fail.bits & (fail::TIMEOUT | fail::BUDGET) != 0, "{line}");
+    assert_eq!(p.fail.level, Some(0), "the first barrier is where the stall shows: {line}");
+    assert!(line.contains("qkv.l0"), "{line}");
+    assert!(t0.elapsed() < Duration::from_secs(15), "took {:?}", t0.elapsed());
+    // A clean decoder on the same device still works afterwards.
+    let opts = DecoderOptions { mode: Mode::Mega, grid: Some(grid), max_seq: 4, ..Default::default() };
+    let mut ok = VulkanDecoder::new(ctx.clone(), &model, opts).expect("decoder");
+    let p = ok.step(model.tokenizer.bos_id(), 0).expect("pass ran");
+    assert!(p.fail.ok(), "{}", p.fail.line(|l| ok.level_name(l)));
+    assert_eq!(p.argmax, 403);
+}

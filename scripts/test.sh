@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The test command (README): installs what the tests need on a fresh Debian machine
+# (the lavapipe Vulkan CPU device), then runs formatting, lints and every test.
+# In CI (CI=true) a missing Vulkan device is a failure, never a skip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_pkgs=()
+[ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] || [ -e /usr/share/vulkan/icd.d/lvp_icd.aarch64.json ] || need_pkgs+=(mesa-vulkan-drivers)
+ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1' || need_pkgs+=(libvulkan1)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "installing ${need_pkgs[*]} (lavapipe, the Vulkan CPU device the tests run on)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}"
+fi
+
+# The Vulkan tests run on lavapipe with a known co-residency: LP_NUM_THREADS workgroups.
+export LP_NUM_THREADS=${LP_NUM_THREADS:-2}
+export RUST_BACKTRACE=1
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo test --workspace --release
