@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 fn expand(dir: &Path, file: &str, depth: usize, deps: &mut Vec<PathBuf>) -> String {
     assert!(depth < 8, "shader includes nested too deep at {file}");
     let path = dir.join(file);
-    let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let src = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     deps.push(path);
     let mut out = String::new();
     for line in src.lines() {
@@ -26,7 +27,10 @@ fn expand(dir: &Path, file: &str, depth: usize, deps: &mut Vec<PathBuf>) -> Stri
 }
 
 fn compile(name: &str, src: &str, defines: &[(&str, Option<&str>)]) -> Vec<u32> {
-    use glslang::{Compiler, CompilerOptions, ShaderInput, ShaderSource, ShaderStage, SourceLanguage, SpirvVersion, Target, VulkanVersion};
+    use glslang::{
+        Compiler, CompilerOptions, ShaderInput, ShaderSource, ShaderStage, SourceLanguage,
+        SpirvVersion, Target, VulkanVersion,
+    };
     let compiler = Compiler::acquire().expect("glslang initialisation");
     let source = ShaderSource::from(src.to_string());
     let opts = CompilerOptions {
@@ -43,16 +47,22 @@ fn compile(name: &str, src: &str, defines: &[(&str, Option<&str>)]) -> Vec<u32> 
     let shader = compiler
         .create_shader(input)
         .unwrap_or_else(|e| panic!("{name}: GLSL error:\n{e}"));
-    shader.compile().unwrap_or_else(|e| panic!("{name}: SPIR-V generation failed: {e}"))
+    shader
+        .compile()
+        .unwrap_or_else(|e| panic!("{name}: SPIR-V generation failed: {e}"))
 }
 
 fn main() {
-    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let manifest =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let shaders = manifest.join("../shaders");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let mut deps = Vec::new();
     let src = expand(&shaders, "decode.comp", 0, &mut deps);
-    for (file, defines) in [("decode.spv", vec![]), ("decode_noclock.spv", vec![("NO_CLOCK", None)])] {
+    for (file, defines) in [
+        ("decode.spv", vec![]),
+        ("decode_noclock.spv", vec![("NO_CLOCK", None)]),
+    ] {
         let words = compile(file, &src, &defines);
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         std::fs::write(out.join(file), bytes).expect("writing SPIR-V");

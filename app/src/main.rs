@@ -13,11 +13,13 @@ use clap::{Args, Parser, Subcommand};
 #[command(name = "baro-top", version, about, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Live decode with telemetry (`--headless` lines, `--json` objects).
+    Run(cmd::run::RunArgs),
     /// Generate text exactly as llama2.c's run.c prints it (stdout: the text; stderr: timing).
     Generate(cmd::generate::GenerateArgs),
     /// Decode on the GPU next to the CPU reference; exit 0 only if every pass is clean.
@@ -107,13 +109,8 @@ impl GpuArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Generate(a) => cmd::generate::run(a),
-        Command::Gate(a) => cmd::gate::run(a),
-        Command::Devices(a) => cmd::devices::run(a),
-        Command::Bench(a) => cmd::bench::run(a),
-        Command::Model(ModelCommand::Gen(a)) => cmd::model::gen(a),
-        Command::Model(ModelCommand::Import(a)) => cmd::model::import(a),
-        Command::Model(ModelCommand::Info(a)) => cmd::model::info(a),
+        None => cmd::default_run(),
+        Some(c) => dispatch(c),
     };
     match result {
         Ok(code) => code,
@@ -121,5 +118,18 @@ fn main() -> ExitCode {
             eprintln!("baro-top: error: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Run(a) => cmd::run::run(a),
+        Command::Generate(a) => cmd::generate::run(a),
+        Command::Gate(a) => cmd::gate::run(a),
+        Command::Devices(a) => cmd::devices::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
+        Command::Model(ModelCommand::Gen(a)) => cmd::model::gen(a),
+        Command::Model(ModelCommand::Import(a)) => cmd::model::import(a),
+        Command::Model(ModelCommand::Info(a)) => cmd::model::info(a),
     }
 }

@@ -48,14 +48,25 @@ impl Blob {
     /// A view of `storage[start..start + len]`. Panics if the range is outside the storage:
     /// callers check ranges against the file first and report a format error instead.
     pub fn new(storage: Arc<Storage>, start: usize, len: usize) -> Self {
-        assert!(start.checked_add(len).is_some_and(|e| e <= storage.len()), "blob out of range");
-        Blob { storage, start, len }
+        assert!(
+            start.checked_add(len).is_some_and(|e| e <= storage.len()),
+            "blob out of range"
+        );
+        Blob {
+            storage,
+            start,
+            len,
+        }
     }
 
     /// Own `bytes` as a blob.
     pub fn owned(bytes: Vec<u8>) -> Self {
         let len = bytes.len();
-        Blob { storage: Arc::new(Storage::Owned(bytes)), start: 0, len }
+        Blob {
+            storage: Arc::new(Storage::Owned(bytes)),
+            start: 0,
+            len,
+        }
     }
 
     /// f32 values as a little-endian blob.

@@ -113,16 +113,30 @@ fn rel_l2(a: &[f32], r: &[f32]) -> f64 {
 
 /// Run the gate. `on_pass` sees every pass as it completes (the CLI prints it). Stops at the
 /// first failing pass (a failed kernel leaves state the next pass cannot trust).
-pub fn run_gate(ctx: &Arc<GpuContext>, model: &Model, cfg: &GateConfig, mut on_pass: impl FnMut(&GatePass, &[VulkanDecoder])) -> Result<GateReport> {
+pub fn run_gate(
+    ctx: &Arc<GpuContext>,
+    model: &Model,
+    cfg: &GateConfig,
+    mut on_pass: impl FnMut(&GatePass, &[VulkanDecoder]),
+) -> Result<GateReport> {
     let steps = cfg.steps.min(model.config.seq_len).max(1);
     let mut decs = vec![];
     for &mode in &cfg.modes {
-        let opts = DecoderOptions { mode, max_seq: steps, read_logits: true, ..cfg.decoder.clone() };
+        let opts = DecoderOptions {
+            mode,
+            max_seq: steps,
+            read_logits: true,
+            ..cfg.decoder.clone()
+        };
         decs.push(VulkanDecoder::new(ctx.clone(), model, opts)?);
     }
     let mut cpu = CpuDecoder::new(&model.config, &model.weights, steps);
     let mut report = GateReport::default();
-    let mut token = cfg.prompt.first().copied().unwrap_or(model.tokenizer.bos_id());
+    let mut token = cfg
+        .prompt
+        .first()
+        .copied()
+        .unwrap_or(model.tokenizer.bos_id());
     for pos in 0..steps {
         let ref_logits = cpu.forward(token, pos).to_vec();
         let m = margin(&ref_logits);
@@ -158,18 +172,40 @@ pub fn run_gate(ctx: &Arc<GpuContext>, model: &Model, cfg: &GateConfig, mut on_p
                         ));
                     }
                 }
-                if !(rl2 <= cfg.max_rel_l2) {
-                    p.failures.push(format!("{}: logits rel-L2 {rl2:.3e} > {:.1e}", mode.name(), cfg.max_rel_l2));
+                // NaN must fail too, hence not `rl2 > max`.
+                if rl2.is_nan() || rl2 > cfg.max_rel_l2 {
+                    p.failures.push(format!(
+                        "{}: logits rel-L2 {rl2:.3e} > {:.1e}",
+                        mode.name(),
+                        cfg.max_rel_l2
+                    ));
                 }
             }
-            p.modes.push(ModePass { mode, argmax: r.argmax, fail: r.fail, fail_line: line, rel_l2: rl2, gpu_ns: r.gpu_ns });
+            p.modes.push(ModePass {
+                mode,
+                argmax: r.argmax,
+                fail: r.fail,
+                fail_line: line,
+                rel_l2: rl2,
+                gpu_ns: r.gpu_ns,
+            });
         }
         if decs.len() == 2 && p.modes.iter().all(|m| m.fail.ok()) {
-            let eq = decs[0].logits().iter().zip(decs[1].logits()).all(|(a, b)| a.to_bits() == b.to_bits());
+            let eq = decs[0]
+                .logits()
+                .iter()
+                .zip(decs[1].logits())
+                .all(|(a, b)| a.to_bits() == b.to_bits());
             p.bitwise_equal = Some(eq);
             if !eq {
-                let first = decs[0].logits().iter().zip(decs[1].logits()).position(|(a, b)| a.to_bits() != b.to_bits());
-                p.failures.push(format!("mega and multi logits differ (first at index {first:?})"));
+                let first = decs[0]
+                    .logits()
+                    .iter()
+                    .zip(decs[1].logits())
+                    .position(|(a, b)| a.to_bits() != b.to_bits());
+                p.failures.push(format!(
+                    "mega and multi logits differ (first at index {first:?})"
+                ));
             }
         }
         on_pass(&p, &decs);
@@ -181,7 +217,11 @@ pub fn run_gate(ctx: &Arc<GpuContext>, model: &Model, cfg: &GateConfig, mut on_p
         if stop {
             break;
         }
-        token = if pos + 1 < cfg.prompt.len() { cfg.prompt[pos + 1] } else { m.top1 };
+        token = if pos + 1 < cfg.prompt.len() {
+            cfg.prompt[pos + 1]
+        } else {
+            m.top1
+        };
     }
     Ok(report)
 }

@@ -11,6 +11,8 @@
 //! - [`reference`]: the plain f32 CPU decoder every GPU result is checked against.
 //! - [`synth`]: deterministic synthetic models of any llama shape.
 
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 pub mod blob;
 pub mod error;
 pub mod gate;
@@ -21,7 +23,9 @@ pub mod model;
 pub mod quant;
 pub mod reference;
 pub mod sampler;
+pub mod session;
 pub mod synth;
+pub mod telemetry;
 pub mod tokenizer;
 pub mod vulkan;
 

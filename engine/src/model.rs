@@ -53,17 +53,23 @@ impl Config {
         if self.dim == 0 || self.hidden_dim == 0 || self.n_layers == 0 || self.vocab_size == 0 {
             return bad(format!("empty dimension in {self:?}"));
         }
-        if self.n_heads == 0 || self.dim % self.n_heads != 0 {
-            return bad(format!("dim {} is not a multiple of n_heads {}", self.dim, self.n_heads));
+        if self.n_heads == 0 || !self.dim.is_multiple_of(self.n_heads) {
+            return bad(format!(
+                "dim {} is not a multiple of n_heads {}",
+                self.dim, self.n_heads
+            ));
         }
-        if self.n_kv_heads == 0 || self.n_heads % self.n_kv_heads != 0 {
+        if self.n_kv_heads == 0 || !self.n_heads.is_multiple_of(self.n_kv_heads) {
             return bad(format!(
                 "n_heads {} is not a multiple of n_kv_heads {}",
                 self.n_heads, self.n_kv_heads
             ));
         }
-        if self.head_size() % 2 != 0 {
-            return bad(format!("head size {} is odd: RoPE rotates pairs", self.head_size()));
+        if !self.head_size().is_multiple_of(2) {
+            return bad(format!(
+                "head size {} is odd: RoPE rotates pairs",
+                self.head_size()
+            ));
         }
         if self.seq_len == 0 {
             return bad("seq_len is 0".into());
@@ -78,7 +84,9 @@ impl Config {
             ("seq_len", self.seq_len),
         ] {
             if v > MAX {
-                return bad(format!("{n} = {v} is larger than baro-top supports ({MAX})"));
+                return bad(format!(
+                    "{n} = {v} is larger than baro-top supports ({MAX})"
+                ));
             }
         }
         Ok(())
@@ -103,9 +111,15 @@ pub struct Tensor {
 
 impl Tensor {
     /// Build a tensor, checking the byte count.
-    pub fn new(name: impl Into<String>, ty: GgmlType, rows: usize, cols: usize, data: Blob) -> Result<Self> {
+    pub fn new(
+        name: impl Into<String>,
+        ty: GgmlType,
+        rows: usize,
+        cols: usize,
+        data: Blob,
+    ) -> Result<Self> {
         let name = name.into();
-        if cols % ty.block_len() != 0 {
+        if !cols.is_multiple_of(ty.block_len()) {
             return Err(Error::Model(format!(
                 "{name}: row length {cols} is not a multiple of the {ty} block size {}",
                 ty.block_len()
@@ -118,11 +132,22 @@ impl Tensor {
                 data.len()
             )));
         }
-        Ok(Tensor { name, ty, rows, cols, data })
+        Ok(Tensor {
+            name,
+            ty,
+            rows,
+            cols,
+            data,
+        })
     }
 
     /// An f32 tensor from values.
-    pub fn from_f32(name: impl Into<String>, rows: usize, cols: usize, values: &[f32]) -> Result<Self> {
+    pub fn from_f32(
+        name: impl Into<String>,
+        rows: usize,
+        cols: usize,
+        values: &[f32],
+    ) -> Result<Self> {
         Tensor::new(name, GgmlType::F32, rows, cols, Blob::from_f32(values))
     }
 
@@ -155,7 +180,13 @@ impl Tensor {
         let mut bytes = Vec::new();
         quant::quantize(ty, &self.to_f32(), &mut bytes)
             .map_err(|e| Error::Model(format!("{}: {e}", self.name)))?;
-        Tensor::new(self.name.clone(), ty, self.rows, self.cols, Blob::owned(bytes))
+        Tensor::new(
+            self.name.clone(),
+            ty,
+            self.rows,
+            self.cols,
+            Blob::owned(bytes),
+        )
     }
 }
 
@@ -206,7 +237,15 @@ impl Weights {
         let mut v = vec![&self.token_embd];
         for l in &self.layers {
             v.extend([
-                &l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_down, &l.w_up,
+                &l.attn_norm,
+                &l.wq,
+                &l.wk,
+                &l.wv,
+                &l.wo,
+                &l.ffn_norm,
+                &l.w_gate,
+                &l.w_down,
+                &l.w_up,
             ]);
         }
         v.push(&self.output_norm);
@@ -433,7 +472,10 @@ impl Model {
         let c = &self.config;
         let u32v = |v: usize| Value::U32(v as u32);
         let mut md = vec![
-            ("general.architecture".to_string(), Value::String("llama".into())),
+            (
+                "general.architecture".to_string(),
+                Value::String("llama".into()),
+            ),
             ("general.name".to_string(), Value::String(name.into())),
             ("general.alignment".to_string(), Value::U32(32)),
             ("llama.context_length".to_string(), u32v(c.seq_len)),
@@ -441,10 +483,19 @@ impl Model {
             ("llama.block_count".to_string(), u32v(c.n_layers)),
             ("llama.feed_forward_length".to_string(), u32v(c.hidden_dim)),
             ("llama.attention.head_count".to_string(), u32v(c.n_heads)),
-            ("llama.attention.head_count_kv".to_string(), u32v(c.n_kv_heads)),
-            ("llama.rope.dimension_count".to_string(), u32v(c.head_size())),
+            (
+                "llama.attention.head_count_kv".to_string(),
+                u32v(c.n_kv_heads),
+            ),
+            (
+                "llama.rope.dimension_count".to_string(),
+                u32v(c.head_size()),
+            ),
             ("llama.rope.freq_base".to_string(), Value::F32(c.rope_theta)),
-            ("llama.attention.layer_norm_rms_epsilon".to_string(), Value::F32(c.norm_eps)),
+            (
+                "llama.attention.layer_norm_rms_epsilon".to_string(),
+                Value::F32(c.norm_eps),
+            ),
             ("llama.vocab_size".to_string(), u32v(c.vocab_size)),
         ];
         md.extend(tokenizer_gguf_metadata(&self.tokenizer)?);
@@ -452,10 +503,16 @@ impl Model {
     }
 
     /// Write the model as GGUF v3, tensor by tensor (`progress(bytes_done, bytes_total)`).
-    pub fn write_gguf(&self, path: &Path, name: &str, mut progress: impl FnMut(u64, u64)) -> Result<()> {
+    pub fn write_gguf(
+        &self,
+        path: &Path,
+        name: &str,
+        mut progress: impl FnMut(u64, u64),
+    ) -> Result<()> {
         let md = self.gguf_metadata(name)?;
         let tensors = self.weights.tensors();
-        let infos: Vec<(String, Vec<u64>, GgmlType)> = tensors.iter().map(|t| gguf_info(t)).collect();
+        let infos: Vec<(String, Vec<u64>, GgmlType)> =
+            tensors.iter().map(|t| gguf_info(t)).collect();
         let total: u64 = tensors.iter().map(|t| t.data.len() as u64).sum();
         let f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
         let mut w = GgufWriter::new(std::io::BufWriter::with_capacity(1 << 20, f), &md, &infos)?;
@@ -507,7 +564,11 @@ impl Model {
 
     /// Bytes of weight data.
     pub fn weight_bytes(&self) -> u64 {
-        self.weights.tensors().iter().map(|t| t.data.len() as u64).sum()
+        self.weights
+            .tensors()
+            .iter()
+            .map(|t| t.data.len() as u64)
+            .sum()
     }
 }
 
@@ -597,8 +658,14 @@ pub fn tokenizer_gguf_metadata(tok: &Tokenizer) -> Result<Vec<(String, Value)>> 
             Value::Array(tok.scores().iter().map(|&s| Value::F32(s)).collect()),
         ),
         ("tokenizer.ggml.token_type".into(), Value::Array(types)),
-        ("tokenizer.ggml.bos_token_id".into(), Value::U32(tok.bos_id())),
-        ("tokenizer.ggml.eos_token_id".into(), Value::U32(tok.eos_id())),
+        (
+            "tokenizer.ggml.bos_token_id".into(),
+            Value::U32(tok.bos_id()),
+        ),
+        (
+            "tokenizer.ggml.eos_token_id".into(),
+            Value::U32(tok.eos_id()),
+        ),
         ("tokenizer.ggml.unknown_token_id".into(), Value::U32(0)),
     ])
 }
@@ -612,7 +679,8 @@ pub fn synthetic_tokenizer(vocab: usize, seed: u64) -> Result<Tokenizer> {
             "vocab {vocab} is too small: a SentencePiece vocabulary needs 3 control and 256 byte tokens"
         )));
     }
-    let mut pieces: Vec<Vec<u8>> = vec![b"<unk>".to_vec(), b"\n<s>\n".to_vec(), b"\n</s>\n".to_vec()];
+    let mut pieces: Vec<Vec<u8>> =
+        vec![b"<unk>".to_vec(), b"\n<s>\n".to_vec(), b"\n</s>\n".to_vec()];
     let mut scores = vec![0.0f32; 3];
     for b in 0..=255u8 {
         pieces.push(format!("<0x{b:02X}>").into_bytes());
@@ -627,7 +695,11 @@ pub fn synthetic_tokenizer(vocab: usize, seed: u64) -> Result<Tokenizer> {
     let mut rank = 0u64;
     while pieces.len() < vocab {
         let syl = 1 + (rng.next_u64() % 3) as usize;
-        let mut w = if rng.next_u64() % 3 == 0 { String::new() } else { " ".into() };
+        let mut w = if rng.next_u64().is_multiple_of(3) {
+            String::new()
+        } else {
+            " ".into()
+        };
         for _ in 0..syl {
             w.push_str(SYL[(rng.next_u64() % SYL.len() as u64) as usize]);
         }

@@ -90,7 +90,9 @@ impl GgmlType {
         Self::ALL
             .into_iter()
             .find(|t| t.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| Error::Invalid(format!("unknown quantisation '{s}' (f32|f16|q8_0|q4_0)")))
+            .ok_or_else(|| {
+                Error::Invalid(format!("unknown quantisation '{s}' (f32|f16|q8_0|q4_0)"))
+            })
     }
 
     /// Elements per block.
@@ -115,7 +117,7 @@ impl GgmlType {
     /// size overflows.
     pub fn bytes_for(self, n: u64) -> Option<u64> {
         let bl = self.block_len() as u64;
-        if n % bl != 0 {
+        if !n.is_multiple_of(bl) {
             return None;
         }
         (n / bl).checked_mul(self.block_bytes() as u64)
@@ -130,9 +132,12 @@ impl std::fmt::Display for GgmlType {
 
 /// Dequantise `src` (a whole number of blocks of type `ty`) into `dst` (`dst.len()` elements).
 pub fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<()> {
-    let need = ty
-        .bytes_for(dst.len() as u64)
-        .ok_or_else(|| Error::Invalid(format!("{} elements is not a whole number of {ty} blocks", dst.len())))?;
+    let need = ty.bytes_for(dst.len() as u64).ok_or_else(|| {
+        Error::Invalid(format!(
+            "{} elements is not a whole number of {ty} blocks",
+            dst.len()
+        ))
+    })?;
     if src.len() as u64 != need {
         return Err(Error::Invalid(format!(
             "{ty}: {} elements need {need} bytes, got {}",
@@ -176,7 +181,7 @@ pub fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<()> {
 /// Quantise `src` to type `ty`, appending the encoded bytes to `out`. `src.len()` must be a
 /// whole number of blocks. This is ggml's reference rounding (`quantize_row_*_ref`).
 pub fn quantize(ty: GgmlType, src: &[f32], out: &mut Vec<u8>) -> Result<()> {
-    if src.len() % ty.block_len() != 0 {
+    if !src.len().is_multiple_of(ty.block_len()) {
         return Err(Error::Invalid(format!(
             "{} elements is not a whole number of {ty} blocks of {}",
             src.len(),
@@ -185,7 +190,9 @@ pub fn quantize(ty: GgmlType, src: &[f32], out: &mut Vec<u8>) -> Result<()> {
     }
     out.reserve(src.len() / ty.block_len() * ty.block_bytes());
     match ty {
-        GgmlType::F32 => src.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
+        GgmlType::F32 => src
+            .iter()
+            .for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
         GgmlType::F16 => src
             .iter()
             .for_each(|v| out.extend_from_slice(&f16::from_f32(*v).to_le_bytes())),
@@ -230,7 +237,9 @@ mod tests {
     use super::*;
 
     fn ramp(n: usize) -> Vec<f32> {
-        (0..n).map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0).collect()
+        (0..n)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0)
+            .collect()
     }
 
     #[test]
@@ -255,7 +264,7 @@ mod tests {
         quantize(GgmlType::Q4_0, &x, &mut out).unwrap();
         assert_eq!(out.len(), 18);
         assert_eq!(f16::from_le_bytes([out[0], out[1]]).to_f32(), 2.0);
-        assert_eq!(out[2], 0 | (15 << 4)); // x0 = -16 -> 0, x16 = 14 -> 15
+        assert_eq!(out[2], 15 << 4); // x0 = -16 -> 0, x16 = 14 -> 15
         assert_eq!(out[3], 9 | (11 << 4)); // x1 = 2 -> 9, x17 = 6 -> 11
         let mut back = [0.0f32; 32];
         dequantize(GgmlType::Q4_0, &out, &mut back).unwrap();

@@ -32,7 +32,9 @@ pub fn rmsnorm(o: &mut [f32], x: &[f32], w: &[f32], eps: f32) {
 pub fn matvec(out: &mut [f32], w: &Tensor, x: &[f32], row: &mut Vec<f32>) {
     let rows = out.len().min(w.rows);
     let threads = if rows * w.cols >= 1 << 22 {
-        std::thread::available_parallelism().map_or(1, |n| n.get()).min(32)
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(32)
     } else {
         1
     };
@@ -256,7 +258,12 @@ impl<'w> CpuDecoder<'w> {
             }
         }
         rmsnorm(&mut self.xb, &self.x, &self.out_norm, c.norm_eps);
-        matvec(&mut self.logits, self.w.classifier(), &self.xb, &mut self.row);
+        matvec(
+            &mut self.logits,
+            self.w.classifier(),
+            &self.xb,
+            &mut self.row,
+        );
         &mut self.logits
     }
 }

@@ -38,8 +38,9 @@ impl Rng {
 
 /// FNV-1a of a name, to derive per-tensor streams.
 fn name_hash(s: &str) -> u64 {
-    s.bytes()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// A named model shape.
@@ -60,23 +61,30 @@ impl Shape {
             "tiny" => Shape::Tiny,
             "llama-1b" => Shape::Llama1B,
             "llama-8b" => Shape::Llama8B,
-            _ => return Err(Error::Invalid(format!("unknown shape '{s}' (tiny|llama-1b|llama-8b)"))),
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "unknown shape '{s}' (tiny|llama-1b|llama-8b)"
+                )))
+            }
         })
     }
 
     /// The configuration and whether the classifier is tied to the embedding.
     pub fn config(self) -> (Config, bool) {
-        let c = |dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len, rope_theta| Config {
-            dim,
-            hidden_dim,
-            n_layers,
-            n_heads,
-            n_kv_heads,
-            vocab_size,
-            seq_len,
-            rope_theta,
-            norm_eps: 1e-5,
-        };
+        let c =
+            |dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len, rope_theta| {
+                Config {
+                    dim,
+                    hidden_dim,
+                    n_layers,
+                    n_heads,
+                    n_kv_heads,
+                    vocab_size,
+                    seq_len,
+                    rope_theta,
+                    norm_eps: 1e-5,
+                }
+            };
         match self {
             Shape::Tiny => (c(128, 384, 4, 8, 4, 512, 512, 10000.0), true),
             Shape::Llama1B => (c(2048, 8192, 16, 32, 8, 128256, 2048, 500000.0), true),
@@ -87,8 +95,16 @@ impl Shape {
 
 /// Generate one tensor: uniform values with standard deviation `std` around `mean`, encoded
 /// as `ty`, rows generated in parallel.
-fn gen_tensor(seed: u64, name: &str, ty: GgmlType, rows: usize, cols: usize, mean: f32, std: f32) -> Result<Tensor> {
-    if cols % ty.block_len() != 0 {
+fn gen_tensor(
+    seed: u64,
+    name: &str,
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+    mean: f32,
+    std: f32,
+) -> Result<Tensor> {
+    if !cols.is_multiple_of(ty.block_len()) {
         return Err(Error::Invalid(format!(
             "{name}: row length {cols} is not a multiple of the {ty} block size {}; pick dimensions that are multiples of 32",
             ty.block_len()
@@ -98,7 +114,9 @@ fn gen_tensor(seed: u64, name: &str, ty: GgmlType, rows: usize, cols: usize, mea
     let mut out = vec![0u8; rows * row_bytes];
     let base = seed ^ name_hash(name);
     let amp = std * 3f32.sqrt();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(32);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(32);
     let chunk_rows = rows.div_ceil(threads).max(1);
     std::thread::scope(|s| {
         for (ci, chunk) in out.chunks_mut(chunk_rows * row_bytes).enumerate() {
@@ -107,7 +125,8 @@ fn gen_tensor(seed: u64, name: &str, ty: GgmlType, rows: usize, cols: usize, mea
                 let mut enc = Vec::with_capacity(row_bytes);
                 for (ri, dst) in chunk.chunks_exact_mut(row_bytes).enumerate() {
                     let r = ci * chunk_rows + ri;
-                    let mut rng = Rng::new(base.wrapping_add((r as u64).wrapping_mul(0xA24B_AED4_963E_E407)));
+                    let mut rng =
+                        Rng::new(base.wrapping_add((r as u64).wrapping_mul(0xA24B_AED4_963E_E407)));
                     for v in vals.iter_mut() {
                         *v = mean + amp * rng.next_signed();
                     }
@@ -123,7 +142,13 @@ fn gen_tensor(seed: u64, name: &str, ty: GgmlType, rows: usize, cols: usize, mea
 }
 
 /// Generate a model of configuration `cfg` (tied head if `tied`), matrices as `ty`, norms F32.
-pub fn generate(cfg: &Config, tied: bool, ty: GgmlType, seed: u64, mut progress: impl FnMut(usize, usize)) -> Result<Model> {
+pub fn generate(
+    cfg: &Config,
+    tied: bool,
+    ty: GgmlType,
+    seed: u64,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Model> {
     cfg.validate()?;
     let (d, h, kv, v) = (cfg.dim, cfg.hidden_dim, cfg.kv_dim(), cfg.vocab_size);
     let n_steps = cfg.n_layers + 2;
@@ -136,7 +161,17 @@ pub fn generate(cfg: &Config, tied: bool, ty: GgmlType, seed: u64, mut progress:
     progress(1, n_steps);
     let mut layers = Vec::with_capacity(cfg.n_layers);
     for l in 0..cfg.n_layers {
-        let m = |s: &str, rows, cols, std| gen_tensor(seed, &format!("blk.{l}.{s}.weight"), ty, rows, cols, 0.0, std);
+        let m = |s: &str, rows, cols, std| {
+            gen_tensor(
+                seed,
+                &format!("blk.{l}.{s}.weight"),
+                ty,
+                rows,
+                cols,
+                0.0,
+                std,
+            )
+        };
         // Residual branches scaled by 1/sqrt(2 n_layers) keep the stream from growing.
         let branch = inv(2 * cfg.n_layers);
         layers.push(Layer {
@@ -186,7 +221,10 @@ pub fn median_margin(model: &Model, steps: usize) -> (f32, Vec<f32>) {
     }
     let mut sorted = margins.clone();
     sorted.sort_by(f32::total_cmp);
-    (sorted.get(sorted.len() / 2).copied().unwrap_or(0.0), margins)
+    (
+        sorted.get(sorted.len() / 2).copied().unwrap_or(0.0),
+        margins,
+    )
 }
 
 #[cfg(test)]
@@ -209,7 +247,10 @@ mod tests {
         let m = generate(&cfg, tied, GgmlType::F32, 1, |_, _| {}).unwrap();
         let (median, all) = median_margin(&m, 32);
         assert_eq!(all.len(), 32);
-        assert!(median > 0.1, "median margin {median} too small for stable greedy decoding");
+        assert!(
+            median > 0.1,
+            "median margin {median} too small for stable greedy decoding"
+        );
     }
 
     #[test]

@@ -11,7 +11,8 @@ const GOLDEN_TEXT: &[u8] = include_bytes!("../models/stories260K/greedy_empty_pr
 const GOLDEN_JSON: &str = include_str!("../models/stories260K/expected_greedy.json");
 
 fn golden_ids() -> Vec<u32> {
-    let v: serde_json::Value = serde_json::from_str(GOLDEN_JSON).expect("expected_greedy.json parses");
+    let v: serde_json::Value =
+        serde_json::from_str(GOLDEN_JSON).expect("expected_greedy.json parses");
     v["cases"][0]["tokens_after_bos"]
         .as_array()
         .expect("tokens_after_bos")
@@ -24,7 +25,15 @@ fn greedy(model: &Model, prompt: &str, steps: usize) -> (Vec<u8>, Vec<u32>) {
     let mut dec = CpuDecoder::new(&model.config, &model.weights, steps);
     let mut sampler = Sampler::new(model.config.vocab_size, 0.0, 0.9, 1);
     let mut out = Vec::new();
-    let g = generate(&mut dec, &model.tokenizer, &mut sampler, prompt.as_bytes(), steps, &mut out).expect("generate");
+    let g = generate(
+        &mut dec,
+        &model.tokenizer,
+        &mut sampler,
+        prompt.as_bytes(),
+        steps,
+        &mut out,
+    )
+    .expect("generate");
     (out, g.tokens)
 }
 
@@ -34,7 +43,10 @@ fn embedded_stories260k_greedy_200_matches_upstream_text_and_ids() {
     let (text, ids) = greedy(&model, "", 200);
     let mut want = GOLDEN_TEXT.to_vec();
     want.push(b'\n');
-    assert_eq!(String::from_utf8_lossy(&text), String::from_utf8_lossy(&want));
+    assert_eq!(
+        String::from_utf8_lossy(&text),
+        String::from_utf8_lossy(&want)
+    );
     assert_eq!(ids, golden_ids());
 }
 
@@ -44,7 +56,9 @@ fn golden_holds_after_conversion_to_gguf_f32() {
     let dir = std::env::temp_dir().join(format!("baro-golden-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp dir");
     let path = dir.join("stories260K.f32.gguf");
-    model.write_gguf(&path, "stories260K", |_, _| {}).expect("write gguf");
+    model
+        .write_gguf(&path, "stories260K", |_, _| {})
+        .expect("write gguf");
     let back = Model::open(&path, None).expect("open gguf");
     assert_eq!(back.config, model.config);
     assert_eq!(back.tokenizer.vocab_size(), 512);
@@ -57,9 +71,16 @@ fn golden_holds_after_conversion_to_gguf_f32() {
 #[test]
 fn f16_conversion_keeps_the_story_close() {
     // F16 weights are not the golden's weights, so only the opening is pinned.
-    let model = Model::embedded().expect("embedded model").quantized(GgmlType::F16).expect("f16");
+    let model = Model::embedded()
+        .expect("embedded model")
+        .quantized(GgmlType::F16)
+        .expect("f16");
     let (text, _) = greedy(&model, "", 30);
-    assert!(text.starts_with(b"Once upon a time"), "{}", String::from_utf8_lossy(&text));
+    assert!(
+        text.starts_with(b"Once upon a time"),
+        "{}",
+        String::from_utf8_lossy(&text)
+    );
 }
 
 #[test]

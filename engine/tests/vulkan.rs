@@ -24,12 +24,15 @@ fn device() -> Option<(Arc<GpuContext>, MutexGuard<'static, ()>)> {
             // Co-residency on lavapipe = its pool threads; the fault tests rely on 2.
             std::env::set_var("LP_NUM_THREADS", "2");
         }
-        GpuContext::new(None).map(Arc::new).map_err(|e| e.to_string())
+        GpuContext::new(None)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
     });
     match ctx {
         Ok(c) => Some((c.clone(), TURN.lock().unwrap_or_else(|p| p.into_inner()))),
         Err(e) => {
-            let in_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
+            let in_ci =
+                std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
             if !in_ci && std::env::var_os("BARO_SKIP_VULKAN").is_some() {
                 eprintln!("SKIPPED (BARO_SKIP_VULKAN set): no Vulkan device: {e}");
                 return None;
@@ -44,11 +47,23 @@ fn co_resident(ctx: &GpuContext) -> u32 {
 }
 
 fn text_on(ctx: &Arc<GpuContext>, model: &Model, mode: Mode, steps: usize) -> Vec<u8> {
-    let opts = DecoderOptions { mode, max_seq: steps, ..Default::default() };
+    let opts = DecoderOptions {
+        mode,
+        max_seq: steps,
+        ..Default::default()
+    };
     let mut dec = VulkanDecoder::new(ctx.clone(), model, opts).expect("decoder");
     let mut sampler = Sampler::new(model.config.vocab_size, 0.0, 0.9, 1);
     let mut out = Vec::new();
-    generate(&mut dec, &model.tokenizer, &mut sampler, b"", steps, &mut out).expect("generate");
+    generate(
+        &mut dec,
+        &model.tokenizer,
+        &mut sampler,
+        b"",
+        steps,
+        &mut out,
+    )
+    .expect("generate");
     out
 }
 
@@ -60,7 +75,12 @@ fn stories260k_golden_on_vulkan_multi_and_mega() {
     want.push(b'\n');
     for mode in [Mode::Multi, Mode::Mega] {
         let got = text_on(&ctx, &model, mode, 200);
-        assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(&want), "mode {}", mode.name());
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&want),
+            "mode {}",
+            mode.name()
+        );
     }
 }
 
@@ -82,11 +102,20 @@ fn mega_equals_multi_bitwise_and_tracks_the_reference_in_every_quant_type() {
         let r = run_gate(&ctx, &model, &gate, |_, _| {}).expect("gate ran");
         let fails: Vec<_> = r.passes.iter().flat_map(|p| p.failures.clone()).collect();
         assert!(r.ok(), "{ty}: {fails:?}");
-        assert!(r.near_tie_at.is_none() || r.passes.len() > 1, "{ty}: stopped at a near-tie at once");
+        assert!(
+            r.near_tie_at.is_none() || r.passes.len() > 1,
+            "{ty}: stopped at a near-tie at once"
+        );
         for p in &r.passes {
             assert_eq!(p.bitwise_equal, Some(true), "{ty} pass {}", p.pos);
             for m in &p.modes {
-                assert!(m.rel_l2 < 1e-4, "{ty} pass {} {}: rel-L2 {}", p.pos, m.mode.name(), m.rel_l2);
+                assert!(
+                    m.rel_l2 < 1e-4,
+                    "{ty} pass {} {}: rel-L2 {}",
+                    p.pos,
+                    m.mode.name(),
+                    m.rel_l2
+                );
             }
         }
     }
@@ -98,17 +127,37 @@ fn a_grid_larger_than_co_resident_fails_the_gate_within_seconds() {
     let model = Model::embedded().expect("model");
     // On lavapipe one pool thread runs one workgroup: twice that many cannot all be resident.
     // On a GPU, 65535 workgroups of 256 lanes exceed any device's residency.
-    let grid = if ctx.info.kind == DeviceKind::Cpu { 2 * co_resident(&ctx) } else { 65535 };
-    let opts = DecoderOptions { mode: Mode::Mega, grid: Some(grid), max_seq: 4, spin_timeout: Duration::from_millis(500), ..Default::default() };
+    let grid = if ctx.info.kind == DeviceKind::Cpu {
+        2 * co_resident(&ctx)
+    } else {
+        65535
+    };
+    let opts = DecoderOptions {
+        mode: Mode::Mega,
+        grid: Some(grid),
+        max_seq: 4,
+        spin_timeout: Duration::from_millis(500),
+        ..Default::default()
+    };
     let mut dec = VulkanDecoder::new(ctx.clone(), &model, opts).expect("decoder");
     let t0 = Instant::now();
     let p = dec.step(model.tokenizer.bos_id(), 0).expect("pass ran");
     let line = p.fail.line(|l| dec.level_name(l));
     assert!(!p.fail.ok(), "oversubscribed pass looked clean: {line}");
-    assert!(p.fail.bits & (fail::TIMEOUT | fail::BUDGET | fail::LATE) != 0, "{line}");
-    assert!(p.fail.bits & fail::POISONED != 0, "the poisoned argmax must be caught: {line}");
+    assert!(
+        p.fail.bits & (fail::TIMEOUT | fail::BUDGET | fail::LATE) != 0,
+        "{line}"
+    );
+    assert!(
+        p.fail.bits & fail::POISONED != 0,
+        "the poisoned argmax must be caught: {line}"
+    );
     assert!(line.contains("FAIL") && line.contains("resident"), "{line}");
-    assert!(t0.elapsed() < Duration::from_secs(15), "took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        t0.elapsed()
+    );
 }
 
 #[test]
@@ -129,11 +178,24 @@ fn an_injected_stalled_workgroup_fails_within_seconds_and_names_the_level() {
     let p = dec.step(model.tokenizer.bos_id(), 0).expect("pass ran");
     let line = p.fail.line(|l| dec.level_name(l));
     assert!(p.fail.bits & (fail::TIMEOUT | fail::BUDGET) != 0, "{line}");
-    assert_eq!(p.fail.level, Some(0), "the first barrier is where the stall shows: {line}");
+    assert_eq!(
+        p.fail.level,
+        Some(0),
+        "the first barrier is where the stall shows: {line}"
+    );
     assert!(line.contains("qkv.l0"), "{line}");
-    assert!(t0.elapsed() < Duration::from_secs(15), "took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        t0.elapsed()
+    );
     // A clean decoder on the same device still works afterwards.
-    let opts = DecoderOptions { mode: Mode::Mega, grid: Some(grid), max_seq: 4, ..Default::default() };
+    let opts = DecoderOptions {
+        mode: Mode::Mega,
+        grid: Some(grid),
+        max_seq: 4,
+        ..Default::default()
+    };
     let mut ok = VulkanDecoder::new(ctx.clone(), &model, opts).expect("decoder");
     let p = ok.step(model.tokenizer.bos_id(), 0).expect("pass ran");
     assert!(p.fail.ok(), "{}", p.fail.line(|l| ok.level_name(l)));

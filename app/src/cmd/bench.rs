@@ -37,7 +37,11 @@ pub struct BenchArgs {
 fn stats(v: &[f64]) -> (f64, f64, f64) {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
-    let med = if s.len() % 2 == 1 { s[s.len() / 2] } else { (s[s.len() / 2 - 1] + s[s.len() / 2]) / 2.0 };
+    let med = if s.len() % 2 == 1 {
+        s[s.len() / 2]
+    } else {
+        (s[s.len() / 2 - 1] + s[s.len() / 2]) / 2.0
+    };
     (med, s[0], s[s.len() - 1])
 }
 
@@ -59,10 +63,24 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     let steps = (a.tokens + 1).min(model.config.seq_len);
     let mut decs = vec![];
     for &m in &arms {
-        let opts = DecoderOptions { mode: m, read_logits: false, ..a.gpu.decoder_options(steps) };
-        decs.push(VulkanDecoder::new(ctx.clone(), &model, opts).with_context(|| format!("building the {} decoder", m.name()))?);
+        let opts = DecoderOptions {
+            mode: m,
+            read_logits: false,
+            ..a.gpu.decoder_options(steps)
+        };
+        decs.push(
+            VulkanDecoder::new(ctx.clone(), &model, opts)
+                .with_context(|| format!("building the {} decoder", m.name()))?,
+        );
     }
-    eprintln!("bench: {} | {} tokens x {} runs per arm, arms {:?}, grid {}", model.source, steps - 1, a.runs, a.arms, decs[0].grid);
+    eprintln!(
+        "bench: {} | {} tokens x {} runs per arm, arms {:?}, grid {}",
+        model.source,
+        steps - 1,
+        a.runs,
+        a.arms,
+        decs[0].grid
+    );
     // Warm-up: one short run per arm (pipeline caches, clocks).
     for d in decs.iter_mut() {
         let mut t = model.tokenizer.bos_id();
@@ -76,7 +94,11 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     let mut fails = 0usize;
     for r in 0..a.runs {
         // Alternate the order each run: ABAB, BABA, ...
-        let order: Vec<usize> = if r % 2 == 0 { (0..arms.len()).collect() } else { (0..arms.len()).rev().collect() };
+        let order: Vec<usize> = if r % 2 == 0 {
+            (0..arms.len()).collect()
+        } else {
+            (0..arms.len()).rev().collect()
+        };
         for &i in &order {
             let d = &mut decs[i];
             let mut t = model.tokenizer.bos_id();
@@ -87,7 +109,11 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                 let p = d.step(t, pos)?;
                 if !p.fail.ok() {
                     fails += 1;
-                    eprintln!("run {r} {} pos {pos}: {}", arms[i].name(), p.fail.line(|l| d.level_name(l)));
+                    eprintln!(
+                        "run {r} {} pos {pos}: {}",
+                        arms[i].name(),
+                        p.fail.line(|l| d.level_name(l))
+                    );
                 }
                 gsum += p.gpu_ns.unwrap_or(0);
                 t = p.argmax;
@@ -99,25 +125,54 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             if r == 0 {
                 tokens[i] = toks;
             } else if tokens[i] != toks {
-                eprintln!("run {r} {}: tokens differ from run 0 (nondeterminism)", arms[i].name());
+                eprintln!(
+                    "run {r} {}: tokens differ from run 0 (nondeterminism)",
+                    arms[i].name()
+                );
                 fails += 1;
             }
         }
     }
-    println!("{:<6} {:>10} {:>10} {:>10} {:>12} {:>8}", "arm", "median", "min", "max", "gpu us/tok", "runs");
+    println!(
+        "{:<6} {:>10} {:>10} {:>10} {:>12} {:>8}",
+        "arm", "median", "min", "max", "gpu us/tok", "runs"
+    );
     let mut meds = vec![];
     for (i, m) in arms.iter().enumerate() {
         let (med, lo, hi) = stats(&tps[i]);
         let (g, _, _) = stats(&gpu_us[i]);
         meds.push(med);
-        println!("{:<6} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>8}", m.name(), med, lo, hi, g, tps[i].len());
+        println!(
+            "{:<6} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>8}",
+            m.name(),
+            med,
+            lo,
+            hi,
+            g,
+            tps[i].len()
+        );
     }
     let parity = tokens.windows(2).all(|w| w[0] == w[1]);
     if arms.len() == 2 {
-        println!("ratio {}/{} of median tok/s: {:.3}", arms[0].name(), arms[1].name(), meds[0] / meds[1]);
+        println!(
+            "ratio {}/{} of median tok/s: {:.3}",
+            arms[0].name(),
+            arms[1].name(),
+            meds[0] / meds[1]
+        );
     }
-    println!("parity (same tokens in every arm): {}", if parity { "yes" } else { "NO" });
-    println!("fail word fired: {}", if fails == 0 { "never".to_string() } else { format!("{fails} times") });
+    println!(
+        "parity (same tokens in every arm): {}",
+        if parity { "yes" } else { "NO" }
+    );
+    println!(
+        "fail word fired: {}",
+        if fails == 0 {
+            "never".to_string()
+        } else {
+            format!("{fails} times")
+        }
+    );
     if let Some(p) = &a.json {
         let arms_json: Vec<String> = arms
             .iter()
@@ -138,5 +193,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         );
         std::fs::write(p, s).with_context(|| format!("writing {}", p.display()))?;
     }
-    Ok(if parity && fails == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if parity && fails == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

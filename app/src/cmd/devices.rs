@@ -5,7 +5,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use baro_engine::vulkan::{default_grid, list_devices, DecoderOptions, GpuContext, Mode, VulkanDecoder};
+use baro_engine::vulkan::{
+    default_grid, list_devices, DecoderOptions, GpuContext, Mode, VulkanDecoder,
+};
 use clap::Args;
 
 use crate::ModelArgs;
@@ -29,22 +31,54 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     for d in &devs {
-        println!("device {}: {} [{:?}] vendor {:#06x}", d.index, d.name, d.kind, d.vendor_id);
+        println!(
+            "device {}: {} [{:?}] vendor {:#06x}",
+            d.index, d.name, d.kind, d.vendor_id
+        );
         println!("  driver           {}", d.driver);
         println!("  vulkan           {}", d.api);
-        println!("  subgroup         {} (arithmetic in compute: {})", d.subgroup_size, d.subgroup_arith);
-        println!("  device clock     {}", if d.device_clock { "yes (VK_KHR_shader_clock)" } else { "no: barrier spins bounded by iteration budget only" });
+        println!(
+            "  subgroup         {} (arithmetic in compute: {})",
+            d.subgroup_size, d.subgroup_arith
+        );
+        println!(
+            "  device clock     {}",
+            if d.device_clock {
+                "yes (VK_KHR_shader_clock)"
+            } else {
+                "no: barrier spins bounded by iteration budget only"
+            }
+        );
         println!("  memory model     {}", d.memory_model);
-        println!("  SMs / CUs        {}", d.sm_count.map_or("unknown".into(), |n| n.to_string()));
-        println!("  shared memory    {} bytes/workgroup, max workgroup {}", d.max_shared, d.max_wg);
-        println!("  timestamps       {} ns/tick, {} valid bits, calibrated: {}", d.timestamp_period, d.timestamp_bits, d.calibrated_timestamps);
+        println!(
+            "  SMs / CUs        {}",
+            d.sm_count.map_or("unknown".into(), |n| n.to_string())
+        );
+        println!(
+            "  shared memory    {} bytes/workgroup, max workgroup {}",
+            d.max_shared, d.max_wg
+        );
+        println!(
+            "  timestamps       {} ns/tick, {} valid bits, calibrated: {}",
+            d.timestamp_period, d.timestamp_bits, d.calibrated_timestamps
+        );
         let missing = d.missing();
-        println!("  decoder          {}", if missing.is_empty() { "supported".to_string() } else { format!("NOT supported: lacks {}", missing.join(", ")) });
+        println!(
+            "  decoder          {}",
+            if missing.is_empty() {
+                "supported".to_string()
+            } else {
+                format!("NOT supported: lacks {}", missing.join(", "))
+            }
+        );
         if a.probe && missing.is_empty() {
             let ctx = Arc::new(GpuContext::new(Some(&d.index.to_string()))?);
             let model = super::load_model(&a.model)?;
             let (g, tried) = probe(&ctx, &model, a.probe_max)?;
-            println!("  residency probe  largest passing grid {g} (default {}), tried {tried}", default_grid(&ctx));
+            println!(
+                "  residency probe  largest passing grid {g} (default {}), tried {tried}",
+                default_grid(&ctx)
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -52,9 +86,19 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
 
 /// Doubling, then bisection, on the grid size: a pass is clean when its fail word is zero
 /// and its argmax equals the one from grid 1.
-fn probe(ctx: &Arc<GpuContext>, model: &baro_engine::model::Model, max: u32) -> anyhow::Result<(u32, String)> {
+fn probe(
+    ctx: &Arc<GpuContext>,
+    model: &baro_engine::model::Model,
+    max: u32,
+) -> anyhow::Result<(u32, String)> {
     let clean = |g: u32| -> anyhow::Result<bool> {
-        let opts = DecoderOptions { mode: Mode::Mega, grid: Some(g), max_seq: 2, spin_timeout: std::time::Duration::from_millis(200), ..Default::default() };
+        let opts = DecoderOptions {
+            mode: Mode::Mega,
+            grid: Some(g),
+            max_seq: 2,
+            spin_timeout: std::time::Duration::from_millis(200),
+            ..Default::default()
+        };
         let mut dec = VulkanDecoder::new(ctx.clone(), model, opts)?;
         let p = dec.step(model.tokenizer.bos_id(), 0)?;
         Ok(p.fail.ok())

@@ -58,18 +58,34 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
         max_rel_l2: 1e-3,
         decoder: a.gpu.decoder_options(a.steps),
     };
-    eprintln!("gate: model {} ({} layers, dim {}), {} steps, modes {:?}", model.source, model.config.n_layers, model.config.dim, a.steps, a.modes);
+    eprintln!(
+        "gate: model {} ({} layers, dim {}), {} steps, modes {:?}",
+        model.source, model.config.n_layers, model.config.dim, a.steps, a.modes
+    );
     let mut grid_line = None;
     let report = run_gate(&ctx, &model, &cfg, |p, decs| {
         if grid_line.is_none() {
             let d = &decs[0];
-            grid_line = Some(format!("grid {} x {} lanes, {} levels", d.grid, d.wg_size, d.program.levels.len()));
+            grid_line = Some(format!(
+                "grid {} x {} lanes, {} levels",
+                d.grid,
+                d.wg_size,
+                d.program.levels.len()
+            ));
             println!("{}", grid_line.as_deref().unwrap_or_default());
         }
         let modes: Vec<String> = p
             .modes
             .iter()
-            .map(|m| format!("{} tok {} rel-l2 {:.1e} {}", m.mode.name(), m.argmax, m.rel_l2, m.fail_line))
+            .map(|m| {
+                format!(
+                    "{} tok {} rel-l2 {:.1e} {}",
+                    m.mode.name(),
+                    m.argmax,
+                    m.rel_l2,
+                    m.fail_line
+                )
+            })
             .collect();
         let bw = match p.bitwise_equal {
             Some(true) => " mega==multi",
@@ -79,34 +95,96 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
         let verdict = if !p.failures.is_empty() {
             format!(" FAIL: {}", p.failures.join("; "))
         } else if p.near_tie {
-            format!(" NEAR-TIE (margin {:.2e}): token comparison ends here", p.ref_margin)
+            format!(
+                " NEAR-TIE (margin {:.2e}): token comparison ends here",
+                p.ref_margin
+            )
         } else {
             String::new()
         };
-        println!("pass {:4} in {:6} ref {:6} margin {:8.4} | {}{bw}{verdict}", p.pos, p.token, p.ref_top1, p.ref_margin, modes.join(" | "));
+        println!(
+            "pass {:4} in {:6} ref {:6} margin {:8.4} | {}{bw}{verdict}",
+            p.pos,
+            p.token,
+            p.ref_top1,
+            p.ref_margin,
+            modes.join(" | ")
+        );
     })
     .context("running the gate")?;
 
     let n = report.passes.len();
-    let failed = report.passes.iter().filter(|p| !p.failures.is_empty()).count();
-    let max_l2 = report.passes.iter().flat_map(|p| p.modes.iter().map(|m| m.rel_l2)).fold(0.0f64, f64::max);
-    let min_margin = report.passes.iter().map(|p| p.ref_margin).fold(f32::INFINITY, f32::min);
-    let fired = report.passes.iter().flat_map(|p| &p.modes).filter(|m| !m.fail.ok()).count();
-    let bit = report.passes.iter().filter_map(|p| p.bitwise_equal).collect::<Vec<_>>();
+    let failed = report
+        .passes
+        .iter()
+        .filter(|p| !p.failures.is_empty())
+        .count();
+    let max_l2 = report
+        .passes
+        .iter()
+        .flat_map(|p| p.modes.iter().map(|m| m.rel_l2))
+        .fold(0.0f64, f64::max);
+    let min_margin = report
+        .passes
+        .iter()
+        .map(|p| p.ref_margin)
+        .fold(f32::INFINITY, f32::min);
+    let fired = report
+        .passes
+        .iter()
+        .flat_map(|p| &p.modes)
+        .filter(|m| !m.fail.ok())
+        .count();
+    let bit = report
+        .passes
+        .iter()
+        .filter_map(|p| p.bitwise_equal)
+        .collect::<Vec<_>>();
     println!();
-    println!("{:<28} {}", "check", "result");
+    println!("{:<28} result", "check");
     println!("{:<28} {} of {} passes clean", "passes", n - failed, n);
-    println!("{:<28} {}", "fail word fired", if fired == 0 { "never".to_string() } else { format!("{fired} times") });
-    println!("{:<28} {}", "tokens vs CPU reference", if failed == 0 { "exact".to_string() } else { "MISMATCH".to_string() });
+    println!(
+        "{:<28} {}",
+        "fail word fired",
+        if fired == 0 {
+            "never".to_string()
+        } else {
+            format!("{fired} times")
+        }
+    );
+    println!(
+        "{:<28} {}",
+        "tokens vs CPU reference",
+        if failed == 0 {
+            "exact".to_string()
+        } else {
+            "MISMATCH".to_string()
+        }
+    );
     if let Some(at) = report.near_tie_at {
-        println!("{:<28} near-tie at pass {at}: compared up to there", "near-tie");
+        println!(
+            "{:<28} near-tie at pass {at}: compared up to there",
+            "near-tie"
+        );
     }
     if !bit.is_empty() {
-        println!("{:<28} {}/{} passes bit-identical", "mega == multi logits", bit.iter().filter(|&&b| b).count(), bit.len());
+        println!(
+            "{:<28} {}/{} passes bit-identical",
+            "mega == multi logits",
+            bit.iter().filter(|&&b| b).count(),
+            bit.len()
+        );
     }
-    println!("{:<28} {max_l2:.2e} (bound {:.0e})", "max logits rel-L2 vs ref", cfg.max_rel_l2);
+    println!(
+        "{:<28} {max_l2:.2e} (bound {:.0e})",
+        "max logits rel-L2 vs ref", cfg.max_rel_l2
+    );
     println!("{:<28} {min_margin:.4}", "min reference margin");
     let ok = report.ok();
     println!("{:<28} {}", "GATE", if ok { "PASS" } else { "REFUSED" });
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

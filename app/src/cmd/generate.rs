@@ -81,8 +81,15 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     );
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let g = generate(dec.as_mut(), &model.tokenizer, &mut sampler, a.prompt.as_bytes(), steps, &mut out)
-        .context("generating")?;
+    let g = generate(
+        dec.as_mut(),
+        &model.tokenizer,
+        &mut sampler,
+        a.prompt.as_bytes(),
+        steps,
+        &mut out,
+    )
+    .context("generating")?;
     if let Some(tps) = g.tok_per_s() {
         eprintln!("achieved tok/s: {tps:.6}");
     }

@@ -5,6 +5,7 @@ pub mod devices;
 pub mod gate;
 pub mod generate;
 pub mod model;
+pub mod run;
 
 use anyhow::Context;
 use baro_engine::model::Model;
@@ -18,19 +19,24 @@ pub fn load_model(a: &ModelArgs) -> anyhow::Result<Model> {
             let mut m = Model::embedded().context("loading the embedded stories260K model")?;
             if let Some(t) = &a.tokenizer {
                 let bytes = std::fs::read(t).with_context(|| format!("reading {}", t.display()))?;
-                m.tokenizer = baro_engine::tokenizer::Tokenizer::from_llama2c(&bytes, m.config.vocab_size)
-                    .with_context(|| format!("tokenizer {}", t.display()))?;
+                m.tokenizer =
+                    baro_engine::tokenizer::Tokenizer::from_llama2c(&bytes, m.config.vocab_size)
+                        .with_context(|| format!("tokenizer {}", t.display()))?;
             }
             Ok(m)
         }
-        Some(p) => Model::open(p, a.tokenizer.as_deref()).with_context(|| format!("loading model {}", p.display())),
+        Some(p) => Model::open(p, a.tokenizer.as_deref())
+            .with_context(|| format!("loading model {}", p.display())),
     }
 }
 
 /// Open the Vulkan device the user asked for and say which it is (always: a CPU fallback
 /// must never be mistaken for the GPU).
-pub fn open_gpu(g: &crate::GpuArgs) -> anyhow::Result<std::sync::Arc<baro_engine::vulkan::GpuContext>> {
-    let ctx = baro_engine::vulkan::GpuContext::new(g.device.as_deref()).context("opening the Vulkan device")?;
+pub fn open_gpu(
+    g: &crate::GpuArgs,
+) -> anyhow::Result<std::sync::Arc<baro_engine::vulkan::GpuContext>> {
+    let ctx = baro_engine::vulkan::GpuContext::new(g.device.as_deref())
+        .context("opening the Vulkan device")?;
     eprintln!("baro-top: {}", ctx.describe());
     Ok(std::sync::Arc::new(ctx))
 }
@@ -64,8 +70,38 @@ impl baro_engine::generate::Decode for PassLogger {
         let line = p.fail.line(|l| self.dec.level_name(l));
         eprintln!("pass {pos} token {token} -> {} {line}", p.argmax);
         if !p.fail.ok() {
-            return Err(baro_engine::Error::Vulkan(format!("pass at position {pos} failed: {line}")));
+            return Err(baro_engine::Error::Vulkan(format!(
+                "pass at position {pos} failed: {line}"
+            )));
         }
         Ok(self.dec.logits_mut())
     }
+}
+
+/// `baro-top` with no subcommand: live on the first Vulkan device.
+pub fn default_run() -> anyhow::Result<std::process::ExitCode> {
+    match baro_engine::vulkan::list_devices() {
+        Ok(d) if !d.is_empty() => {
+            eprintln!("baro-top: live decode on the first Vulkan device (the dashboard lands with a later issue; printing one line per pass). `baro-top --help` lists every command.");
+            run::run(default_run_args())
+        }
+        other => {
+            let why = match other {
+                Err(e) => e.to_string(),
+                _ => "no Vulkan device found".into(),
+            };
+            eprintln!("baro-top: {why}.\nNo device to run on, and no recording is shipped yet to replay. Install the lavapipe CPU device with `apt-get install mesa-vulkan-drivers libvulkan1` and run again, or see `baro-top --help`.");
+            Ok(std::process::ExitCode::from(2))
+        }
+    }
+}
+
+fn default_run_args() -> run::RunArgs {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct P {
+        #[command(flatten)]
+        r: run::RunArgs,
+    }
+    P::parse_from(["baro-top", "--headless"]).r
 }

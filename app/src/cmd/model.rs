@@ -77,7 +77,7 @@ fn progress_bar(label: &str) -> impl FnMut(u64, u64) {
     let start = Instant::now();
     let mut last = 0u64;
     move |done, total| {
-        let pct = if total == 0 { 100 } else { done * 100 / total };
+        let pct = (done * 100).checked_div(total).unwrap_or(100);
         if pct != last || done == total {
             last = pct;
             let mb = done as f64 / 1e6;
@@ -96,9 +96,14 @@ fn write(model: &Model, out: &PathBuf, name: &str) -> anyhow::Result<()> {
     // plausible-looking partial model behind.
     let tmp = out.with_extension("gguf.partial");
     model
-        .write_gguf(&tmp, name, progress_bar(&format!("writing {}", out.display())))
+        .write_gguf(
+            &tmp,
+            name,
+            progress_bar(&format!("writing {}", out.display())),
+        )
         .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, out).with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))?;
+    std::fs::rename(&tmp, out)
+        .with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))?;
     Ok(())
 }
 
@@ -117,7 +122,10 @@ pub fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
     };
     let tied = tied && !a.untied;
     let t0 = Instant::now();
-    eprintln!("generating {} {ty} seed {}: {cfg:?}, tied head: {tied}", a.shape, a.seed);
+    eprintln!(
+        "generating {} {ty} seed {}: {cfg:?}, tied head: {tied}",
+        a.shape, a.seed
+    );
     let mut model = synth::generate(&cfg, tied, ty, a.seed, |done, total| {
         eprint!("\rgenerating tensors: {done}/{total}   ");
         if done == total {
@@ -125,7 +133,11 @@ pub fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
         }
     })?;
     model.source = format!("synthetic {} {ty} seed {}", a.shape, a.seed);
-    eprintln!("generated {:.2} GB in {:.1} s", model.weight_bytes() as f64 / 1e9, t0.elapsed().as_secs_f64());
+    eprintln!(
+        "generated {:.2} GB in {:.1} s",
+        model.weight_bytes() as f64 / 1e9,
+        t0.elapsed().as_secs_f64()
+    );
     if a.margin_steps > 0 {
         let (median, all) = synth::median_margin(&model, a.margin_steps);
         let min = all.iter().copied().fold(f32::INFINITY, f32::min);
@@ -142,39 +154,94 @@ pub fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
 
 pub fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
     let ty = GgmlType::parse(&a.quant)?;
-    let model = Model::open(&a.input, Some(&a.tokenizer)).with_context(|| format!("reading {}", a.input.display()))?;
+    let model = Model::open(&a.input, Some(&a.tokenizer))
+        .with_context(|| format!("reading {}", a.input.display()))?;
     let model = model.quantized(ty).context("quantising")?;
-    let name = a.input.file_stem().map_or("imported".into(), |s| s.to_string_lossy().into_owned());
+    let name = a
+        .input
+        .file_stem()
+        .map_or("imported".into(), |s| s.to_string_lossy().into_owned());
     write(&model, &a.out, &name)?;
     eprintln!("wrote {} ({ty})", a.out.display());
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
-    let model = Model::open(&a.file, a.tokenizer.as_deref()).with_context(|| format!("reading {}", a.file.display()))?;
+    let model = Model::open(&a.file, a.tokenizer.as_deref())
+        .with_context(|| format!("reading {}", a.file.display()))?;
     let c = &model.config;
     println!("model      {}", model.source);
     if let Ok(f) = GgufFile::open(&a.file) {
-        println!("format     GGUF v{} ({} tensors, {} metadata keys, alignment {})", f.version, f.tensors.len(), f.metadata.len(), f.alignment);
+        println!(
+            "format     GGUF v{} ({} tensors, {} metadata keys, alignment {})",
+            f.version,
+            f.tensors.len(),
+            f.metadata.len(),
+            f.alignment
+        );
         if let Ok(Some(n)) = f.get_str("general.name") {
             println!("name       {n}");
         }
     } else {
         println!("format     llama2.c checkpoint");
     }
-    println!("arch       llama: dim {} ffn {} layers {} heads {} kv_heads {} head_size {}", c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_size());
-    println!("vocab      {} (bos {}, eos {})", c.vocab_size, model.tokenizer.bos_id(), model.tokenizer.eos_id());
-    println!("context    {}  rope theta {}  rms eps {:e}", c.seq_len, c.rope_theta, c.norm_eps);
-    println!("head       {}", if model.weights.output.is_some() { "untied (output.weight)" } else { "tied to token_embd" });
+    println!(
+        "arch       llama: dim {} ffn {} layers {} heads {} kv_heads {} head_size {}",
+        c.dim,
+        c.hidden_dim,
+        c.n_layers,
+        c.n_heads,
+        c.n_kv_heads,
+        c.head_size()
+    );
+    println!(
+        "vocab      {} (bos {}, eos {})",
+        c.vocab_size,
+        model.tokenizer.bos_id(),
+        model.tokenizer.eos_id()
+    );
+    println!(
+        "context    {}  rope theta {}  rms eps {:e}",
+        c.seq_len, c.rope_theta, c.norm_eps
+    );
+    println!(
+        "head       {}",
+        if model.weights.output.is_some() {
+            "untied (output.weight)"
+        } else {
+            "tied to token_embd"
+        }
+    );
     let total = model.weight_bytes();
-    let params: u64 = model.weights.tensors().iter().map(|t| (t.rows * t.cols) as u64).sum();
-    println!("weights    {params} parameters, {:.3} MB", total as f64 / 1e6);
+    let params: u64 = model
+        .weights
+        .tensors()
+        .iter()
+        .map(|t| (t.rows * t.cols) as u64)
+        .sum();
+    println!(
+        "weights    {params} parameters, {:.3} MB",
+        total as f64 / 1e6
+    );
     println!();
-    println!("{:<32} {:>6} {:>16} {:>12}", "tensor", "type", "dims (ggml)", "bytes");
+    println!(
+        "{:<32} {:>6} {:>16} {:>12}",
+        "tensor", "type", "dims (ggml)", "bytes"
+    );
     for t in model.weights.tensors() {
         let (_, dims, _) = gguf_info(t);
-        let d = dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x");
-        println!("{:<32} {:>6} {:>16} {:>12}", t.name, t.ty.name(), d, t.data.len());
+        let d = dims
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join("x");
+        println!(
+            "{:<32} {:>6} {:>16} {:>12}",
+            t.name,
+            t.ty.name(),
+            d,
+            t.data.len()
+        );
     }
     if total == 0 {
         bail!("model has no weight data");

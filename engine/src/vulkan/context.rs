@@ -15,7 +15,9 @@ use crate::{Error, Result};
 pub(crate) fn vkr<T>(what: &str, r: std::result::Result<T, vk::Result>) -> Result<T> {
     r.map_err(|e| {
         if e == vk::Result::ERROR_DEVICE_LOST {
-            Error::Vulkan(format!("{what}: device lost (the GPU was reset or the driver gave up on this context)"))
+            Error::Vulkan(format!(
+                "{what}: device lost (the GPU was reset or the driver gave up on this context)"
+            ))
         } else {
             Error::Vulkan(format!("{what}: {e:?}"))
         }
@@ -101,7 +103,6 @@ impl DeviceInfo {
 pub struct GpuContext {
     pub(crate) entry: ash::Entry,
     pub(crate) instance: ash::Instance,
-    pub(crate) physical: vk::PhysicalDevice,
     pub(crate) device: ash::Device,
     pub(crate) queue: vk::Queue,
     pub(crate) pool: vk::CommandPool,
@@ -122,7 +123,9 @@ fn kind_of(t: vk::PhysicalDeviceType) -> DeviceKind {
 
 fn cstr_field(bytes: &[c_char]) -> String {
     // SAFETY: Vulkan guarantees these fixed arrays are NUL-terminated.
-    unsafe { CStr::from_ptr(bytes.as_ptr()) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(bytes.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn load_entry() -> Result<ash::Entry> {
@@ -143,29 +146,41 @@ fn create_instance(entry: &ash::Entry) -> Result<ash::Instance> {
     if cfg!(debug_assertions) && std::env::var_os("BARO_VALIDATION").is_some() {
         // SAFETY: plain enumeration call.
         let avail = unsafe { entry.enumerate_instance_layer_properties() }.unwrap_or_default();
-        if avail.iter().any(|l| cstr_field(&l.layer_name) == "VK_LAYER_KHRONOS_validation") {
+        if avail
+            .iter()
+            .any(|l| cstr_field(&l.layer_name) == "VK_LAYER_KHRONOS_validation")
+        {
             layers.push(validation.as_ptr());
         }
     }
-    let ci = vk::InstanceCreateInfo::default().application_info(&app).enabled_layer_names(&layers);
+    let ci = vk::InstanceCreateInfo::default()
+        .application_info(&app)
+        .enabled_layer_names(&layers);
     // SAFETY: valid create info with static strings.
-    vkr("vkCreateInstance", unsafe { entry.create_instance(&ci, None) })
+    vkr("vkCreateInstance", unsafe {
+        entry.create_instance(&ci, None)
+    })
 }
 
 fn has_ext(exts: &[vk::ExtensionProperties], name: &CStr) -> bool {
-    exts.iter().any(|e| e.extension_name_as_c_str().ok() == Some(name))
+    exts.iter()
+        .any(|e| e.extension_name_as_c_str().ok() == Some(name))
 }
 
 fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> DeviceInfo {
     // SAFETY: pd comes from this instance's enumeration.
     unsafe {
-        let exts = instance.enumerate_device_extension_properties(pd).unwrap_or_default();
+        let exts = instance
+            .enumerate_device_extension_properties(pd)
+            .unwrap_or_default();
         let clock_ext = has_ext(&exts, ash::khr::shader_clock::NAME);
         let sm_ext = has_ext(&exts, ash::nv::shader_sm_builtins::NAME);
         let mut driver = vk::PhysicalDeviceDriverProperties::default();
         let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
         let mut sm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
-        let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver).push_next(&mut subgroup);
+        let mut props2 = vk::PhysicalDeviceProperties2::default()
+            .push_next(&mut driver)
+            .push_next(&mut subgroup);
         if sm_ext {
             props2 = props2.push_next(&mut sm);
         }
@@ -192,18 +207,35 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
             name: cstr_field(&p.device_name),
             kind: kind_of(p.device_type),
             vendor_id: p.vendor_id,
-            driver: format!("{} {}", cstr_field(&driver.driver_name), cstr_field(&driver.driver_info)).trim().to_string(),
-            api: format!("{}.{}.{}", vk::api_version_major(v), vk::api_version_minor(v), vk::api_version_patch(v)),
+            driver: format!(
+                "{} {}",
+                cstr_field(&driver.driver_name),
+                cstr_field(&driver.driver_info)
+            )
+            .trim()
+            .to_string(),
+            api: format!(
+                "{}.{}.{}",
+                vk::api_version_major(v),
+                vk::api_version_minor(v),
+                vk::api_version_patch(v)
+            ),
             subgroup_size: subgroup.subgroup_size,
-            subgroup_arith: subgroup.supported_operations.contains(vk::SubgroupFeatureFlags::ARITHMETIC)
-                && subgroup.supported_stages.contains(vk::ShaderStageFlags::COMPUTE),
+            subgroup_arith: subgroup
+                .supported_operations
+                .contains(vk::SubgroupFeatureFlags::ARITHMETIC)
+                && subgroup
+                    .supported_stages
+                    .contains(vk::ShaderStageFlags::COMPUTE),
             device_clock: clock_ext && clock.shader_device_clock == vk::TRUE,
-            memory_model: v12.vulkan_memory_model == vk::TRUE && v12.vulkan_memory_model_device_scope == vk::TRUE,
+            memory_model: v12.vulkan_memory_model == vk::TRUE
+                && v12.vulkan_memory_model_device_scope == vk::TRUE,
             storage_array_indexing: feats.shader_storage_buffer_array_dynamic_indexing == vk::TRUE,
             sm_count: sm_ext.then_some(sm.shader_sm_count).filter(|&n| n > 0),
             max_storage_range: p.limits.max_storage_buffer_range as u64,
             max_shared: p.limits.max_compute_shared_memory_size,
-            max_wg: p.limits.max_compute_work_group_size[0].min(p.limits.max_compute_work_group_invocations),
+            max_wg: p.limits.max_compute_work_group_size[0]
+                .min(p.limits.max_compute_work_group_invocations),
             timestamp_period: p.limits.timestamp_period,
             calibrated_timestamps: has_ext(&exts, ash::khr::calibrated_timestamps::NAME)
                 || has_ext(&exts, ash::ext::calibrated_timestamps::NAME),
@@ -219,7 +251,12 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>> {
     let instance = create_instance(&entry)?;
     // SAFETY: instance is valid and destroyed below.
     let pds = unsafe { instance.enumerate_physical_devices() };
-    let out = pds.map(|pds| pds.iter().enumerate().map(|(i, &pd)| query(&instance, i, pd)).collect());
+    let out = pds.map(|pds| {
+        pds.iter()
+            .enumerate()
+            .map(|(i, &pd)| query(&instance, i, pd))
+            .collect()
+    });
     // SAFETY: nothing else uses the instance.
     unsafe { instance.destroy_instance(None) };
     vkr("vkEnumeratePhysicalDevices", out)
@@ -241,23 +278,46 @@ impl GpuContext {
         }
     }
 
-    fn open(entry: ash::Entry, instance: ash::Instance, selector: Option<&str>) -> Result<GpuContext> {
+    fn open(
+        entry: ash::Entry,
+        instance: ash::Instance,
+        selector: Option<&str>,
+    ) -> Result<GpuContext> {
         // SAFETY: valid instance.
-        let pds = vkr("vkEnumeratePhysicalDevices", unsafe { instance.enumerate_physical_devices() })?;
+        let pds = vkr("vkEnumeratePhysicalDevices", unsafe {
+            instance.enumerate_physical_devices()
+        })?;
         if pds.is_empty() {
             return Err(Error::Vulkan(
                 "no Vulkan device found (for a CPU device: apt-get install mesa-vulkan-drivers; on NVIDIA set VK_DRIVER_FILES to the NVIDIA ICD json)".into(),
             ));
         }
-        let infos: Vec<DeviceInfo> = pds.iter().enumerate().map(|(i, &pd)| query(&instance, i, pd)).collect();
-        let names = || infos.iter().map(|d| format!("{}: {}", d.index, d.name)).collect::<Vec<_>>().join(", ");
+        let infos: Vec<DeviceInfo> = pds
+            .iter()
+            .enumerate()
+            .map(|(i, &pd)| query(&instance, i, pd))
+            .collect();
+        let names = || {
+            infos
+                .iter()
+                .map(|d| format!("{}: {}", d.index, d.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let chosen = match selector {
             Some(s) => match s.parse::<usize>() {
-                Ok(i) => infos.get(i).ok_or_else(|| Error::Invalid(format!("--device {i}: no such device (have {})", names())))?,
+                Ok(i) => infos.get(i).ok_or_else(|| {
+                    Error::Invalid(format!("--device {i}: no such device (have {})", names()))
+                })?,
                 Err(_) => infos
                     .iter()
                     .find(|d| d.name.to_lowercase().contains(&s.to_lowercase()))
-                    .ok_or_else(|| Error::Invalid(format!("--device '{s}': no device name contains it (have {})", names())))?,
+                    .ok_or_else(|| {
+                        Error::Invalid(format!(
+                            "--device '{s}': no device name contains it (have {})",
+                            names()
+                        ))
+                    })?,
             },
             None => {
                 let rank = |k: DeviceKind| match k {
@@ -282,14 +342,22 @@ impl GpuContext {
                 "device {} ({}) lacks what the decoder needs: {}",
                 chosen.index,
                 chosen.name,
-                if missing.is_empty() { "a compute queue".to_string() } else { missing.join(", ") }
+                if missing.is_empty() {
+                    "a compute queue".to_string()
+                } else {
+                    missing.join(", ")
+                }
             )));
         }
         let pd = pds[chosen.index];
         let prio = [1.0f32];
-        let qci = [vk::DeviceQueueCreateInfo::default().queue_family_index(chosen.queue_family).queue_priorities(&prio)];
+        let qci = [vk::DeviceQueueCreateInfo::default()
+            .queue_family_index(chosen.queue_family)
+            .queue_priorities(&prio)];
         let mut ext_names: Vec<*const c_char> = vec![];
-        let mut clock = vk::PhysicalDeviceShaderClockFeaturesKHR::default().shader_device_clock(true).shader_subgroup_clock(true);
+        let mut clock = vk::PhysicalDeviceShaderClockFeaturesKHR::default()
+            .shader_device_clock(true)
+            .shader_subgroup_clock(true);
         if chosen.device_clock {
             ext_names.push(ash::khr::shader_clock::NAME.as_ptr());
         }
@@ -297,14 +365,22 @@ impl GpuContext {
             .vulkan_memory_model(true)
             .vulkan_memory_model_device_scope(true)
             .host_query_reset(true);
-        let feats = vk::PhysicalDeviceFeatures::default().shader_storage_buffer_array_dynamic_indexing(true);
-        let mut f2 = vk::PhysicalDeviceFeatures2::default().features(feats).push_next(&mut v12);
+        let feats = vk::PhysicalDeviceFeatures::default()
+            .shader_storage_buffer_array_dynamic_indexing(true);
+        let mut f2 = vk::PhysicalDeviceFeatures2::default()
+            .features(feats)
+            .push_next(&mut v12);
         if chosen.device_clock {
             f2 = f2.push_next(&mut clock);
         }
-        let dci = vk::DeviceCreateInfo::default().queue_create_infos(&qci).enabled_extension_names(&ext_names).push_next(&mut f2);
+        let dci = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&qci)
+            .enabled_extension_names(&ext_names)
+            .push_next(&mut f2);
         // SAFETY: create info references live locals.
-        let device = vkr("vkCreateDevice", unsafe { instance.create_device(pd, &dci, None) })?;
+        let device = vkr("vkCreateDevice", unsafe {
+            instance.create_device(pd, &dci, None)
+        })?;
         // SAFETY: queue family/index were requested above.
         let queue = unsafe { device.get_device_queue(chosen.queue_family, 0) };
         let pci = vk::CommandPoolCreateInfo::default()
@@ -345,7 +421,6 @@ impl GpuContext {
         Ok(GpuContext {
             entry,
             instance,
-            physical: pd,
             device,
             queue,
             pool,

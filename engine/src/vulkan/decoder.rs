@@ -192,7 +192,15 @@ pub struct Pass {
 struct Buffer {
     buffer: vk::Buffer,
     alloc: Option<Allocation>,
-    size: u64,
+}
+
+impl Buffer {
+    fn null() -> Self {
+        Buffer {
+            buffer: vk::Buffer::null(),
+            alloc: None,
+        }
+    }
 }
 
 /// Default grid for a device: NVIDIA SM count (one 256-lane workgroup per SM fits beside the
@@ -201,8 +209,12 @@ struct Buffer {
 pub fn default_grid(ctx: &GpuContext) -> u32 {
     let i = &ctx.info;
     if i.kind == DeviceKind::Cpu {
-        let env = std::env::var("LP_NUM_THREADS").ok().and_then(|v| v.parse::<u32>().ok()).filter(|&n| n > 0);
-        return env.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32));
+        let env = std::env::var("LP_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|&n| n > 0);
+        return env
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32));
     }
     i.sm_count.unwrap_or(64)
 }
@@ -242,25 +254,45 @@ pub struct VulkanDecoder {
     logits: Vec<f32>,
 }
 
-fn create_buffer(ctx: &GpuContext, name: &str, size: u64, usage: vk::BufferUsageFlags, loc: MemoryLocation) -> Result<Buffer> {
+fn create_buffer(
+    ctx: &GpuContext,
+    name: &str,
+    size: u64,
+    usage: vk::BufferUsageFlags,
+    loc: MemoryLocation,
+) -> Result<Buffer> {
     let size = size.max(16);
-    let ci = vk::BufferCreateInfo::default().size(size).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
+    let ci = vk::BufferCreateInfo::default()
+        .size(size)
+        .usage(usage)
+        .sharing_mode(vk::SharingMode::EXCLUSIVE);
     let d = &ctx.device;
     // SAFETY: valid device and create info.
-    let buffer = vkr(&format!("vkCreateBuffer {name}"), unsafe { d.create_buffer(&ci, None) })?;
+    let buffer = vkr(&format!("vkCreateBuffer {name}"), unsafe {
+        d.create_buffer(&ci, None)
+    })?;
     // SAFETY: buffer just created.
     let requirements = unsafe { d.get_buffer_memory_requirements(buffer) };
     let alloc = ctx
         .allocator
         .lock()
         .map_err(|_| Error::Vulkan("allocator lock poisoned".into()))?
-        .allocate(&AllocationCreateDesc { name, requirements, location: loc, linear: true, allocation_scheme: AllocationScheme::GpuAllocatorManaged });
+        .allocate(&AllocationCreateDesc {
+            name,
+            requirements,
+            location: loc,
+            linear: true,
+            allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+        });
     let alloc = match alloc {
         Ok(a) => a,
         Err(e) => {
             // SAFETY: unbound buffer.
             unsafe { d.destroy_buffer(buffer, None) };
-            return Err(Error::Vulkan(format!("allocating {name} ({:.1} MB): {e}", size as f64 / 1e6)));
+            return Err(Error::Vulkan(format!(
+                "allocating {name} ({:.1} MB): {e}",
+                size as f64 / 1e6
+            )));
         }
     };
     // SAFETY: memory from the allocator satisfies the requirements.
@@ -270,7 +302,10 @@ fn create_buffer(ctx: &GpuContext, name: &str, size: u64, usage: vk::BufferUsage
         unsafe { d.destroy_buffer(buffer, None) };
         return Err(Error::Vulkan(format!("binding {name}: {e:?}")));
     }
-    Ok(Buffer { buffer, alloc: Some(alloc), size })
+    Ok(Buffer {
+        buffer,
+        alloc: Some(alloc),
+    })
 }
 
 fn destroy_buffer(ctx: &GpuContext, b: &mut Buffer) {
@@ -284,7 +319,9 @@ fn destroy_buffer(ctx: &GpuContext, b: &mut Buffer) {
 }
 
 const STORAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
-    vk::BufferUsageFlags::STORAGE_BUFFER.as_raw() | vk::BufferUsageFlags::TRANSFER_DST.as_raw() | vk::BufferUsageFlags::TRANSFER_SRC.as_raw(),
+    vk::BufferUsageFlags::STORAGE_BUFFER.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_DST.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_SRC.as_raw(),
 );
 
 impl VulkanDecoder {
@@ -294,7 +331,11 @@ impl VulkanDecoder {
         let cpu = info.kind == DeviceKind::Cpu;
         let grid = opts.grid.unwrap_or_else(|| default_grid(&ctx)).max(1);
         let wg_size = opts.wg_size.unwrap_or(if cpu { 64 } else { 256 });
-        if wg_size == 0 || wg_size > info.max_wg || wg_size % info.subgroup_size.max(1) != 0 || wg_size / info.subgroup_size.max(1) > 60 {
+        if wg_size == 0
+            || wg_size > info.max_wg
+            || !wg_size.is_multiple_of(info.subgroup_size.max(1))
+            || wg_size / info.subgroup_size.max(1) > 60
+        {
             return Err(Error::Invalid(format!(
                 "workgroup size {wg_size}: must be a multiple of the subgroup size {} with at most 60 subgroups, <= {}",
                 info.subgroup_size, info.max_wg
@@ -315,24 +356,34 @@ impl VulkanDecoder {
                 info.max_shared
             )));
         }
-        let sx_cap = if c.hidden_dim <= shared_floats { c.hidden_dim.max(c.dim) } else { c.dim };
-        let sx_cap = std::env::var("BARO_SXCAP").ok().and_then(|v| v.parse().ok()).unwrap_or(sx_cap);
+        let sx_cap = if c.hidden_dim <= shared_floats {
+            c.hidden_dim.max(c.dim)
+        } else {
+            c.dim
+        };
+        let sx_cap = std::env::var("BARO_SXCAP")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(sx_cap);
         let program = Program::new(model, max_seq);
 
         let mut dec = VulkanDecoder {
             ctx: ctx.clone(),
-            opts: DecoderOptions { max_seq, ..opts.clone() },
+            opts: DecoderOptions {
+                max_seq,
+                ..opts.clone()
+            },
             grid,
             wg_size,
             vocab: c.vocab_size,
             chunks: vec![],
-            state: Buffer { buffer: vk::Buffer::null(), alloc: None, size: 0 },
-            kv: Buffer { buffer: vk::Buffer::null(), alloc: None, size: 0 },
-            out: Buffer { buffer: vk::Buffer::null(), alloc: None, size: 0 },
-            sync: Buffer { buffer: vk::Buffer::null(), alloc: None, size: 0 },
-            prog: Buffer { buffer: vk::Buffer::null(), alloc: None, size: 0 },
-            ring: Buffer { buffer: vk::Buffer::null(), alloc: None, size: 0 },
-            readback: Buffer { buffer: vk::Buffer::null(), alloc: None, size: 0 },
+            state: Buffer::null(),
+            kv: Buffer::null(),
+            out: Buffer::null(),
+            sync: Buffer::null(),
+            prog: Buffer::null(),
+            ring: Buffer::null(),
+            readback: Buffer::null(),
             ring_frame_words: 0,
             dsl: vk::DescriptorSetLayout::null(),
             layout: vk::PipelineLayout::null(),
@@ -359,9 +410,15 @@ impl VulkanDecoder {
         // SAFETY (whole function): every handle is created from `d` and stored in `self`,
         // which destroys them in Drop after waiting for the device.
         unsafe {
-            let ci = vk::CommandBufferAllocateInfo::default().command_pool(ctx.pool).level(vk::CommandBufferLevel::PRIMARY).command_buffer_count(1);
+            let ci = vk::CommandBufferAllocateInfo::default()
+                .command_pool(ctx.pool)
+                .level(vk::CommandBufferLevel::PRIMARY)
+                .command_buffer_count(1);
             self.cmd = vkr("vkAllocateCommandBuffers", d.allocate_command_buffers(&ci))?[0];
-            self.fence = vkr("vkCreateFence", d.create_fence(&vk::FenceCreateInfo::default(), None))?;
+            self.fence = vkr(
+                "vkCreateFence",
+                d.create_fence(&vk::FenceCreateInfo::default(), None),
+            )?;
         }
         // Weights: pack tensors into chunks no larger than the storage range.
         let cap_words = (ctx.info.max_storage_range.min(1 << 31) / 4).saturating_sub(64);
@@ -372,44 +429,104 @@ impl VulkanDecoder {
             let (words, row_words, sc) = repack(t);
             let n = words.len() as u64;
             if n > cap_words {
-                return Err(Error::Invalid(format!("{}: {} MB is larger than one storage buffer can hold", t.name, n * 4 / 1_000_000)));
+                return Err(Error::Invalid(format!(
+                    "{}: {} MB is larger than one storage buffer can hold",
+                    t.name,
+                    n * 4 / 1_000_000
+                )));
             }
             if chunk_words.last().copied().unwrap_or(0) + n > cap_words {
                 chunk_words.push(0);
             }
             if chunk_words.len() > NCHUNK {
-                return Err(Error::Invalid(format!("model needs more than {NCHUNK} weight buffers of {} MB", cap_words * 4 / 1_000_000)));
+                return Err(Error::Invalid(format!(
+                    "model needs more than {NCHUNK} weight buffers of {} MB",
+                    cap_words * 4 / 1_000_000
+                )));
             }
             let chunk = chunk_words.len() - 1;
             let base = chunk_words[chunk];
-            places.push(TensorPlace { chunk: chunk as u32, qs: base as u32, sc: base as u32 + sc, row_words, words: n });
+            places.push(TensorPlace {
+                chunk: chunk as u32,
+                qs: base as u32,
+                sc: base as u32 + sc,
+                row_words,
+                words: n,
+            });
             // Keep each tensor 16-byte aligned.
             chunk_words[chunk] = (base + n).div_ceil(4) * 4;
             packed.push(words);
         }
         for (i, &w) in chunk_words.iter().enumerate() {
-            let b = create_buffer(&ctx, &format!("weights.chunk{i}"), w * 4, STORAGE, MemoryLocation::GpuOnly)?;
+            let b = create_buffer(
+                &ctx,
+                &format!("weights.chunk{i}"),
+                w * 4,
+                STORAGE,
+                MemoryLocation::GpuOnly,
+            )?;
             self.chunks.push(b);
         }
         let c_state = self.program.state_floats * 4;
         self.state = create_buffer(&ctx, "state", c_state, STORAGE, MemoryLocation::GpuOnly)?;
-        self.kv = create_buffer(&ctx, "kv_cache", self.program.kv_floats * 4, STORAGE, MemoryLocation::GpuOnly)?;
+        self.kv = create_buffer(
+            &ctx,
+            "kv_cache",
+            self.program.kv_floats * 4,
+            STORAGE,
+            MemoryLocation::GpuOnly,
+        )?;
         let out_words = self.vocab as u64 + 2 + 2 * self.grid as u64;
-        self.out = create_buffer(&ctx, "logits", out_words * 4, STORAGE, MemoryLocation::GpuOnly)?;
+        self.out = create_buffer(
+            &ctx,
+            "logits",
+            out_words * 4,
+            STORAGE,
+            MemoryLocation::GpuOnly,
+        )?;
         let sync_words = 16 + self.grid as u64;
-        self.sync = create_buffer(&ctx, "sync", sync_words * 4, STORAGE, MemoryLocation::GpuOnly)?;
+        self.sync = create_buffer(
+            &ctx,
+            "sync",
+            sync_words * 4,
+            STORAGE,
+            MemoryLocation::GpuOnly,
+        )?;
         let n_stages = self.program.stages.len() as u32;
         let n_levels = self.program.levels.len() as u32;
         self.ring_frame_words = 4 + (n_stages + n_levels) * self.grid * 4;
         let ring_slots = 1u32;
-        self.ring = create_buffer(&ctx, "telemetry.ring", self.ring_frame_words as u64 * 4 * ring_slots as u64, STORAGE, MemoryLocation::GpuOnly)?;
-        let prog_words = self.program.words(&places, (self.ring_frame_words, ring_slots));
-        self.prog = create_buffer(&ctx, "program", prog_words.len() as u64 * 4, STORAGE, MemoryLocation::GpuOnly)?;
+        self.ring = create_buffer(
+            &ctx,
+            "telemetry.ring",
+            self.ring_frame_words as u64 * 4 * ring_slots as u64,
+            STORAGE,
+            MemoryLocation::GpuOnly,
+        )?;
+        let prog_words = self
+            .program
+            .words(&places, (self.ring_frame_words, ring_slots));
+        self.prog = create_buffer(
+            &ctx,
+            "program",
+            prog_words.len() as u64 * 4,
+            STORAGE,
+            MemoryLocation::GpuOnly,
+        )?;
         let rb = (sync_words + out_words + self.ring_frame_words as u64) * 4;
-        self.readback = create_buffer(&ctx, "readback", rb, vk::BufferUsageFlags::TRANSFER_DST, MemoryLocation::GpuToCpu)?;
+        self.readback = create_buffer(
+            &ctx,
+            "readback",
+            rb,
+            vk::BufferUsageFlags::TRANSFER_DST,
+            MemoryLocation::GpuToCpu,
+        )?;
 
         // Uploads.
-        let rope: Vec<u32> = Program::rope_table(cfg, self.program.max_seq as usize).iter().map(|f| f.to_bits()).collect();
+        let rope: Vec<u32> = Program::rope_table(cfg, self.program.max_seq as usize)
+            .iter()
+            .map(|f| f.to_bits())
+            .collect();
         let off_rope = prog_words[super::program::h::OFF_ROPE] as u64;
         let mut uploads: Vec<(usize, u64, Vec<u32>)> = vec![]; // (buffer id, word offset, words)
         for (p, w) in places.iter().zip(packed) {
@@ -427,7 +544,13 @@ impl VulkanDecoder {
     fn upload(&mut self, items: Vec<(usize, u64, Vec<u32>)>) -> Result<()> {
         let ctx = self.ctx.clone();
         let stage_bytes: u64 = 64 << 20;
-        let mut staging = create_buffer(&ctx, "staging", stage_bytes, vk::BufferUsageFlags::TRANSFER_SRC, MemoryLocation::CpuToGpu)?;
+        let mut staging = create_buffer(
+            &ctx,
+            "staging",
+            stage_bytes,
+            vk::BufferUsageFlags::TRANSFER_SRC,
+            MemoryLocation::CpuToGpu,
+        )?;
         let r = (|| -> Result<()> {
             for (id, off, words) in items {
                 let dst = match id {
@@ -445,8 +568,14 @@ impl VulkanDecoder {
                         .and_then(|a| a.mapped_slice_mut())
                         .ok_or_else(|| Error::Vulkan("staging buffer is not host-mapped".into()))?;
                     map[..n].copy_from_slice(&bytes[done..done + n]);
-                    let region = vk::BufferCopy { src_offset: 0, dst_offset: off * 4 + done as u64, size: n as u64 };
-                    self.one_shot(|d, cb| unsafe { d.cmd_copy_buffer(cb, staging.buffer, dst, &[region]) })?;
+                    let region = vk::BufferCopy {
+                        src_offset: 0,
+                        dst_offset: off * 4 + done as u64,
+                        size: n as u64,
+                    };
+                    self.one_shot(|d, cb| unsafe {
+                        d.cmd_copy_buffer(cb, staging.buffer, dst, &[region])
+                    })?;
                     done += n;
                 }
             }
@@ -460,16 +589,34 @@ impl VulkanDecoder {
         let d = &self.ctx.device;
         // SAFETY: the command buffer and fence are ours and idle between submissions.
         unsafe {
-            vkr("vkResetCommandBuffer", d.reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty()))?;
-            vkr("vkBeginCommandBuffer", d.begin_command_buffer(self.cmd, &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT)))?;
+            vkr(
+                "vkResetCommandBuffer",
+                d.reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty()),
+            )?;
+            vkr(
+                "vkBeginCommandBuffer",
+                d.begin_command_buffer(
+                    self.cmd,
+                    &vk::CommandBufferBeginInfo::default()
+                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+                ),
+            )?;
             rec(d, self.cmd);
             vkr("vkEndCommandBuffer", d.end_command_buffer(self.cmd))?;
             let cbs = [self.cmd];
             let si = [vk::SubmitInfo::default().command_buffers(&cbs)];
-            vkr("vkQueueSubmit", d.queue_submit(self.ctx.queue, &si, self.fence))?;
-            let r = d.wait_for_fences(&[self.fence], true, self.opts.fence_timeout.as_nanos() as u64);
+            vkr(
+                "vkQueueSubmit",
+                d.queue_submit(self.ctx.queue, &si, self.fence),
+            )?;
+            let r = d.wait_for_fences(
+                &[self.fence],
+                true,
+                self.opts.fence_timeout.as_nanos() as u64,
+            );
             if r == Err(vk::Result::TIMEOUT) {
-                self.broken = Some("a transfer did not complete within the watchdog timeout".into());
+                self.broken =
+                    Some("a transfer did not complete within the watchdog timeout".into());
                 return Err(Error::Vulkan("watchdog: transfer did not complete".into()));
             }
             vkr("vkWaitForFences", r)?;
@@ -481,24 +628,56 @@ impl VulkanDecoder {
     fn build_pipeline(&mut self, sx_cap: u32, cpu: bool) -> Result<()> {
         let ctx = self.ctx.clone();
         let d = &ctx.device;
-        let spv = if ctx.info.device_clock && std::env::var_os("BARO_NOCLOCK").is_none() { SPV_CLOCK } else { SPV_NOCLOCK };
-        let code = ash::util::read_spv(&mut std::io::Cursor::new(spv)).map_err(|e| Error::Vulkan(format!("embedded SPIR-V: {e}")))?;
+        let spv = if ctx.info.device_clock && std::env::var_os("BARO_NOCLOCK").is_none() {
+            SPV_CLOCK
+        } else {
+            SPV_NOCLOCK
+        };
+        let code = ash::util::read_spv(&mut std::io::Cursor::new(spv))
+            .map_err(|e| Error::Vulkan(format!("embedded SPIR-V: {e}")))?;
         let n_chunks = self.chunks.len();
         // SAFETY: all create infos reference live locals; handles are stored for Drop.
         unsafe {
-            let module = vkr("vkCreateShaderModule", d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None))?;
+            let module = vkr(
+                "vkCreateShaderModule",
+                d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None),
+            )?;
             let mut bindings = vec![vk::DescriptorSetLayoutBinding::default()
                 .binding(0)
                 .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
                 .descriptor_count(NCHUNK as u32)
                 .stage_flags(vk::ShaderStageFlags::COMPUTE)];
             for b in 1..=6 {
-                bindings.push(vk::DescriptorSetLayoutBinding::default().binding(b).descriptor_type(vk::DescriptorType::STORAGE_BUFFER).descriptor_count(1).stage_flags(vk::ShaderStageFlags::COMPUTE));
+                bindings.push(
+                    vk::DescriptorSetLayoutBinding::default()
+                        .binding(b)
+                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                        .descriptor_count(1)
+                        .stage_flags(vk::ShaderStageFlags::COMPUTE),
+                );
             }
-            self.dsl = vkr("vkCreateDescriptorSetLayout", d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None))?;
-            let pcr = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::COMPUTE, offset: 0, size: 32 }];
+            self.dsl = vkr(
+                "vkCreateDescriptorSetLayout",
+                d.create_descriptor_set_layout(
+                    &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
+                    None,
+                ),
+            )?;
+            let pcr = [vk::PushConstantRange {
+                stage_flags: vk::ShaderStageFlags::COMPUTE,
+                offset: 0,
+                size: 32,
+            }];
             let dsls = [self.dsl];
-            self.layout = vkr("vkCreatePipelineLayout", d.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&dsls).push_constant_ranges(&pcr), None))?;
+            self.layout = vkr(
+                "vkCreatePipelineLayout",
+                d.create_pipeline_layout(
+                    &vk::PipelineLayoutCreateInfo::default()
+                        .set_layouts(&dsls)
+                        .push_constant_ranges(&pcr),
+                    None,
+                ),
+            )?;
             let mega = self.opts.mode == Mode::Mega;
             let spec: [u32; 12] = [
                 self.wg_size,
@@ -509,40 +688,108 @@ impl VulkanDecoder {
                 ctx.info.device_clock as u32,
                 if cpu { 50_000 } else { 0 },
                 cpu as u32,
-                std::env::var("BARO_SLOW").ok().and_then(|v| v.parse().ok()).unwrap_or(self.opts.test_slow_kind.map_or(0xFFFF, |k| k as u32)),
+                std::env::var("BARO_SLOW")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(self.opts.test_slow_kind.map_or(0xFFFF, |k| k as u32)),
                 self.opts.test_stall_wg.unwrap_or(u32::MAX),
                 n_chunks as u32,
                 1024,
             ];
-            let entries: Vec<vk::SpecializationMapEntry> = (0..12).map(|i| vk::SpecializationMapEntry { constant_id: i, offset: i * 4, size: 4 }).collect();
+            let entries: Vec<vk::SpecializationMapEntry> = (0..12)
+                .map(|i| vk::SpecializationMapEntry {
+                    constant_id: i,
+                    offset: i * 4,
+                    size: 4,
+                })
+                .collect();
             let spec_bytes = unsafe_words_as_bytes(&spec);
-            let si = vk::SpecializationInfo::default().map_entries(&entries).data(spec_bytes);
-            let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(module).name(c"main").specialization_info(&si);
-            let pci = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(self.layout)];
+            let si = vk::SpecializationInfo::default()
+                .map_entries(&entries)
+                .data(spec_bytes);
+            let stage = vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::COMPUTE)
+                .module(module)
+                .name(c"main")
+                .specialization_info(&si);
+            let pci = [vk::ComputePipelineCreateInfo::default()
+                .stage(stage)
+                .layout(self.layout)];
             let p = d.create_compute_pipelines(vk::PipelineCache::null(), &pci, None);
             d.destroy_shader_module(module, None);
             self.pipeline = match p {
                 Ok(v) => v[0],
-                Err((_, e)) => return Err(Error::Vulkan(format!("creating the decode pipeline: {e:?}"))),
+                Err((_, e)) => {
+                    return Err(Error::Vulkan(format!(
+                        "creating the decode pipeline: {e:?}"
+                    )))
+                }
             };
-            let sizes = [vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: NCHUNK as u32 + 6 }];
-            self.dpool = vkr("vkCreateDescriptorPool", d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None))?;
-            self.set = vkr("vkAllocateDescriptorSets", d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(self.dpool).set_layouts(&dsls)))?[0];
+            let sizes = [vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::STORAGE_BUFFER,
+                descriptor_count: NCHUNK as u32 + 6,
+            }];
+            self.dpool = vkr(
+                "vkCreateDescriptorPool",
+                d.create_descriptor_pool(
+                    &vk::DescriptorPoolCreateInfo::default()
+                        .max_sets(1)
+                        .pool_sizes(&sizes),
+                    None,
+                ),
+            )?;
+            self.set = vkr(
+                "vkAllocateDescriptorSets",
+                d.allocate_descriptor_sets(
+                    &vk::DescriptorSetAllocateInfo::default()
+                        .descriptor_pool(self.dpool)
+                        .set_layouts(&dsls),
+                ),
+            )?[0];
             let chunk_infos: Vec<vk::DescriptorBufferInfo> = (0..NCHUNK)
                 .map(|i| {
                     let b = &self.chunks[i.min(n_chunks - 1)];
-                    vk::DescriptorBufferInfo { buffer: b.buffer, offset: 0, range: vk::WHOLE_SIZE }
+                    vk::DescriptorBufferInfo {
+                        buffer: b.buffer,
+                        offset: 0,
+                        range: vk::WHOLE_SIZE,
+                    }
                 })
                 .collect();
-            let one = |b: &Buffer| [vk::DescriptorBufferInfo { buffer: b.buffer, offset: 0, range: vk::WHOLE_SIZE }];
-            let infos = [one(&self.state), one(&self.kv), one(&self.out), one(&self.sync), one(&self.prog), one(&self.ring)];
-            let mut writes = vec![vk::WriteDescriptorSet::default().dst_set(self.set).dst_binding(0).descriptor_type(vk::DescriptorType::STORAGE_BUFFER).buffer_info(&chunk_infos)];
+            let one = |b: &Buffer| {
+                [vk::DescriptorBufferInfo {
+                    buffer: b.buffer,
+                    offset: 0,
+                    range: vk::WHOLE_SIZE,
+                }]
+            };
+            let infos = [
+                one(&self.state),
+                one(&self.kv),
+                one(&self.out),
+                one(&self.sync),
+                one(&self.prog),
+                one(&self.ring),
+            ];
+            let mut writes = vec![vk::WriteDescriptorSet::default()
+                .dst_set(self.set)
+                .dst_binding(0)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .buffer_info(&chunk_infos)];
             for (i, inf) in infos.iter().enumerate() {
-                writes.push(vk::WriteDescriptorSet::default().dst_set(self.set).dst_binding(i as u32 + 1).descriptor_type(vk::DescriptorType::STORAGE_BUFFER).buffer_info(inf));
+                writes.push(
+                    vk::WriteDescriptorSet::default()
+                        .dst_set(self.set)
+                        .dst_binding(i as u32 + 1)
+                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                        .buffer_info(inf),
+                );
             }
             d.update_descriptor_sets(&writes, &[]);
             self.n_queries = 2 + self.program.stages.len() as u32 * 2;
-            let qci = vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(self.n_queries);
+            let qci = vk::QueryPoolCreateInfo::default()
+                .query_type(vk::QueryType::TIMESTAMP)
+                .query_count(self.n_queries);
             self.qpool = vkr("vkCreateQueryPool", d.create_query_pool(&qci, None))?;
         }
         Ok(())
@@ -563,12 +810,112 @@ impl VulkanDecoder {
 
     /// Name of level `i`.
     pub fn level_name(&self, i: u32) -> String {
-        self.program.levels.get(i as usize).map_or_else(|| format!("#{i}"), |l| l.name.clone())
+        self.program
+            .levels
+            .get(i as usize)
+            .map_or_else(|| format!("#{i}"), |l| l.name.clone())
     }
 
     /// Logits of the last pass (valid when `read_logits` is on).
     pub fn logits(&self) -> &[f32] {
         &self.logits
+    }
+
+    /// Static details of this decoder's program for the telemetry stream.
+    pub fn run_details(&self, model: &str) -> crate::telemetry::RunDetails {
+        use crate::telemetry::{LevelDetails, RunDetails, StageDetails};
+        let p = &self.program;
+        RunDetails {
+            device: self.ctx.info.name.clone(),
+            driver: self.ctx.info.driver.clone(),
+            device_kind: format!("{:?}", self.ctx.info.kind),
+            model: model.to_string(),
+            mode: self.opts.mode.name().to_string(),
+            grid: self.grid,
+            wg_size: self.wg_size,
+            stages: p
+                .stages
+                .iter()
+                .enumerate()
+                .map(|(i, s)| StageDetails {
+                    id: i as u32,
+                    name: s.name.clone(),
+                    level: s.level,
+                    kind: s.kind.name().to_string(),
+                    rows: s.rows,
+                    units: s.units,
+                })
+                .collect(),
+            levels: p
+                .levels
+                .iter()
+                .enumerate()
+                .map(|(i, l)| LevelDetails {
+                    index: i as u32,
+                    name: l.name.clone(),
+                    stages: (l.first..l.first + l.count).collect(),
+                })
+                .collect(),
+            instrumented: self.opts.instrument,
+        }
+    }
+
+    /// Build the telemetry frame of the pass just run (`pass` is what [`Self::step`] returned).
+    /// Stage timings come from the in-kernel ring when instrumentation is on; a torn ring
+    /// frame is flagged, never read.
+    pub fn frame(
+        &self,
+        details: &crate::telemetry::RunDetails,
+        pass_no: u64,
+        pos: usize,
+        token: u32,
+        next: u32,
+        p: &Pass,
+    ) -> crate::telemetry::Frame {
+        use crate::telemetry::{decode_frame, Frame};
+        let mut f = Frame {
+            pass: pass_no,
+            pos: pos as u32,
+            token,
+            next,
+            wall_ns: p.wall.as_nanos() as u64,
+            gpu_ns: p.gpu_ns,
+            fail_word: p.fail.bits,
+            fail_line: p.fail.line(|l| self.level_name(l)),
+            stages: vec![],
+            barriers: vec![],
+            dispatch_ns: p.dispatch_ns.clone(),
+            spans: vec![],
+            torn: false,
+            dropped: 0,
+        };
+        if let Some(words) = self.last_frame() {
+            let mega = self.opts.mode == Mode::Mega;
+            match decode_frame(
+                &words,
+                &details.stages,
+                &details.levels,
+                self.grid,
+                self.passes,
+                mega,
+            ) {
+                Some((spans, mut stages, barriers)) => {
+                    if !mega {
+                        // Multi mode: a span-per-stage profiler charges each stage its dispatch.
+                        for st in stages.iter_mut() {
+                            if let Some(&d) = p.dispatch_ns.get(st.stage as usize) {
+                                st.charged_ns = d;
+                            }
+                        }
+                    }
+                    f.spans = spans;
+                    f.stages = stages;
+                    f.barriers = barriers;
+                }
+                None => f.torn = true,
+            }
+        }
+        f
     }
 
     /// Logits of the last pass, mutable (samplers scale them in place).
@@ -586,7 +933,12 @@ impl VulkanDecoder {
         let map = self.readback.alloc.as_ref()?.mapped_slice()?;
         let start = (sync_words + out_words) * 4;
         let n = self.ring_frame_words as usize * 4;
-        Some(map[start..start + n].chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+        Some(
+            map[start..start + n]
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+        )
     }
 
     /// Run one pass: `token` at `pos`. A kernel or host check failure is reported in the
@@ -612,33 +964,81 @@ impl VulkanDecoder {
         let timeout_ticks = (self.opts.spin_timeout.as_nanos().min(u32::MAX as u128 / 2)) as u32;
         let pass_id = self.passes;
         self.passes = self.passes.wrapping_add(1);
-        let push = |level: u32, stage: u32| -> [u32; 8] { [token, pos as u32, level, stage, pass_id, timeout_ticks, 0, 0] };
+        let push = |level: u32, stage: u32| -> [u32; 8] {
+            [
+                token,
+                pos as u32,
+                level,
+                stage,
+                pass_id,
+                timeout_ticks,
+                0,
+                0,
+            ]
+        };
         let mega = self.opts.mode == Mode::Mega;
         let n_stages = self.program.stages.len() as u32;
         let t0 = Instant::now();
         // SAFETY: all handles belong to this decoder; the command buffer is idle (the previous
         // pass's fence was waited on).
         unsafe {
-            vkr("vkResetCommandBuffer", d.reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty()))?;
-            vkr("vkBeginCommandBuffer", d.begin_command_buffer(self.cmd, &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT)))?;
+            vkr(
+                "vkResetCommandBuffer",
+                d.reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty()),
+            )?;
+            vkr(
+                "vkBeginCommandBuffer",
+                d.begin_command_buffer(
+                    self.cmd,
+                    &vk::CommandBufferBeginInfo::default()
+                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+                ),
+            )?;
             let cb = self.cmd;
             d.cmd_reset_query_pool(cb, self.qpool, 0, self.n_queries);
             d.cmd_update_buffer(cb, self.sync.buffer, 0, unsafe_words_as_bytes(&sync_init));
             d.cmd_fill_buffer(cb, self.out.buffer, 0, (self.vocab as u64 + 2) * 4, POISON);
             // Partials: index u32::MAX = "none".
-            d.cmd_fill_buffer(cb, self.out.buffer, (self.vocab as u64 + 2) * 4, 2 * grid as u64 * 4, u32::MAX);
+            d.cmd_fill_buffer(
+                cb,
+                self.out.buffer,
+                (self.vocab as u64 + 2) * 4,
+                2 * grid as u64 * 4,
+                u32::MAX,
+            );
             if self.opts.instrument {
                 d.cmd_fill_buffer(cb, self.ring.buffer, 0, self.ring_frame_words as u64 * 4, 0);
             }
             let to_shader = [vk::MemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
                 .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
-            d.cmd_pipeline_barrier(cb, vk::PipelineStageFlags::TRANSFER, vk::PipelineStageFlags::COMPUTE_SHADER, vk::DependencyFlags::empty(), &to_shader, &[], &[]);
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::DependencyFlags::empty(),
+                &to_shader,
+                &[],
+                &[],
+            );
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, self.pipeline);
-            d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, self.layout, 0, &[self.set], &[]);
+            d.cmd_bind_descriptor_sets(
+                cb,
+                vk::PipelineBindPoint::COMPUTE,
+                self.layout,
+                0,
+                &[self.set],
+                &[],
+            );
             d.cmd_write_timestamp(cb, vk::PipelineStageFlags::TOP_OF_PIPE, self.qpool, 0);
             if mega {
-                d.cmd_push_constants(cb, self.layout, vk::ShaderStageFlags::COMPUTE, 0, unsafe_words_as_bytes(&push(0, u32::MAX)));
+                d.cmd_push_constants(
+                    cb,
+                    self.layout,
+                    vk::ShaderStageFlags::COMPUTE,
+                    0,
+                    unsafe_words_as_bytes(&push(0, u32::MAX)),
+                );
                 d.cmd_dispatch(cb, grid, 1, 1);
             } else {
                 let between = [vk::MemoryBarrier::default()
@@ -646,38 +1046,124 @@ impl VulkanDecoder {
                     .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
                 for (i, s) in self.program.stages.iter().enumerate() {
                     if i > 0 {
-                        d.cmd_pipeline_barrier(cb, vk::PipelineStageFlags::COMPUTE_SHADER, vk::PipelineStageFlags::COMPUTE_SHADER, vk::DependencyFlags::empty(), &between, &[], &[]);
+                        d.cmd_pipeline_barrier(
+                            cb,
+                            vk::PipelineStageFlags::COMPUTE_SHADER,
+                            vk::PipelineStageFlags::COMPUTE_SHADER,
+                            vk::DependencyFlags::empty(),
+                            &between,
+                            &[],
+                            &[],
+                        );
                     }
-                    d.cmd_write_timestamp(cb, vk::PipelineStageFlags::TOP_OF_PIPE, self.qpool, 2 + 2 * i as u32);
-                    d.cmd_push_constants(cb, self.layout, vk::ShaderStageFlags::COMPUTE, 0, unsafe_words_as_bytes(&push(s.level, i as u32)));
+                    d.cmd_write_timestamp(
+                        cb,
+                        vk::PipelineStageFlags::TOP_OF_PIPE,
+                        self.qpool,
+                        2 + 2 * i as u32,
+                    );
+                    d.cmd_push_constants(
+                        cb,
+                        self.layout,
+                        vk::ShaderStageFlags::COMPUTE,
+                        0,
+                        unsafe_words_as_bytes(&push(s.level, i as u32)),
+                    );
                     d.cmd_dispatch(cb, grid, 1, 1);
-                    d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, self.qpool, 3 + 2 * i as u32);
+                    d.cmd_write_timestamp(
+                        cb,
+                        vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                        self.qpool,
+                        3 + 2 * i as u32,
+                    );
                 }
             }
             d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, self.qpool, 1);
-            let to_copy = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::SHADER_WRITE).dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
-            d.cmd_pipeline_barrier(cb, vk::PipelineStageFlags::COMPUTE_SHADER, vk::PipelineStageFlags::TRANSFER, vk::DependencyFlags::empty(), &to_copy, &[], &[]);
-            d.cmd_copy_buffer(cb, self.sync.buffer, self.readback.buffer, &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: sync_words as u64 * 4 }]);
-            let (src, size) = if self.opts.read_logits { (0u64, out_words as u64 * 4) } else { (self.vocab as u64 * 4, 8) };
-            d.cmd_copy_buffer(cb, self.out.buffer, self.readback.buffer, &[vk::BufferCopy { src_offset: src, dst_offset: sync_words as u64 * 4 + src, size }]);
+            let to_copy = [vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &to_copy,
+                &[],
+                &[],
+            );
+            d.cmd_copy_buffer(
+                cb,
+                self.sync.buffer,
+                self.readback.buffer,
+                &[vk::BufferCopy {
+                    src_offset: 0,
+                    dst_offset: 0,
+                    size: sync_words as u64 * 4,
+                }],
+            );
+            let (src, size) = if self.opts.read_logits {
+                (0u64, out_words as u64 * 4)
+            } else {
+                (self.vocab as u64 * 4, 8)
+            };
+            d.cmd_copy_buffer(
+                cb,
+                self.out.buffer,
+                self.readback.buffer,
+                &[vk::BufferCopy {
+                    src_offset: src,
+                    dst_offset: sync_words as u64 * 4 + src,
+                    size,
+                }],
+            );
             if self.opts.instrument {
                 let off = (sync_words + out_words) as u64 * 4;
-                d.cmd_copy_buffer(cb, self.ring.buffer, self.readback.buffer, &[vk::BufferCopy { src_offset: 0, dst_offset: off, size: self.ring_frame_words as u64 * 4 }]);
+                d.cmd_copy_buffer(
+                    cb,
+                    self.ring.buffer,
+                    self.readback.buffer,
+                    &[vk::BufferCopy {
+                        src_offset: 0,
+                        dst_offset: off,
+                        size: self.ring_frame_words as u64 * 4,
+                    }],
+                );
             }
-            let to_host = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::TRANSFER_WRITE).dst_access_mask(vk::AccessFlags::HOST_READ)];
-            d.cmd_pipeline_barrier(cb, vk::PipelineStageFlags::TRANSFER, vk::PipelineStageFlags::HOST, vk::DependencyFlags::empty(), &to_host, &[], &[]);
+            let to_host = [vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(vk::AccessFlags::HOST_READ)];
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::HOST,
+                vk::DependencyFlags::empty(),
+                &to_host,
+                &[],
+                &[],
+            );
             vkr("vkEndCommandBuffer", d.end_command_buffer(cb))?;
             let cbs = [cb];
             let si = [vk::SubmitInfo::default().command_buffers(&cbs)];
             vkr("vkQueueSubmit", d.queue_submit(ctx.queue, &si, self.fence))?;
-            let r = d.wait_for_fences(&[self.fence], true, self.opts.fence_timeout.as_nanos() as u64);
+            let r = d.wait_for_fences(
+                &[self.fence],
+                true,
+                self.opts.fence_timeout.as_nanos() as u64,
+            );
             let wall = t0.elapsed();
             if r == Err(vk::Result::TIMEOUT) {
-                self.broken = Some(format!("pass {pass_id} did not finish within {:?} (watchdog)", self.opts.fence_timeout));
+                self.broken = Some(format!(
+                    "pass {pass_id} did not finish within {:?} (watchdog)",
+                    self.opts.fence_timeout
+                ));
                 return Ok(Pass {
                     argmax: u32::MAX,
                     argmax_value: f32::NAN,
-                    fail: FailWord { bits: fail::WATCHDOG, grid, ..Default::default() },
+                    fail: FailWord {
+                        bits: fail::WATCHDOG,
+                        grid,
+                        ..Default::default()
+                    },
                     gpu_ns: None,
                     dispatch_ns: vec![],
                     wall,
@@ -688,23 +1174,39 @@ impl VulkanDecoder {
             // Timestamps.
             let nq = if mega { 2 } else { self.n_queries as usize };
             let mut ts = vec![0u64; nq];
-            let got = d.get_query_pool_results(self.qpool, 0, &mut ts, vk::QueryResultFlags::TYPE_64);
+            let got =
+                d.get_query_pool_results(self.qpool, 0, &mut ts, vk::QueryResultFlags::TYPE_64);
             let period = ctx.info.timestamp_period as f64;
             let (gpu_ns, dispatch_ns) = if got.is_ok() && ctx.info.timestamp_bits > 0 {
                 let span = |a: u64, b: u64| (b.wrapping_sub(a) as f64 * period) as u64;
-                let disp = if mega { vec![] } else { (0..n_stages as usize).map(|i| span(ts[2 + 2 * i], ts[3 + 2 * i])).collect() };
+                let disp = if mega {
+                    vec![]
+                } else {
+                    (0..n_stages as usize)
+                        .map(|i| span(ts[2 + 2 * i], ts[3 + 2 * i]))
+                        .collect()
+                };
                 (Some(span(ts[0], ts[1])), disp)
             } else {
                 (None, vec![])
             };
-            let map = self.readback.alloc.as_ref().and_then(|a| a.mapped_slice()).ok_or_else(|| Error::Vulkan("readback buffer is not host-mapped".into()))?;
-            let word = |i: usize| u32::from_le_bytes([map[i * 4], map[i * 4 + 1], map[i * 4 + 2], map[i * 4 + 3]]);
+            let map = self
+                .readback
+                .alloc
+                .as_ref()
+                .and_then(|a| a.mapped_slice())
+                .ok_or_else(|| Error::Vulkan("readback buffer is not host-mapped".into()))?;
+            let word = |i: usize| {
+                u32::from_le_bytes([map[i * 4], map[i * 4 + 1], map[i * 4 + 2], map[i * 4 + 3]])
+            };
             let mut fw = FailWord {
                 bits: word(sy::FAIL),
                 level: Some(word(sy::FAIL_LEVEL)).filter(|&l| l != u32::MAX),
                 seen: word(sy::FAIL_SEEN),
                 wg: word(sy::FAIL_WG),
-                resident: (0..grid as usize).filter(|&g| word(sy::RESIDENT + g) == pass_id + 1).count() as u32,
+                resident: (0..grid as usize)
+                    .filter(|&g| word(sy::RESIDENT + g) == pass_id + 1)
+                    .count() as u32,
                 grid,
             };
             if std::env::var_os("BARO_DEBUG_SYNC").is_some() {
@@ -729,7 +1231,14 @@ impl VulkanDecoder {
                     fw.bits |= fail::POISONED;
                 }
             }
-            Ok(Pass { argmax, argmax_value, fail: fw, gpu_ns, dispatch_ns, wall })
+            Ok(Pass {
+                argmax,
+                argmax_value,
+                fail: fw,
+                gpu_ns,
+                dispatch_ns,
+                wall,
+            })
         }
     }
 }
@@ -742,7 +1251,10 @@ impl crate::generate::Decode for VulkanDecoder {
     fn forward(&mut self, token: u32, pos: usize) -> Result<&mut [f32]> {
         let p = self.step(token, pos)?;
         if !p.fail.ok() {
-            return Err(Error::Vulkan(format!("pass at position {pos}: {}", p.fail.line(|l| self.level_name(l)))));
+            return Err(Error::Vulkan(format!(
+                "pass at position {pos}: {}",
+                p.fail.line(|l| self.level_name(l))
+            )));
         }
         Ok(&mut self.logits)
     }
@@ -778,7 +1290,15 @@ impl Drop for VulkanDecoder {
             }
         }
         let mut bufs = std::mem::take(&mut self.chunks);
-        for b in [&mut self.state, &mut self.kv, &mut self.out, &mut self.sync, &mut self.prog, &mut self.ring, &mut self.readback] {
+        for b in [
+            &mut self.state,
+            &mut self.kv,
+            &mut self.out,
+            &mut self.sync,
+            &mut self.prog,
+            &mut self.ring,
+            &mut self.readback,
+        ] {
             destroy_buffer(&ctx, b);
         }
         for b in bufs.iter_mut() {

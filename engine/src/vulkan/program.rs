@@ -172,7 +172,9 @@ pub fn repack(t: &Tensor) -> (Vec<u32>, u32, u32) {
             let mut out = vec![0u32; rows * rw];
             for r in 0..rows {
                 for j in 0..cols {
-                    let hbits = u16::from_le_bytes([d[(r * cols + j) * 2], d[(r * cols + j) * 2 + 1]]) as u32;
+                    let hbits =
+                        u16::from_le_bytes([d[(r * cols + j) * 2], d[(r * cols + j) * 2 + 1]])
+                            as u32;
                     out[r * rw + j / 2] |= hbits << (16 * (j % 2));
                 }
             }
@@ -180,7 +182,11 @@ pub fn repack(t: &Tensor) -> (Vec<u32>, u32, u32) {
         }
         GgmlType::Q8_0 | GgmlType::Q4_0 => {
             let nb = cols / 32;
-            let (bb, qw) = if t.ty == GgmlType::Q8_0 { (34, 8) } else { (18, 4) };
+            let (bb, qw) = if t.ty == GgmlType::Q8_0 {
+                (34, 8)
+            } else {
+                (18, 4)
+            };
             let nblk = rows * nb;
             let sc_words = nblk.div_ceil(2);
             let mut out = vec![0u32; nblk * qw + sc_words];
@@ -210,7 +216,13 @@ impl Program {
         let mut levels = vec![];
         let mut stages: Vec<Stage> = vec![];
         let mut stage_t: Vec<(u32, u32)> = vec![];
-        let mut level = |name: String, prologue: u32, pt: u32, flags: u32, st: Vec<(StageKind, u32, u32, u32, u32)>, stages: &mut Vec<Stage>, stage_t: &mut Vec<(u32, u32)>| {
+        let mut level = |name: String,
+                         prologue: u32,
+                         pt: u32,
+                         flags: u32,
+                         st: Vec<(StageKind, u32, u32, u32, u32)>,
+                         stages: &mut Vec<Stage>,
+                         stage_t: &mut Vec<(u32, u32)>| {
             let li = levels.len() as u32;
             let first = stages.len() as u32;
             for (kind, layer, units, t0, t1) in st {
@@ -224,7 +236,14 @@ impl Program {
                 } else {
                     format!("{}.l{layer}", kind.name())
                 };
-                stages.push(Stage { kind, layer, level: li, units, name, rows });
+                stages.push(Stage {
+                    kind,
+                    layer,
+                    level: li,
+                    units,
+                    name,
+                    rows,
+                });
                 stage_t.push((t0, t1));
             }
             levels.push(Level {
@@ -245,19 +264,79 @@ impl Program {
             let fnorm = tid(&lw.ffn_norm);
             let (g, down, up) = (tid(&lw.w_gate), tid(&lw.w_down), tid(&lw.w_up));
             use StageKind::*;
-            level(format!("qkv.l{l}"), 1, an, (l == 0) as u32, vec![(Q, l32, d / 2, q, 0), (K, l32, kv / 2, k, 0), (V, l32, kv, v, 0)], &mut stages, &mut stage_t);
-            level(format!("attn.l{l}"), 0, 0, 0, vec![(Attn, l32, c.n_heads as u32, 0, 0)], &mut stages, &mut stage_t);
-            level(format!("wo.l{l}"), 2, 0, 0, vec![(Wo, l32, d, o, 0)], &mut stages, &mut stage_t);
-            level(format!("ffn.l{l}"), 1, fnorm, 0, vec![(Ffn, l32, hd, g, up)], &mut stages, &mut stage_t);
-            level(format!("down.l{l}"), 3, 0, 0, vec![(Down, l32, d, down, 0)], &mut stages, &mut stage_t);
+            level(
+                format!("qkv.l{l}"),
+                1,
+                an,
+                (l == 0) as u32,
+                vec![
+                    (Q, l32, d / 2, q, 0),
+                    (K, l32, kv / 2, k, 0),
+                    (V, l32, kv, v, 0),
+                ],
+                &mut stages,
+                &mut stage_t,
+            );
+            level(
+                format!("attn.l{l}"),
+                0,
+                0,
+                0,
+                vec![(Attn, l32, c.n_heads as u32, 0, 0)],
+                &mut stages,
+                &mut stage_t,
+            );
+            level(
+                format!("wo.l{l}"),
+                2,
+                0,
+                0,
+                vec![(Wo, l32, d, o, 0)],
+                &mut stages,
+                &mut stage_t,
+            );
+            level(
+                format!("ffn.l{l}"),
+                1,
+                fnorm,
+                0,
+                vec![(Ffn, l32, hd, g, up)],
+                &mut stages,
+                &mut stage_t,
+            );
+            level(
+                format!("down.l{l}"),
+                3,
+                0,
+                0,
+                vec![(Down, l32, d, down, 0)],
+                &mut stages,
+                &mut stage_t,
+            );
         }
         let on = tid(&w.output_norm);
         let cls = match &w.output {
             Some(o) => tid(o),
             None => embed,
         };
-        level("head".into(), 1, on, 0, vec![(StageKind::Head, 0, c.vocab_size as u32, cls, 0)], &mut stages, &mut stage_t);
-        level("argmax".into(), 0, 0, 2, vec![(StageKind::Argmax, 0, 1, 0, 0)], &mut stages, &mut stage_t);
+        level(
+            "head".into(),
+            1,
+            on,
+            0,
+            vec![(StageKind::Head, 0, c.vocab_size as u32, cls, 0)],
+            &mut stages,
+            &mut stage_t,
+        );
+        level(
+            "argmax".into(),
+            0,
+            0,
+            2,
+            vec![(StageKind::Argmax, 0, 1, 0, 0)],
+            &mut stages,
+            &mut stage_t,
+        );
 
         let ms = max_seq as u64;
         let hs = c.head_size() as u64;
@@ -296,14 +375,25 @@ impl Program {
         hdr[h::KV_DIM] = kv;
         hdr[h::N_LAYERS] = c.n_layers as u32;
         // Stage → tensors kept beside the stage list for serialisation.
-        let mut p = Program { levels, stages, tensors, state_floats, kv_floats, max_seq: max_seq as u32, header: hdr };
+        let mut p = Program {
+            levels,
+            stages,
+            tensors,
+            state_floats,
+            kv_floats,
+            max_seq: max_seq as u32,
+            header: hdr,
+        };
         p.header.extend(stage_t.iter().flat_map(|&(a, b)| [a, b]));
         p
     }
 
     /// Stage `i`'s (t0, t1) tensor indices.
     fn stage_tensors(&self, i: usize) -> (u32, u32) {
-        (self.header[h::WORDS + 2 * i], self.header[h::WORDS + 2 * i + 1])
+        (
+            self.header[h::WORDS + 2 * i],
+            self.header[h::WORDS + 2 * i + 1],
+        )
     }
 
     /// The RoPE cos/sin table, `[max_seq][head_size/2]` pairs, computed exactly as the CPU
@@ -330,7 +420,16 @@ impl Program {
         w[h::RING_SLOTS] = ring.1;
         w[h::LEVELS] = w.len() as u32;
         for l in &self.levels {
-            w.extend([l.first, l.count, l.prologue, l.prologue_tensor, l.flags, 0, 0, 0]);
+            w.extend([
+                l.first,
+                l.count,
+                l.prologue,
+                l.prologue_tensor,
+                l.flags,
+                0,
+                0,
+                0,
+            ]);
         }
         w[h::STAGES] = w.len() as u32;
         let mut unit_off = 0u32;
@@ -341,12 +440,30 @@ impl Program {
                 unit_off = 0;
             }
             let (t0, t1) = self.stage_tensors(i);
-            w.extend([s.kind as u32, s.layer, s.units, unit_off, t0, t1, s.level, 0]);
+            w.extend([
+                s.kind as u32,
+                s.layer,
+                s.units,
+                unit_off,
+                t0,
+                t1,
+                s.level,
+                0,
+            ]);
             unit_off = unit_off.wrapping_add(s.units);
         }
         w[h::TENSORS] = w.len() as u32;
         for (t, p) in self.tensors.iter().zip(places) {
-            w.extend([t.ty.id(), t.rows as u32, t.cols as u32, p.chunk, p.qs, p.sc, p.row_words, 0]);
+            w.extend([
+                t.ty.id(),
+                t.rows as u32,
+                t.cols as u32,
+                p.chunk,
+                p.qs,
+                p.sc,
+                p.row_words,
+                0,
+            ]);
         }
         w
     }
