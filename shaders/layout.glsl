@@ -121,6 +121,7 @@ layout(push_constant) uniform Push {
 #define SY_FAIL_WG 4
 #define SY_ABORT 5
 #define SY_STARTED 6
+#define SY_CALIB 8     // 2 words: clock sample of a calibration dispatch
 #define SY_RESIDENT 16   // G words: pass_id + 1 when the workgroup started
 
 #define FAIL_TIMEOUT 1u

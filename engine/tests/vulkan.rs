@@ -2,7 +2,9 @@
 //! LP_NUM_THREADS=2 (scripts/test.sh). A missing device is a failure, never a silent skip;
 //! outside CI, BARO_SKIP_VULKAN=1 skips them explicitly (and says so).
 
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+mod common;
+
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use baro_engine::gate::{run_gate, GateConfig};
@@ -15,36 +17,11 @@ use baro_engine::vulkan::{fail, DecoderOptions, DeviceKind, GpuContext, Mode, Vu
 
 const GOLDEN_TEXT: &[u8] = include_bytes!("../models/stories260K/greedy_empty_prompt_200.txt");
 
-/// One device for the whole binary; tests take turns (lavapipe's pool threads are the grid).
-fn device() -> Option<(Arc<GpuContext>, MutexGuard<'static, ()>)> {
-    static CTX: OnceLock<Result<Arc<GpuContext>, String>> = OnceLock::new();
-    static TURN: Mutex<()> = Mutex::new(());
-    let ctx = CTX.get_or_init(|| {
-        if std::env::var_os("LP_NUM_THREADS").is_none() {
-            // Co-residency on lavapipe = its pool threads; the fault tests rely on 2.
-            std::env::set_var("LP_NUM_THREADS", "2");
-        }
-        GpuContext::new(None)
-            .map(Arc::new)
-            .map_err(|e| e.to_string())
-    });
-    match ctx {
-        Ok(c) => Some((c.clone(), TURN.lock().unwrap_or_else(|p| p.into_inner()))),
-        Err(e) => {
-            let in_ci =
-                std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
-            if !in_ci && std::env::var_os("BARO_SKIP_VULKAN").is_some() {
-                eprintln!("SKIPPED (BARO_SKIP_VULKAN set): no Vulkan device: {e}");
-                return None;
-            }
-            panic!("no usable Vulkan device: {e}\ninstall lavapipe: apt-get install mesa-vulkan-drivers libvulkan1 (or run scripts/test.sh)");
-        }
-    }
-}
-
 fn co_resident(ctx: &GpuContext) -> u32 {
     baro_engine::vulkan::default_grid(ctx)
 }
+
+use common::device;
 
 fn text_on(ctx: &Arc<GpuContext>, model: &Model, mode: Mode, steps: usize) -> Vec<u8> {
     let opts = DecoderOptions {

@@ -29,6 +29,7 @@ mod sy {
     pub const FAIL_SEEN: usize = 3;
     pub const FAIL_WG: usize = 4;
     pub const STARTED: usize = 6;
+    pub const CALIB: usize = 8;
     pub const RESIDENT: usize = 16;
 }
 
@@ -95,6 +96,9 @@ pub struct DecoderOptions {
     pub test_slow_kind: Option<StageKind>,
     /// Test only: this workgroup never arrives at a barrier.
     pub test_stall_wg: Option<u32>,
+    /// Run the documented fallback for devices without VK_KHR_shader_clock even where the
+    /// clock exists: spins are bounded by the iteration budget alone and stamps read 0.
+    pub no_device_clock: bool,
 }
 
 impl Default for DecoderOptions {
@@ -110,6 +114,7 @@ impl Default for DecoderOptions {
             read_logits: true,
             test_slow_kind: None,
             test_stall_wg: None,
+            no_device_clock: false,
         }
     }
 }
@@ -250,6 +255,7 @@ pub struct VulkanDecoder {
     qpool: vk::QueryPool,
     n_queries: u32,
     passes: u32,
+    last_window: Option<(u64, u64)>,
     broken: Option<String>,
     logits: Vec<f32>,
 }
@@ -361,10 +367,6 @@ impl VulkanDecoder {
         } else {
             c.dim
         };
-        let sx_cap = std::env::var("BARO_SXCAP")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(sx_cap);
         let program = Program::new(model, max_seq);
 
         let mut dec = VulkanDecoder {
@@ -395,6 +397,7 @@ impl VulkanDecoder {
             qpool: vk::QueryPool::null(),
             n_queries: 0,
             passes: 0,
+            last_window: None,
             broken: None,
             logits: vec![0.0; c.vocab_size],
             program,
@@ -628,7 +631,7 @@ impl VulkanDecoder {
     fn build_pipeline(&mut self, sx_cap: u32, cpu: bool) -> Result<()> {
         let ctx = self.ctx.clone();
         let d = &ctx.device;
-        let spv = if ctx.info.device_clock && std::env::var_os("BARO_NOCLOCK").is_none() {
+        let spv = if self.has_clock() {
             SPV_CLOCK
         } else {
             SPV_NOCLOCK
@@ -685,13 +688,18 @@ impl VulkanDecoder {
                 self.grid,
                 sx_cap,
                 self.opts.instrument as u32,
-                ctx.info.device_clock as u32,
-                if cpu { 50_000 } else { 0 },
+                self.has_clock() as u32,
+                // Back-edge budget: lavapipe ends loops silently at 65,535; a GPU without a
+                // device clock bounds its spins by count (~1 s at ~50 ns per poll).
+                if cpu {
+                    50_000
+                } else if !self.has_clock() {
+                    20_000_000
+                } else {
+                    0
+                },
                 cpu as u32,
-                std::env::var("BARO_SLOW")
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(self.opts.test_slow_kind.map_or(0xFFFF, |k| k as u32)),
+                self.opts.test_slow_kind.map_or(0xFFFF, |k| k as u32),
                 self.opts.test_stall_wg.unwrap_or(u32::MAX),
                 n_chunks as u32,
                 1024,
@@ -806,6 +814,12 @@ impl VulkanDecoder {
     /// The device this decoder runs on.
     pub fn context(&self) -> &Arc<GpuContext> {
         &self.ctx
+    }
+
+    /// Whether the kernel reads the device clock (VK_KHR_shader_clock present and not
+    /// disabled).
+    pub fn has_clock(&self) -> bool {
+        self.ctx.info.device_clock && !self.opts.no_device_clock
     }
 
     /// Name of level `i`.
@@ -1186,8 +1200,10 @@ impl VulkanDecoder {
                         .map(|i| span(ts[2 + 2 * i], ts[3 + 2 * i]))
                         .collect()
                 };
+                self.last_window = Some(((ts[0] as f64 * period) as u64, (ts[1] as f64 * period) as u64));
                 (Some(span(ts[0], ts[1])), disp)
             } else {
+                self.last_window = None;
                 (None, vec![])
             };
             let map = self
@@ -1209,9 +1225,6 @@ impl VulkanDecoder {
                     .count() as u32,
                 grid,
             };
-            if std::env::var_os("BARO_DEBUG_SYNC").is_some() {
-                eprintln!("sync: counter {} started {} fail {:#x} iters {} {} {} prog {} {} {} {} {} end {}", word(sy::COUNTER), word(sy::STARTED), word(sy::FAIL), word(7), word(8), word(9), word(10), word(11), word(12), word(13), word(14), word(15));
-            }
             if fw.resident < grid {
                 fw.bits |= fail::MISSING_WG;
             }
@@ -1240,6 +1253,68 @@ impl VulkanDecoder {
                 wall,
             })
         }
+    }
+}
+
+/// Device clock ↔ timestamp-query calibration (see [`VulkanDecoder::calibrate`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// `timestamp_ns − clock_ns` at the sample (low 32 bits of the clock are what moves on
+    /// lavapipe: apply with wrapping arithmetic).
+    pub offset_ns: i64,
+    /// Half the width of the timestamp window around the clock sample.
+    pub uncertainty_ns: u64,
+    /// Timestamp (ns) at which it was taken.
+    pub at_ts_ns: u64,
+}
+
+impl VulkanDecoder {
+    /// Calibrate the shader's device clock against the timestamp-query domain: `samples`
+    /// single-workgroup dispatches that read the clock between two timestamps; the tightest
+    /// window wins. Returns `None` without a device clock or timestamps.
+    pub fn calibrate(&mut self, samples: usize) -> Result<Option<Calibration>> {
+        if !self.has_clock() || self.ctx.info.timestamp_bits == 0 {
+            return Ok(None);
+        }
+        let period = self.ctx.info.timestamp_period as f64;
+        let mut best: Option<Calibration> = None;
+        let (pipeline, layout, set, qpool, sync, readback) = (self.pipeline, self.layout, self.set, self.qpool, self.sync.buffer, self.readback.buffer);
+        for _ in 0..samples.max(1) {
+            let push: [u32; 8] = [0, 0, 0, 0, 0, 0, 0, 1];
+            self.one_shot(|d, cb| unsafe {
+                d.cmd_reset_query_pool(cb, qpool, 0, 2);
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
+                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
+                d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::COMPUTE, 0, unsafe_words_as_bytes(&push));
+                d.cmd_write_timestamp(cb, vk::PipelineStageFlags::TOP_OF_PIPE, qpool, 0);
+                d.cmd_dispatch(cb, 1, 1, 1);
+                d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, qpool, 1);
+                let b = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::SHADER_WRITE).dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
+                d.cmd_pipeline_barrier(cb, vk::PipelineStageFlags::COMPUTE_SHADER, vk::PipelineStageFlags::TRANSFER, vk::DependencyFlags::empty(), &b, &[], &[]);
+                d.cmd_copy_buffer(cb, sync, readback, &[vk::BufferCopy { src_offset: sy::CALIB as u64 * 4, dst_offset: 0, size: 8 }]);
+                let h = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::TRANSFER_WRITE).dst_access_mask(vk::AccessFlags::HOST_READ)];
+                d.cmd_pipeline_barrier(cb, vk::PipelineStageFlags::TRANSFER, vk::PipelineStageFlags::HOST, vk::DependencyFlags::empty(), &h, &[], &[]);
+            })?;
+            let mut ts = [0u64; 2];
+            // SAFETY: the queries were written by the submission waited on above.
+            let got = unsafe { self.ctx.device.get_query_pool_results(qpool, 0, &mut ts, vk::QueryResultFlags::TYPE_64) };
+            vkr("vkGetQueryPoolResults", got)?;
+            let map = self.readback.alloc.as_ref().and_then(|a| a.mapped_slice()).ok_or_else(|| Error::Vulkan("readback buffer is not host-mapped".into()))?;
+            let clock = u64::from_le_bytes([map[0], map[1], map[2], map[3], map[4], map[5], map[6], map[7]]);
+            let t0 = (ts[0] as f64 * period) as u64;
+            let t1 = (ts[1] as f64 * period) as u64;
+            let mid = t0 / 2 + t1 / 2;
+            let c = Calibration { offset_ns: mid as i64 - clock as i64, uncertainty_ns: t1.saturating_sub(t0) / 2, at_ts_ns: mid };
+            if best.is_none_or(|b| c.uncertainty_ns < b.uncertainty_ns) {
+                best = Some(c);
+            }
+        }
+        Ok(best)
+    }
+
+    /// The last pass's timestamp window `(start, end)` in ns of the timestamp domain.
+    pub fn last_pass_window(&self) -> Option<(u64, u64)> {
+        self.last_window
     }
 }
 

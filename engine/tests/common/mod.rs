@@ -1,0 +1,33 @@
+//! Shared by the Vulkan test binaries: the device, taken in turns.
+
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use baro_engine::vulkan::GpuContext;
+
+/// One device for the whole binary; tests take turns (lavapipe's pool threads are the grid).
+pub fn device() -> Option<(Arc<GpuContext>, MutexGuard<'static, ()>)> {
+    static CTX: OnceLock<Result<Arc<GpuContext>, String>> = OnceLock::new();
+    static TURN: Mutex<()> = Mutex::new(());
+    let ctx = CTX.get_or_init(|| {
+        if std::env::var_os("LP_NUM_THREADS").is_none() {
+            // Co-residency on lavapipe = its pool threads; the fault tests rely on 2.
+            std::env::set_var("LP_NUM_THREADS", "2");
+        }
+        GpuContext::new(None)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    });
+    match ctx {
+        Ok(c) => Some((c.clone(), TURN.lock().unwrap_or_else(|p| p.into_inner()))),
+        Err(e) => {
+            let in_ci =
+                std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
+            if !in_ci && std::env::var_os("BARO_SKIP_VULKAN").is_some() {
+                eprintln!("SKIPPED (BARO_SKIP_VULKAN set): no Vulkan device: {e}");
+                return None;
+            }
+            panic!("no usable Vulkan device: {e}\ninstall lavapipe: apt-get install mesa-vulkan-drivers libvulkan1 (or run scripts/test.sh)");
+        }
+    }
+}
+
