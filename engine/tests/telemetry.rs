@@ -11,10 +11,20 @@ use baro_engine::vulkan::program::StageKind;
 use baro_engine::vulkan::{DecoderOptions, Mode, VulkanDecoder};
 use common::device;
 
-fn frames(mode: Mode, slow: Option<StageKind>, passes: usize) -> (RunDetails, Vec<Frame>, VulkanDecoder) {
+fn frames(
+    mode: Mode,
+    slow: Option<StageKind>,
+    passes: usize,
+) -> (RunDetails, Vec<Frame>, VulkanDecoder) {
     let (ctx, _turn) = device().expect("device");
     let model = Model::embedded().expect("model");
-    let opts = DecoderOptions { mode, instrument: true, max_seq: passes, test_slow_kind: slow, ..Default::default() };
+    let opts = DecoderOptions {
+        mode,
+        instrument: true,
+        max_seq: passes,
+        test_slow_kind: slow,
+        ..Default::default()
+    };
     let mut dec = VulkanDecoder::new(ctx, &model, opts).expect("decoder");
     let details = dec.run_details(&model.source);
     let mut out = vec![];
@@ -37,23 +47,55 @@ fn every_workgroup_is_present_in_every_level_of_every_frame_and_stamps_are_monot
             assert!(!f.torn, "{} pass {} torn", mode.name(), f.pass);
             for st in &d.stages {
                 let single = d.levels[st.level as usize].stages.len() == 1 && st.kind == "argmax";
-                let wgs: Vec<u32> = f.spans.iter().filter(|s| s.stage == st.id).map(|s| s.wg).collect();
+                let wgs: Vec<u32> = f
+                    .spans
+                    .iter()
+                    .filter(|s| s.stage == st.id)
+                    .map(|s| s.wg)
+                    .collect();
                 let want = if single { 1 } else { dec.grid as usize };
-                assert_eq!(wgs.len(), want, "{} pass {} stage {}: workgroups {wgs:?}", mode.name(), f.pass, st.name);
+                assert_eq!(
+                    wgs.len(),
+                    want,
+                    "{} pass {} stage {}: workgroups {wgs:?}",
+                    mode.name(),
+                    f.pass,
+                    st.name
+                );
             }
             // Within a workgroup, stages run in program order without overlap.
             for wg in 0..dec.grid {
                 let mut last_end = 0;
                 for s in f.spans.iter().filter(|s| s.wg == wg) {
-                    assert!(s.start_ns <= s.end_ns, "{} pass {} {}: start after end", mode.name(), f.pass, d.stages[s.stage as usize].name);
-                    assert!(s.start_ns >= last_end, "{} pass {} wg {wg} {}: starts before the previous stage ended", mode.name(), f.pass, d.stages[s.stage as usize].name);
+                    assert!(
+                        s.start_ns <= s.end_ns,
+                        "{} pass {} {}: start after end",
+                        mode.name(),
+                        f.pass,
+                        d.stages[s.stage as usize].name
+                    );
+                    assert!(
+                        s.start_ns >= last_end,
+                        "{} pass {} wg {wg} {}: starts before the previous stage ended",
+                        mode.name(),
+                        f.pass,
+                        d.stages[s.stage as usize].name
+                    );
                     last_end = s.end_ns;
                 }
             }
             if mode == Mode::Mega {
-                assert_eq!(f.barriers.len(), d.levels.len() - 1, "one barrier per level boundary");
+                assert_eq!(
+                    f.barriers.len(),
+                    d.levels.len() - 1,
+                    "one barrier per level boundary"
+                );
             } else {
-                assert_eq!(f.dispatch_ns.len(), d.stages.len(), "one timestamp pair per dispatch");
+                assert_eq!(
+                    f.dispatch_ns.len(),
+                    d.stages.len(),
+                    "one timestamp pair per dispatch"
+                );
             }
         }
     }
@@ -63,7 +105,12 @@ fn every_workgroup_is_present_in_every_level_of_every_frame_and_stamps_are_monot
 fn every_stamp_lies_inside_its_pass_gpu_timestamp_window_after_calibration() {
     let (ctx, _turn) = device().expect("device");
     let model = Model::embedded().expect("model");
-    let opts = DecoderOptions { mode: Mode::Mega, instrument: true, max_seq: 8, ..Default::default() };
+    let opts = DecoderOptions {
+        mode: Mode::Mega,
+        instrument: true,
+        max_seq: 8,
+        ..Default::default()
+    };
     let mut dec = VulkanDecoder::new(ctx, &model, opts).expect("decoder");
     let Some(cal) = dec.calibrate(16).expect("calibration ran") else {
         eprintln!("device has no shader clock: nothing to calibrate (fallback documented in telemetry.rs)");
@@ -87,7 +134,11 @@ fn every_stamp_lies_inside_its_pass_gpu_timestamp_window_after_calibration() {
             // In the timestamp domain, relative to the pass start, in wrapping 32-bit ns.
             let ts_lo = (rec[0] as i64 + cal.offset_ns) as u32;
             let rel = ts_lo.wrapping_sub(t0 as u32) as i32 as i64;
-            assert!(rel >= -tol && rel <= (t1 - t0) as i64 + tol, "pass {pos}: stamp {rel} ns outside [0, {}] ± {tol}", t1 - t0);
+            assert!(
+                rel >= -tol && rel <= (t1 - t0) as i64 + tol,
+                "pass {pos}: stamp {rel} ns outside [0, {}] ± {tol}",
+                t1 - t0
+            );
         }
         assert!(n > 0, "no stamps");
     }
@@ -96,7 +147,15 @@ fn every_stamp_lies_inside_its_pass_gpu_timestamp_window_after_calibration() {
 #[test]
 fn a_deliberately_slowed_stage_shows_up_as_its_own_busy_time() {
     let busy = |fs: &[Frame], kind: &str| -> f64 {
-        let mut v: Vec<u64> = fs.iter().flat_map(|f| f.stages.iter().filter(|s| s.name.split('.').next() == Some(kind)).map(|s| s.busy_ns)).collect();
+        let mut v: Vec<u64> = fs
+            .iter()
+            .flat_map(|f| {
+                f.stages
+                    .iter()
+                    .filter(|s| s.name.split('.').next() == Some(kind))
+                    .map(|s| s.busy_ns)
+            })
+            .collect();
         v.sort_unstable();
         v[v.len() / 2] as f64
     };
@@ -106,7 +165,10 @@ fn a_deliberately_slowed_stage_shows_up_as_its_own_busy_time() {
     assert!(dv > 5_000.0, "v stages got only {dv} ns slower");
     for kind in ["q", "k", "attn", "wo", "ffn_up", "ffn_down", "head"] {
         let d = busy(&slow, kind) - busy(&base, kind);
-        assert!(d < dv / 3.0, "{kind} changed by {d} ns while v changed by {dv} ns: the slowdown leaked");
+        assert!(
+            d < dv / 3.0,
+            "{kind} changed by {d} ns while v changed by {dv} ns: the slowdown leaked"
+        );
     }
 }
 
@@ -114,8 +176,17 @@ fn a_deliberately_slowed_stage_shows_up_as_its_own_busy_time() {
 fn a_consumer_that_stops_reading_drops_frames_and_decoding_goes_on() {
     let (ctx, _turn) = device().expect("device");
     let model = Model::embedded().expect("model");
-    let opts = DecoderOptions { mode: Mode::Multi, instrument: true, max_seq: 64, ..Default::default() };
-    let session = SessionBuilder::new(ctx, model, opts).passes(Some(24)).capacity(4).spawn().expect("session");
+    let opts = DecoderOptions {
+        mode: Mode::Multi,
+        instrument: true,
+        max_seq: 64,
+        ..Default::default()
+    };
+    let session = SessionBuilder::new(ctx, model, opts)
+        .passes(Some(24))
+        .capacity(4)
+        .spawn()
+        .expect("session");
     // Read nothing until the engine is done.
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while session.rx.len() < 4 && std::time::Instant::now() < deadline {
@@ -124,9 +195,18 @@ fn a_consumer_that_stops_reading_drops_frames_and_decoding_goes_on() {
     let rx = session.rx.clone();
     session.join().expect("engine ran to the end");
     let got: Vec<Telemetry> = rx.try_iter().collect();
-    assert!(matches!(got.first(), Some(Telemetry::Start(_))), "Start comes first");
-    let frames = got.iter().filter(|t| matches!(t, Telemetry::Frame(_))).count();
-    assert!(frames <= 4, "a full channel holds at most its capacity, got {frames}");
+    assert!(
+        matches!(got.first(), Some(Telemetry::Start(_))),
+        "Start comes first"
+    );
+    let frames = got
+        .iter()
+        .filter(|t| matches!(t, Telemetry::Frame(_)))
+        .count();
+    assert!(
+        frames <= 4,
+        "a full channel holds at most its capacity, got {frames}"
+    );
     // The End message may itself not fit; the drop count is also in the session.
     let dropped = 24 - frames as u64;
     assert!(dropped >= 20, "only {dropped} dropped");

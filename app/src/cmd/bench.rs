@@ -51,26 +51,36 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     if ctx.info.kind == DeviceKind::Cpu && !a.allow_cpu {
         bail!("{} is a CPU device: a GPU benchmark refuses it (pass --allow-cpu to measure it anyway)", ctx.info.name);
     }
-    let arms: Vec<Mode> = a
+    // An arm is a mode, optionally with the in-kernel event ring on: `mega`, `mega+instr`.
+    let arms: Vec<(Mode, bool, String)> = a
         .arms
         .split(',')
-        .map(|s| match s.trim() {
-            "mega" => Ok(Mode::Mega),
-            "multi" => Ok(Mode::Multi),
-            o => Err(anyhow::anyhow!("unknown arm '{o}' (mega|multi)")),
+        .map(|s| {
+            let s = s.trim();
+            let (m, instr) = match s.strip_suffix("+instr") {
+                Some(m) => (m, true),
+                None => (s, false),
+            };
+            let mode = match m {
+                "mega" => Mode::Mega,
+                "multi" => Mode::Multi,
+                o => anyhow::bail!("unknown arm '{o}' (mega|multi, optionally +instr)"),
+            };
+            Ok((mode, instr, s.to_string()))
         })
         .collect::<anyhow::Result<_>>()?;
     let steps = (a.tokens + 1).min(model.config.seq_len);
     let mut decs = vec![];
-    for &m in &arms {
+    for (m, instr, name) in &arms {
         let opts = DecoderOptions {
-            mode: m,
+            mode: *m,
             read_logits: false,
+            instrument: *instr,
             ..a.gpu.decoder_options(steps)
         };
         decs.push(
             VulkanDecoder::new(ctx.clone(), &model, opts)
-                .with_context(|| format!("building the {} decoder", m.name()))?,
+                .with_context(|| format!("building the {name} decoder"))?,
         );
     }
     eprintln!(
@@ -111,7 +121,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                     fails += 1;
                     eprintln!(
                         "run {r} {} pos {pos}: {}",
-                        arms[i].name(),
+                        arms[i].2,
                         p.fail.line(|l| d.level_name(l))
                     );
                 }
@@ -127,24 +137,24 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             } else if tokens[i] != toks {
                 eprintln!(
                     "run {r} {}: tokens differ from run 0 (nondeterminism)",
-                    arms[i].name()
+                    arms[i].2
                 );
                 fails += 1;
             }
         }
     }
     println!(
-        "{:<6} {:>10} {:>10} {:>10} {:>12} {:>8}",
+        "{:<12} {:>10} {:>10} {:>10} {:>12} {:>8}",
         "arm", "median", "min", "max", "gpu us/tok", "runs"
     );
     let mut meds = vec![];
-    for (i, m) in arms.iter().enumerate() {
+    for (i, (_, _, name)) in arms.iter().enumerate() {
         let (med, lo, hi) = stats(&tps[i]);
         let (g, _, _) = stats(&gpu_us[i]);
         meds.push(med);
         println!(
-            "{:<6} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>8}",
-            m.name(),
+            "{:<12} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>8}",
+            name,
             med,
             lo,
             hi,
@@ -156,8 +166,8 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     if arms.len() == 2 {
         println!(
             "ratio {}/{} of median tok/s: {:.3}",
-            arms[0].name(),
-            arms[1].name(),
+            arms[0].2,
+            arms[1].2,
             meds[0] / meds[1]
         );
     }
@@ -177,9 +187,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         let arms_json: Vec<String> = arms
             .iter()
             .enumerate()
-            .map(|(i, m)| {
+            .map(|(i, (_, _, name))| {
                 let (med, lo, hi) = stats(&tps[i]);
-                format!("{{\"arm\":\"{}\",\"median_tok_s\":{med:.3},\"min_tok_s\":{lo:.3},\"max_tok_s\":{hi:.3},\"runs\":{:?}}}", m.name(), tps[i])
+                format!("{{\"arm\":\"{name}\",\"median_tok_s\":{med:.3},\"min_tok_s\":{lo:.3},\"max_tok_s\":{hi:.3},\"runs\":{:?}}}", tps[i])
             })
             .collect();
         let s = format!(

@@ -132,6 +132,10 @@ pub struct FailWord {
     pub wg: u32,
     /// Workgroups that stamped residency.
     pub resident: u32,
+    /// Workgroups that started (megakernel; counted atomically at kernel entry).
+    pub started: u32,
+    /// Barrier arrivals counted this pass (megakernel).
+    pub arrivals: u32,
     /// Workgroups in the grid.
     pub grid: u32,
 }
@@ -172,7 +176,10 @@ impl FailWord {
                 self.wg
             );
         }
-        s += &format!(" resident {}/{}", self.resident, self.grid);
+        s += &format!(
+            " resident {}/{} started {} arrivals {}",
+            self.resident, self.grid, self.started, self.arrivals
+        );
         s
     }
 }
@@ -1200,7 +1207,10 @@ impl VulkanDecoder {
                         .map(|i| span(ts[2 + 2 * i], ts[3 + 2 * i]))
                         .collect()
                 };
-                self.last_window = Some(((ts[0] as f64 * period) as u64, (ts[1] as f64 * period) as u64));
+                self.last_window = Some((
+                    (ts[0] as f64 * period) as u64,
+                    (ts[1] as f64 * period) as u64,
+                ));
                 (Some(span(ts[0], ts[1])), disp)
             } else {
                 self.last_window = None;
@@ -1223,6 +1233,8 @@ impl VulkanDecoder {
                 resident: (0..grid as usize)
                     .filter(|&g| word(sy::RESIDENT + g) == pass_id + 1)
                     .count() as u32,
+                started: word(sy::STARTED),
+                arrivals: word(sy::COUNTER),
                 grid,
             };
             if fw.resident < grid {
@@ -1278,33 +1290,100 @@ impl VulkanDecoder {
         }
         let period = self.ctx.info.timestamp_period as f64;
         let mut best: Option<Calibration> = None;
-        let (pipeline, layout, set, qpool, sync, readback) = (self.pipeline, self.layout, self.set, self.qpool, self.sync.buffer, self.readback.buffer);
+        let (pipeline, layout, set, qpool, sync, readback) = (
+            self.pipeline,
+            self.layout,
+            self.set,
+            self.qpool,
+            self.sync.buffer,
+            self.readback.buffer,
+        );
         for _ in 0..samples.max(1) {
             let push: [u32; 8] = [0, 0, 0, 0, 0, 0, 0, 1];
             self.one_shot(|d, cb| unsafe {
                 d.cmd_reset_query_pool(cb, qpool, 0, 2);
                 d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
-                d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
-                d.cmd_push_constants(cb, layout, vk::ShaderStageFlags::COMPUTE, 0, unsafe_words_as_bytes(&push));
+                d.cmd_bind_descriptor_sets(
+                    cb,
+                    vk::PipelineBindPoint::COMPUTE,
+                    layout,
+                    0,
+                    &[set],
+                    &[],
+                );
+                d.cmd_push_constants(
+                    cb,
+                    layout,
+                    vk::ShaderStageFlags::COMPUTE,
+                    0,
+                    unsafe_words_as_bytes(&push),
+                );
                 d.cmd_write_timestamp(cb, vk::PipelineStageFlags::TOP_OF_PIPE, qpool, 0);
                 d.cmd_dispatch(cb, 1, 1, 1);
                 d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, qpool, 1);
-                let b = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::SHADER_WRITE).dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
-                d.cmd_pipeline_barrier(cb, vk::PipelineStageFlags::COMPUTE_SHADER, vk::PipelineStageFlags::TRANSFER, vk::DependencyFlags::empty(), &b, &[], &[]);
-                d.cmd_copy_buffer(cb, sync, readback, &[vk::BufferCopy { src_offset: sy::CALIB as u64 * 4, dst_offset: 0, size: 8 }]);
-                let h = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::TRANSFER_WRITE).dst_access_mask(vk::AccessFlags::HOST_READ)];
-                d.cmd_pipeline_barrier(cb, vk::PipelineStageFlags::TRANSFER, vk::PipelineStageFlags::HOST, vk::DependencyFlags::empty(), &h, &[], &[]);
+                let b = [vk::MemoryBarrier::default()
+                    .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                    .dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
+                d.cmd_pipeline_barrier(
+                    cb,
+                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::DependencyFlags::empty(),
+                    &b,
+                    &[],
+                    &[],
+                );
+                d.cmd_copy_buffer(
+                    cb,
+                    sync,
+                    readback,
+                    &[vk::BufferCopy {
+                        src_offset: sy::CALIB as u64 * 4,
+                        dst_offset: 0,
+                        size: 8,
+                    }],
+                );
+                let h = [vk::MemoryBarrier::default()
+                    .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                    .dst_access_mask(vk::AccessFlags::HOST_READ)];
+                d.cmd_pipeline_barrier(
+                    cb,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::PipelineStageFlags::HOST,
+                    vk::DependencyFlags::empty(),
+                    &h,
+                    &[],
+                    &[],
+                );
             })?;
             let mut ts = [0u64; 2];
             // SAFETY: the queries were written by the submission waited on above.
-            let got = unsafe { self.ctx.device.get_query_pool_results(qpool, 0, &mut ts, vk::QueryResultFlags::TYPE_64) };
+            let got = unsafe {
+                self.ctx.device.get_query_pool_results(
+                    qpool,
+                    0,
+                    &mut ts,
+                    vk::QueryResultFlags::TYPE_64,
+                )
+            };
             vkr("vkGetQueryPoolResults", got)?;
-            let map = self.readback.alloc.as_ref().and_then(|a| a.mapped_slice()).ok_or_else(|| Error::Vulkan("readback buffer is not host-mapped".into()))?;
-            let clock = u64::from_le_bytes([map[0], map[1], map[2], map[3], map[4], map[5], map[6], map[7]]);
+            let map = self
+                .readback
+                .alloc
+                .as_ref()
+                .and_then(|a| a.mapped_slice())
+                .ok_or_else(|| Error::Vulkan("readback buffer is not host-mapped".into()))?;
+            let clock = u64::from_le_bytes([
+                map[0], map[1], map[2], map[3], map[4], map[5], map[6], map[7],
+            ]);
             let t0 = (ts[0] as f64 * period) as u64;
             let t1 = (ts[1] as f64 * period) as u64;
             let mid = t0 / 2 + t1 / 2;
-            let c = Calibration { offset_ns: mid as i64 - clock as i64, uncertainty_ns: t1.saturating_sub(t0) / 2, at_ts_ns: mid };
+            let c = Calibration {
+                offset_ns: mid as i64 - clock as i64,
+                uncertainty_ns: t1.saturating_sub(t0) / 2,
+                at_ts_ns: mid,
+            };
             if best.is_none_or(|b| c.uncertainty_ns < b.uncertainty_ns) {
                 best = Some(c);
             }

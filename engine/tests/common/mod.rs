@@ -30,4 +30,3 @@ pub fn device() -> Option<(Arc<GpuContext>, MutexGuard<'static, ()>)> {
         }
     }
 }
-
