@@ -93,6 +93,8 @@ void stamp_level(uint level, uint which, uvec2 t) {
 
 // ---- weights access ----
 uint wld(uint chunk, uint i) { return weights[chunk].w[i]; }
+// i is a word index that is a multiple of 4 (tensors and Q blocks are 16-byte aligned).
+uvec4 wld4(uint chunk, uint i) { return weights4[chunk].w4[i >> 2]; }
 uint T(uint t, uint f) { return P(P(H_TENSORS) + t * 8u + f); }
 
 // Scale of block b (row-major block index) of a Q tensor, stored as packed halves.
@@ -154,8 +156,9 @@ float NAME(uint t, uint row) {                                                  
             uint b = b0 + tlane();                                                           \
             if (b >= nb) continue;                                                           \
             float s = 0.0;                                                                   \
+            uvec4 qa = wld4(ch, base + b * 8u), qb = wld4(ch, base + b * 8u + 4u);           \
             [[unroll]] for (uint k = 0u; k < 8u; ++k) {                                      \
-                uint word = wld(ch, base + b * 8u + k);                                      \
+                uint word = k < 4u ? qa[k] : qb[k - 4u];                                     \
                 [[unroll]] for (uint e = 0u; e < 4u; ++e) {                                  \
                     int q = (int(word >> (e * 8u)) << 24) >> 24;                              \
                     s += float(q) * XLOAD(b * 32u + k * 4u + e);                             \
@@ -170,8 +173,9 @@ float NAME(uint t, uint row) {                                                  
             uint b = b0 + tlane();                                                           \
             if (b >= nb) continue;                                                           \
             float lo = 0.0, hi = 0.0;                                                        \
+            uvec4 qv = wld4(ch, base + b * 4u);                                              \
             [[unroll]] for (uint k = 0u; k < 4u; ++k) {                                      \
-                uint word = wld(ch, base + b * 4u + k);                                      \
+                uint word = qv[k];                                                           \
                 [[unroll]] for (uint e = 0u; e < 4u; ++e) {                                  \
                     uint byte = (word >> (e * 8u)) & 255u;                                   \
                     uint j = b * 32u + k * 4u + e;                                           \

@@ -24,6 +24,8 @@ layout(constant_id = 11) const uint MAX_WG = 1024;       // upper bound of the w
 
 #define NCHUNK 8
 layout(set = 0, binding = 0) readonly buffer Weights { uint w[]; } weights[NCHUNK];
+// The same buffers seen as 16-byte vectors: one load per Q4_0 block, two per Q8_0 block.
+layout(set = 0, binding = 0) readonly buffer Weights4 { uvec4 w4[]; } weights4[NCHUNK];
 layout(set = 0, binding = 1) coherent buffer State { float s[]; } st;
 layout(set = 0, binding = 2) coherent buffer Kv { float kv[]; } kvc;
 layout(set = 0, binding = 3) coherent buffer Out { uint o[]; } outb;
