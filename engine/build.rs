@@ -59,9 +59,16 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let mut deps = Vec::new();
     let src = expand(&shaders, "decode.comp", 0, &mut deps);
+    // GPUs: Vulkan memory model, with and without the device clock. CPU devices (lavapipe):
+    // GLSL450 model (see shaders/layout.glsl for why), with and without the clock.
     for (file, defines) in [
         ("decode.spv", vec![]),
         ("decode_noclock.spv", vec![("NO_CLOCK", None)]),
+        ("decode_cpu.spv", vec![("CPU_MODEL", None)]),
+        (
+            "decode_cpu_noclock.spv",
+            vec![("CPU_MODEL", None), ("NO_CLOCK", None)],
+        ),
     ] {
         let words = compile(file, &src, &defines);
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();

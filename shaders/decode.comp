@@ -12,7 +12,10 @@
 
 #include "layout.glsl"
 
-shared float sx[SX_CAP];
+// The input vector, skewed by one pad float every 32: lane l of a team reads element
+// 32*(b0+l)+c of a Q block, and without the skew all 32 lanes would hit the same bank.
+shared float sx[SX_CAP + SX_CAP / 32u + 1u];
+#define SXI(j) ((j) + ((j) >> 5))
 shared float red[64];
 shared uint redu[64];
 shared bool s_ok;
@@ -60,14 +63,14 @@ float wg_max(float v) {
 
 // ---- fail word ----
 void raise_fail(uint bit, uint level, uint seen) {
-    atomicOr(sy.w[SY_FAIL], bit, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
-    if (atomicCompSwap(sy.w[SY_FAIL_LEVEL], 0xFFFFFFFFu, level, gl_ScopeQueueFamily,
+    atomicOr(sy.w[SY_FAIL], bit, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+    if (atomicCompSwap(sy.w[SY_FAIL_LEVEL], 0xFFFFFFFFu, level, SCOPE,
                        gl_StorageSemanticsNone, gl_SemanticsRelaxed, gl_StorageSemanticsNone,
                        gl_SemanticsRelaxed) == 0xFFFFFFFFu) {
-        atomicExchange(sy.w[SY_FAIL_SEEN], seen, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
-        atomicExchange(sy.w[SY_FAIL_WG], wg_id(), gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        atomicExchange(sy.w[SY_FAIL_SEEN], seen, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        atomicExchange(sy.w[SY_FAIL_WG], wg_id(), SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
     }
-    atomicExchange(sy.w[SY_ABORT], 1u, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+    atomicExchange(sy.w[SY_ABORT], 1u, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
 }
 
 bool budget_ok() { return ITER_BUDGET == 0u || g_iter < ITER_BUDGET; }
@@ -189,7 +192,7 @@ float NAME(uint t, uint row) {                                                  
     return subgroupAdd(acc);                                                                 \
 }
 
-#define XS(j) sx[j]
+#define XS(j) sx[SXI(j)]
 #define XHB(j) st.s[P(H_OFF_HB) + (j)]
 DEFINE_DOT(dot_sx, XS)
 DEFINE_DOT(dot_hb, XHB)
@@ -207,7 +210,7 @@ void prologue(uint lvl) {
         for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue;
             TICK();
             float v = embed ? welem(et, pc.token, j) : st.s[ox + j];
-            sx[j] = v;
+            sx[SXI(j)] = v;
             ss += v * v;
         }
         ss = wg_sum(ss);
@@ -215,15 +218,15 @@ void prologue(uint lvl) {
         uint nt = P(base + L_PRO_T);
         for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue;
             TICK();
-            sx[j] = welem(nt, 0u, j) * (scale * sx[j]);
+            sx[SXI(j)] = welem(nt, 0u, j) * (scale * sx[SXI(j)]);
         }
     } else if (kind == PRO_XB) {
         uint o = P(H_OFF_XB);
-        for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue; TICK(); sx[j] = st.s[o + j]; }
+        for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue; TICK(); sx[SXI(j)] = st.s[o + j]; }
     } else if (kind == PRO_HB) {
         uint h = P(H_HIDDEN), o = P(H_OFF_HB);
         if (h <= SX_CAP)
-            for (uint j0 = 0u; j0 < h; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= h) continue; TICK(); sx[j] = st.s[o + j]; }
+            for (uint j0 = 0u; j0 < h; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= h) continue; TICK(); sx[SXI(j)] = st.s[o + j]; }
     }
     wg_sync();
 }
@@ -403,11 +406,11 @@ bool grid_barrier(uint lvl, bool arrive_only) {
         stamp_level(lvl, 0u, now2());
         bool ok = true;
         uint target = (lvl + 1u) * G;
-        uint seen = atomicAdd(sy.w[SY_COUNTER], 1u, gl_ScopeQueueFamily, gl_StorageSemanticsBuffer, gl_SemanticsRelease) + 1u;
+        uint seen = atomicAdd(sy.w[SY_COUNTER], 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease) + 1u;
         uint t0 = now2().x;
         while (!arrive_only && seen < target) {
             TICK();
-            if (atomicLoad(sy.w[SY_ABORT], gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u) { ok = false; break; }
+            if (atomicLoad(sy.w[SY_ABORT], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u) { ok = false; break; }
             if (CPU_PAUSE) {
                 // ~microseconds of unrolled work per poll, so the back-edge budget lasts
                 // long enough on CPU devices.
@@ -420,9 +423,9 @@ bool grid_barrier(uint lvl, bool arrive_only) {
             }
             if (HAS_CLOCK && now2().x - t0 > pc.timeout) { raise_fail(FAIL_TIMEOUT, lvl, seen); ok = false; break; }
             if (!budget_ok()) { raise_fail(FAIL_BUDGET, lvl, seen); ok = false; break; }
-            seen = atomicLoad(sy.w[SY_COUNTER], gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+            seen = atomicLoad(sy.w[SY_COUNTER], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
         }
-        memoryBarrier(gl_ScopeQueueFamily, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+        memoryBarrier(SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
         s_ok = ok;
         stamp_level(lvl, 1u, now2());
     }
@@ -433,10 +436,10 @@ bool grid_barrier(uint lvl, bool arrive_only) {
 void finish_frame() {
     if (!INSTR || lid() != 0u) return;
     uint b = ring_base();
-    uint done = atomicAdd(ring.r[b + 2u], 1u, gl_ScopeQueueFamily, gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease) + 1u;
+    uint done = atomicAdd(ring.r[b + 2u], 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease) + 1u;
     if (done == G) {
         ring.r[b + 1u] = pc.pass_id;
-        atomicStore(ring.r[b], pc.pass_id + 1u, gl_ScopeQueueFamily, gl_StorageSemanticsBuffer, gl_SemanticsRelease);
+        atomicStore(ring.r[b], pc.pass_id + 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease);
     }
 }
 
@@ -458,10 +461,10 @@ void main() {
         return;
     }
     if (lid() == 0u) {
-        atomicExchange(sy.w[SY_RESIDENT + wg_id()], pc.pass_id + 1u, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
-        atomicAdd(sy.w[SY_STARTED], 1u, gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
-        uint c = atomicLoad(sy.w[SY_COUNTER], gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
-        bool aborted = atomicLoad(sy.w[SY_ABORT], gl_ScopeQueueFamily, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u;
+        atomicExchange(sy.w[SY_RESIDENT + wg_id()], pc.pass_id + 1u, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        atomicAdd(sy.w[SY_STARTED], 1u, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        uint c = atomicLoad(sy.w[SY_COUNTER], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        bool aborted = atomicLoad(sy.w[SY_ABORT], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u;
         // Started after the first barrier released: the others ran without us.
         if (c >= G) raise_fail(FAIL_LATE, 0u, c);
         s_ok = !aborted && c < G;

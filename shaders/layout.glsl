@@ -7,7 +7,23 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_shader_realtime_clock : require
 #extension GL_EXT_control_flow_attributes : require
+#ifdef CPU_MODEL
+// CPU devices (lavapipe) get the GLSL450 memory model. Under `#pragma use_vulkan_memory_model`
+// glslang marks every access to `shared` and `coherent` memory MakePointerVisible/Available;
+// spirv_to_nir turns each into a scoped barrier, and lavapipe (Mesa 22.3 gallivm) compiles
+// each as a workgroup barrier: a coroutine suspend of its 8-lane SIMD chunk. A loop whose trip
+// count differs between chunks (a team-strided unit loop with units % teams != 0, a lane-0-only
+// loop) then suspends some chunks more often than others, barriers stop pairing up, and once
+// the first chunk returns llvmpipe stops resuming the rest: they vanish, silently.
+// In this model only controlBarrier, memoryBarrier and non-relaxed atomics are suspend points:
+// keep those out of loops that run a chunk-dependent number of times.
+// QueueFamily scope needs the Vulkan memory model, so scopes are Device here.
+#define SCOPE gl_ScopeDevice
+#else
+// GPUs: the Vulkan memory model, so device-scope coherence of `coherent` buffers is explicit.
 #pragma use_vulkan_memory_model
+#define SCOPE gl_ScopeQueueFamily
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool MEGA = true;          // persistent kernel (else one stage per dispatch)

@@ -20,6 +20,8 @@ use crate::{Error, Result};
 
 static SPV_CLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode.spv"));
 static SPV_NOCLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_noclock.spv"));
+static SPV_CPU: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_cpu.spv"));
+static SPV_CPU_NOCLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_cpu_noclock.spv"));
 
 /// Sync word indices (shader `SY_*`).
 mod sy {
@@ -360,7 +362,8 @@ impl VulkanDecoder {
         let c = &model.config;
         let max_seq = opts.max_seq.clamp(1, c.seq_len);
         // Shared memory: the input vector, plus small reduction arrays.
-        let shared_floats = ((info.max_shared as usize).saturating_sub(1024)) / 4;
+        // Usable floats of the skewed input vector (one pad per 32), beside the small arrays.
+        let shared_floats = ((info.max_shared as usize).saturating_sub(1024)) / 4 * 32 / 33;
         if c.dim > shared_floats {
             return Err(Error::Invalid(format!(
                 "model dim {} needs {} bytes of shared memory; the device has {}",
@@ -638,10 +641,11 @@ impl VulkanDecoder {
     fn build_pipeline(&mut self, sx_cap: u32, cpu: bool) -> Result<()> {
         let ctx = self.ctx.clone();
         let d = &ctx.device;
-        let spv = if self.has_clock() {
-            SPV_CLOCK
-        } else {
-            SPV_NOCLOCK
+        let spv = match (cpu, self.has_clock()) {
+            (false, true) => SPV_CLOCK,
+            (false, false) => SPV_NOCLOCK,
+            (true, true) => SPV_CPU,
+            (true, false) => SPV_CPU_NOCLOCK,
         };
         let code = ash::util::read_spv(&mut std::io::Cursor::new(spv))
             .map_err(|e| Error::Vulkan(format!("embedded SPIR-V: {e}")))?;
