@@ -81,8 +81,10 @@ bool budget_ok() { return ITER_BUDGET == 0u || g_iter < ITER_BUDGET; }
 // 3 reserved; then stages x G x {start lo, start hi, end lo, end hi};
 // then levels x G x {arrive lo, arrive hi, exit lo, exit hi}.
 uint ring_base() { return pc.ring_slot * P(H_RING_FRAME_WORDS); }
+// Stage stamps: lane 0 writes them; the end stamp follows a workgroup barrier so it marks the
+// moment the whole workgroup finished the stage (instrumented builds only).
 void stamp_stage(uint stage, uint which, uvec2 t) {
-    if (!INSTR) return;
+    if (!INSTR || lid() != 0u) return;
     uint b = ring_base() + 4u + (stage * G + wg_id()) * 4u + which * 2u;
     ring.r[b] = t.x;
     ring.r[b + 1u] = t.y;
@@ -383,6 +385,7 @@ void run_stage(uint si) {
             }
         }
     }
+    if (INSTR) wg_sync();
     stamp_stage(si, 1u, now2());
 }
 
