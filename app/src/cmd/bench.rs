@@ -118,9 +118,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             for pos in 0..steps - 1 {
                 let p = d.step(t, pos)?;
                 if !p.fail.ok() {
-                    fails += 1;
-                    eprintln!(
-                        "run {r} {} pos {pos}: {}",
+                    // A failed pass has no token to feed back: the arm's numbers are void.
+                    anyhow::bail!(
+                        "run {r} arm {} pos {pos}: {} — refusing to report throughput of a failing kernel",
                         arms[i].2,
                         p.fail.line(|l| d.level_name(l))
                     );
