@@ -136,32 +136,32 @@ float welem(uint t, uint row, uint j) {
 // ---- the dot product of one weight row with the input vector, by one team ----
 // XLOAD(j) reads element j of the input vector.
 #define DEFINE_DOT(NAME, XLOAD)                                                              \
-float NAME(uint t, uint row) {                                                               \
+float NAME(uint t, uint row, uint c0, uint cl) {                                             \
     uint ty = T(t, T_TYPE), cols = T(t, T_COLS), ch = T(t, T_CHUNK);                          \
     uint base = T(t, T_QS) + row * T(t, T_ROWW);                                             \
     uint S = gl_SubgroupSize;                                                                \
     float acc = 0.0;                                                                         \
     if (ty == TY_F32) {                                                                      \
-        for (uint j0 = 0u; j0 < cols; j0 += S) { TICK(); uint j = j0 + tlane(); if (j < cols) acc += uintBitsToFloat(wld(ch, base + j)) * XLOAD(j); } \
+        for (uint j0 = 0u; j0 < cl; j0 += S) { TICK(); uint j = j0 + tlane(); if (j < cl) acc += uintBitsToFloat(wld(ch, base + c0 + j)) * XLOAD(j); } \
     } else if (ty == TY_F16) {                                                               \
-        uint nw = (cols + 1u) / 2u;                                                          \
+        uint nw = (cl + 1u) / 2u;                                                            \
         for (uint k0 = 0u; k0 < nw; k0 += S) {                                              \
             TICK();                                                                          \
             uint k = k0 + tlane();                                                           \
             if (k < nw) {                                                                    \
-                vec2 h = unpackHalf2x16(wld(ch, base + k));                                  \
+                vec2 h = unpackHalf2x16(wld(ch, base + c0 / 2u + k));                        \
                 acc += h.x * XLOAD(2u * k);                                                  \
-                if (2u * k + 1u < cols) acc += h.y * XLOAD(2u * k + 1u);                     \
+                if (2u * k + 1u < cl) acc += h.y * XLOAD(2u * k + 1u);                       \
             }                                                                                \
         }                                                                                    \
     } else if (ty == TY_Q8_0) {                                                              \
-        uint nb = cols / 32u, sc = T(t, T_SC);                                               \
+        uint nb = cl / 32u, nbt = cols / 32u, g0 = c0 / 32u, sc = T(t, T_SC);                \
         for (uint b0 = 0u; b0 < nb; b0 += S) {                                              \
             TICK();                                                                          \
             uint b = b0 + tlane();                                                           \
             if (b >= nb) continue;                                                           \
             float s = 0.0;                                                                   \
-            uvec4 qa = wld4(ch, base + b * 8u), qb = wld4(ch, base + b * 8u + 4u);           \
+            uvec4 qa = wld4(ch, base + (g0 + b) * 8u), qb = wld4(ch, base + (g0 + b) * 8u + 4u); \
             [[unroll]] for (uint k = 0u; k < 8u; ++k) {                                      \
                 uint word = k < 4u ? qa[k] : qb[k - 4u];                                     \
                 [[unroll]] for (uint e = 0u; e < 4u; ++e) {                                  \
@@ -169,16 +169,16 @@ float NAME(uint t, uint row) {                                                  
                     s += float(q) * XLOAD(b * 32u + k * 4u + e);                             \
                 }                                                                            \
             }                                                                                \
-            acc += s * qscale(ch, sc, row * nb + b);                                         \
+            acc += s * qscale(ch, sc, row * nbt + g0 + b);                                   \
         }                                                                                    \
     } else {                                                                                 \
-        uint nb = cols / 32u, sc = T(t, T_SC);                                               \
+        uint nb = cl / 32u, nbt = cols / 32u, g0 = c0 / 32u, sc = T(t, T_SC);                \
         for (uint b0 = 0u; b0 < nb; b0 += S) {                                              \
             TICK();                                                                          \
             uint b = b0 + tlane();                                                           \
             if (b >= nb) continue;                                                           \
             float lo = 0.0, hi = 0.0;                                                        \
-            uvec4 qv = wld4(ch, base + b * 4u);                                              \
+            uvec4 qv = wld4(ch, base + (g0 + b) * 4u);                                       \
             [[unroll]] for (uint k = 0u; k < 4u; ++k) {                                      \
                 uint word = qv[k];                                                           \
                 [[unroll]] for (uint e = 0u; e < 4u; ++e) {                                  \
@@ -188,16 +188,16 @@ float NAME(uint t, uint row) {                                                  
                     hi += float(int(byte >> 4u) - 8) * XLOAD(j + 16u);                       \
                 }                                                                            \
             }                                                                                \
-            acc += (lo + hi) * qscale(ch, sc, row * nb + b);                                 \
+            acc += (lo + hi) * qscale(ch, sc, row * nbt + g0 + b);                           \
         }                                                                                    \
     }                                                                                        \
     return subgroupAdd(acc);                                                                 \
 }
 
 #define XS(j) sx[SXI(j)]
-#define XHB(j) st.s[P(H_OFF_HB) + (j)]
-DEFINE_DOT(dot_sx, XS)
-DEFINE_DOT(dot_hb, XHB)
+DEFINE_DOT(dot_range, XS)
+// Whole row against the vector in sx.
+float dot_sx(uint t, uint row) { return dot_range(t, row, 0u, T(t, T_COLS)); }
 
 // ---- level prologues: fill sx ----
 void prologue(uint lvl) {
@@ -263,7 +263,7 @@ void unit_v(uint t, uint layer, uint r) {
 
 // Residual row: x[r] = base[r] + W[r]·in, base = x, or the token embedding in layer 0.
 void unit_residual(uint kind, uint t, uint layer, uint r) {
-    float v = (kind == K_DOWN && P(H_HIDDEN) > SX_CAP) ? dot_hb(t, r) : dot_sx(t, r);
+    float v = dot_sx(t, r);
     if (tlane() != 0u) return;
     uint o = P(H_OFF_X) + r;
     float base = (kind == K_WO && layer == 0u) ? welem(P(H_EMBED), pc.token, r) : st.s[o];
@@ -331,6 +331,32 @@ void unit_argmax() {
     outb.o[V + 1u] = floatBitsToUint(best);
 }
 
+// The down projection when the FFN width does not fit shared memory: the input goes through
+// sx in chunks of whole blocks; each row's sum is the chunk sums added in ascending order
+// (the op's definition for wide inputs), kept in the `acc` scratch between chunks.
+void stage_down_chunked(uint t0, uint n, uint off) {
+    uint h = P(H_HIDDEN), cap = (SX_CAP / 32u) * 32u;
+    uint NT = G * nteams(), me = wg_id() * nteams() + team();
+    uint ohb = P(H_OFF_HB), oacc = P(H_OFF_ACC), ox = P(H_OFF_X);
+    for (uint c0 = 0u; c0 < h; c0 += cap) {
+        TICK();
+        uint cl = min(cap, h - c0);
+        wg_sync();
+        for (uint j0 = 0u; j0 < cl; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= cl) continue; TICK(); sx[SXI(j)] = st.s[ohb + c0 + j]; }
+        wg_sync();
+        for (uint u = (me + NT - off % NT) % NT; u < n; u += NT) {
+            TICK();
+            if (!budget_ok()) break;
+            float v = dot_range(t0, u, c0, cl);
+            if (tlane() == 0u) {
+                float a = c0 == 0u ? v : st.s[oacc + u] + v;
+                if (c0 + cl >= h) st.s[ox + u] = st.s[ox + u] + a;
+                else st.s[oacc + u] = a;
+            }
+        }
+    }
+}
+
 // Test hook: extra dependent work to make one stage measurably slower.
 float slow_work(float v) {
     for (uint i = 0u; i < 2000u; ++i) { TICK(); v = sin(v) * 0.999 + 0.001; }
@@ -350,6 +376,12 @@ void run_stage(uint si) {
             if (kind == K_ATTN) unit_attn(layer, u); else unit_argmax();
         }
     } else {
+        if (kind == K_DOWN && P(H_HIDDEN) > SX_CAP) {
+            stage_down_chunked(t0, n, off);
+            if (INSTR) wg_sync();
+            stamp_stage(si, 1u, now2());
+            return;
+        }
         uint NT = G * nteams(), me = wg_id() * nteams() + team();
         float best = -3.402823e38;
         uint bi = 0xFFFFFFFFu;

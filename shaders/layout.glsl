@@ -85,6 +85,7 @@ layout(push_constant) uniform Push {
 #define H_STAGES 22
 #define H_TENSORS 23
 #define H_KV_DIM 24
+#define H_OFF_ACC 25
 #define H_N_LAYERS 26
 #define H_RING_FRAME_WORDS 27
 #define H_RING_SLOTS 28

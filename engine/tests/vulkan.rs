@@ -178,3 +178,25 @@ fn an_injected_stalled_workgroup_fails_within_seconds_and_names_the_level() {
     assert!(p.fail.ok(), "{}", p.fail.line(|l| ok.level_name(l)));
     assert_eq!(p.argmax, 403);
 }
+
+#[test]
+fn an_ffn_wider_than_shared_memory_goes_through_chunks_and_stays_bit_identical() {
+    let Some((ctx, _turn)) = device() else { return };
+    let (mut cfg, tied) = Shape::Tiny.config();
+    cfg.n_layers = 1;
+    // Wider than any device's shared memory holds in floats (lavapipe: ~7.7k, H200: ~11.9k).
+    cfg.hidden_dim = 16384;
+    let model = synth::generate(&cfg, tied, GgmlType::Q4_0, 5, |_, _| {}).expect("model");
+    let gate = GateConfig {
+        steps: 4,
+        modes: vec![Mode::Mega, Mode::Multi],
+        prompt: vec![model.tokenizer.bos_id()],
+        near_tie: 1e-3,
+        max_rel_l2: 1e-3,
+        decoder: DecoderOptions::default(),
+    };
+    let r = run_gate(&ctx, &model, &gate, |_, _| {}).expect("gate ran");
+    let fails: Vec<_> = r.passes.iter().flat_map(|p| p.failures.clone()).collect();
+    assert!(r.ok(), "{fails:?}");
+    assert!(r.passes.iter().all(|p| p.bitwise_equal == Some(true)));
+}

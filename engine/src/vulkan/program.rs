@@ -134,6 +134,7 @@ pub mod h {
     pub const STAGES: usize = 22;
     pub const TENSORS: usize = 23;
     pub const KV_DIM: usize = 24;
+    pub const OFF_ACC: usize = 25;
     pub const N_LAYERS: usize = 26;
     pub const RING_FRAME_WORDS: usize = 27;
     pub const RING_SLOTS: usize = 28;
@@ -346,7 +347,8 @@ impl Program {
         let off_hb = off_q + d as u64;
         let off_att = off_hb + hd as u64;
         let off_rope = off_att + c.n_heads as u64 * ms;
-        let state_floats = off_rope + ms * hs;
+        let off_acc = off_rope + ms * hs;
+        let state_floats = off_acc + d as u64;
         let kv_layer = ms * kv as u64;
         let kv_floats = 2 * c.n_layers as u64 * kv_layer;
 
@@ -373,6 +375,7 @@ impl Program {
         hdr[h::EPS] = c.norm_eps.to_bits();
         hdr[h::ATT_SCALE] = (c.head_size() as f32).sqrt().to_bits();
         hdr[h::KV_DIM] = kv;
+        hdr[h::OFF_ACC] = off_acc as u32;
         hdr[h::N_LAYERS] = c.n_layers as u32;
         // Stage → tensors kept beside the stage list for serialisation.
         let mut p = Program {
