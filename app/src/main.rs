@@ -67,7 +67,7 @@ pub struct GpuArgs {
     /// Workgroups in the grid (default: from the device).
     #[arg(long)]
     pub grid: Option<u32>,
-    /// Workgroup size (default 256 on GPUs, 64 on CPU devices).
+    /// Workgroup size (default on GPUs: 512 lanes for dim < 4096, else 1024; CPU devices 64).
     #[arg(long)]
     pub wg_size: Option<u32>,
     /// Grid-barrier spin timeout, milliseconds.

@@ -250,12 +250,12 @@ pub fn decode_frame(
             });
         }
     }
-    let span_of = |s: usize, w: usize| {
-        spans
-            .iter()
-            .find(|x| x.stage as usize == s && x.wg as usize == w)
-            .copied()
-    };
+    // Index by (stage, workgroup): frames hold stages x G spans (tens of thousands on a GPU).
+    let mut index: Vec<Option<Span>> = vec![None; ns * g];
+    for sp in &spans {
+        index[sp.stage as usize * g + sp.wg as usize] = Some(*sp);
+    }
+    let span_of = |s: usize, w: usize| index[s * g + w];
     let mut timings = Vec::with_capacity(ns);
     let mut barriers = vec![];
     for (li, lv) in levels.iter().enumerate() {

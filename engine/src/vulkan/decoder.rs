@@ -82,7 +82,7 @@ pub struct DecoderOptions {
     pub mode: Mode,
     /// Workgroups; default from the device ([`default_grid`]).
     pub grid: Option<u32>,
-    /// Workgroup size; default 256 on GPUs, 64 on CPU devices.
+    /// Workgroup size; default 512 (dim < 4096) or 1024 lanes on GPUs, 64 on CPU devices.
     pub wg_size: Option<u32>,
     /// Positions the KV cache holds (clamped to the model's context).
     pub max_seq: usize,
@@ -345,7 +345,18 @@ impl VulkanDecoder {
         let info = ctx.info.clone();
         let cpu = info.kind == DeviceKind::Cpu;
         let grid = opts.grid.unwrap_or_else(|| default_grid(&ctx)).max(1);
-        let wg_size = opts.wg_size.unwrap_or(if cpu { 64 } else { 256 });
+        // Measured on the H200 (bench/RESULTS.md, round 4): more warps per SM keep more weight
+        // loads in flight; 512 lanes are best for d 2048, 1024 for d 4096. CPU devices: 64.
+        let wg_size = opts
+            .wg_size
+            .unwrap_or(if cpu {
+                64
+            } else if model.config.dim >= 4096 {
+                1024
+            } else {
+                512
+            })
+            .min(info.max_wg.max(info.subgroup_size));
         if wg_size == 0
             || wg_size > info.max_wg
             || !wg_size.is_multiple_of(info.subgroup_size.max(1))
