@@ -359,7 +359,7 @@ void stage_down_chunked(uint t0, uint n, uint off) {
 
 // Test hook: extra dependent work to make one stage measurably slower.
 float slow_work(float v) {
-    for (uint i = 0u; i < 2000u; ++i) { TICK(); v = sin(v) * 0.999 + 0.001; }
+    for (uint i = 0u; i < 5000u; ++i) { TICK(); v = sin(v) * 0.999 + 0.001; }
     return v;
 }
 

@@ -14,7 +14,10 @@ use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 
 use crate::model::Model;
 use crate::sampler::Sampler;
-use crate::telemetry::Telemetry;
+use crate::telemetry::{ClockSync, HostClock, Telemetry};
+
+/// Passes between clock re-calibrations (drift tracking).
+const RESYNC_EVERY: u64 = 256;
 use crate::vulkan::{DecoderOptions, GpuContext, VulkanDecoder};
 use crate::{Error, Result};
 
@@ -122,6 +125,22 @@ impl SessionBuilder {
             self.seed,
         );
         let max = crate::generate::Decode::max_seq(&dec);
+        let mut host_clock = HostClock::default();
+        let sync =
+            |dec: &mut VulkanDecoder, at_pass: u64, hc: &mut HostClock| -> Result<ClockSync> {
+                let cal = dec.calibrate(8)?;
+                let corr = self.ctx.host_correlation();
+                let drift_ppm = corr.and_then(|c| hc.add(c.device_ns, c.host_ns));
+                Ok(ClockSync {
+                    at_pass,
+                    shader_offset_ns: cal.map(|c| c.offset_ns),
+                    shader_uncertainty_ns: cal.map(|c| c.uncertainty_ns),
+                    host_offset_ns: corr.map(|c| c.host_ns as i64 - c.device_ns as i64),
+                    host_deviation_ns: corr.map(|c| c.max_deviation_ns),
+                    drift_ppm,
+                })
+            };
+        let _ = tx.send(Telemetry::Clock(sync(&mut dec, 0, &mut host_clock)?));
         let mut n: u64 = 0;
         let mut pos = 0usize;
         let mut token = prompt[0];
@@ -137,6 +156,9 @@ impl SessionBuilder {
             };
             let mut f = dec.frame(&details, n, pos, token, next, &p);
             f.dropped = dropped.load(Ordering::Relaxed);
+            f.host_start_ns = dec
+                .last_pass_window()
+                .and_then(|(t0, _)| host_clock.host_ns(t0));
             match tx.try_send(Telemetry::Frame(Box::new(f))) {
                 Ok(()) => {}
                 Err(TrySendError::Full(_)) => {
@@ -148,6 +170,12 @@ impl SessionBuilder {
                 }
             }
             n += 1;
+            if n.is_multiple_of(RESYNC_EVERY) {
+                let c = sync(&mut dec, n, &mut host_clock)?;
+                if tx.try_send(Telemetry::Clock(c)).is_err() {
+                    dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
             if !p.fail.ok() && self.stop_on_fail {
                 reason = format!("failed: {}", p.fail.line(|l| dec.level_name(l)));
                 break;

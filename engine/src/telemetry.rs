@@ -167,6 +167,58 @@ pub struct Frame {
     pub torn: bool,
     /// Frames dropped so far because a consumer was slow.
     pub dropped: u64,
+    /// Host CLOCK_MONOTONIC ns at which the pass started on the GPU (calibrated, drift
+    /// corrected), where the device has calibrated timestamps.
+    pub host_start_ns: Option<u64>,
+}
+
+/// A clock calibration: the shader's device clock against the timestamp-query domain, and
+/// that domain against the host's CLOCK_MONOTONIC (calibrated timestamps, where present).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClockSync {
+    /// Pass count when taken.
+    pub at_pass: u64,
+    /// `timestamp_ns − shader_clock_ns`.
+    pub shader_offset_ns: Option<i64>,
+    /// Half-width of the window the shader sample was taken in.
+    pub shader_uncertainty_ns: Option<u64>,
+    /// `host_ns − timestamp_ns`.
+    pub host_offset_ns: Option<i64>,
+    /// The driver's maximum deviation of the host correlation.
+    pub host_deviation_ns: Option<u64>,
+    /// Drift of the timestamp domain against the host since the previous sync, parts per
+    /// million (None on the first).
+    pub drift_ppm: Option<f64>,
+}
+
+/// Maps the timestamp domain to host time from the two latest [`ClockSync`]s: offset at the
+/// latest, slope from the drift between them (the correction for drift over a run).
+#[derive(Clone, Debug, Default)]
+pub struct HostClock {
+    last: Option<(u64, u64)>,
+    prev: Option<(u64, u64)>,
+}
+
+impl HostClock {
+    /// Add a correlation `(timestamp_ns, host_ns)`; returns the drift in ppm against the
+    /// previous one.
+    pub fn add(&mut self, ts_ns: u64, host_ns: u64) -> Option<f64> {
+        self.prev = self.last;
+        self.last = Some((ts_ns, host_ns));
+        let (p, l) = (self.prev?, self.last?);
+        let dts = l.0 as f64 - p.0 as f64;
+        (dts > 0.0).then(|| ((l.1 as f64 - p.1 as f64) - dts) / dts * 1e6)
+    }
+
+    /// Host ns of a timestamp, drift-corrected.
+    pub fn host_ns(&self, ts_ns: u64) -> Option<u64> {
+        let (t1, h1) = self.last?;
+        let slope = match self.prev {
+            Some((t0, h0)) if t1 > t0 => (h1 as f64 - h0 as f64) / (t1 as f64 - t0 as f64),
+            _ => 1.0,
+        };
+        Some((h1 as f64 + (ts_ns as f64 - t1 as f64) * slope) as u64)
+    }
 }
 
 /// The stream.
@@ -174,6 +226,8 @@ pub struct Frame {
 pub enum Telemetry {
     /// Sent once, first.
     Start(RunDetails),
+    /// A clock calibration (at the start, then periodically).
+    Clock(ClockSync),
     /// One per pass.
     Frame(Box<Frame>),
     /// Sent last.
@@ -429,6 +483,17 @@ mod tests {
             decode_frame(&f[..10], &st, &lv, 2, 8, true).is_none(),
             "short frame"
         );
+    }
+
+    #[test]
+    fn host_clock_corrects_for_drift() {
+        let mut c = HostClock::default();
+        assert_eq!(c.add(1_000_000, 5_000_000), None);
+        assert_eq!(c.host_ns(1_000_100), Some(5_000_100));
+        // The device clock runs 100 ppm slow against the host.
+        let d = c.add(11_000_000, 15_001_000).unwrap();
+        assert!((d - 100.0).abs() < 1e-6, "{d}");
+        assert_eq!(c.host_ns(21_000_000), Some(25_002_000));
     }
 
     #[test]

@@ -159,8 +159,8 @@ fn a_deliberately_slowed_stage_shows_up_as_its_own_busy_time() {
         v.sort_unstable();
         v[v.len() / 2] as f64
     };
-    let (_, base, _) = frames(Mode::Mega, None, 6);
-    let (_, slow, _) = frames(Mode::Mega, Some(StageKind::V), 6);
+    let (_, base, _) = frames(Mode::Mega, None, 8);
+    let (_, slow, _) = frames(Mode::Mega, Some(StageKind::V), 8);
     let dv = busy(&slow, "v") - busy(&base, "v");
     assert!(dv > 5_000.0, "v stages got only {dv} ns slower");
     for kind in ["q", "k", "attn", "wo", "ffn_up", "ffn_down", "head"] {
@@ -210,4 +210,30 @@ fn a_consumer_that_stops_reading_drops_frames_and_decoding_goes_on() {
     // The End message may itself not fit; the drop count is also in the session.
     let dropped = 24 - frames as u64;
     assert!(dropped >= 20, "only {dropped} dropped");
+}
+
+#[test]
+fn host_clock_drift_is_measured_between_correlations() {
+    let (ctx, _turn) = device().expect("device");
+    let Some(a) = ctx.host_correlation() else {
+        eprintln!(
+            "{}: no calibrated timestamps; frames carry no host time",
+            ctx.info.name
+        );
+        return;
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let b = ctx.host_correlation().expect("second correlation");
+    assert!(
+        b.host_ns > a.host_ns && b.device_ns > a.device_ns,
+        "{a:?} {b:?}"
+    );
+    let mut hc = baro_engine::telemetry::HostClock::default();
+    assert_eq!(hc.add(a.device_ns, a.host_ns), None);
+    let drift = hc.add(b.device_ns, b.host_ns).expect("drift");
+    // Two clocks on one machine: far below 1000 ppm (lavapipe reads the host clock itself).
+    assert!(drift.abs() < 1000.0, "drift {drift} ppm");
+    let mid = a.device_ns + (b.device_ns - a.device_ns) / 2;
+    let host_mid = hc.host_ns(mid).expect("mapped");
+    assert!(host_mid > a.host_ns && host_mid < b.host_ns);
 }

@@ -63,6 +63,7 @@ struct JsonFrame<'a> {
     fail: &'a str,
     torn: bool,
     dropped: u64,
+    host_start_ns: Option<u64>,
     stages: Vec<JsonStage<'a>>,
     barriers: &'a [baro_engine::telemetry::BarrierTiming],
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -90,6 +91,7 @@ fn json_line(f: &Frame, spans: bool) -> anyhow::Result<String> {
         fail: &f.fail_line,
         torn: f.torn,
         dropped: f.dropped,
+        host_start_ns: f.host_start_ns,
         stages: f
             .stages
             .iter()
@@ -177,6 +179,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 if writeln!(out, "{line}").is_err() {
                     break; // stdout closed (e.g. piped into head): stop quietly
                 }
+            }
+            Telemetry::Clock(c) => {
+                eprintln!(
+                    "run: clock sync at pass {}: shader->timestamp {:?} ns (±{:?}), timestamp->host {:?} ns (dev {:?}), drift {:?} ppm",
+                    c.at_pass, c.shader_offset_ns, c.shader_uncertainty_ns, c.host_offset_ns, c.host_deviation_ns, c.drift_ppm
+                );
             }
             Telemetry::End {
                 passes,

@@ -107,8 +107,37 @@ pub struct GpuContext {
     pub(crate) queue: vk::Queue,
     pub(crate) pool: vk::CommandPool,
     pub(crate) allocator: ManuallyDrop<Mutex<Allocator>>,
+    calibrated: Option<Calibrated>,
     /// The chosen device.
     pub info: DeviceInfo,
+}
+
+/// VK_KHR_calibrated_timestamps or its EXT twin, whichever the device has.
+enum Calibrated {
+    Khr(ash::khr::calibrated_timestamps::Device),
+    Ext(ash::ext::calibrated_timestamps::Device),
+}
+
+/// One correlation of the timestamp-query domain with the host's CLOCK_MONOTONIC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostCorrelation {
+    /// Device timestamp, ns (ticks × timestampPeriod).
+    pub device_ns: u64,
+    /// Host CLOCK_MONOTONIC, ns.
+    pub host_ns: u64,
+    /// The driver's bound on how far apart the two samples may be, ns.
+    pub max_deviation_ns: u64,
+}
+
+/// Host CLOCK_MONOTONIC in ns (the domain calibrated timestamps correlate with).
+pub fn host_monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the struct we pass; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn kind_of(t: vk::PhysicalDeviceType) -> DeviceKind {
@@ -361,6 +390,16 @@ impl GpuContext {
         if chosen.device_clock {
             ext_names.push(ash::khr::shader_clock::NAME.as_ptr());
         }
+        // SAFETY: plain enumeration on a valid physical device.
+        let dev_exts =
+            unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
+        let cal_khr = has_ext(&dev_exts, ash::khr::calibrated_timestamps::NAME);
+        let cal_ext = !cal_khr && has_ext(&dev_exts, ash::ext::calibrated_timestamps::NAME);
+        if cal_khr {
+            ext_names.push(ash::khr::calibrated_timestamps::NAME.as_ptr());
+        } else if cal_ext {
+            ext_names.push(ash::ext::calibrated_timestamps::NAME.as_ptr());
+        }
         let mut v12 = vk::PhysicalDeviceVulkan12Features::default()
             .vulkan_memory_model(true)
             .vulkan_memory_model_device_scope(true)
@@ -418,7 +457,19 @@ impl GpuContext {
                 return Err(Error::Vulkan(format!("gpu-allocator: {e}")));
             }
         };
+        let calibrated = if cal_khr {
+            Some(Calibrated::Khr(
+                ash::khr::calibrated_timestamps::Device::new(&instance, &device),
+            ))
+        } else if cal_ext {
+            Some(Calibrated::Ext(
+                ash::ext::calibrated_timestamps::Device::new(&instance, &device),
+            ))
+        } else {
+            None
+        };
         Ok(GpuContext {
+            calibrated,
             entry,
             instance,
             device,
@@ -426,6 +477,29 @@ impl GpuContext {
             pool,
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
             info: chosen,
+        })
+    }
+
+    /// Correlate the timestamp domain with host CLOCK_MONOTONIC (calibrated timestamps), or
+    /// `None` where the device has no such extension or domain.
+    pub fn host_correlation(&self) -> Option<HostCorrelation> {
+        let infos = [
+            vk::CalibratedTimestampInfoKHR::default().time_domain(vk::TimeDomainKHR::DEVICE),
+            vk::CalibratedTimestampInfoKHR::default()
+                .time_domain(vk::TimeDomainKHR::CLOCK_MONOTONIC),
+        ];
+        // SAFETY: valid device; the info structs are plain data (the EXT type is an alias).
+        let r = unsafe {
+            match self.calibrated.as_ref()? {
+                Calibrated::Khr(d) => d.get_calibrated_timestamps(&infos),
+                Calibrated::Ext(d) => d.get_calibrated_timestamps(&infos),
+            }
+        };
+        let (ts, dev) = r.ok()?;
+        Some(HostCorrelation {
+            device_ns: (ts[0] as f64 * self.info.timestamp_period as f64) as u64,
+            host_ns: ts[1],
+            max_deviation_ns: dev,
         })
     }
 

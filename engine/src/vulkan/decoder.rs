@@ -924,6 +924,7 @@ impl VulkanDecoder {
             spans: vec![],
             torn: false,
             dropped: 0,
+            host_start_ns: None,
         };
         if let Some(words) = self.last_frame() {
             let mega = self.opts.mode == Mode::Mega;
