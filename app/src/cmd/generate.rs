@@ -48,12 +48,16 @@ pub struct GenerateArgs {
     pub gpu: crate::GpuArgs,
 }
 
-pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
-    if !(a.temp >= 0.0 && a.temp.is_finite()) {
-        bail!("--temp must be a finite number >= 0 (got {})", a.temp);
+pub fn run(mut a: GenerateArgs) -> anyhow::Result<ExitCode> {
+    if !a.temp.is_finite() || !a.topp.is_finite() {
+        bail!("--temp and --topp must be finite numbers (got {} and {})", a.temp, a.topp);
     }
-    if !a.topp.is_finite() {
-        bail!("--topp must be a finite number (got {})", a.topp);
+    // run.c's own parameter validation, so the same arguments give the same text.
+    if a.temp < 0.0 {
+        a.temp = 0.0;
+    }
+    if !(0.0..=1.0).contains(&a.topp) {
+        a.topp = 0.9;
     }
     let model = super::load_model(&a.model)?;
     let steps = effective_steps(a.steps, model.config.seq_len);

@@ -172,7 +172,9 @@ fn create_instance(entry: &ash::Entry) -> Result<ash::Instance> {
         .api_version(vk::make_api_version(0, 1, 2, 0));
     let mut layers: Vec<*const c_char> = vec![];
     let validation = c"VK_LAYER_KHRONOS_validation";
-    if cfg!(debug_assertions) && std::env::var_os("BARO_VALIDATION").is_some() {
+    // Debug builds turn the Khronos validation layer on when it is installed (BARO_NO_VALIDATION
+    // turns it off); release builds never load it.
+    if cfg!(debug_assertions) && std::env::var_os("BARO_NO_VALIDATION").is_none() {
         // SAFETY: plain enumeration call.
         let avail = unsafe { entry.enumerate_instance_layer_properties() }.unwrap_or_default();
         if avail
@@ -204,14 +206,19 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
             .unwrap_or_default();
         let clock_ext = has_ext(&exts, ash::khr::shader_clock::NAME);
         let sm_ext = has_ext(&exts, ash::nv::shader_sm_builtins::NAME);
+        let amd_ext = has_ext(&exts, ash::amd::shader_core_properties::NAME);
         let mut driver = vk::PhysicalDeviceDriverProperties::default();
         let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
         let mut sm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
+        let mut amd = vk::PhysicalDeviceShaderCorePropertiesAMD::default();
         let mut props2 = vk::PhysicalDeviceProperties2::default()
             .push_next(&mut driver)
             .push_next(&mut subgroup);
         if sm_ext {
             props2 = props2.push_next(&mut sm);
+        }
+        if amd_ext {
+            props2 = props2.push_next(&mut amd);
         }
         instance.get_physical_device_properties2(pd, &mut props2);
         let p = props2.properties;
@@ -260,7 +267,14 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
             memory_model: v12.vulkan_memory_model == vk::TRUE
                 && v12.vulkan_memory_model_device_scope == vk::TRUE,
             storage_array_indexing: feats.shader_storage_buffer_array_dynamic_indexing == vk::TRUE,
-            sm_count: sm_ext.then_some(sm.shader_sm_count).filter(|&n| n > 0),
+            sm_count: if sm_ext && sm.shader_sm_count > 0 {
+                Some(sm.shader_sm_count)
+            } else if amd_ext {
+                // AMD: compute units = engines x arrays per engine x CUs per array.
+                Some(amd.shader_engine_count * amd.shader_arrays_per_engine_count * amd.compute_units_per_shader_array).filter(|&n| n > 0)
+            } else {
+                None
+            },
             max_storage_range: p.limits.max_storage_buffer_range as u64,
             max_shared: p.limits.max_compute_shared_memory_size,
             max_wg: p.limits.max_compute_work_group_size[0]
