@@ -50,7 +50,11 @@ pub struct GenerateArgs {
 
 pub fn run(mut a: GenerateArgs) -> anyhow::Result<ExitCode> {
     if !a.temp.is_finite() || !a.topp.is_finite() {
-        bail!("--temp and --topp must be finite numbers (got {} and {})", a.temp, a.topp);
+        bail!(
+            "--temp and --topp must be finite numbers (got {} and {})",
+            a.temp,
+            a.topp
+        );
     }
     // run.c's own parameter validation, so the same arguments give the same text.
     if a.temp < 0.0 {

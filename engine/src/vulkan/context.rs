@@ -271,7 +271,12 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
                 Some(sm.shader_sm_count)
             } else if amd_ext {
                 // AMD: compute units = engines x arrays per engine x CUs per array.
-                Some(amd.shader_engine_count * amd.shader_arrays_per_engine_count * amd.compute_units_per_shader_array).filter(|&n| n > 0)
+                Some(
+                    amd.shader_engine_count
+                        * amd.shader_arrays_per_engine_count
+                        * amd.compute_units_per_shader_array,
+                )
+                .filter(|&n| n > 0)
             } else {
                 None
             },
