@@ -560,6 +560,7 @@ impl VulkanDecoder {
         uploads.push((101, off_rope, rope));
         self.upload(uploads)?;
         self.build_pipeline(sx_cap, cpu)?;
+        self.warm_up()?;
         Ok(())
     }
 
@@ -607,6 +608,34 @@ impl VulkanDecoder {
         })();
         destroy_buffer(&ctx, &mut staging);
         r
+    }
+
+    /// Dispatch the pipeline once (one workgroup, the calibration branch) so its JIT compile
+    /// happens here and not under the first pass's watchdog: llvmpipe compiles a pipeline at
+    /// its first dispatch, which for this kernel takes seconds on a small CPU.
+    fn warm_up(&mut self) -> Result<()> {
+        let saved = self.opts.fence_timeout;
+        self.opts.fence_timeout = saved.max(Duration::from_secs(600));
+        let (pipeline, layout, set) = (self.pipeline, self.layout, self.set);
+        let push: [u32; 8] = [0, 0, 0, 0, 0, 0, 0, 1];
+        let r = self.one_shot(|d, cb| unsafe {
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
+            d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
+            d.cmd_push_constants(
+                cb,
+                layout,
+                vk::ShaderStageFlags::COMPUTE,
+                0,
+                unsafe_words_as_bytes(&push),
+            );
+            d.cmd_dispatch(cb, 1, 1, 1);
+        });
+        self.opts.fence_timeout = saved;
+        r.map_err(|e| {
+            Error::Vulkan(format!(
+                "compiling the decode pipeline (first dispatch): {e}"
+            ))
+        })
     }
 
     fn one_shot(&mut self, rec: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<()> {
