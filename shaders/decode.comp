@@ -363,7 +363,9 @@ float slow_work(float v) {
     return v;
 }
 
-void run_stage(uint si) {
+// `last`: the level's last stage to run here; its end stamp is taken by run_level after the
+// level's own workgroup barrier, so instrumentation adds barriers only between stages.
+void run_stage(uint si, bool last) {
     uint b = P(H_STAGES) + si * 8u;
     uint kind = P(b + S_KIND), layer = P(b + S_LAYER), n = P(b + S_UNITS), off = P(b + S_OFF);
     uint t0 = P(b + S_T0), t1 = P(b + S_T1);
@@ -378,8 +380,7 @@ void run_stage(uint si) {
     } else {
         if (kind == K_DOWN && P(H_HIDDEN) > SX_CAP) {
             stage_down_chunked(t0, n, off);
-            if (INSTR) wg_sync();
-            stamp_stage(si, 1u, now2());
+            if (INSTR && !last) { wg_sync(); stamp_stage(si, 1u, now2()); }
             return;
         }
         uint NT = G * nteams(), me = wg_id() * nteams() + team();
@@ -417,19 +418,20 @@ void run_stage(uint si) {
             }
         }
     }
-    if (INSTR) wg_sync();
-    stamp_stage(si, 1u, now2());
+    if (INSTR && !last) { wg_sync(); stamp_stage(si, 1u, now2()); }
 }
 
 void run_level(uint lvl, uint only_stage) {
     prologue(lvl);
     uint base = P(H_LEVELS) + lvl * 8u;
     uint first = P(base + L_FIRST), cnt = P(base + L_COUNT);
+    uint last = only_stage != 0xFFFFFFFFu ? only_stage : first + cnt - 1u;
     for (uint s = first; s < first + cnt; ++s) {
         if (only_stage != 0xFFFFFFFFu && s != only_stage) continue;
-        run_stage(s);
+        run_stage(s, s == last);
     }
     wg_sync();
+    stamp_stage(last, 1u, now2());
     if (!budget_ok() && lid() == 0u) raise_fail(FAIL_BUDGET, lvl, g_iter);
 }
 
