@@ -357,8 +357,7 @@ impl Model {
             Ok(m)
         } else {
             let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-            let ck = llama2c::read_checkpoint(&bytes)
-                .map_err(|e| Error::Llama2c(format!("{}: {e}", path.display())))?;
+            let ck = llama2c::read_checkpoint(&bytes)?;
             let tokenizer = read_tok(ck.config.vocab_size)?.ok_or_else(|| {
                 Error::Invalid(format!(
                     "{} is a llama2.c checkpoint: pass its tokenizer with --tokenizer tok*.bin",

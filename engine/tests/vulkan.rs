@@ -200,3 +200,36 @@ fn an_ffn_wider_than_shared_memory_goes_through_chunks_and_stays_bit_identical()
     assert!(r.ok(), "{fails:?}");
     assert!(r.passes.iter().all(|p| p.bitwise_equal == Some(true)));
 }
+
+#[test]
+fn a_bad_device_selector_is_an_error_naming_the_devices_and_leaves_vulkan_usable() {
+    let Some((ctx, _turn)) = device() else { return };
+    for sel in ["9999", "no-such-gpu-name"] {
+        let err = GpuContext::new(Some(sel))
+            .err()
+            .expect("must fail")
+            .to_string();
+        assert!(err.contains(sel) && err.contains(&ctx.info.name), "{err}");
+    }
+    // The failed opens must not have torn down the loader under the live context.
+    let model = Model::embedded().expect("model");
+    let opts = DecoderOptions {
+        mode: Mode::Multi,
+        max_seq: 2,
+        ..Default::default()
+    };
+    let mut dec = VulkanDecoder::new(ctx.clone(), &model, opts).expect("decoder");
+    assert_eq!(
+        dec.step(model.tokenizer.bos_id(), 0).expect("pass").argmax,
+        403
+    );
+    let zero = DecoderOptions {
+        grid: Some(0),
+        ..Default::default()
+    };
+    let err = VulkanDecoder::new(ctx, &model, zero)
+        .err()
+        .expect("grid 0 refused")
+        .to_string();
+    assert!(err.contains("grid 0"), "{err}");
+}

@@ -316,7 +316,7 @@ impl GpuContext {
     pub fn new(selector: Option<&str>) -> Result<GpuContext> {
         let entry = load_entry()?;
         let instance = create_instance(&entry)?;
-        match Self::open(entry, instance.clone(), selector) {
+        match Self::open(entry.clone(), instance.clone(), selector) {
             Ok(c) => Ok(c),
             Err(e) => {
                 // SAFETY: open failed before creating a device; only the instance exists.

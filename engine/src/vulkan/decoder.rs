@@ -344,6 +344,11 @@ impl VulkanDecoder {
     pub fn new(ctx: Arc<GpuContext>, model: &Model, opts: DecoderOptions) -> Result<VulkanDecoder> {
         let info = ctx.info.clone();
         let cpu = info.kind == DeviceKind::Cpu;
+        if opts.grid == Some(0) {
+            return Err(Error::Invalid(
+                "grid 0: a pass needs at least one workgroup".into(),
+            ));
+        }
         let grid = opts.grid.unwrap_or_else(|| default_grid(&ctx)).max(1);
         // Measured on the H200 (bench/RESULTS.md, round 4): more warps per SM keep more weight
         // loads in flight; 512 lanes are best for d 2048, 1024 for d 4096. CPU devices: 64.
