@@ -75,6 +75,9 @@ void raise_fail(uint bit, uint level, uint seen) {
 
 bool budget_ok() { return ITER_BUDGET == 0u || g_iter < ITER_BUDGET; }
 #define TICK() (g_iter++)
+// A quantised block's inner loops (4x4 for Q4_0, 8x4 for Q8_0) may stay loops on a CPU
+// device: count them too, so the budget is never overrun unseen.
+#define TICK_N(n) (g_iter += (n))
 
 // ---- telemetry ring ----
 // Frame at slot k: word 0 sequence (pass_id + 1, written last), 1 pass, 2 workgroups done,
@@ -135,9 +138,24 @@ float welem(uint t, uint row, uint j) {
 
 // ---- the dot product of one weight row with the input vector, by one team ----
 // XLOAD(j) reads element j of the input vector.
+// One Q4_0 block against 32 input elements: low nibbles are elements 0..15, high 16..31;
+// lo and hi each sum their 16 products in element order.
+#define Q4_BLOCK(QV, B, XLOAD)                                                               \
+    [[unroll]] for (uint k = 0u; k < 4u; ++k) {                                              \
+        uint word = QV[k];                                                                   \
+        [[unroll]] for (uint e = 0u; e < 4u; ++e) {                                          \
+            uint byte = (word >> (e * 8u)) & 255u;                                           \
+            uint j = (B) * 32u + k * 4u + e;                                                 \
+            lo += float(int(byte & 15u) - 8) * XLOAD(j);                                     \
+            hi += float(int(byte >> 4u) - 8) * XLOAD(j + 16u);                               \
+        }                                                                                    \
+    }
+
 #define DEFINE_DOT(NAME, XLOAD)                                                              \
 float NAME(uint t, uint row, uint c0, uint cl) {                                             \
-    uint ty = T(t, T_TYPE), cols = T(t, T_COLS), ch = T(t, T_CHUNK);                          \
+    /* A model whose matrices share one type compiles only that type's loop. */              \
+    uint ty = MAT_TY != 0xFFFFu ? MAT_TY : T(t, T_TYPE);                                     \
+    uint cols = T(t, T_COLS), ch = T(t, T_CHUNK);                                            \
     uint base = T(t, T_QS) + row * T(t, T_ROWW);                                             \
     uint S = gl_SubgroupSize;                                                                \
     float acc = 0.0;                                                                         \
@@ -160,6 +178,7 @@ float NAME(uint t, uint row, uint c0, uint cl) {                                
             TICK();                                                                          \
             uint b = b0 + tlane();                                                           \
             if (b >= nb) continue;                                                           \
+            TICK_N(40u);                                                                     \
             float s = 0.0;                                                                   \
             uvec4 qa = wld4(ch, base + (g0 + b) * 8u), qb = wld4(ch, base + (g0 + b) * 8u + 4u); \
             [[unroll]] for (uint k = 0u; k < 8u; ++k) {                                      \
@@ -172,23 +191,20 @@ float NAME(uint t, uint row, uint c0, uint cl) {                                
             acc += s * qscale(ch, sc, row * nbt + g0 + b);                                   \
         }                                                                                    \
     } else {                                                                                 \
+        /* Q4_0: two blocks per lane per iteration, both loads issued before either is used;   \
+           the blocks are still added in the order b, b + S, b + 2S, ... */                  \
         uint nb = cl / 32u, nbt = cols / 32u, g0 = c0 / 32u, sc = T(t, T_SC);                \
-        for (uint b0 = 0u; b0 < nb; b0 += S) {                                              \
+        for (uint b0 = 0u; b0 < nb; b0 += 2u * S) {                                         \
             TICK();                                                                          \
-            uint b = b0 + tlane();                                                           \
-            if (b >= nb) continue;                                                           \
-            float lo = 0.0, hi = 0.0;                                                        \
-            uvec4 qv = wld4(ch, base + (g0 + b) * 4u);                                       \
-            [[unroll]] for (uint k = 0u; k < 4u; ++k) {                                      \
-                uint word = qv[k];                                                           \
-                [[unroll]] for (uint e = 0u; e < 4u; ++e) {                                  \
-                    uint byte = (word >> (e * 8u)) & 255u;                                   \
-                    uint j = b * 32u + k * 4u + e;                                           \
-                    lo += float(int(byte & 15u) - 8) * XLOAD(j);                             \
-                    hi += float(int(byte >> 4u) - 8) * XLOAD(j + 16u);                       \
-                }                                                                            \
-            }                                                                                \
-            acc += (lo + hi) * qscale(ch, sc, row * nbt + g0 + b);                           \
+            uint ba = b0 + tlane(), bb = ba + S;                                             \
+            bool ha = ba < nb, hb = bb < nb;                                                 \
+            uvec4 qa = ha ? wld4(ch, base + (g0 + ba) * 4u) : uvec4(0u);                     \
+            uvec4 qb = hb ? wld4(ch, base + (g0 + bb) * 4u) : uvec4(0u);                     \
+            float da = ha ? qscale(ch, sc, row * nbt + g0 + ba) : 0.0;                        \
+            float db = hb ? qscale(ch, sc, row * nbt + g0 + bb) : 0.0;                        \
+            TICK_N(40u);                                                                     \
+            if (ha) { float lo = 0.0, hi = 0.0; Q4_BLOCK(qa, ba, XLOAD); acc += (lo + hi) * da; } \
+            if (hb) { float lo = 0.0, hi = 0.0; Q4_BLOCK(qb, bb, XLOAD); acc += (lo + hi) * db; } \
         }                                                                                    \
     }                                                                                        \
     return subgroupAdd(acc);                                                                 \

@@ -37,6 +37,7 @@ layout(constant_id = 8) const uint TEST_SLOW_KIND = 0xFFFFu; // test only: stage
 layout(constant_id = 9) const uint TEST_STALL_WG = 0xFFFFFFFFu; // test only: this WG never arrives
 layout(constant_id = 10) const uint NCHUNK_USED = 1;     // weight chunks bound
 layout(constant_id = 11) const uint MAX_WG = 1024;       // upper bound of the workgroup size (array sizes)
+layout(constant_id = 12) const uint MAT_TY = 0xFFFFu;    // the one type of every matrix, or 0xFFFF (read per tensor)
 
 #define NCHUNK 8
 layout(set = 0, binding = 0) readonly buffer Weights { uint w[]; } weights[NCHUNK];

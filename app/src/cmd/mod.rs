@@ -69,10 +69,17 @@ impl baro_engine::generate::Decode for PassLogger {
         let p = self.dec.step(token, pos)?;
         let line = p.fail.line(|l| self.dec.level_name(l));
         // FNV-1a of the logits' bits: equal across modes and builds iff bit-identical.
-        let h = self.dec.logits().iter().fold(0xcbf2_9ce4_8422_2325u64, |h, v| {
-            (h ^ v.to_bits() as u64).wrapping_mul(0x0100_0000_01b3)
-        });
-        eprintln!("pass {pos} token {token} -> {} logits {h:016x} {line}", p.argmax);
+        let h = self
+            .dec
+            .logits()
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, v| {
+                (h ^ v.to_bits() as u64).wrapping_mul(0x0100_0000_01b3)
+            });
+        eprintln!(
+            "pass {pos} token {token} -> {} logits {h:016x} {line}",
+            p.argmax
+        );
         if !p.fail.ok() {
             return Err(baro_engine::Error::Vulkan(format!(
                 "pass at position {pos} failed: {line}"

@@ -245,6 +245,7 @@ pub struct VulkanDecoder {
     /// Workgroup size.
     pub wg_size: u32,
     vocab: usize,
+    mat_type: u32,
     chunks: Vec<Buffer>,
     state: Buffer,
     kv: Buffer,
@@ -388,10 +389,12 @@ impl VulkanDecoder {
                 info.max_shared
             )));
         }
+        // The FFN input goes through shared memory whole when it fits, else in as few
+        // block-aligned chunks as the shared memory allows (see stage_down_chunked).
         let sx_cap = if c.hidden_dim <= shared_floats {
             c.hidden_dim.max(c.dim)
         } else {
-            c.dim
+            (shared_floats / 32 * 32).max(c.dim)
         };
         let program = Program::new(model, max_seq);
 
@@ -404,6 +407,20 @@ impl VulkanDecoder {
             grid,
             wg_size,
             vocab: c.vocab_size,
+            mat_type: {
+                let w = &model.weights;
+                let mut tys = w
+                    .layers
+                    .iter()
+                    .flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_down, &l.w_up])
+                    .chain([w.classifier()])
+                    .map(|t| t.ty);
+                let first = tys.next();
+                match first {
+                    Some(f) if tys.all(|t| t == f) => f.id(),
+                    _ => 0xFFFF,
+                }
+            },
             chunks: vec![],
             state: Buffer::null(),
             kv: Buffer::null(),
@@ -738,7 +755,7 @@ impl VulkanDecoder {
                 ),
             )?;
             let mega = self.opts.mode == Mode::Mega;
-            let spec: [u32; 12] = [
+            let spec: [u32; 13] = [
                 self.wg_size,
                 mega as u32,
                 self.grid,
@@ -747,8 +764,10 @@ impl VulkanDecoder {
                 self.has_clock() as u32,
                 // Back-edge budget: lavapipe ends loops silently at 65,535; a GPU without a
                 // device clock bounds its spins by count (~1 s at ~50 ns per poll).
+                // Counted conservatively (quantised blocks' inner loops included), so the
+                // budget can sit just under the limit.
                 if cpu {
-                    50_000
+                    64_000
                 } else if !self.has_clock() {
                     20_000_000
                 } else {
@@ -759,8 +778,9 @@ impl VulkanDecoder {
                 self.opts.test_stall_wg.unwrap_or(u32::MAX),
                 n_chunks as u32,
                 1024,
+                self.mat_type,
             ];
-            let entries: Vec<vk::SpecializationMapEntry> = (0..12)
+            let entries: Vec<vk::SpecializationMapEntry> = (0..13)
                 .map(|i| vk::SpecializationMapEntry {
                     constant_id: i,
                     offset: i * 4,
