@@ -35,24 +35,8 @@ pub fn argmax(x: &[f32]) -> u32 {
     max_i as u32
 }
 
-/// run.c's softmax, in place: subtract the max, `expf`, sum in order, divide.
-pub fn softmax(x: &mut [f32]) {
-    let Some(&first) = x.first() else { return };
-    let mut max_val = first;
-    for &v in &x[1..] {
-        if v > max_val {
-            max_val = v;
-        }
-    }
-    let mut sum = 0.0f32;
-    for v in x.iter_mut() {
-        *v = (*v - max_val).exp();
-        sum += *v;
-    }
-    for v in x.iter_mut() {
-        *v /= sum;
-    }
-}
+/// run.c's softmax (one definition, in the reference decoder).
+pub use crate::reference::softmax;
 
 /// run.c's `sample_mult`: the first index whose cumulative probability exceeds `coin`.
 fn sample_mult(probs: &[f32], coin: f32) -> u32 {

@@ -660,9 +660,10 @@ impl VulkanDecoder {
         })
     }
 
-    fn one_shot(&mut self, rec: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<()> {
+    /// Reset and begin the decoder's command buffer.
+    fn begin_commands(&self) -> Result<vk::CommandBuffer> {
         let d = &self.ctx.device;
-        // SAFETY: the command buffer and fence are ours and idle between submissions.
+        // SAFETY: the command buffer is ours and idle (every submission is waited on).
         unsafe {
             vkr(
                 "vkResetCommandBuffer",
@@ -676,7 +677,17 @@ impl VulkanDecoder {
                         .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
                 ),
             )?;
-            rec(d, self.cmd);
+        }
+        Ok(self.cmd)
+    }
+
+    /// End, submit and wait up to `timeout` (the watchdog). `Ok(false)`: it timed out; the
+    /// caller reports it and the decoder refuses further work.
+    fn submit_and_wait(&mut self, timeout: Duration, what: &str) -> Result<bool> {
+        let d = &self.ctx.device;
+        // SAFETY: the command buffer was recorded by begin_commands and its users; the fence is
+        // unsignalled (reset after every completed wait).
+        unsafe {
             vkr("vkEndCommandBuffer", d.end_command_buffer(self.cmd))?;
             let cbs = [self.cmd];
             let si = [vk::SubmitInfo::default().command_buffers(&cbs)];
@@ -684,18 +695,26 @@ impl VulkanDecoder {
                 "vkQueueSubmit",
                 d.queue_submit(self.ctx.queue, &si, self.fence),
             )?;
-            let r = d.wait_for_fences(
-                &[self.fence],
-                true,
-                self.opts.fence_timeout.as_nanos() as u64,
-            );
+            let r = d.wait_for_fences(&[self.fence], true, timeout.as_nanos() as u64);
             if r == Err(vk::Result::TIMEOUT) {
-                self.broken =
-                    Some("a transfer did not complete within the watchdog timeout".into());
-                return Err(Error::Vulkan("watchdog: transfer did not complete".into()));
+                self.broken = Some(format!(
+                    "{what} did not finish within {timeout:?} (watchdog)"
+                ));
+                return Ok(false);
             }
             vkr("vkWaitForFences", r)?;
             vkr("vkResetFences", d.reset_fences(&[self.fence]))?;
+        }
+        Ok(true)
+    }
+
+    fn one_shot(&mut self, rec: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<()> {
+        let cb = self.begin_commands()?;
+        rec(&self.ctx.device, cb);
+        if !self.submit_and_wait(self.opts.fence_timeout, "a transfer")? {
+            return Err(Error::Vulkan(
+                "watchdog: a transfer did not complete".into(),
+            ));
         }
         Ok(())
     }
@@ -1072,20 +1091,8 @@ impl VulkanDecoder {
         let t0 = Instant::now();
         // SAFETY: all handles belong to this decoder; the command buffer is idle (the previous
         // pass's fence was waited on).
+        let cb = self.begin_commands()?;
         unsafe {
-            vkr(
-                "vkResetCommandBuffer",
-                d.reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty()),
-            )?;
-            vkr(
-                "vkBeginCommandBuffer",
-                d.begin_command_buffer(
-                    self.cmd,
-                    &vk::CommandBufferBeginInfo::default()
-                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
-                ),
-            )?;
-            let cb = self.cmd;
             d.cmd_reset_query_pool(cb, self.qpool, 0, self.n_queries);
             d.cmd_update_buffer(cb, self.sync.buffer, 0, unsafe_words_as_bytes(&sync_init));
             d.cmd_fill_buffer(cb, self.out.buffer, 0, (self.vocab as u64 + 2) * 4, POISON);
@@ -1232,36 +1239,25 @@ impl VulkanDecoder {
                 &[],
                 &[],
             );
-            vkr("vkEndCommandBuffer", d.end_command_buffer(cb))?;
-            let cbs = [cb];
-            let si = [vk::SubmitInfo::default().command_buffers(&cbs)];
-            vkr("vkQueueSubmit", d.queue_submit(ctx.queue, &si, self.fence))?;
-            let r = d.wait_for_fences(
-                &[self.fence],
-                true,
-                self.opts.fence_timeout.as_nanos() as u64,
-            );
-            let wall = t0.elapsed();
-            if r == Err(vk::Result::TIMEOUT) {
-                self.broken = Some(format!(
-                    "pass {pass_id} did not finish within {:?} (watchdog)",
-                    self.opts.fence_timeout
-                ));
-                return Ok(Pass {
-                    argmax: u32::MAX,
-                    argmax_value: f32::NAN,
-                    fail: FailWord {
-                        bits: fail::WATCHDOG,
-                        grid,
-                        ..Default::default()
-                    },
-                    gpu_ns: None,
-                    dispatch_ns: vec![],
-                    wall,
-                });
-            }
-            vkr("vkWaitForFences", r)?;
-            vkr("vkResetFences", d.reset_fences(&[self.fence]))?;
+        }
+        let done = self.submit_and_wait(self.opts.fence_timeout, &format!("pass {pass_id}"))?;
+        let wall = t0.elapsed();
+        if !done {
+            return Ok(Pass {
+                argmax: u32::MAX,
+                argmax_value: f32::NAN,
+                fail: FailWord {
+                    bits: fail::WATCHDOG,
+                    grid,
+                    ..Default::default()
+                },
+                gpu_ns: None,
+                dispatch_ns: vec![],
+                wall,
+            });
+        }
+        // SAFETY: the pass completed; its queries and readback are ready.
+        unsafe {
             // Timestamps.
             let nq = if mega { 2 } else { self.n_queries as usize };
             let mut ts = vec![0u64; nq];
