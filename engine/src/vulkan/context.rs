@@ -188,9 +188,12 @@ fn create_instance(entry: &ash::Entry) -> Result<ash::Instance> {
         .application_info(&app)
         .enabled_layer_names(&layers);
     // SAFETY: valid create info with static strings.
-    vkr("vkCreateInstance", unsafe {
-        entry.create_instance(&ci, None)
-    })
+    match unsafe { entry.create_instance(&ci, None) } {
+        Err(vk::Result::ERROR_INCOMPATIBLE_DRIVER) => Err(Error::Vulkan(
+            "the Vulkan loader found no driver (ICD). For the lavapipe CPU device: apt-get install mesa-vulkan-drivers; on NVIDIA set VK_DRIVER_FILES to the NVIDIA ICD json".into(),
+        )),
+        r => vkr("vkCreateInstance", r),
+    }
 }
 
 fn has_ext(exts: &[vk::ExtensionProperties], name: &CStr) -> bool {
