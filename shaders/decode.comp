@@ -19,6 +19,7 @@ shared float sx[SX_CAP + SX_CAP / 32u + 1u];
 shared float red[64];
 shared uint redu[64];
 shared bool s_ok;
+shared bool s_budget_ok;
 shared float s_scale;
 
 uint g_iter = 0;   // back-edges of this invocation (lavapipe ends loops silently at 65,535)
@@ -379,18 +380,27 @@ float slow_work(float v) {
     return v;
 }
 
-// `last`: the level's last stage to run here; its end stamp is taken by run_level after the
-// level's own workgroup barrier, so instrumentation adds barriers only between stages.
-void run_stage(uint si, bool last) {
+// The level's last stage to run here is stamped by run_level after the level's own
+// workgroup barrier, so instrumentation adds barriers only between stages.
+// `first`: its start was stamped before the level's prologue (the prologue is this stage's
+// cost: the norm, the input load); `last`: see run_level.
+void run_stage(uint si, bool first, bool last) {
     uint b = P(H_STAGES) + si * 8u;
     uint kind = P(b + S_KIND), layer = P(b + S_LAYER), n = P(b + S_UNITS), off = P(b + S_OFF);
     uint t0 = P(b + S_T0), t1 = P(b + S_T1);
-    stamp_stage(si, 0u, now2());
+    if (!first) stamp_stage(si, 0u, now2());
     if (kind == TEST_SLOW_KIND && lid() == 0u) red[63] = slow_work(float(pc.pos));
     if (kind == K_ATTN || kind == K_ARGMAX) {
         // Workgroup-granular units.
         for (uint u = (wg_id() + G - off % G) % G; u < n; u += G) {
-            if (!budget_ok()) break;
+            // The whole workgroup decides together: unit_attn has workgroup barriers.
+            if (ITER_BUDGET != 0u) {
+                if (lid() == 0u) s_budget_ok = true;
+                wg_sync();
+                if (!budget_ok()) s_budget_ok = false;
+                wg_sync();
+                if (!s_budget_ok) break;
+            }
             if (kind == K_ATTN) unit_attn(layer, u); else unit_argmax();
         }
     } else {
@@ -438,17 +448,20 @@ void run_stage(uint si, bool last) {
 }
 
 void run_level(uint lvl, uint only_stage) {
-    prologue(lvl);
     uint base = P(H_LEVELS) + lvl * 8u;
     uint first = P(base + L_FIRST), cnt = P(base + L_COUNT);
+    uint first_run = only_stage != 0xFFFFFFFFu ? only_stage : first;
     uint last = only_stage != 0xFFFFFFFFu ? only_stage : first + cnt - 1u;
+    stamp_stage(first_run, 0u, now2());
+    prologue(lvl);
     for (uint s = first; s < first + cnt; ++s) {
         if (only_stage != 0xFFFFFFFFu && s != only_stage) continue;
-        run_stage(s, s == last);
+        run_stage(s, s == first_run, s == last);
     }
     wg_sync();
     stamp_stage(last, 1u, now2());
-    if (!budget_ok() && lid() == 0u) raise_fail(FAIL_BUDGET, lvl, g_iter);
+    // Any lane whose budget ran out (lanes count differently) fails the pass.
+    if (!budget_ok()) raise_fail(FAIL_BUDGET, lvl, g_iter);
 }
 
 // The grid barrier after level `lvl`: leader arrives with a release, polls relaxed with a
@@ -480,7 +493,8 @@ bool grid_barrier(uint lvl, bool arrive_only) {
         }
         memoryBarrier(SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
         s_ok = ok;
-        stamp_level(lvl, 1u, now2());
+        // A workgroup that only arrives (before a single-workgroup level) has no exit.
+        if (!arrive_only) stamp_level(lvl, 1u, now2());
     }
     wg_sync();
     return s_ok;

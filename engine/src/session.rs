@@ -176,9 +176,16 @@ impl SessionBuilder {
                     dropped.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            if !p.fail.ok() && self.stop_on_fail {
-                reason = format!("failed: {}", p.fail.line(|l| dec.level_name(l)));
-                break;
+            if !p.fail.ok() {
+                if self.stop_on_fail {
+                    reason = format!("failed: {}", p.fail.line(|l| dec.level_name(l)));
+                    break;
+                }
+                // A failed pass left no token to feed back and may have left a bad KV entry:
+                // start the sequence over.
+                pos = 0;
+                token = prompt[0];
+                continue;
             }
             pos += 1;
             token = next;

@@ -163,7 +163,7 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
     );
     if let Some(at) = report.near_tie_at {
         println!(
-            "{:<28} near-tie at pass {at}: compared up to there",
+            "{:<28} near-tie at pass {at}: tokens compared up to there, other checks to the end",
             "near-tie"
         );
     }

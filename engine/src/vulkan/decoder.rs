@@ -514,6 +514,22 @@ impl VulkanDecoder {
             self.chunks.push(b);
         }
         let c_state = self.program.state_floats * 4;
+        // These are bound whole: each must fit one storage-buffer range.
+        let range = ctx.info.max_storage_range;
+        for (name, bytes) in [
+            ("state", c_state),
+            ("kv_cache", self.program.kv_floats * 4),
+            ("logits", (self.vocab as u64 + 2 + 2 * self.grid as u64) * 4),
+        ] {
+            if bytes > range {
+                return Err(Error::Invalid(format!(
+                    "{name} needs {:.1} MiB but the device binds at most {:.1} MiB per storage buffer: use a shorter context (max_seq {})",
+                    bytes as f64 / 1048576.0,
+                    range as f64 / 1048576.0,
+                    self.program.max_seq
+                )));
+            }
+        }
         self.state = create_buffer(&ctx, "state", c_state, STORAGE, MemoryLocation::GpuOnly)?;
         self.kv = create_buffer(
             &ctx,
@@ -628,7 +644,10 @@ impl VulkanDecoder {
             }
             Ok(())
         })();
-        destroy_buffer(&ctx, &mut staging);
+        if self.broken.is_none() {
+            destroy_buffer(&ctx, &mut staging);
+        } // else: a copy may still be reading it; leak it rather than free it under the GPU
+
         r
     }
 
@@ -733,10 +752,6 @@ impl VulkanDecoder {
         let n_chunks = self.chunks.len();
         // SAFETY: all create infos reference live locals; handles are stored for Drop.
         unsafe {
-            let module = vkr(
-                "vkCreateShaderModule",
-                d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None),
-            )?;
             let mut bindings = vec![vk::DescriptorSetLayoutBinding::default()
                 .binding(0)
                 .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
@@ -810,6 +825,11 @@ impl VulkanDecoder {
             let si = vk::SpecializationInfo::default()
                 .map_entries(&entries)
                 .data(spec_bytes);
+            // Created last, so no error path above leaks it; destroyed right after use.
+            let module = vkr(
+                "vkCreateShaderModule",
+                d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None),
+            )?;
             let stage = vk::PipelineShaderStageCreateInfo::default()
                 .stage(vk::ShaderStageFlags::COMPUTE)
                 .module(module)
@@ -999,7 +1019,8 @@ impl VulkanDecoder {
             dropped: 0,
             host_start_ns: None,
         };
-        if let Some(words) = self.last_frame() {
+        // Without a device clock every stamp reads 0: there is nothing to decode (not torn).
+        if let Some(words) = self.last_frame().filter(|_| self.has_clock()) {
             let mega = self.opts.mode == Mode::Mega;
             match decode_frame(
                 &words,
@@ -1069,8 +1090,6 @@ impl VulkanDecoder {
         let grid = self.grid;
         let sync_words = 16 + grid as usize;
         let out_words = self.vocab + 2 + 2 * grid as usize;
-        let mut sync_init = vec![0u32; sync_words];
-        sync_init[sy::FAIL_LEVEL] = u32::MAX;
         let timeout_ticks = (self.opts.spin_timeout.as_nanos().min(u32::MAX as u128 / 2)) as u32;
         let pass_id = self.passes;
         self.passes = self.passes.wrapping_add(1);
@@ -1094,7 +1113,28 @@ impl VulkanDecoder {
         let cb = self.begin_commands()?;
         unsafe {
             d.cmd_reset_query_pool(cb, self.qpool, 0, self.n_queries);
-            d.cmd_update_buffer(cb, self.sync.buffer, 0, unsafe_words_as_bytes(&sync_init));
+            // Sync words: all zero but the "no failing level yet" marker. (Fill, not one big
+            // update: vkCmdUpdateBuffer is limited to 64 KiB and large grids exceed it.)
+            d.cmd_fill_buffer(cb, self.sync.buffer, 0, sync_words as u64 * 4, 0);
+            let none = [u32::MAX];
+            let to_update = [vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)];
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &to_update,
+                &[],
+                &[],
+            );
+            d.cmd_update_buffer(
+                cb,
+                self.sync.buffer,
+                sy::FAIL_LEVEL as u64 * 4,
+                unsafe_words_as_bytes(&none),
+            );
             d.cmd_fill_buffer(cb, self.out.buffer, 0, (self.vocab as u64 + 2) * 4, POISON);
             // Partials: index u32::MAX = "none".
             d.cmd_fill_buffer(
@@ -1128,7 +1168,7 @@ impl VulkanDecoder {
                 &[self.set],
                 &[],
             );
-            d.cmd_write_timestamp(cb, vk::PipelineStageFlags::TOP_OF_PIPE, self.qpool, 0);
+            d.cmd_write_timestamp(cb, vk::PipelineStageFlags::COMPUTE_SHADER, self.qpool, 0);
             if mega {
                 d.cmd_push_constants(
                     cb,
@@ -1156,7 +1196,7 @@ impl VulkanDecoder {
                     }
                     d.cmd_write_timestamp(
                         cb,
-                        vk::PipelineStageFlags::TOP_OF_PIPE,
+                        vk::PipelineStageFlags::COMPUTE_SHADER,
                         self.qpool,
                         2 + 2 * i as u32,
                     );
