@@ -919,6 +919,25 @@ impl VulkanDecoder {
     }
 }
 
+/// One global memory barrier from (`src`, `src_access`) to (`dst`, `dst_access`).
+///
+/// # Safety
+/// `cb` must be a command buffer of `d` in the recording state.
+unsafe fn barrier(
+    d: &ash::Device,
+    cb: vk::CommandBuffer,
+    src: vk::PipelineStageFlags,
+    dst: vk::PipelineStageFlags,
+    src_access: vk::AccessFlags,
+    dst_access: vk::AccessFlags,
+) {
+    let b = [vk::MemoryBarrier::default()
+        .src_access_mask(src_access)
+        .dst_access_mask(dst_access)];
+    // SAFETY: guaranteed by the caller.
+    unsafe { d.cmd_pipeline_barrier(cb, src, dst, vk::DependencyFlags::empty(), &b, &[], &[]) };
+}
+
 /// View u32 words as bytes (little-endian hosts only, which is all Vulkan runs on here).
 fn unsafe_words_as_bytes(w: &[u32]) -> &[u8] {
     // SAFETY: u8 has no alignment or validity requirements; the length is exact.
@@ -1117,17 +1136,13 @@ impl VulkanDecoder {
             // update: vkCmdUpdateBuffer is limited to 64 KiB and large grids exceed it.)
             d.cmd_fill_buffer(cb, self.sync.buffer, 0, sync_words as u64 * 4, 0);
             let none = [u32::MAX];
-            let to_update = [vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)];
-            d.cmd_pipeline_barrier(
+            barrier(
+                d,
                 cb,
                 vk::PipelineStageFlags::TRANSFER,
                 vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &to_update,
-                &[],
-                &[],
+                vk::AccessFlags::TRANSFER_WRITE,
+                vk::AccessFlags::TRANSFER_WRITE,
             );
             d.cmd_update_buffer(
                 cb,
@@ -1147,17 +1162,13 @@ impl VulkanDecoder {
             if self.opts.instrument {
                 d.cmd_fill_buffer(cb, self.ring.buffer, 0, self.ring_frame_words as u64 * 4, 0);
             }
-            let to_shader = [vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
-            d.cmd_pipeline_barrier(
+            barrier(
+                d,
                 cb,
                 vk::PipelineStageFlags::TRANSFER,
                 vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::DependencyFlags::empty(),
-                &to_shader,
-                &[],
-                &[],
+                vk::AccessFlags::TRANSFER_WRITE,
+                vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
             );
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, self.pipeline);
             d.cmd_bind_descriptor_sets(
@@ -1179,19 +1190,15 @@ impl VulkanDecoder {
                 );
                 d.cmd_dispatch(cb, grid, 1, 1);
             } else {
-                let between = [vk::MemoryBarrier::default()
-                    .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                    .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
                 for (i, s) in self.program.stages.iter().enumerate() {
                     if i > 0 {
-                        d.cmd_pipeline_barrier(
+                        barrier(
+                            d,
                             cb,
                             vk::PipelineStageFlags::COMPUTE_SHADER,
                             vk::PipelineStageFlags::COMPUTE_SHADER,
-                            vk::DependencyFlags::empty(),
-                            &between,
-                            &[],
-                            &[],
+                            vk::AccessFlags::SHADER_WRITE,
+                            vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
                         );
                     }
                     d.cmd_write_timestamp(
@@ -1217,17 +1224,13 @@ impl VulkanDecoder {
                 }
             }
             d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, self.qpool, 1);
-            let to_copy = [vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
-            d.cmd_pipeline_barrier(
+            barrier(
+                d,
                 cb,
                 vk::PipelineStageFlags::COMPUTE_SHADER,
                 vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &to_copy,
-                &[],
-                &[],
+                vk::AccessFlags::SHADER_WRITE,
+                vk::AccessFlags::TRANSFER_READ,
             );
             d.cmd_copy_buffer(
                 cb,
@@ -1267,17 +1270,13 @@ impl VulkanDecoder {
                     }],
                 );
             }
-            let to_host = [vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::HOST_READ)];
-            d.cmd_pipeline_barrier(
+            barrier(
+                d,
                 cb,
                 vk::PipelineStageFlags::TRANSFER,
                 vk::PipelineStageFlags::HOST,
-                vk::DependencyFlags::empty(),
-                &to_host,
-                &[],
-                &[],
+                vk::AccessFlags::TRANSFER_WRITE,
+                vk::AccessFlags::HOST_READ,
             );
         }
         let done = self.submit_and_wait(self.opts.fence_timeout, &format!("pass {pass_id}"))?;
@@ -1427,17 +1426,13 @@ impl VulkanDecoder {
                 d.cmd_write_timestamp(cb, vk::PipelineStageFlags::TOP_OF_PIPE, qpool, 0);
                 d.cmd_dispatch(cb, 1, 1, 1);
                 d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, qpool, 1);
-                let b = [vk::MemoryBarrier::default()
-                    .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                    .dst_access_mask(vk::AccessFlags::TRANSFER_READ)];
-                d.cmd_pipeline_barrier(
+                barrier(
+                    d,
                     cb,
                     vk::PipelineStageFlags::COMPUTE_SHADER,
                     vk::PipelineStageFlags::TRANSFER,
-                    vk::DependencyFlags::empty(),
-                    &b,
-                    &[],
-                    &[],
+                    vk::AccessFlags::SHADER_WRITE,
+                    vk::AccessFlags::TRANSFER_READ,
                 );
                 d.cmd_copy_buffer(
                     cb,
@@ -1449,17 +1444,13 @@ impl VulkanDecoder {
                         size: 8,
                     }],
                 );
-                let h = [vk::MemoryBarrier::default()
-                    .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                    .dst_access_mask(vk::AccessFlags::HOST_READ)];
-                d.cmd_pipeline_barrier(
+                barrier(
+                    d,
                     cb,
                     vk::PipelineStageFlags::TRANSFER,
                     vk::PipelineStageFlags::HOST,
-                    vk::DependencyFlags::empty(),
-                    &h,
-                    &[],
-                    &[],
+                    vk::AccessFlags::TRANSFER_WRITE,
+                    vk::AccessFlags::HOST_READ,
                 );
             })?;
             let mut ts = [0u64; 2];
