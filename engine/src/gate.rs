@@ -44,6 +44,21 @@ pub struct GateConfig {
     pub decoder: DecoderOptions,
 }
 
+impl GateConfig {
+    /// A gate over `steps` positions in `modes`, with the documented default thresholds
+    /// (near-tie 1e-3, rel-L2 1e-3) and default decoder options.
+    pub fn new(steps: usize, modes: Vec<Mode>, prompt: Vec<u32>) -> Self {
+        GateConfig {
+            steps,
+            modes,
+            prompt,
+            near_tie: 1e-3,
+            max_rel_l2: 1e-3,
+            decoder: DecoderOptions::default(),
+        }
+    }
+}
+
 /// One mode's result at one position.
 #[derive(Clone, Debug)]
 pub struct ModePass {

@@ -68,14 +68,11 @@ fn mega_equals_multi_bitwise_and_tracks_the_reference_in_every_quant_type() {
     cfg.n_layers = 2;
     for ty in GgmlType::ALL {
         let model = synth::generate(&cfg, tied, ty, 3, |_, _| {}).expect("model");
-        let gate = GateConfig {
-            steps: 12,
-            modes: vec![Mode::Mega, Mode::Multi],
-            prompt: vec![model.tokenizer.bos_id()],
-            near_tie: 1e-3,
-            max_rel_l2: 1e-3,
-            decoder: DecoderOptions::default(),
-        };
+        let gate = GateConfig::new(
+            12,
+            vec![Mode::Mega, Mode::Multi],
+            vec![model.tokenizer.bos_id()],
+        );
         let r = run_gate(&ctx, &model, &gate, |_, _| {}).expect("gate ran");
         let fails: Vec<_> = r.passes.iter().flat_map(|p| p.failures.clone()).collect();
         assert!(r.ok(), "{ty}: {fails:?}");
@@ -192,14 +189,11 @@ fn an_ffn_wider_than_shared_memory_goes_through_chunks_and_stays_bit_identical()
         16384
     };
     let model = synth::generate(&cfg, tied, GgmlType::Q4_0, 5, |_, _| {}).expect("model");
-    let gate = GateConfig {
-        steps: 4,
-        modes: vec![Mode::Mega, Mode::Multi],
-        prompt: vec![model.tokenizer.bos_id()],
-        near_tie: 1e-3,
-        max_rel_l2: 1e-3,
-        decoder: DecoderOptions::default(),
-    };
+    let gate = GateConfig::new(
+        4,
+        vec![Mode::Mega, Mode::Multi],
+        vec![model.tokenizer.bos_id()],
+    );
     let r = run_gate(&ctx, &model, &gate, |_, _| {}).expect("gate ran");
     let fails: Vec<_> = r.passes.iter().flat_map(|p| p.failures.clone()).collect();
     assert!(r.ok(), "{fails:?}");

@@ -51,12 +51,13 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
         GateModes::Both => vec![Mode::Mega, Mode::Multi],
     };
     let cfg = GateConfig {
-        steps: a.steps,
-        modes,
-        prompt: model.tokenizer.encode(a.prompt.as_bytes(), true, false),
         near_tie: a.near_tie,
-        max_rel_l2: 1e-3,
         decoder: a.gpu.decoder_options(a.steps),
+        ..GateConfig::new(
+            a.steps,
+            modes,
+            model.tokenizer.encode(a.prompt.as_bytes(), true, false),
+        )
     };
     eprintln!(
         "gate: model {} ({} layers, dim {}), {} steps, modes {:?}",
