@@ -3,10 +3,7 @@
 # Usage (device tool, carry .gl and .bin): bash bench/h200.sh [smoke|full]
 set -u
 what=${1:-full}
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-B=.bin/baro-top
-O=${OUT:-/tmp/out}; mkdir -p "$O"
+. bench/h200_env.sh
 run() { local name=$1; shift; echo "== $name: $*"; ( time "$@" ) >"$O/$name.txt" 2>&1; echo "rc=$?" >>"$O/$name.txt"; tail -n 12 "$O/$name.txt"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$O/nvidia-smi.txt" 2>&1
 run devices $B devices

@@ -2,9 +2,7 @@
 # End-of-session verification on the H200: gates, throughput at the default workgroup size,
 # event-ring overhead, run --headless/--json. Carry .gl and .bin.
 set -u
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-B=.bin/baro-top; O=${OUT:-/tmp/out}; mkdir -p "$O"
+. bench/h200_env.sh
 {
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
 echo "== gate stories"; $B gate --steps 200 2>&1 | tail -7

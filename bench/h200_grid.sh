@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # Round 2: grid sweep (see bench/README.md). Carry .gl and .bin.
 set -u
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-B=.bin/baro-top; O=${OUT:-/tmp/out}; mkdir -p "$O"
+. bench/h200_env.sh
 $B devices --probe --probe-max 2048 2>&1 | tail -3
 for s in llama-1b llama-8b; do
   $B model gen --shape $s --quant q4_0 --margin-steps 0 -o /tmp/$s.gguf >/dev/null 2>&1

@@ -2,9 +2,7 @@
 # Issues 3+4 on the H200 in one device call: gates, mega vs multi throughput, instrumentation
 # overhead (ring on vs off, interleaved), a JSON excerpt. Carry .gl and .bin.
 set -u
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-B=.bin/baro-top; O=${OUT:-/tmp/out}; mkdir -p "$O"
+. bench/h200_env.sh
 {
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
 echo "== gate stories"; $B gate --steps 200 2>&1 | tail -8

@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # Event-ring overhead only (round 5). Carry .gl and .bin.
 set -u
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-B=.bin/baro-top
+. bench/h200_env.sh
 echo "== gate stories"; $B gate --steps 64 2>&1 | grep -E "GATE|bit-identical"
 for s in llama-1b llama-8b; do
   $B model gen --shape $s --quant q4_0 --margin-steps 0 -o /tmp/$s.gguf >/dev/null 2>&1

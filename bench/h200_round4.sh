@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # Round 4 (bench/README.md). Carry .gl and .bin.
 set -u
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-B=.bin/baro-top; O=${OUT:-/tmp/out}; mkdir -p "$O"
+. bench/h200_env.sh
 {
 echo "== gate stories"; $B gate --steps 200 2>&1 | tail -3
 for s in llama-1b llama-8b; do

@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # Short verification of the committed kernel on the H200. Carry .gl and .bin.
 set -u
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-B=.bin/baro-top
+. bench/h200_env.sh
 echo "== gate stories"; $B gate --steps 200 2>&1 | grep -E "GATE|bit-identical"
 $B generate --backend vulkan -n 200 2>/dev/null > /tmp/m.txt; $B generate -n 200 2>/dev/null | cmp - /tmp/m.txt && echo "golden mega OK"
 for q in f32 f16 q8_0 q4_0; do $B model gen --shape tiny --quant $q -o /tmp/t_$q.gguf 2>/dev/null; echo "== gate tiny $q"; $B gate -m /tmp/t_$q.gguf --steps 32 2>&1 | grep -E "GATE"; done
