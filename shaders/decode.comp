@@ -63,6 +63,9 @@ float wg_max(float v) {
 }
 
 // ---- fail word ----
+// The first failure records its bit, level, workgroup and `seen`, whose meaning depends on the
+// bit: barrier arrivals (TIMEOUT), back-edges spent (BUDGET), the barrier counter at start
+// (LATE), the logit row (NONFINITE).
 void raise_fail(uint bit, uint level, uint seen) {
     atomicOr(sy.w[SY_FAIL], bit, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
     if (atomicCompSwap(sy.w[SY_FAIL_LEVEL], 0xFFFFFFFFu, level, SCOPE,
@@ -70,6 +73,7 @@ void raise_fail(uint bit, uint level, uint seen) {
                        gl_SemanticsRelaxed) == 0xFFFFFFFFu) {
         atomicExchange(sy.w[SY_FAIL_SEEN], seen, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
         atomicExchange(sy.w[SY_FAIL_WG], wg_id(), SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        atomicExchange(sy.w[SY_FAIL_FIRST], bit, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
     }
     atomicExchange(sy.w[SY_ABORT], 1u, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
 }
@@ -422,6 +426,9 @@ void run_stage(uint si, bool first, bool last) {
             else if (kind == K_HEAD) {
                 float v = dot_sx(t0, u);
                 if (tlane() == 0u) {
+                    // A NaN would lose every comparison below and leave a clean-looking
+                    // argmax: a non-finite logit fails the pass instead.
+                    if (isnan(v) || isinf(v)) raise_fail(FAIL_NONFINITE, P(b + S_LEVEL), u);
                     outb.o[u] = floatBitsToUint(v);
                     if (bi == 0xFFFFFFFFu || v > best) { best = v; bi = u; }
                 }
@@ -477,19 +484,27 @@ bool grid_barrier(uint lvl, bool arrive_only) {
         while (!arrive_only && seen < target) {
             TICK();
             if (atomicLoad(sy.w[SY_ABORT], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u) { ok = false; break; }
-            if (CPU_PAUSE) {
-                // ~microseconds of unrolled work per poll, so the back-edge budget lasts
-                // long enough on CPU devices.
-                float p = float(seen);
-#define PW p = sin(p) * 0.5 + 0.25;
-#define PW4 PW PW PW PW
-#define PW16 PW4 PW4 PW4 PW4
-                PW16 PW16 PW16 PW16 PW16 PW16 PW16 PW16
-                if (p > 10.0) red[62] = p;
-            }
             if (HAS_CLOCK && now2().x - t0 > pc.timeout) { raise_fail(FAIL_TIMEOUT, lvl, seen); ok = false; break; }
-            if (!budget_ok()) { raise_fail(FAIL_BUDGET, lvl, seen); ok = false; break; }
+            if (!budget_ok()) { raise_fail(FAIL_BUDGET, lvl, g_iter); ok = false; break; }
             seen = atomicLoad(sy.w[SY_COUNTER], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+            if (CPU_PAUSE) {
+                // A CPU device counts every back-edge of an invocation against one budget
+                // (lavapipe silently ends loops after 65,535), and a workgroup waiting here
+                // for a pool thread that the OS has descheduled (a loaded CPU) must not spend
+                // it: one back-edge holds CPU_POLLS polls, each after a pause of dependent
+                // square roots (straight-line vector code, ~15 cycles each), so the budget
+                // covers seconds of waiting while polls stay microseconds apart. The device
+                // clock still bounds the wait in time (pc.timeout).
+                float q = float(seen);
+#define CPU_SQRT q = sqrt(q + 2.0);
+#define CPU_SQRT8 CPU_SQRT CPU_SQRT CPU_SQRT CPU_SQRT CPU_SQRT CPU_SQRT CPU_SQRT CPU_SQRT
+#define CPU_SQRT64 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8
+#define CPU_POLL if (seen < target) { CPU_SQRT64 CPU_SQRT64 \
+    seen = atomicLoad(sy.w[SY_COUNTER], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed); }
+#define CPU_POLL4 CPU_POLL CPU_POLL CPU_POLL CPU_POLL
+                CPU_POLL4 CPU_POLL4 CPU_POLL4 CPU_POLL4 CPU_POLL4 CPU_POLL4 CPU_POLL4 CPU_POLL4
+                if (q == float(pc.pass_id)) red[62] = q;  // keeps the chain live (red[62] is scratch)
+            }
         }
         memoryBarrier(SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
         s_ok = ok;

@@ -141,13 +141,14 @@ layout(push_constant) uniform Push {
 #define SY_FAIL_WG 4
 #define SY_ABORT 5
 #define SY_STARTED 6
+#define SY_FAIL_FIRST 7  // the bit of the first failure (whose level/seen/wg are recorded)
 #define SY_CALIB 8     // 2 words: clock sample of a calibration dispatch
 #define SY_RESIDENT 16   // G words: pass_id + 1 when the workgroup started
 
 #define FAIL_TIMEOUT 1u
 #define FAIL_BUDGET 2u
 #define FAIL_LATE 4u
-#define FAIL_ABORT_SEEN 8u
+#define FAIL_NONFINITE 8u   // a logit came out NaN or infinite (the head saw a non-finite input or weight)
 
 // ---- out buffer ----
 // o[0 .. vocab): logits (float bits); o[vocab], o[vocab+1]: argmax index, value bits;

@@ -93,6 +93,8 @@ pub struct GatePass {
     pub bitwise_equal: Option<bool>,
     /// Tokens differ from the reference at a near-tie (comparison ends here).
     pub near_tie: bool,
+    /// A mode's token differs from the reference's beyond a near-tie.
+    pub token_mismatch: bool,
     /// Why this pass fails the gate, empty if it does not.
     pub failures: Vec<String>,
 }
@@ -111,6 +113,46 @@ impl GateReport {
     pub fn ok(&self) -> bool {
         !self.passes.is_empty() && self.passes.iter().all(|p| p.failures.is_empty())
     }
+
+    /// The largest rel-L2 over every pass and mode; NaN if any was NaN (a NaN is a failure,
+    /// never folded away as a zero); `None` without passes.
+    pub fn max_rel_l2(&self) -> Option<f64> {
+        let mut all = self
+            .passes
+            .iter()
+            .flat_map(|p| p.modes.iter().map(|m| m.rel_l2));
+        let first = all.next()?;
+        Some(all.fold(first, |a, b| {
+            if a.is_nan() || b.is_nan() {
+                f64::NAN
+            } else {
+                a.max(b)
+            }
+        }))
+    }
+
+    /// The smallest reference margin; NaN if any was NaN; `None` without passes.
+    pub fn min_margin(&self) -> Option<f32> {
+        let mut all = self.passes.iter().map(|p| p.ref_margin);
+        let first = all.next()?;
+        Some(all.fold(first, |a, b| {
+            if a.is_nan() || b.is_nan() {
+                f32::NAN
+            } else {
+                a.min(b)
+            }
+        }))
+    }
+
+    /// The first pass whose tokens differed from the reference beyond a near-tie.
+    pub fn first_token_mismatch(&self) -> Option<usize> {
+        self.passes.iter().find(|p| p.token_mismatch).map(|p| p.pos)
+    }
+}
+
+/// The first non-finite value of `v` (index), if any.
+fn first_non_finite(v: &[f32]) -> Option<usize> {
+    v.iter().position(|x| !x.is_finite())
 }
 
 fn rel_l2(a: &[f32], r: &[f32]) -> f64 {
@@ -155,17 +197,30 @@ pub fn run_gate(
         .unwrap_or(model.tokenizer.bos_id());
     for pos in 0..steps {
         let ref_logits = cpu.forward(token, pos).to_vec();
+        let ref_bad = first_non_finite(&ref_logits);
         let m = margin(&ref_logits);
         let mut p = GatePass {
             pos,
             token,
             ref_top1: m.top1,
-            ref_margin: m.margin,
+            // A non-finite reference has no margin to speak of.
+            ref_margin: if ref_bad.is_some() {
+                f32::NAN
+            } else {
+                m.margin
+            },
             modes: vec![],
             bitwise_equal: None,
             near_tie: false,
+            token_mismatch: false,
             failures: vec![],
         };
+        if let Some(i) = ref_bad {
+            p.failures.push(format!(
+                "reference logit {i} is {} (the model's weights or activations are not finite)",
+                ref_logits[i]
+            ));
+        }
         for dec in decs.iter_mut() {
             let r = dec.step(token, pos)?;
             let line = r.fail.line(|l| dec.level_name(l));
@@ -173,7 +228,15 @@ pub fn run_gate(
             let mode = dec.opts.mode;
             if !r.fail.ok() {
                 p.failures.push(format!("{}: {line}", mode.name()));
-            } else {
+            } else if let Some(i) = first_non_finite(dec.logits()) {
+                // The kernel raises a bit for this; a clean word with a non-finite logit
+                // means the check itself failed, and that must not pass either.
+                p.failures.push(format!(
+                    "{}: logit {i} is {} under a clean fail word",
+                    mode.name(),
+                    dec.logits()[i]
+                ));
+            } else if ref_bad.is_none() {
                 // Tokens are compared until the first near-tie; after it, the reference's own
                 // tokens keep both sides on one sequence and every other check goes on.
                 let comparing = report.near_tie_at.is_none();
@@ -181,6 +244,7 @@ pub fn run_gate(
                     if m.margin < cfg.near_tie && r.argmax == m.top2 {
                         p.near_tie = true;
                     } else {
+                        p.token_mismatch = true;
                         p.failures.push(format!(
                             "{}: token {} != reference {} (runner-up {}, margin {:.4}, near-tie below {})",
                             mode.name(),

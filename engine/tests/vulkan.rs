@@ -232,3 +232,148 @@ fn a_bad_device_selector_is_an_error_naming_the_devices_and_leaves_vulkan_usable
         .to_string();
     assert!(err.contains("grid 0"), "{err}");
 }
+
+/// The tiny model with the last 256 bytes of its classifier (F32) set to NaN: the last 64
+/// logits come out NaN while the argmax looks like a normal token.
+fn model_with_nan_classifier_tail() -> Model {
+    use baro_engine::blob::{Blob, Storage};
+    use baro_engine::model::Tensor;
+    let (mut cfg, tied) = Shape::Tiny.config();
+    cfg.n_layers = 1;
+    let mut model = synth::generate(&cfg, tied, GgmlType::F32, 9, |_, _| {}).expect("model");
+    let t = model.weights.classifier().clone();
+    let mut bytes = t.data.to_vec();
+    let n = bytes.len();
+    for w in bytes[n - 256..].chunks_exact_mut(4) {
+        w.copy_from_slice(&f32::NAN.to_le_bytes());
+    }
+    let blob = Blob::new(Arc::new(Storage::Owned(bytes)), 0, n);
+    let nan = Tensor::new(t.name.clone(), t.ty, t.rows, t.cols, blob).expect("tensor");
+    match model.weights.output.as_mut() {
+        Some(o) => *o = nan,
+        None => model.weights.token_embd = nan,
+    }
+    model
+}
+
+#[test]
+fn a_non_finite_logit_raises_its_own_fail_bit_in_both_modes() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = model_with_nan_classifier_tail();
+    for mode in [Mode::Mega, Mode::Multi] {
+        let opts = DecoderOptions {
+            mode,
+            max_seq: 4,
+            ..Default::default()
+        };
+        let mut dec = VulkanDecoder::new(ctx.clone(), &model, opts).expect("decoder");
+        let p = dec.step(model.tokenizer.bos_id(), 0).expect("pass ran");
+        let line = p.fail.line(|l| dec.level_name(l));
+        assert!(
+            p.fail.bits & fail::NONFINITE != 0,
+            "{}: {line}",
+            mode.name()
+        );
+        assert!(
+            line.contains("non-finite-logits") && line.contains("logit row"),
+            "{line}"
+        );
+        let row = p.fail.seen as usize;
+        assert!(
+            row >= model.config.vocab_size - 64 && row < model.config.vocab_size,
+            "the row named ({row}) is one of the NaN rows: {line}"
+        );
+    }
+}
+
+#[test]
+fn the_gate_refuses_nan_weights_and_reports_nan_not_zero() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = model_with_nan_classifier_tail();
+    let gate = GateConfig::new(
+        3,
+        vec![Mode::Mega, Mode::Multi],
+        vec![model.tokenizer.bos_id()],
+    );
+    let r = run_gate(&ctx, &model, &gate, |_, _| {}).expect("gate ran");
+    assert!(!r.ok(), "a NaN model passed the gate");
+    let fails: Vec<_> = r.passes.iter().flat_map(|p| p.failures.clone()).collect();
+    assert!(
+        fails.iter().any(|f| f.contains("not finite")),
+        "the reference's NaN is named: {fails:?}"
+    );
+    assert!(
+        fails.iter().any(|f| f.contains("non-finite-logits")),
+        "the GPU's fail bit is named: {fails:?}"
+    );
+    assert!(
+        r.min_margin().expect("passes").is_nan(),
+        "margin must be NaN, not inf"
+    );
+    assert_eq!(
+        r.first_token_mismatch(),
+        None,
+        "no token verdict on a broken reference"
+    );
+}
+
+/// Busy threads beside the decode: lavapipe's pool threads get descheduled while other
+/// workgroups wait at a barrier, which must not spend the back-edge budget (0x002) or time
+/// out. Two burners on the test machine's cores, several megakernel passes each on the two
+/// models that need the most barrier waiting.
+#[test]
+fn the_megakernel_stays_clean_with_two_cpu_burners_running() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let Some((ctx, _turn)) = device() else { return };
+    let stop = Arc::new(AtomicBool::new(false));
+    let burners: Vec<_> = (0..2)
+        .map(|i| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = i as u64 + 1;
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..10_000 {
+                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    }
+                    std::hint::black_box(x);
+                }
+            })
+        })
+        .collect();
+    let result = std::panic::catch_unwind(|| {
+        let (mut cfg, tied) = Shape::Tiny.config();
+        cfg.n_layers = 1;
+        cfg.hidden_dim = if ctx.info.kind == DeviceKind::Cpu {
+            8192
+        } else {
+            16384
+        };
+        let wide = synth::generate(&cfg, tied, GgmlType::Q4_0, 5, |_, _| {}).expect("model");
+        let stories = Model::embedded().expect("model");
+        for (model, passes) in [(&wide, 4), (&stories, 24)] {
+            let opts = DecoderOptions {
+                mode: Mode::Mega,
+                max_seq: passes,
+                ..Default::default()
+            };
+            let mut dec = VulkanDecoder::new(ctx.clone(), model, opts).expect("decoder");
+            let mut token = model.tokenizer.bos_id();
+            for pos in 0..passes {
+                let p = dec.step(token, pos).expect("pass ran");
+                assert!(
+                    p.fail.ok(),
+                    "pass {pos} under CPU load: {}",
+                    p.fail.line(|l| dec.level_name(l))
+                );
+                token = p.argmax;
+            }
+        }
+    });
+    stop.store(true, Ordering::Relaxed);
+    for b in burners {
+        b.join().expect("burner");
+    }
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}

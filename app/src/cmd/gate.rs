@@ -120,16 +120,8 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .filter(|p| !p.failures.is_empty())
         .count();
-    let max_l2 = report
-        .passes
-        .iter()
-        .flat_map(|p| p.modes.iter().map(|m| m.rel_l2))
-        .fold(0.0f64, f64::max);
-    let min_margin = report
-        .passes
-        .iter()
-        .map(|p| p.ref_margin)
-        .fold(f32::INFINITY, f32::min);
+    let max_l2 = report.max_rel_l2().unwrap_or(f64::NAN);
+    let min_margin = report.min_margin().unwrap_or(f32::NAN);
     let fired = report
         .passes
         .iter()
@@ -156,10 +148,10 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
     println!(
         "{:<28} {}",
         "tokens vs CPU reference",
-        if failed == 0 {
-            "exact".to_string()
-        } else {
-            "MISMATCH".to_string()
+        match report.first_token_mismatch() {
+            Some(at) => format!("MISMATCH at pass {at}"),
+            None if failed == 0 => "exact".to_string(),
+            None => "equal where compared (other failures above)".to_string(),
         }
     );
     if let Some(at) = report.near_tie_at {

@@ -31,6 +31,7 @@ mod sy {
     pub const FAIL_SEEN: usize = 3;
     pub const FAIL_WG: usize = 4;
     pub const STARTED: usize = 6;
+    pub const FAIL_FIRST: usize = 7;
     pub const CALIB: usize = 8;
     pub const RESIDENT: usize = 16;
 }
@@ -48,6 +49,8 @@ pub mod fail {
     pub const BUDGET: u32 = 2;
     /// A workgroup started after the first barrier had released.
     pub const LATE: u32 = 4;
+    /// A logit came out NaN or infinite (a non-finite hidden state or weight at the head).
+    pub const NONFINITE: u32 = 8;
     /// Host: a workgroup never stamped its residency.
     pub const MISSING_WG: u32 = 0x100;
     /// Host: an output was still poisoned after the pass.
@@ -126,9 +129,13 @@ impl Default for DecoderOptions {
 pub struct FailWord {
     /// Bits of [`fail`].
     pub bits: u32,
+    /// The kernel bit raised first; `level`, `seen` and `wg` describe that failure.
+    pub first: u32,
     /// First failing level (kernel failures).
     pub level: Option<u32>,
-    /// Barrier arrivals the failing workgroup saw.
+    /// What the first failure saw; its meaning depends on `first`: barrier arrivals
+    /// ([`fail::TIMEOUT`]), back-edges spent ([`fail::BUDGET`]), the barrier counter when the
+    /// workgroup started ([`fail::LATE`]), the logit row ([`fail::NONFINITE`]).
     pub seen: u32,
     /// The first failing workgroup.
     pub wg: u32,
@@ -159,6 +166,7 @@ impl FailWord {
             (fail::TIMEOUT, "barrier-timeout"),
             (fail::BUDGET, "backedge-budget"),
             (fail::LATE, "late-start"),
+            (fail::NONFINITE, "non-finite-logits"),
             (fail::MISSING_WG, "missing-workgroup"),
             (fail::POISONED, "output-poisoned"),
             (fail::WATCHDOG, "watchdog"),
@@ -170,18 +178,29 @@ impl FailWord {
         }
         let mut s = format!("fail-word 0x{:08x} FAIL {}", self.bits, what.join("+"));
         if let Some(l) = self.level {
+            s += &format!(" at level {l} ({})", level_name(l));
+            s += &match self.first {
+                fail::TIMEOUT => format!(
+                    " arrivals {}/{} seen by wg {}",
+                    self.seen,
+                    self.grid * (l + 1),
+                    self.wg
+                ),
+                fail::BUDGET => format!(" wg {} after {} back-edges", self.wg, self.seen),
+                fail::LATE => format!(
+                    " wg {} started after the first barrier released (counter {})",
+                    self.wg, self.seen
+                ),
+                fail::NONFINITE => format!(" logit row {} by wg {}", self.seen, self.wg),
+                _ => format!(" by wg {}", self.wg),
+            };
+        }
+        if self.bits & fail::WATCHDOG == 0 {
             s += &format!(
-                " at level {l} ({}) arrivals {}/{} seen by wg {}",
-                level_name(l),
-                self.seen,
-                self.grid * (l + 1),
-                self.wg
+                " resident {}/{} started {} arrivals {}",
+                self.resident, self.grid, self.started, self.arrivals
             );
         }
-        s += &format!(
-            " resident {}/{} started {} arrivals {}",
-            self.resident, self.grid, self.started, self.arrivals
-        );
         s
     }
 }
@@ -1332,6 +1351,7 @@ impl VulkanDecoder {
             };
             let mut fw = FailWord {
                 bits: word(sy::FAIL),
+                first: word(sy::FAIL_FIRST),
                 level: Some(word(sy::FAIL_LEVEL)).filter(|&l| l != u32::MAX),
                 seen: word(sy::FAIL_SEEN),
                 wg: word(sy::FAIL_WG),
