@@ -13,9 +13,15 @@
 use std::io::{self, IsTerminal, Write};
 
 /// Exit now, quietly, with status 0: the reader closed the pipe.
+///
+/// `_exit`, not `std::process::exit`: other threads may be inside the Vulkan driver (the
+/// session's decode thread), and running the C library's exit handlers (the driver's static
+/// destructors) under them crashes the process. What must not outlive us, the temporary
+/// files, is removed first; stdout has no reader to flush to.
 pub fn reader_gone() -> ! {
     crate::files::remove_temporaries();
-    std::process::exit(0)
+    // SAFETY: _exit only ends the process; it touches no Rust state.
+    unsafe { libc::_exit(0) }
 }
 
 fn check<T>(r: io::Result<T>) -> io::Result<T> {
