@@ -263,7 +263,7 @@ fn dev_zero_as_model_or_tokenizer_is_refused_by_its_header_without_reading_it_al
 }
 
 #[test]
-fn a_checkpoint_whose_size_disagrees_with_its_header_is_refused_before_reading() {
+fn a_checkpoint_whose_size_disagrees_with_its_header_is_refused_naming_the_header_fields() {
     let dir = TempDir::new("size");
     let p = dir.path("long.bin");
     let mut bytes = std::fs::read(STORIES).expect("stories");
