@@ -1,7 +1,11 @@
 //! baro-top: terminal profiler and live decode monitor for a persistent-megakernel LLM decoder
 //! on Vulkan. This binary parses the command line and hands each subcommand to its module.
 
+#[macro_use]
+mod out;
 mod cmd;
+mod files;
+mod validate;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -61,18 +65,20 @@ pub struct GpuArgs {
     /// Vulkan device: index or name substring (default: the first discrete GPU, CPU devices last).
     #[arg(long)]
     pub device: Option<String>,
-    /// Dispatch mode: mega (one persistent dispatch per token) or multi (one per stage).
-    #[arg(long, value_enum, default_value_t = GpuMode::Mega)]
-    pub mode: GpuMode,
-    /// Workgroups in the grid (default: from the device).
-    #[arg(long)]
+    /// Dispatch mode: mega (one persistent dispatch per token) or multi (one per stage)
+    /// [default: mega].
+    #[arg(long, value_enum)]
+    pub mode: Option<GpuMode>,
+    /// Workgroups in the grid, 1..=65535 (default: from the device).
+    #[arg(long, value_parser = validate::grid, allow_negative_numbers = true)]
     pub grid: Option<u32>,
-    /// Workgroup size (default on GPUs: 512 lanes for dim < 4096, else 1024; CPU devices 64).
-    #[arg(long)]
+    /// Workgroup size in lanes: a multiple of the device's subgroup size, at most 60 subgroups
+    /// (default on GPUs: 512 lanes for dim < 4096, else 1024; CPU devices 64).
+    #[arg(long, value_parser = validate::wg_size, allow_negative_numbers = true)]
     pub wg_size: Option<u32>,
-    /// Grid-barrier spin timeout, milliseconds.
-    #[arg(long, default_value_t = 1000)]
-    pub spin_timeout_ms: u64,
+    /// Grid-barrier spin timeout, milliseconds, at least 1 [default: 1000].
+    #[arg(long, value_parser = validate::spin_timeout_ms, allow_negative_numbers = true)]
+    pub spin_timeout_ms: Option<u64>,
     /// Test hook: this workgroup never arrives at a barrier (the gate must fail, not hang).
     #[arg(long, hide = true)]
     pub inject_stall_wg: Option<u32>,
@@ -88,18 +94,33 @@ pub enum GpuMode {
 }
 
 impl GpuArgs {
+    /// The GPU options the user gave (for refusing them where no GPU runs).
+    pub fn given(&self) -> Vec<&'static str> {
+        [
+            ("--device", self.device.is_some()),
+            ("--mode", self.mode.is_some()),
+            ("--grid", self.grid.is_some()),
+            ("--wg-size", self.wg_size.is_some()),
+            ("--spin-timeout-ms", self.spin_timeout_ms.is_some()),
+            ("--inject-stall-wg", self.inject_stall_wg.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(f, given)| given.then_some(f))
+        .collect()
+    }
+
     /// Decoder options for `max_seq` positions.
     pub fn decoder_options(&self, max_seq: usize) -> baro_engine::vulkan::DecoderOptions {
         use baro_engine::vulkan::{DecoderOptions, Mode};
         DecoderOptions {
-            mode: match self.mode {
+            mode: match self.mode.unwrap_or(GpuMode::Mega) {
                 GpuMode::Mega => Mode::Mega,
                 GpuMode::Multi => Mode::Multi,
             },
             grid: self.grid,
             wg_size: self.wg_size,
             max_seq,
-            spin_timeout: std::time::Duration::from_millis(self.spin_timeout_ms),
+            spin_timeout: std::time::Duration::from_millis(self.spin_timeout_ms.unwrap_or(1000)),
             test_stall_wg: self.inject_stall_wg,
             ..Default::default()
         }
@@ -115,7 +136,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("baro-top: error: {e:#}");
+            note!("baro-top: error: {e:#}");
             ExitCode::from(2)
         }
     }

@@ -22,7 +22,8 @@ const HEADER_FIELDS: [&str; 7] = [
     "vocab_size",
     "seq_len",
 ];
-const HEADER_BYTES: usize = 4 * HEADER_FIELDS.len();
+/// Bytes of the header (7 little-endian i32).
+pub const HEADER_BYTES: usize = 4 * HEADER_FIELDS.len();
 
 /// A llama2.c model: its shape and f32 weights.
 #[derive(Clone, Debug)]
@@ -37,93 +38,163 @@ fn err(m: String) -> Error {
     Error::Llama2c(format!("checkpoint: {m}"))
 }
 
-/// Parse a llama2.c legacy checkpoint.
-pub fn read_checkpoint(bytes: &[u8]) -> Result<Checkpoint> {
-    if bytes.len() < HEADER_BYTES {
-        return Err(err(format!(
-            "file is {} bytes, shorter than the {HEADER_BYTES}-byte header",
-            bytes.len()
-        )));
-    }
-    let mut h = [0i32; 7];
-    for (i, (v, c)) in h.iter_mut().zip(bytes.chunks_exact(4)).enumerate() {
-        *v = i32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-        let ok = if i == 5 {
-            *v != 0 && *v != i32::MIN
-        } else {
-            *v > 0
-        };
-        if !ok {
-            let what = if i == 5 { "non-zero" } else { "positive" };
+/// What a checkpoint's header says: its shape and the exact file sizes it allows.
+#[derive(Clone, Debug)]
+pub struct Header {
+    /// The 7 header fields as stored.
+    fields: [i32; 7],
+    /// The shape.
+    pub config: Config,
+    /// The classifier is the embedding (positive `vocab_size`).
+    pub shared: bool,
+    /// Floats of each body section in file order.
+    body: [u128; 11],
+    /// Floats of one freq_cis table.
+    freq: u128,
+}
+
+impl Header {
+    /// Parse and validate the 28-byte header at the start of `bytes`.
+    pub fn parse(bytes: &[u8]) -> Result<Header> {
+        if bytes.len() < HEADER_BYTES {
             return Err(err(format!(
-                "header field {} at byte {:#x} is {v}, must be {what}",
-                HEADER_FIELDS[i],
-                4 * i
+                "file is {} bytes, shorter than the {HEADER_BYTES}-byte header",
+                bytes.len()
             )));
         }
-    }
-    let shared = h[5] > 0;
-    let u = |v: i32| v.unsigned_abs() as usize;
-    let config = Config {
-        dim: u(h[0]),
-        hidden_dim: u(h[1]),
-        n_layers: u(h[2]),
-        n_heads: u(h[3]),
-        n_kv_heads: u(h[4]),
-        vocab_size: u(h[5]),
-        seq_len: u(h[6]),
-        rope_theta: 10000.0,
-        norm_eps: 1e-5,
-    };
-    config
-        .validate()
-        .map_err(|e| err(format!("header {h:?}: {e}")))?;
-
-    // Sizes in u128: validate() bounds every factor by 2^20, so nothing here overflows, and
-    // each is checked against the file's length before it is used as an offset.
-    let w = |v: usize| v as u128;
-    let (dim, hidden, layers, vocab) = (
-        w(config.dim),
-        w(config.hidden_dim),
-        w(config.n_layers),
-        w(config.vocab_size),
-    );
-    let kv_dim = w(config.kv_dim());
-    let freq = w(config.seq_len) * (w(config.head_size()) / 2);
-    // Floats of each section in file order.
-    let body = [
-        vocab * dim,
-        layers * dim,
-        layers * dim * dim,
-        layers * kv_dim * dim,
-        layers * kv_dim * dim,
-        layers * dim * dim,
-        layers * dim,
-        layers * hidden * dim,
-        layers * dim * hidden,
-        layers * hidden * dim,
-        dim,
-    ];
-    let body_floats: u128 = body.iter().sum();
-    let wcls = if shared { 0 } else { vocab * dim };
-    let with_freq = w(HEADER_BYTES) + 4 * (body_floats + 2 * freq + wcls);
-    let without_freq = w(HEADER_BYTES) + 4 * (body_floats + wcls);
-    let len = w(bytes.len());
-    let freq_floats = if len == with_freq {
-        2 * freq
-    } else if len == without_freq {
-        0
-    } else {
-        return Err(err(format!(
-            "header {h:?} needs a file of {with_freq} bytes ({without_freq} without the \
-             freq_cis tables), this one is {len} bytes{}",
-            if len > with_freq {
-                ": trailing bytes"
-            } else {
-                ": truncated"
+        let mut h = [0i32; 7];
+        for (i, (v, c)) in h.iter_mut().zip(bytes.chunks_exact(4)).enumerate() {
+            *v = i32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            let at = 4 * i;
+            let name = HEADER_FIELDS[i];
+            if i == 5 {
+                // Negative = untied classifier of |vocab_size| tokens; i32::MIN has no magnitude.
+                if *v == 0 || *v == i32::MIN {
+                    return Err(err(format!(
+                        "header field {name} at byte {at:#x} is {v}: its magnitude must be from 1 to {} \
+                         (the sign only says whether the classifier is stored separately)",
+                        i32::MAX
+                    )));
+                }
+            } else if *v <= 0 {
+                return Err(err(format!(
+                    "header field {name} at byte {at:#x} is {v}, must be positive"
+                )));
             }
-        )));
-    };
+        }
+        let u = |v: i32| v.unsigned_abs() as usize;
+        let config = Config {
+            dim: u(h[0]),
+            hidden_dim: u(h[1]),
+            n_layers: u(h[2]),
+            n_heads: u(h[3]),
+            n_kv_heads: u(h[4]),
+            vocab_size: u(h[5]),
+            seq_len: u(h[6]),
+            rope_theta: 10000.0,
+            norm_eps: 1e-5,
+        };
+        config
+            .validate()
+            .map_err(|e| err(format!("header {}: {e}", describe(&h))))?;
+        // Sizes in u128: validate() bounds every factor by 2^20, so nothing here overflows.
+        let w = |v: usize| v as u128;
+        let (dim, hidden, layers, vocab) = (
+            w(config.dim),
+            w(config.hidden_dim),
+            w(config.n_layers),
+            w(config.vocab_size),
+        );
+        let kv_dim = w(config.kv_dim());
+        let body = [
+            vocab * dim,
+            layers * dim,
+            layers * dim * dim,
+            layers * kv_dim * dim,
+            layers * kv_dim * dim,
+            layers * dim * dim,
+            layers * dim,
+            layers * hidden * dim,
+            layers * dim * hidden,
+            layers * hidden * dim,
+            dim,
+        ];
+        Ok(Header {
+            fields: h,
+            freq: w(config.seq_len) * (w(config.head_size()) / 2),
+            shared: h[5] > 0,
+            config,
+            body,
+        })
+    }
+
+    fn body_floats(&self) -> u128 {
+        self.body.iter().sum()
+    }
+
+    fn classifier_floats(&self) -> u128 {
+        if self.shared {
+            0
+        } else {
+            self.config.vocab_size as u128 * self.config.dim as u128
+        }
+    }
+
+    /// File size in bytes with the two freq_cis tables (the larger of the two allowed sizes).
+    pub fn size_with_freq(&self) -> u128 {
+        HEADER_BYTES as u128 + 4 * (self.body_floats() + 2 * self.freq + self.classifier_floats())
+    }
+
+    /// File size in bytes without the freq_cis tables.
+    pub fn size_without_freq(&self) -> u128 {
+        HEADER_BYTES as u128 + 4 * (self.body_floats() + self.classifier_floats())
+    }
+
+    /// Check a file length against the header; returns the freq_cis floats the file holds.
+    pub fn check_len(&self, len: u128) -> Result<u128> {
+        let (with_freq, without_freq) = (self.size_with_freq(), self.size_without_freq());
+        if len == with_freq {
+            Ok(2 * self.freq)
+        } else if len == without_freq {
+            Ok(0)
+        } else {
+            Err(err(format!(
+                "header {} needs a file of {with_freq} bytes ({without_freq} without the \
+                 freq_cis tables), this one is {len} bytes{}",
+                describe(&self.fields),
+                if len > with_freq {
+                    ": trailing bytes"
+                } else {
+                    ": truncated"
+                }
+            )))
+        }
+    }
+}
+
+/// The header fields by name, for messages.
+fn describe(h: &[i32; 7]) -> String {
+    HEADER_FIELDS
+        .iter()
+        .zip(h)
+        .map(|(n, v)| format!("{n} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Parse a llama2.c legacy checkpoint.
+pub fn read_checkpoint(bytes: &[u8]) -> Result<Checkpoint> {
+    let header = Header::parse(bytes)?;
+    let freq_floats = header.check_len(bytes.len() as u128)?;
+    let Header {
+        config,
+        shared,
+        body,
+        ..
+    } = header;
+    let w = |v: usize| v as u128;
+    let (dim, vocab) = (w(config.dim), w(config.vocab_size));
+    let body_floats: u128 = body.iter().sum();
 
     // Sizes are checked, so every slice below is in range and fits usize.
     let floats = |start: u128, n: u128| -> Vec<f32> {

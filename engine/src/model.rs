@@ -51,7 +51,10 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::Model(m));
         if self.dim == 0 || self.hidden_dim == 0 || self.n_layers == 0 || self.vocab_size == 0 {
-            return bad(format!("empty dimension in {self:?}"));
+            return bad(format!(
+                "empty dimension: dim {}, hidden_dim {}, n_layers {}, vocab_size {} (each must be at least 1)",
+                self.dim, self.hidden_dim, self.n_layers, self.vocab_size
+            ));
         }
         if self.n_heads == 0 || !self.dim.is_multiple_of(self.n_heads) {
             return bad(format!(
@@ -329,25 +332,37 @@ impl Model {
 
     /// Load a model file: GGUF (by its magic) or a llama2.c checkpoint, which needs
     /// `tokenizer` (a llama2.c `tok*.bin`). A GGUF may also take an external llama2.c tokenizer.
+    ///
+    /// Reads are bounded by what the file's own header allows: a llama2.c checkpoint is read
+    /// only up to the size its header gives (a regular file of another size is refused before
+    /// any weights are read), a GGUF is memory-mapped and must be a regular file, so devices
+    /// and pipes (`/dev/zero`, FIFOs) end in a format error, not in reading without end.
     pub fn open(path: &Path, tokenizer: Option<&Path>) -> Result<Model> {
-        let mut magic = [0u8; 4];
-        {
-            use std::io::Read;
-            let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-            f.read_exact(&mut magic).map_err(|e| Error::io(path, e))?;
-        }
+        let io = |e| Error::io(path, e);
+        let mut f = std::fs::File::open(path).map_err(io)?;
+        let meta = f.metadata().map_err(io)?;
+        let regular_len = meta.is_file().then_some(meta.len());
+        let mut bytes = Vec::new();
+        read_up_to(&mut f, &mut bytes, 4).map_err(io)?;
         let read_tok = |vocab: usize| -> Result<Option<Tokenizer>> {
             match tokenizer {
-                Some(p) => {
-                    let bytes = std::fs::read(p).map_err(|e| Error::io(p, e))?;
-                    Tokenizer::from_llama2c(&bytes, vocab)
-                        .map(Some)
-                        .map_err(|e| Error::Tokenizer(format!("{}: {e}", p.display())))
-                }
+                Some(p) => Tokenizer::read_llama2c_file(p, vocab)
+                    .map(Some)
+                    .map_err(|e| match e {
+                        Error::Io { .. } => e,
+                        e => Error::Tokenizer(format!("{}: {e}", p.display())),
+                    }),
                 None => Ok(None),
             }
         };
-        if &magic == b"GGUF" {
+        if bytes == b"GGUF" {
+            if regular_len.is_none() {
+                return Err(Error::Invalid(format!(
+                    "{} is a GGUF model but not a regular file: GGUF models are memory-mapped, \
+                     so pass the file itself",
+                    path.display()
+                )));
+            }
             let file = GgufFile::open(path)?;
             let mut m = Model::from_gguf(&file, tokenizer.is_none())?;
             if let Some(t) = read_tok(m.config.vocab_size)? {
@@ -356,8 +371,17 @@ impl Model {
             m.source = path.display().to_string();
             Ok(m)
         } else {
-            let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+            // A llama2.c checkpoint: the header says how big the file must be.
+            read_up_to(&mut f, &mut bytes, llama2c::HEADER_BYTES as u64).map_err(io)?;
+            let header = llama2c::Header::parse(&bytes)?;
+            if let Some(len) = regular_len {
+                header.check_len(len.into())?;
+            }
+            // One byte past the largest allowed size, so a longer stream is reported as such.
+            let limit = u64::try_from(header.size_with_freq() + 1).unwrap_or(u64::MAX);
+            read_up_to(&mut f, &mut bytes, limit).map_err(io)?;
             let ck = llama2c::read_checkpoint(&bytes)?;
+            drop(bytes);
             let tokenizer = read_tok(ck.config.vocab_size)?.ok_or_else(|| {
                 Error::Invalid(format!(
                     "{} is a llama2.c checkpoint: pass its tokenizer with --tokenizer tok*.bin",
@@ -421,6 +445,24 @@ impl Model {
             let (rows, cols) = (info.rows() as usize, info.cols() as usize);
             Tensor::new(name, info.ty, rows, cols, file.tensor_blob(info))
         };
+        // Every blk.N tensor must belong to a block the metadata declares: a block_count that
+        // is too small would otherwise silently decode a shallower model.
+        for t in &file.tensors {
+            let block = t
+                .name
+                .strip_prefix("blk.")
+                .and_then(|r| r.split('.').next())
+                .and_then(|n| n.parse::<u64>().ok());
+            if let Some(b) = block.filter(|&b| b >= config.n_layers as u64) {
+                return Err(Error::Model(format!(
+                    "tensor {} belongs to block {b}, but llama.block_count is {} (blocks 0..{}): \
+                     the metadata and the tensors disagree",
+                    t.name,
+                    config.n_layers,
+                    config.n_layers - 1
+                )));
+            }
+        }
         let mut layers = Vec::with_capacity(config.n_layers);
         for l in 0..config.n_layers {
             let t = |s: &str| tensor(format!("blk.{l}.{s}.weight"));
@@ -569,6 +611,18 @@ impl Model {
             .map(|t| t.data.len() as u64)
             .sum()
     }
+}
+
+/// Append to `buf` from `r` until `buf` holds `len` bytes or the input ends. Reads only as
+/// far as data arrives, so a bogus `len` never allocates ahead of the bytes.
+pub(crate) fn read_up_to(
+    r: &mut impl std::io::Read,
+    buf: &mut Vec<u8>,
+    len: u64,
+) -> std::io::Result<()> {
+    let want = len.saturating_sub(buf.len() as u64);
+    std::io::Read::read_to_end(&mut std::io::Read::take(r, want), buf)?;
+    Ok(())
 }
 
 /// GGUF tensor info of a tensor: dims in ggml order (`[cols]` for vectors, `[cols, rows]`).

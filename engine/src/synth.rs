@@ -208,6 +208,27 @@ pub fn generate(
     })
 }
 
+/// Bytes of weight data [`generate`] would allocate for this shape (exact, in u128 so no
+/// shape overflows it). Check it against the memory available before calling [`generate`]:
+/// the model is built in memory.
+pub fn weight_bytes(cfg: &Config, tied: bool, ty: GgmlType) -> u128 {
+    let (d, h, kv, v, l) = (
+        cfg.dim as u128,
+        cfg.hidden_dim as u128,
+        cfg.kv_dim() as u128,
+        cfg.vocab_size as u128,
+        cfg.n_layers as u128,
+    );
+    // Rounded up to whole blocks: a shape that is not whole blocks is refused later anyway.
+    let bl = ty.block_len() as u128;
+    let mat = |n: u128| n.div_ceil(bl) * ty.block_bytes() as u128;
+    let f32s = |n: u128| 4 * n;
+    let classifiers = if tied { 1 } else { 2 };
+    classifiers * mat(v * d)
+        + l * (2 * mat(d * d) + 2 * mat(kv * d) + 3 * mat(h * d) + 2 * f32s(d))
+        + f32s(d)
+}
+
 /// Greedy-decode `steps` tokens from BOS on the CPU reference and return the median
 /// top-1/top-2 logit margin (and all margins).
 pub fn median_margin(model: &Model, steps: usize) -> (f32, Vec<f32>) {
@@ -230,6 +251,18 @@ pub fn median_margin(model: &Model, steps: usize) -> (f32, Vec<f32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn weight_bytes_is_what_generate_allocates() {
+        for (shape, ty) in [(Shape::Tiny, GgmlType::Q4_0), (Shape::Tiny, GgmlType::F16)] {
+            let (cfg, tied) = shape.config();
+            let cfg = Config { n_layers: 2, ..cfg };
+            for tied in [tied, !tied] {
+                let m = generate(&cfg, tied, ty, 1, |_, _| {}).unwrap();
+                assert_eq!(weight_bytes(&cfg, tied, ty), u128::from(m.weight_bytes()));
+            }
+        }
+    }
 
     #[test]
     fn same_seed_same_bytes_other_seed_other_bytes() {

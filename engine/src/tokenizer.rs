@@ -149,6 +149,48 @@ impl Tokenizer {
         Self::build(pieces, scores, max_token_length, 1, 2)
     }
 
+    /// Read a llama2.c `tok*.bin` of `vocab_size` records from `path`. Reads record by record
+    /// only as far as the records go (plus one byte to detect trailing data), so a device or
+    /// pipe that never ends (`/dev/zero`) is refused after a few KB, not read into memory.
+    pub fn read_llama2c_file(path: &std::path::Path, vocab_size: usize) -> Result<Self> {
+        let io = |e| Error::io(path, e);
+        let mut f = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
+        let mut buf = Vec::new();
+        let read = |f: &mut std::io::BufReader<std::fs::File>, buf: &mut Vec<u8>, n: u64| {
+            let want = buf.len() as u64 + n;
+            crate::model::read_up_to(f, buf, want).map_err(io)?;
+            Ok::<bool, Error>(buf.len() as u64 == want)
+        };
+        let mut complete = read(&mut f, &mut buf, 4)?;
+        for _ in 0..vocab_size {
+            if !complete || !read(&mut f, &mut buf, 8)? {
+                complete = false;
+                break;
+            }
+            let n = buf.len();
+            let len = i32::from_le_bytes([buf[n - 4], buf[n - 3], buf[n - 2], buf[n - 1]]);
+            match u64::try_from(len) {
+                Ok(len) => complete = read(&mut f, &mut buf, len)?,
+                Err(_) => complete = false, // from_llama2c names the negative length
+            }
+        }
+        if complete && read(&mut f, &mut buf, 1)? {
+            let at = buf.len() - 1;
+            // Check the records themselves first; then the trailing data is the only problem.
+            Self::from_llama2c(&buf[..at], vocab_size)?;
+            let total = std::fs::metadata(path)
+                .ok()
+                .filter(|m| m.is_file())
+                .map_or("at least 1 byte".to_string(), |m| {
+                    format!("{} bytes", m.len().saturating_sub(at as u64))
+                });
+            return Err(Error::Tokenizer(format!(
+                "llama2.c tokenizer file: {total} after the last of {vocab_size} records (at byte {at:#x})"
+            )));
+        }
+        Self::from_llama2c(&buf, vocab_size)
+    }
+
     /// A tokenizer from pieces and scores. `max_token_length` is the longest piece.
     pub fn new(pieces: Vec<Vec<u8>>, scores: Vec<f32>, bos_id: u32, eos_id: u32) -> Result<Self> {
         let max_token_length = pieces.iter().map(Vec::len).max().unwrap_or(0);

@@ -15,12 +15,12 @@ use crate::{GpuArgs, ModelArgs};
 pub struct BenchArgs {
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Tokens generated per run (greedy, from BOS).
-    #[arg(long, default_value_t = 128)]
+    /// Tokens generated per run (greedy, from BOS), at least 1 and less than the model's context.
+    #[arg(long, default_value_t = 128, value_parser = crate::validate::positions, allow_negative_numbers = true)]
     pub tokens: usize,
-    /// Runs per arm (alternating arms).
-    #[arg(long, default_value_t = 5)]
-    pub runs: usize,
+    /// Runs per arm (alternating arms), at least 1.
+    #[arg(long, default_value_t = 5, value_parser = crate::validate::repetitions, allow_negative_numbers = true)]
+    pub runs: u64,
     /// Arms: comma-separated modes.
     #[arg(long, default_value = "mega,multi")]
     pub arms: String,
@@ -34,19 +34,36 @@ pub struct BenchArgs {
     pub gpu: GpuArgs,
 }
 
+/// Median, minimum and maximum (NaN for no values; --runs >= 1 means there always are some).
 fn stats(v: &[f64]) -> (f64, f64, f64) {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
-    let med = if s.len() % 2 == 1 {
-        s[s.len() / 2]
-    } else {
-        (s[s.len() / 2 - 1] + s[s.len() / 2]) / 2.0
+    let (Some(&lo), Some(&hi)) = (s.first(), s.last()) else {
+        return (f64::NAN, f64::NAN, f64::NAN);
     };
-    (med, s[0], s[s.len() - 1])
+    let mid = s.len() / 2;
+    let med = if s.len() % 2 == 1 {
+        s[mid]
+    } else {
+        (s[mid - 1] + s[mid]) / 2.0
+    };
+    (med, lo, hi)
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
+    if a.gpu.mode.is_some() {
+        bail!("--mode does not apply to bench: it measures the modes given by --arms (e.g. --arms mega,multi)");
+    }
     let model = super::load_model(&a.model)?;
+    // Position 0 is BOS; each token after it takes one more position.
+    if a.tokens >= model.config.seq_len {
+        bail!(
+            "--tokens {} does not fit the model's context of {} positions (at most {} tokens after BOS)",
+            a.tokens,
+            model.config.seq_len,
+            model.config.seq_len - 1
+        );
+    }
     let ctx = super::open_gpu(&a.gpu)?;
     if ctx.info.kind == DeviceKind::Cpu && !a.allow_cpu {
         bail!("{} is a CPU device: a GPU benchmark refuses it (pass --allow-cpu to measure it anyway)", ctx.info.name);
@@ -69,7 +86,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             Ok((mode, instr, s.to_string()))
         })
         .collect::<anyhow::Result<_>>()?;
-    let steps = (a.tokens + 1).min(model.config.seq_len);
+    let steps = a.tokens + 1;
     let mut decs = vec![];
     for (m, instr, name) in &arms {
         let opts = DecoderOptions {
@@ -83,12 +100,13 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("building the {name} decoder"))?,
         );
     }
-    eprintln!(
-        "bench: {} | {} tokens x {} runs per arm, arms {:?}, grid {}",
+    let arm_names: Vec<&str> = arms.iter().map(|(_, _, n)| n.as_str()).collect();
+    note!(
+        "bench: {} | {} tokens x {} runs per arm, arms {}, grid {}",
         model.source,
         steps - 1,
         a.runs,
-        a.arms,
+        arm_names.join(", "),
         decs[0].grid
     );
     // Warm-up: one short run per arm (pipeline caches, clocks); its passes must be clean too.
@@ -143,7 +161,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             if r == 0 {
                 tokens[i] = toks;
             } else if tokens[i] != toks {
-                eprintln!(
+                note!(
                     "run {r} {}: tokens differ from run 0 (nondeterminism)",
                     arms[i].2
                 );
@@ -151,16 +169,21 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    println!(
+    outln!(
         "{:<12} {:>10} {:>10} {:>10} {:>12} {:>8}",
-        "arm", "median", "min", "max", "gpu us/tok", "runs"
-    );
+        "arm",
+        "median",
+        "min",
+        "max",
+        "gpu us/tok",
+        "runs"
+    )?;
     let mut meds = vec![];
     for (i, (_, _, name)) in arms.iter().enumerate() {
         let (med, lo, hi) = stats(&tps[i]);
         let (g, _, _) = stats(&gpu_us[i]);
         meds.push(med);
-        println!(
+        outln!(
             "{:<12} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>8}",
             name,
             med,
@@ -168,43 +191,50 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             hi,
             g,
             tps[i].len()
-        );
+        )?;
     }
     let parity = tokens.windows(2).all(|w| w[0] == w[1]);
     if arms.len() == 2 {
-        println!(
+        outln!(
             "ratio {}/{} of median tok/s: {:.3}",
             arms[0].2,
             arms[1].2,
             meds[0] / meds[1]
-        );
+        )?;
     }
-    println!(
+    outln!(
         "parity (same tokens in every arm): {}",
         if parity { "yes" } else { "NO" }
-    );
-    println!(
+    )?;
+    outln!(
         "fail word fired: never (a failing pass aborts the bench); runs whose tokens differed from run 0: {nondeterministic}"
-    );
+    )?;
     if let Some(p) = &a.json {
-        let arms_json: Vec<String> = arms
+        let arms_json: Vec<serde_json::Value> = arms
             .iter()
             .enumerate()
             .map(|(i, (_, _, name))| {
                 let (med, lo, hi) = stats(&tps[i]);
-                format!("{{\"arm\":\"{name}\",\"median_tok_s\":{med:.3},\"min_tok_s\":{lo:.3},\"max_tok_s\":{hi:.3},\"runs\":{:?}}}", tps[i])
+                serde_json::json!({
+                    "arm": name,
+                    "median_tok_s": med,
+                    "min_tok_s": lo,
+                    "max_tok_s": hi,
+                    "runs": tps[i],
+                })
             })
             .collect();
-        let s = format!(
-            "{{\"model\":\"{}\",\"device\":\"{}\",\"driver\":\"{}\",\"tokens\":{},\"grid\":{},\"arms\":[{}],\"parity\":{parity},\"nondeterministic_runs\":{nondeterministic}}}\n",
-            model.source.replace('"', "'"),
-            ctx.info.name,
-            ctx.info.driver.replace('"', "'"),
-            steps - 1,
-            decs[0].grid,
-            arms_json.join(",")
-        );
-        std::fs::write(p, s).with_context(|| format!("writing {}", p.display()))?;
+        let j = serde_json::json!({
+            "model": model.source,
+            "device": ctx.info.name,
+            "driver": ctx.info.driver,
+            "tokens": steps - 1,
+            "grid": decs[0].grid,
+            "arms": arms_json,
+            "parity": parity,
+            "nondeterministic_runs": nondeterministic,
+        });
+        crate::files::write_bytes_atomic(p, format!("{j}\n").as_bytes())?;
     }
     Ok(if parity && nondeterministic == 0 {
         ExitCode::SUCCESS

@@ -17,8 +17,8 @@ pub struct DevicesArgs {
     /// Run the residency probe: the real megakernel on the model at growing grids.
     #[arg(long)]
     pub probe: bool,
-    /// Largest grid the probe tries.
-    #[arg(long, default_value_t = 4096)]
+    /// Largest grid the probe tries, 1..=65535.
+    #[arg(long, default_value_t = 4096, value_parser = crate::validate::probe_max, allow_negative_numbers = true)]
     pub probe_max: u32,
     #[command(flatten)]
     pub model: ModelArgs,
@@ -27,58 +27,65 @@ pub struct DevicesArgs {
 pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
     let devs = list_devices().context("listing Vulkan devices")?;
     if devs.is_empty() {
-        println!("no Vulkan devices (for the lavapipe CPU device: apt-get install mesa-vulkan-drivers libvulkan1)");
+        outln!("no Vulkan devices (for the lavapipe CPU device: apt-get install mesa-vulkan-drivers libvulkan1)")?;
         return Ok(ExitCode::from(1));
     }
     for d in &devs {
-        println!(
-            "device {}: {} [{:?}] vendor {:#06x}",
-            d.index, d.name, d.kind, d.vendor_id
-        );
-        println!("  driver           {}", d.driver);
-        println!("  vulkan           {}", d.api);
-        println!(
+        outln!(
+            "device {}: {} [{}] vendor {:#06x}",
+            d.index,
+            d.name,
+            super::kind_name(d.kind),
+            d.vendor_id
+        )?;
+        outln!("  driver           {}", d.driver)?;
+        outln!("  vulkan           {}", d.api)?;
+        outln!(
             "  subgroup         {} (arithmetic in compute: {})",
-            d.subgroup_size, d.subgroup_arith
-        );
-        println!(
+            d.subgroup_size,
+            d.subgroup_arith
+        )?;
+        outln!(
             "  device clock     {}",
             if d.device_clock {
                 "yes (VK_KHR_shader_clock)"
             } else {
                 "no: barrier spins bounded by iteration budget only"
             }
-        );
-        println!("  memory model     {}", d.memory_model);
-        println!(
+        )?;
+        outln!("  memory model     {}", d.memory_model)?;
+        outln!(
             "  SMs / CUs        {}",
             d.sm_count.map_or("unknown".into(), |n| n.to_string())
-        );
-        println!(
+        )?;
+        outln!(
             "  shared memory    {} bytes/workgroup, max workgroup {}",
-            d.max_shared, d.max_wg
-        );
-        println!(
+            d.max_shared,
+            d.max_wg
+        )?;
+        outln!(
             "  timestamps       {} ns/tick, {} valid bits, calibrated: {}",
-            d.timestamp_period, d.timestamp_bits, d.calibrated_timestamps
-        );
+            d.timestamp_period,
+            d.timestamp_bits,
+            d.calibrated_timestamps
+        )?;
         let missing = d.missing();
-        println!(
+        outln!(
             "  decoder          {}",
             if missing.is_empty() {
                 "supported".to_string()
             } else {
                 format!("NOT supported: lacks {}", missing.join(", "))
             }
-        );
+        )?;
         if a.probe && missing.is_empty() {
             let ctx = Arc::new(GpuContext::new(Some(&d.index.to_string()))?);
             let model = super::load_model(&a.model)?;
             let (g, tried) = probe(&ctx, &model, a.probe_max)?;
-            println!(
+            outln!(
                 "  residency probe  largest passing grid {g} (default {}), tried {tried}",
                 default_grid(&ctx)
-            );
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -26,8 +26,8 @@ pub enum GateModes {
 pub struct GateArgs {
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Positions to decode.
-    #[arg(long, default_value_t = 64)]
+    /// Positions to decode, 1 up to the model's context.
+    #[arg(long, default_value_t = 64, value_parser = crate::validate::positions, allow_negative_numbers = true)]
     pub steps: usize,
     /// Prompt text (encoded with BOS); after it, the reference's greedy token is fed back.
     #[arg(long, default_value = "")]
@@ -35,15 +35,19 @@ pub struct GateArgs {
     /// Modes to check.
     #[arg(long = "modes", value_enum, default_value_t = GateModes::Both)]
     pub modes: GateModes,
-    /// Near-tie threshold on the reference's top-1/top-2 margin.
-    #[arg(long, default_value_t = 1e-3)]
+    /// Near-tie threshold on the reference's top-1/top-2 margin, a finite number >= 0.
+    #[arg(long, default_value_t = 1e-3, value_parser = crate::validate::margin, allow_negative_numbers = true)]
     pub near_tie: f32,
     #[command(flatten)]
     pub gpu: GpuArgs,
 }
 
 pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
+    if a.gpu.mode.is_some() {
+        anyhow::bail!("--mode does not apply to gate: it checks the modes given by --modes (mega, multi or both)");
+    }
     let model = super::load_model(&a.model)?;
+    crate::validate::positions_fit("--steps", a.steps, model.config.seq_len)?;
     let ctx = super::open_gpu(&a.gpu)?;
     let modes = match a.modes {
         GateModes::Mega => vec![Mode::Mega],
@@ -59,11 +63,21 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
             model.tokenizer.encode(a.prompt.as_bytes(), true, false),
         )
     };
-    eprintln!(
-        "gate: model {} ({} layers, dim {}), {} steps, modes {:?}",
-        model.source, model.config.n_layers, model.config.dim, a.steps, a.modes
+    note!(
+        "gate: model {} ({} layers, dim {}), {} steps, modes {}",
+        model.source,
+        model.config.n_layers,
+        model.config.dim,
+        a.steps,
+        match a.modes {
+            GateModes::Mega => "mega",
+            GateModes::Multi => "multi",
+            GateModes::Both => "mega and multi",
+        }
     );
     let mut grid_line = None;
+    // The callback cannot return an error: keep the first stdout error for after the gate.
+    let mut write_error: Option<std::io::Error> = None;
     let report = run_gate(&ctx, &model, &cfg, |p, decs| {
         if grid_line.is_none() {
             let d = &decs[0];
@@ -73,7 +87,9 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
                 d.wg_size,
                 d.program.levels.len()
             ));
-            println!("{}", grid_line.as_deref().unwrap_or_default());
+            if let Err(e) = outln!("{}", grid_line.as_deref().unwrap_or_default()) {
+                write_error.get_or_insert(e);
+            }
         }
         let modes: Vec<String> = p
             .modes
@@ -103,16 +119,21 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
         } else {
             String::new()
         };
-        println!(
+        if let Err(e) = outln!(
             "pass {:4} in {:6} ref {:6} margin {:8.4} | {}{bw}{verdict}",
             p.pos,
             p.token,
             p.ref_top1,
             p.ref_margin,
             modes.join(" | ")
-        );
+        ) {
+            write_error.get_or_insert(e);
+        }
     })
     .context("running the gate")?;
+    if let Some(e) = write_error {
+        return Err(e).context("writing to stdout");
+    }
 
     let n = report.passes.len();
     let failed = report
@@ -133,10 +154,10 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .filter_map(|p| p.bitwise_equal)
         .collect::<Vec<_>>();
-    println!();
-    println!("{:<28} result", "check");
-    println!("{:<28} {} of {} passes clean", "passes", n - failed, n);
-    println!(
+    outln!()?;
+    outln!("{:<28} result", "check")?;
+    outln!("{:<28} {} of {} passes clean", "passes", n - failed, n)?;
+    outln!(
         "{:<28} {}",
         "fail word fired",
         if fired == 0 {
@@ -144,8 +165,8 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
         } else {
             format!("{fired} times")
         }
-    );
-    println!(
+    )?;
+    outln!(
         "{:<28} {}",
         "tokens vs CPU reference",
         match report.first_token_mismatch() {
@@ -153,28 +174,29 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
             None if failed == 0 => "exact".to_string(),
             None => "equal where compared (other failures above)".to_string(),
         }
-    );
+    )?;
     if let Some(at) = report.near_tie_at {
-        println!(
+        outln!(
             "{:<28} near-tie at pass {at}: tokens compared up to there, other checks to the end",
             "near-tie"
-        );
+        )?;
     }
     if !bit.is_empty() {
-        println!(
+        outln!(
             "{:<28} {}/{} passes bit-identical",
             "mega == multi logits",
             bit.iter().filter(|&&b| b).count(),
             bit.len()
-        );
+        )?;
     }
-    println!(
+    outln!(
         "{:<28} {max_l2:.2e} (bound {:.0e})",
-        "max logits rel-L2 vs ref", cfg.max_rel_l2
-    );
-    println!("{:<28} {min_margin:.4}", "min reference margin");
+        "max logits rel-L2 vs ref",
+        cfg.max_rel_l2
+    )?;
+    outln!("{:<28} {min_margin:.4}", "min reference margin")?;
     let ok = report.ok();
-    println!("{:<28} {}", "GATE", if ok { "PASS" } else { "REFUSED" });
+    outln!("{:<28} {}", "GATE", if ok { "PASS" } else { "REFUSED" })?;
     Ok(if ok {
         ExitCode::SUCCESS
     } else {

@@ -32,14 +32,14 @@ pub struct GenerateArgs {
     /// Positions to run, prompt included; 0 = the model's context length (run.c -n).
     #[arg(long = "steps", short = 'n', default_value_t = 200)]
     pub steps: usize,
-    /// Temperature; 0 = greedy argmax (run.c -t).
-    #[arg(long, short = 't', default_value_t = 0.0)]
+    /// Temperature, a finite number >= 0; 0 = greedy argmax (run.c -t).
+    #[arg(long, short = 't', default_value_t = 0.0, value_parser = crate::validate::temperature, allow_negative_numbers = true)]
     pub temp: f32,
-    /// Top-p nucleus threshold (run.c -p).
-    #[arg(long, short = 'p', default_value_t = 0.9)]
+    /// Top-p nucleus threshold, 0..=1 (run.c -p).
+    #[arg(long, short = 'p', default_value_t = 0.9, value_parser = crate::validate::top_p, allow_negative_numbers = true)]
     pub topp: f32,
     /// RNG seed; 0 = the current time, as run.c does (run.c -s).
-    #[arg(long, short = 's', default_value_t = 0)]
+    #[arg(long, short = 's', default_value_t = 0, value_parser = crate::validate::seed, allow_negative_numbers = true)]
     pub seed: u64,
     /// Decoder backend.
     #[arg(long, value_enum, default_value_t = Backend::Cpu)]
@@ -48,30 +48,27 @@ pub struct GenerateArgs {
     pub gpu: crate::GpuArgs,
 }
 
-pub fn run(mut a: GenerateArgs) -> anyhow::Result<ExitCode> {
-    if !a.temp.is_finite() || !a.topp.is_finite() {
-        bail!(
-            "--temp and --topp must be finite numbers (got {} and {})",
-            a.temp,
-            a.topp
-        );
-    }
-    // run.c's own parameter validation, so the same arguments give the same text.
-    if a.temp < 0.0 {
-        a.temp = 0.0;
-    }
-    if !(0.0..=1.0).contains(&a.topp) {
-        a.topp = 0.9;
+pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
+    // --temp and --topp were validated by their parsers (crate::validate).
+    if a.backend == Backend::Cpu {
+        let given = a.gpu.given();
+        if !given.is_empty() {
+            bail!(
+                "{} {} for the Vulkan decoder, and --backend is cpu: pass --backend vulkan, or drop {} for the CPU reference",
+                given.join(", "),
+                if given.len() == 1 { "is an option" } else { "are options" },
+                if given.len() == 1 { "it" } else { "them" }
+            );
+        }
     }
     let model = super::load_model(&a.model)?;
     let steps = effective_steps(a.steps, model.config.seq_len);
-    let seed = if a.seed == 0 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_secs())
-    } else {
-        a.seed
-    };
+    let seed = crate::validate::resolve_seed(a.seed);
+    if a.seed == 0 && a.temp > 0.0 {
+        note!(
+            "baro-top: seed 0 = the current time: seed {seed} (pass -s {seed} to repeat this text)"
+        );
+    }
     let mut sampler = Sampler::new(model.config.vocab_size, a.temp, a.topp, seed);
     let mut dec: Box<dyn Decode + '_> = match a.backend {
         Backend::Cpu => Box::new(CpuDecoder::new(&model.config, &model.weights, steps)),
@@ -83,12 +80,18 @@ pub fn run(mut a: GenerateArgs) -> anyhow::Result<ExitCode> {
             ))
         }
     };
-    eprintln!(
-        "baro-top: model {} ({} layers, dim {}, vocab {}), backend {:?}",
-        model.source, model.config.n_layers, model.config.dim, model.config.vocab_size, a.backend
+    note!(
+        "baro-top: model {} ({} layers, dim {}, vocab {}), backend {}",
+        model.source,
+        model.config.n_layers,
+        model.config.dim,
+        model.config.vocab_size,
+        match a.backend {
+            Backend::Cpu => "cpu",
+            Backend::Vulkan => "vulkan",
+        }
     );
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = crate::out::Stdout::lock();
     let g = generate(
         dec.as_mut(),
         &model.tokenizer,
@@ -99,7 +102,7 @@ pub fn run(mut a: GenerateArgs) -> anyhow::Result<ExitCode> {
     )
     .context("generating")?;
     if let Some(tps) = g.tok_per_s() {
-        eprintln!("achieved tok/s: {tps:.6}");
+        note!("achieved tok/s: {tps:.6}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -18,9 +18,8 @@ pub fn load_model(a: &ModelArgs) -> anyhow::Result<Model> {
         None => {
             let mut m = Model::embedded().context("loading the embedded stories260K model")?;
             if let Some(t) = &a.tokenizer {
-                let bytes = std::fs::read(t).with_context(|| format!("reading {}", t.display()))?;
                 m.tokenizer =
-                    baro_engine::tokenizer::Tokenizer::from_llama2c(&bytes, m.config.vocab_size)
+                    baro_engine::tokenizer::Tokenizer::read_llama2c_file(t, m.config.vocab_size)
                         .with_context(|| format!("tokenizer {}", t.display()))?;
             }
             Ok(m)
@@ -31,14 +30,48 @@ pub fn load_model(a: &ModelArgs) -> anyhow::Result<Model> {
 }
 
 /// Open the Vulkan device the user asked for and say which it is (always: a CPU fallback
-/// must never be mistaken for the GPU).
+/// must never be mistaken for the GPU). The device-dependent options are checked here, for
+/// every GPU command.
 pub fn open_gpu(
     g: &crate::GpuArgs,
 ) -> anyhow::Result<std::sync::Arc<baro_engine::vulkan::GpuContext>> {
     let ctx = baro_engine::vulkan::GpuContext::new(g.device.as_deref())
         .context("opening the Vulkan device")?;
-    eprintln!("baro-top: {}", ctx.describe());
+    note!("baro-top: {}", describe_device(&ctx.info));
+    if let Some(wg) = g.wg_size {
+        crate::validate::wg_size_fits(wg, &ctx.info)?;
+    }
     Ok(std::sync::Arc::new(ctx))
+}
+
+/// A device kind in words.
+pub fn kind_name(k: baro_engine::vulkan::DeviceKind) -> &'static str {
+    use baro_engine::vulkan::DeviceKind as K;
+    match k {
+        K::Discrete => "discrete GPU",
+        K::Integrated => "integrated GPU",
+        K::Virtual => "virtual GPU",
+        K::Cpu => "CPU device",
+        K::Other => "other device",
+    }
+}
+
+/// One line naming the device and its driver.
+pub fn describe_device(i: &baro_engine::vulkan::DeviceInfo) -> String {
+    format!(
+        "device {}: {} ({}, vendor {:#06x}, Vulkan {}, driver {}, subgroup {}, {})",
+        i.index,
+        i.name,
+        kind_name(i.kind),
+        i.vendor_id,
+        i.api,
+        i.driver,
+        i.subgroup_size,
+        match i.sm_count {
+            Some(n) => format!("{n} SMs"),
+            None => "SM count unknown".into(),
+        }
+    )
 }
 
 /// Wraps the Vulkan decoder for `generate`: prints the fail-word line of every pass to stderr.
@@ -48,7 +81,7 @@ pub struct PassLogger {
 
 impl PassLogger {
     pub fn new(dec: baro_engine::vulkan::VulkanDecoder) -> Self {
-        eprintln!(
+        note!(
             "baro-top: mode {} grid {} x {} lanes, {} levels, {} stages",
             dec.opts.mode.name(),
             dec.grid,
@@ -76,7 +109,7 @@ impl baro_engine::generate::Decode for PassLogger {
             .fold(0xcbf2_9ce4_8422_2325u64, |h, v| {
                 (h ^ v.to_bits() as u64).wrapping_mul(0x0100_0000_01b3)
             });
-        eprintln!(
+        note!(
             "pass {pos} token {token} -> {} logits {h:016x} {line}",
             p.argmax
         );
@@ -93,7 +126,7 @@ impl baro_engine::generate::Decode for PassLogger {
 pub fn default_run() -> anyhow::Result<std::process::ExitCode> {
     match baro_engine::vulkan::list_devices() {
         Ok(d) if !d.is_empty() => {
-            eprintln!("baro-top: live decode on the first Vulkan device (the dashboard lands with a later issue; printing one line per pass). `baro-top --help` lists every command.");
+            note!("baro-top: live decode on the first Vulkan device (the dashboard lands with a later issue; printing one line per pass). `baro-top --help` lists every command.");
             run::run(default_run_args())
         }
         other => {
@@ -101,7 +134,7 @@ pub fn default_run() -> anyhow::Result<std::process::ExitCode> {
                 Err(e) => e.to_string(),
                 _ => "no Vulkan device found".into(),
             };
-            eprintln!("baro-top: {why}.\nNo device to run on, and no recording is shipped yet to replay. Install the lavapipe CPU device with `apt-get install mesa-vulkan-drivers libvulkan1` and run again, or see `baro-top --help`.");
+            note!("baro-top: {why}.\nNo device to run on, and no recording is shipped yet to replay. Install the lavapipe CPU device with `apt-get install mesa-vulkan-drivers libvulkan1` and run again, or see `baro-top --help`.");
             Ok(std::process::ExitCode::from(2))
         }
     }

@@ -1,7 +1,6 @@
 //! `baro-top model gen|import|info`.
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -72,39 +71,58 @@ pub struct InfoArgs {
     pub tokenizer: Option<PathBuf>,
 }
 
+/// A progress callback: a `\r`-rewritten line when stderr is a terminal; otherwise only the
+/// final line (a log file gets no carriage returns).
 fn progress_bar(label: &str) -> impl FnMut(u64, u64) {
     let label = label.to_string();
     let start = Instant::now();
-    let mut last = 0u64;
+    let tty = crate::out::stderr_is_terminal();
+    let mut last = None;
     move |done, total| {
         let pct = (done * 100).checked_div(total).unwrap_or(100);
-        if pct != last || done == total {
-            last = pct;
-            let mb = done as f64 / 1e6;
-            let rate = mb / start.elapsed().as_secs_f64().max(1e-9);
-            eprint!("\r{label}: {pct:3}% ({mb:.0} MB, {rate:.0} MB/s)   ");
-            if done == total {
-                eprintln!();
-            }
-            let _ = std::io::stderr().flush();
+        if last == Some(pct) && done != total {
+            return;
+        }
+        last = Some(pct);
+        let mb = done as f64 / 1e6;
+        let rate = mb / start.elapsed().as_secs_f64().max(1e-9);
+        let line = format!("{label}: {pct:3}% ({mb:.0} MB, {rate:.0} MB/s)");
+        if tty {
+            note_raw!("\r{line}   {}", if done == total { "\n" } else { "" });
+        } else if done == total {
+            note!("{line}");
         }
     }
 }
 
-fn write(model: &Model, out: &PathBuf, name: &str) -> anyhow::Result<()> {
-    // Write to a temporary name first so a failed or interrupted write never leaves a
-    // plausible-looking partial model behind.
-    let tmp = out.with_extension("gguf.partial");
-    model
-        .write_gguf(
-            &tmp,
-            name,
-            progress_bar(&format!("writing {}", out.display())),
-        )
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, out)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))?;
-    Ok(())
+fn write(model: &Model, out: &Path, name: &str) -> anyhow::Result<()> {
+    crate::files::write_atomic(out, |tmp| {
+        model
+            .write_gguf(
+                tmp,
+                name,
+                progress_bar(&format!("writing {}", out.display())),
+            )
+            .map_err(anyhow::Error::from)
+    })
+}
+
+/// Memory available to this process for a model built in memory (Linux: MemAvailable).
+fn memory_available() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kb.checked_mul(1024)
+}
+
+fn gigabytes(b: u128) -> String {
+    format!("{:.1} GB", b as f64 / 1e9)
 }
 
 pub fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
@@ -120,20 +138,51 @@ pub fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
         seq_len: a.seq.unwrap_or(base.seq_len),
         ..base
     };
+    cfg.validate().context("model shape")?;
     let tied = tied && !a.untied;
+    // The model is built in memory before it is written: refuse a shape that cannot fit
+    // before allocating any of it.
+    let need = synth::weight_bytes(&cfg, tied, ty);
+    if let Some(avail) = memory_available() {
+        if need > u128::from(avail) {
+            bail!(
+                "this shape needs {} of {ty} weights ({} bytes) in memory (dim {}, hidden {}, layers {}, vocab {}; the model is generated in memory before it is written), more than the {} this machine has available",
+                gigabytes(need),
+                need,
+                cfg.dim,
+                cfg.hidden_dim,
+                cfg.n_layers,
+                cfg.vocab_size,
+                gigabytes(avail.into())
+            );
+        }
+    }
     let t0 = Instant::now();
-    eprintln!(
-        "generating {} {ty} seed {}: {cfg:?}, tied head: {tied}",
-        a.shape, a.seed
+    note!(
+        "generating {} {ty} seed {}: dim {} hidden {} layers {} heads {} kv_heads {} vocab {} context {} rope theta {}, {} of weights, tied head: {tied}",
+        a.shape,
+        a.seed,
+        cfg.dim,
+        cfg.hidden_dim,
+        cfg.n_layers,
+        cfg.n_heads,
+        cfg.n_kv_heads,
+        cfg.vocab_size,
+        cfg.seq_len,
+        cfg.rope_theta,
+        gigabytes(need)
     );
+    let tty = crate::out::stderr_is_terminal();
     let mut model = synth::generate(&cfg, tied, ty, a.seed, |done, total| {
-        eprint!("\rgenerating tensors: {done}/{total}   ");
-        if done == total {
-            eprintln!();
+        if tty {
+            note_raw!("\rgenerating tensors: {done}/{total}   ");
+            if done == total {
+                note!();
+            }
         }
     })?;
     model.source = format!("synthetic {} {ty} seed {}", a.shape, a.seed);
-    eprintln!(
+    note!(
         "generated {:.2} GB in {:.1} s",
         model.weight_bytes() as f64 / 1e9,
         t0.elapsed().as_secs_f64()
@@ -141,14 +190,14 @@ pub fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
     if a.margin_steps > 0 {
         let (median, all) = synth::median_margin(&model, a.margin_steps);
         let min = all.iter().copied().fold(f32::INFINITY, f32::min);
-        eprintln!(
+        note!(
             "greedy top-1/top-2 logit margin over {} steps: median {median:.4}, min {min:.4}",
             all.len()
         );
     }
     let name = format!("baro-top synthetic {} {ty} seed {}", a.shape, a.seed);
     write(&model, &a.out, &name)?;
-    eprintln!("wrote {}", a.out.display());
+    note!("wrote {}", a.out.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -162,7 +211,7 @@ pub fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
         .file_stem()
         .map_or("imported".into(), |s| s.to_string_lossy().into_owned());
     write(&model, &a.out, &name)?;
-    eprintln!("wrote {} ({ty})", a.out.display());
+    note!("wrote {} ({ty})", a.out.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -170,22 +219,22 @@ pub fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
     let model = Model::open(&a.file, a.tokenizer.as_deref())
         .with_context(|| format!("reading {}", a.file.display()))?;
     let c = &model.config;
-    println!("model      {}", model.source);
+    outln!("model      {}", model.source)?;
     if let Ok(f) = GgufFile::open(&a.file) {
-        println!(
+        outln!(
             "format     GGUF v{} ({} tensors, {} metadata keys, alignment {})",
             f.version,
             f.tensors.len(),
             f.metadata.len(),
             f.alignment
-        );
+        )?;
         if let Ok(Some(n)) = f.get_str("general.name") {
-            println!("name       {n}");
+            outln!("name       {n}")?;
         }
     } else {
-        println!("format     llama2.c checkpoint");
+        outln!("format     llama2.c checkpoint")?;
     }
-    println!(
+    outln!(
         "arch       llama: dim {} ffn {} layers {} heads {} kv_heads {} head_size {}",
         c.dim,
         c.hidden_dim,
@@ -193,25 +242,27 @@ pub fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
         c.n_heads,
         c.n_kv_heads,
         c.head_size()
-    );
-    println!(
+    )?;
+    outln!(
         "vocab      {} (bos {}, eos {})",
         c.vocab_size,
         model.tokenizer.bos_id(),
         model.tokenizer.eos_id()
-    );
-    println!(
+    )?;
+    outln!(
         "context    {}  rope theta {}  rms eps {:e}",
-        c.seq_len, c.rope_theta, c.norm_eps
-    );
-    println!(
+        c.seq_len,
+        c.rope_theta,
+        c.norm_eps
+    )?;
+    outln!(
         "head       {}",
         if model.weights.output.is_some() {
             "untied (output.weight)"
         } else {
             "tied to token_embd"
         }
-    );
+    )?;
     let total = model.weight_bytes();
     let params: u64 = model
         .weights
@@ -219,15 +270,18 @@ pub fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|t| (t.rows * t.cols) as u64)
         .sum();
-    println!(
+    outln!(
         "weights    {params} parameters, {:.3} MB",
         total as f64 / 1e6
-    );
-    println!();
-    println!(
+    )?;
+    outln!()?;
+    outln!(
         "{:<32} {:>6} {:>16} {:>12}",
-        "tensor", "type", "dims (ggml)", "bytes"
-    );
+        "tensor",
+        "type",
+        "dims (ggml)",
+        "bytes"
+    )?;
     for t in model.weights.tensors() {
         let (_, dims, _) = gguf_info(t);
         let d = dims
@@ -235,13 +289,13 @@ pub fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
             .map(|d| d.to_string())
             .collect::<Vec<_>>()
             .join("x");
-        println!(
+        outln!(
             "{:<32} {:>6} {:>16} {:>12}",
             t.name,
             t.ty.name(),
             d,
             t.data.len()
-        );
+        )?;
     }
     if total == 0 {
         bail!("model has no weight data");

@@ -1,7 +1,6 @@
 //! `baro-top run`: live decode with telemetry. `--headless` prints one line per pass (the fail
 //! word on every line); `--json` one JSON object per line (schema in README.md).
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -25,27 +24,28 @@ pub struct RunArgs {
     /// Include every workgroup's span in the JSON.
     #[arg(long)]
     pub spans: bool,
-    /// Stop after N passes (default: 64 headless; the context restarts when full).
-    #[arg(long)]
+    /// Stop after N passes, at least 1 (default: 64 headless; the context restarts when full).
+    #[arg(long, value_parser = crate::validate::repetitions, allow_negative_numbers = true)]
     pub passes: Option<u64>,
     /// Prompt text.
     #[arg(long, short = 'i', default_value = "")]
     pub prompt: String,
-    /// Temperature (0 = greedy).
-    #[arg(long, short = 't', default_value_t = 0.0)]
+    /// Temperature, a finite number >= 0 (0 = greedy).
+    #[arg(long, short = 't', default_value_t = 0.0, value_parser = crate::validate::temperature, allow_negative_numbers = true)]
     pub temp: f32,
-    /// Top-p.
-    #[arg(long, short = 'p', default_value_t = 0.9)]
+    /// Top-p, 0..=1.
+    #[arg(long, short = 'p', default_value_t = 0.9, value_parser = crate::validate::top_p, allow_negative_numbers = true)]
     pub topp: f32,
-    /// Sampler seed.
-    #[arg(long, short = 's', default_value_t = 1)]
+    /// Sampler seed; 0 = the current time (as in generate).
+    #[arg(long, short = 's', default_value_t = 1, value_parser = crate::validate::seed, allow_negative_numbers = true)]
     pub seed: u64,
     /// Turn the in-kernel event ring off (stage timings disappear; the fail word stays).
     #[arg(long)]
     pub no_instrument: bool,
-    /// Positions in the KV cache.
-    #[arg(long, default_value_t = 256)]
-    pub ctx: usize,
+    /// Positions in the KV cache, 1 up to the model's context (default: 256, or the model's
+    /// context if shorter).
+    #[arg(long, value_parser = crate::validate::positions, allow_negative_numbers = true)]
+    pub ctx: Option<usize>,
     #[command(flatten)]
     pub gpu: GpuArgs,
 }
@@ -142,23 +142,32 @@ fn text_line(f: &Frame) -> String {
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let model = super::load_model(&a.model)?;
+    let positions = match a.ctx {
+        Some(n) => {
+            crate::validate::positions_fit("--ctx", n, model.config.seq_len)?;
+            n
+        }
+        None => model.config.seq_len.min(256),
+    };
+    let seed = crate::validate::resolve_seed(a.seed);
+    if a.seed == 0 && a.temp > 0.0 {
+        note!("run: seed 0 = the current time: seed {seed} (pass -s {seed} to repeat this run)");
+    }
     let ctx = super::open_gpu(&a.gpu)?;
-    let mut opts = a.gpu.decoder_options(a.ctx);
+    let mut opts = a.gpu.decoder_options(positions);
     opts.instrument = !a.no_instrument;
     let passes = a.passes.or(Some(64));
     let session = SessionBuilder::new(ctx, model, opts)
         .passes(passes)
         .prompt(a.prompt.as_bytes())
-        .sampling(a.temp, a.topp, a.seed)
+        .sampling(a.temp, a.topp, seed)
         .spawn()
         .context("starting the decode session")?;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     let mut failed = false;
     for t in session.rx.iter() {
         match t {
             Telemetry::Start(d) => {
-                eprintln!(
+                note!(
                     "run: {} | mode {} grid {} x {} | {} levels, {} stages | instrumented {}",
                     d.model,
                     d.mode,
@@ -176,14 +185,19 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 } else {
                     text_line(&f)
                 };
-                if writeln!(out, "{line}").is_err() {
-                    break; // stdout closed (e.g. piped into head): stop quietly
-                }
+                outln!("{line}").context("writing to stdout")?;
             }
             Telemetry::Clock(c) => {
-                eprintln!(
-                    "run: clock sync at pass {}: shader->timestamp {:?} ns (±{:?}), timestamp->host {:?} ns (dev {:?}), drift {:?} ppm",
-                    c.at_pass, c.shader_offset_ns, c.shader_uncertainty_ns, c.host_offset_ns, c.host_deviation_ns, c.drift_ppm
+                let ns = |v: Option<String>| v.map_or("n/a".to_string(), |v| format!("{v} ns"));
+                note!(
+                    "run: clock sync at pass {}: shader->timestamp {} (±{}), timestamp->host {} (dev {}), drift {}",
+                    c.at_pass,
+                    ns(c.shader_offset_ns.map(|v| v.to_string())),
+                    ns(c.shader_uncertainty_ns.map(|v| v.to_string())),
+                    ns(c.host_offset_ns.map(|v| v.to_string())),
+                    ns(c.host_deviation_ns.map(|v| v.to_string())),
+                    c.drift_ppm
+                        .map_or("n/a (first sync)".to_string(), |d| format!("{d:.3} ppm"))
                 );
             }
             Telemetry::End {
@@ -191,12 +205,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 dropped,
                 reason,
             } => {
-                eprintln!("run: {passes} passes, {dropped} frames dropped, {reason}");
+                note!("run: {passes} passes, {dropped} frames dropped, {reason}");
                 break;
             }
         }
     }
-    drop(out);
     session.join().context("decode session")?;
     Ok(if failed {
         ExitCode::from(1)

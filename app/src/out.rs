@@ -1,0 +1,89 @@
+//! Everything the binary prints goes through here.
+//!
+//! The rule for a closed pipe, on stdout or stderr: the reader has stopped reading, which is a
+//! normal way to end (`baro-top gate | head -1`). The process then exits at once with status 0,
+//! prints nothing more, and removes the temporary files it was writing (see
+//! [`crate::files`]), so no subcommand panics, reports "Broken pipe" or leaves a `.partial`
+//! behind. Other write errors on stdout are returned to the caller; on stderr (diagnostics,
+//! best effort) they are ignored.
+//!
+//! Use [`outln!`] for stdout and [`note!`] for stderr instead of `println!` /
+//! `eprintln!` (which panic on a closed pipe), and [`Stdout`] where a `Write` is needed.
+
+use std::io::{self, IsTerminal, Write};
+
+/// Exit now, quietly, with status 0: the reader closed the pipe.
+///
+/// `_exit`, not `std::process::exit`: other threads may be inside the Vulkan driver (the
+/// session's decode thread), and running the C library's exit handlers (the driver's static
+/// destructors) under them crashes the process. What must not outlive us, the temporary
+/// files, is removed first; stdout has no reader to flush to.
+pub fn reader_gone() -> ! {
+    crate::files::remove_temporaries();
+    // SAFETY: _exit only ends the process; it touches no Rust state.
+    unsafe { libc::_exit(0) }
+}
+
+fn check<T>(r: io::Result<T>) -> io::Result<T> {
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => reader_gone(),
+        other => other,
+    }
+}
+
+/// stdout as a `Write` that ends the process quietly when the reader has gone.
+pub struct Stdout(io::StdoutLock<'static>);
+
+impl Stdout {
+    /// Lock stdout.
+    pub fn lock() -> Self {
+        Stdout(io::stdout().lock())
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        check(self.0.write(buf))
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        check(self.0.write_all(buf))
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        check(self.0.flush())
+    }
+}
+
+/// Write formatted text to stdout (see the module doc for a closed pipe).
+pub fn stdout_fmt(args: std::fmt::Arguments<'_>) -> io::Result<()> {
+    let mut o = Stdout::lock();
+    o.write_fmt(args)
+}
+
+/// Write formatted text to stderr: a closed pipe ends the process quietly, other errors are
+/// ignored (diagnostics must never turn into a failure of their own).
+pub fn stderr_fmt(args: std::fmt::Arguments<'_>) {
+    let mut e = io::stderr().lock();
+    let _ = check(e.write_fmt(args).and_then(|()| e.flush()));
+}
+
+/// Whether stderr is a terminal (`\r` progress lines only then).
+pub fn stderr_is_terminal() -> bool {
+    io::stderr().is_terminal()
+}
+
+/// `println!` to stdout; evaluates to `std::io::Result<()>`.
+macro_rules! outln {
+    () => { $crate::out::stdout_fmt(format_args!("\n")) };
+    ($($t:tt)*) => { $crate::out::stdout_fmt(format_args!("{}\n", format_args!($($t)*))) };
+}
+
+/// `eprintln!` that never panics (see [`stderr_fmt`]).
+macro_rules! note {
+    () => { $crate::out::stderr_fmt(format_args!("\n")) };
+    ($($t:tt)*) => { $crate::out::stderr_fmt(format_args!("{}\n", format_args!($($t)*))) };
+}
+
+/// `eprint!` that never panics (see [`stderr_fmt`]).
+macro_rules! note_raw {
+    ($($t:tt)*) => { $crate::out::stderr_fmt(format_args!($($t)*)) };
+}

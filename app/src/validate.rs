@@ -1,0 +1,178 @@
+//! One validation per command-line parameter, shared by every subcommand that takes it.
+//!
+//! Each `value_parser` here rejects what baro-top cannot honour, saying what the limit is and
+//! why; clap puts the flag and the value in front (`invalid value '-1' for '--temp <TEMP>'`)
+//! and exits with status 2. Nothing is clamped or silently replaced. Limits that depend on the
+//! model or the device (positions vs the model's context, workgroup size vs the device) are
+//! checked by the functions at the bottom, once the model or device is known.
+
+use anyhow::bail;
+
+/// Largest grid the decoder dispatches (Vulkan's guaranteed `maxComputeWorkGroupCount[0]`).
+pub const MAX_GRID: u32 = 65535;
+
+fn parse<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, String> {
+    s.trim().parse().map_err(|_| format!("'{s}' is not {what}"))
+}
+
+/// A whole number in `min..=max`; `why` says what the bound is for.
+fn whole(s: &str, min: u64, max: u64, why: &str) -> Result<u64, String> {
+    let v: i128 = parse(s, "a whole number")?;
+    if v < i128::from(min) {
+        return Err(format!("{v} is too small: must be at least {min} ({why})"));
+    }
+    if v > i128::from(max) {
+        return Err(format!("{v} is too large: must be at most {max} ({why})"));
+    }
+    Ok(v as u64)
+}
+
+/// `--temp`: a finite number >= 0 (0 = greedy).
+pub fn temperature(s: &str) -> Result<f32, String> {
+    let v: f32 = parse(s, "a number")?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!(
+            "{v} is not a temperature: must be a finite number >= 0 (0 = greedy argmax; logits are divided by it)"
+        ));
+    }
+    Ok(v)
+}
+
+/// `--topp`: a probability in [0, 1] (0 or 1 = plain sampling, no nucleus).
+pub fn top_p(s: &str) -> Result<f32, String> {
+    let v: f32 = parse(s, "a number")?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!(
+            "{v} is not a top-p: must be a probability from 0 to 1 (the nucleus keeps the tokens whose probabilities sum to it; 0 or 1 = no nucleus)"
+        ));
+    }
+    Ok(v)
+}
+
+/// `--seed`: a whole number >= 0; 0 = the current time (see [`resolve_seed`]).
+pub fn seed(s: &str) -> Result<u64, String> {
+    whole(s, 0, u64::MAX, "a 64-bit RNG seed; 0 = the current time")
+}
+
+/// `--near-tie`: a finite margin >= 0.
+pub fn margin(s: &str) -> Result<f32, String> {
+    let v: f32 = parse(s, "a number")?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!(
+            "{v} is not a margin: must be a finite number >= 0 (a top-1/top-2 logit gap)"
+        ));
+    }
+    Ok(v)
+}
+
+/// A count of positions (`gate --steps`, `run --ctx`, `bench --tokens`): at least 1; the upper
+/// bound is the model's context, checked by [`positions_fit`].
+pub fn positions(s: &str) -> Result<usize, String> {
+    whole(
+        s,
+        1,
+        1 << 20,
+        "a decode needs at least one position; no model has more than 2^20",
+    )
+    .map(|v| v as usize)
+}
+
+/// A count of repetitions (`bench --runs`, `run --passes`): at least 1.
+pub fn repetitions(s: &str) -> Result<u64, String> {
+    whole(s, 1, u64::MAX, "nothing to measure or show with none")
+}
+
+/// `--grid`: 1 ..= 65535 workgroups.
+pub fn grid(s: &str) -> Result<u32, String> {
+    whole(
+        s,
+        1,
+        MAX_GRID.into(),
+        "workgroups in a pass: at least one; Vulkan guarantees dispatches of 65535",
+    )
+    .map(|v| v as u32)
+}
+
+/// `--probe-max`: the largest grid the residency probe tries, 1 ..= 65535.
+pub fn probe_max(s: &str) -> Result<u32, String> {
+    grid(s)
+}
+
+/// `--wg-size`: at least 1 lane; the device's limit is checked by [`wg_size_fits`].
+pub fn wg_size(s: &str) -> Result<u32, String> {
+    whole(s, 1, u32::MAX.into(), "lanes in a workgroup").map(|v| v as u32)
+}
+
+/// `--spin-timeout-ms`: at least 1 ms.
+pub fn spin_timeout_ms(s: &str) -> Result<u64, String> {
+    whole(
+        s,
+        1,
+        u64::MAX,
+        "a barrier spin with no time to wait fails every pass",
+    )
+}
+
+/// Seed 0 means "the current time" (run.c's rule), for every command that samples.
+pub fn resolve_seed(seed: u64) -> u64 {
+    if seed != 0 {
+        return seed;
+    }
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_secs());
+    // xorshift's state must not be 0: that would make every draw 0.
+    t.max(1)
+}
+
+/// `n` positions (flag `flag`) must fit the model's context of `seq_len` positions.
+pub fn positions_fit(flag: &str, n: usize, seq_len: usize) -> anyhow::Result<()> {
+    if n > seq_len {
+        bail!("{flag} {n} is larger than the model's context of {seq_len} positions (the KV cache holds one entry per position)");
+    }
+    Ok(())
+}
+
+/// The largest workgroup the decoder can run on a device: a multiple of the subgroup size,
+/// at most 60 subgroups (the kernel's cross-subgroup reduction scratch) and at most the
+/// device's `maxComputeWorkGroupSize`/invocations.
+pub fn max_wg_size(info: &baro_engine::vulkan::DeviceInfo) -> u32 {
+    let sg = info.subgroup_size.max(1);
+    let lim = info.max_wg.min(sg.saturating_mul(60));
+    lim / sg * sg
+}
+
+/// `--wg-size` against the device it will run on.
+pub fn wg_size_fits(wg: u32, info: &baro_engine::vulkan::DeviceInfo) -> anyhow::Result<()> {
+    let sg = info.subgroup_size.max(1);
+    let max = max_wg_size(info);
+    if wg > max || !wg.is_multiple_of(sg) {
+        bail!(
+            "--wg-size {wg}: {} takes a multiple of its subgroup size {sg} up to {max} lanes (at most 60 subgroups for the kernel's reductions, device limit {})",
+            info.name,
+            info.max_wg
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parsers_reject_what_they_cannot_honour() {
+        assert!(temperature("nan").is_err());
+        assert!(temperature("inf").is_err());
+        assert!(temperature("-1").is_err());
+        assert_eq!(temperature("0.5"), Ok(0.5));
+        assert!(top_p("1.5").is_err());
+        assert!(positions("0").expect_err("0").contains("at least 1"));
+        assert!(positions("-3").expect_err("-3").contains("at least 1"));
+        assert!(grid("65536").expect_err("65536").contains("at most 65535"));
+        assert!(margin("nan").is_err());
+        assert_eq!(seed("0"), Ok(0));
+        assert_ne!(resolve_seed(0), 0);
+        assert_eq!(resolve_seed(7), 7);
+    }
+}

@@ -1,0 +1,613 @@
+//! What the binary does with input a user can give it by mistake: closed pipes, absurd sizes,
+//! endless files, bad values. Every case ends in a clear message (status 2) or a quiet exit,
+//! never a panic, an abort, a hang, a silent clamp or a leftover file.
+//!
+//! Tests that need a Vulkan device run on lavapipe (`LP_NUM_THREADS=2`), one at a time; with no
+//! device they fail, unless `BARO_SKIP_VULKAN` is set outside CI (as in engine/tests/common).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_baro-top");
+const STORIES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../engine/models/stories260K/stories260K.bin"
+);
+const TOK: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../engine/models/stories260K/tok512.bin"
+);
+
+fn cmd(args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args);
+    if std::env::var_os("LP_NUM_THREADS").is_none() {
+        c.env("LP_NUM_THREADS", "2");
+    }
+    c
+}
+
+/// Run to completion, but never longer than `limit`: a hang or a runaway allocation fails.
+fn run_within(mut c: Command, limit: Duration) -> Output {
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("baro-top starts");
+    let t0 = Instant::now();
+    // Drain the pipes on threads so a chatty child cannot block on a full pipe.
+    let mut so = child.stdout.take().expect("stdout");
+    let mut se = child.stderr.take().expect("stderr");
+    let o = std::thread::spawn(move || {
+        let mut v = vec![];
+        std::io::Read::read_to_end(&mut so, &mut v).ok();
+        v
+    });
+    let e = std::thread::spawn(move || {
+        let mut v = vec![];
+        std::io::Read::read_to_end(&mut se, &mut v).ok();
+        v
+    });
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if t0.elapsed() > limit {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("baro-top {:?} still running after {limit:?}", c.get_args());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: o.join().expect("stdout reader"),
+        stderr: e.join().expect("stderr reader"),
+    }
+}
+
+fn baro(args: &[&str]) -> Output {
+    run_within(cmd(args), Duration::from_secs(120))
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Status 2 and a message on stderr containing every one of `want`.
+#[track_caller]
+fn refused(o: &Output, want: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "status: {:?}\n{err}", o.status);
+    assert!(!err.contains("panicked"), "{err}");
+    for w in want {
+        assert!(err.contains(w), "message lacks {w:?}:\n{err}");
+    }
+}
+
+/// Vulkan tests take turns (lavapipe's threads are the grid) and need a device.
+fn vulkan() -> Option<MutexGuard<'static, ()>> {
+    static TURN: Mutex<()> = Mutex::new(());
+    let turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let out = baro(&["devices"]);
+    if out.status.success() {
+        return Some(turn);
+    }
+    let in_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
+    if !in_ci && std::env::var_os("BARO_SKIP_VULKAN").is_some() {
+        eprintln!("SKIPPED (BARO_SKIP_VULKAN set): no Vulkan device");
+        return None;
+    }
+    panic!(
+        "no usable Vulkan device: {}{}\ninstall lavapipe: apt-get install mesa-vulkan-drivers libvulkan1 (or run scripts/test.sh)",
+        String::from_utf8_lossy(&out.stdout),
+        stderr(&out)
+    );
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        let p = std::env::temp_dir().join(format!("baro-hard-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&p).expect("temp dir");
+        TempDir(p)
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+    fn partials(&self) -> Vec<String> {
+        std::fs::read_dir(&self.0)
+            .expect("read dir")
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".partial"))
+            .collect()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+// ---- 4. closed pipes, panics, aborts -------------------------------------------------------
+
+/// Run with stdout connected to a pipe nobody reads any more (`| head` after it has quit).
+fn with_stdout_closed(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let mut c = cmd(args);
+    c.stdout(writer).stderr(Stdio::piped());
+    let child = c.spawn().expect("baro-top starts");
+    drop(c); // the parent's copy of the write end
+    child.wait_with_output().expect("wait")
+}
+
+#[track_caller]
+fn quiet_exit(args: &[&str]) {
+    let o = with_stdout_closed(args);
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{args:?} with stdout closed: {:?}\n{err}",
+        o.status
+    );
+    for bad in ["panicked", "Broken pipe", "error"] {
+        assert!(!err.contains(bad), "{args:?}: stderr has {bad:?}:\n{err}");
+    }
+}
+
+#[test]
+fn closed_stdout_ends_cpu_subcommands_quietly_with_status_0() {
+    quiet_exit(&["generate", "-n", "20"]);
+    quiet_exit(&["model", "info", STORIES, "-z", TOK]);
+}
+
+#[test]
+fn closed_stdout_ends_gpu_subcommands_quietly_with_status_0() {
+    let Some(_turn) = vulkan() else { return };
+    quiet_exit(&["devices"]);
+    quiet_exit(&["devices", "--probe", "--probe-max", "1"]);
+    quiet_exit(&["gate", "--steps", "2", "--modes", "multi"]);
+    quiet_exit(&["run", "--headless", "--passes", "2", "--mode", "multi"]);
+    quiet_exit(&[
+        "generate",
+        "--backend",
+        "vulkan",
+        "--mode",
+        "multi",
+        "-n",
+        "3",
+    ]);
+}
+
+#[test]
+fn zero_bench_runs_or_tokens_are_refused_naming_the_flag_not_a_panic() {
+    refused(
+        &baro(&["bench", "--allow-cpu", "--runs", "0"]),
+        &["--runs", "at least 1"],
+    );
+    refused(
+        &baro(&["bench", "--allow-cpu", "--tokens", "0"]),
+        &["--tokens", "at least 1"],
+    );
+    refused(
+        &baro(&["bench", "--allow-cpu", "--tokens", "512"]),
+        &["--tokens 512", "context of 512", "at most 511"],
+    );
+}
+
+#[test]
+fn model_gen_refuses_a_shape_too_big_for_memory_at_once_naming_the_size() {
+    let dir = TempDir::new("huge");
+    let out = dir.path("huge.gguf");
+    for args in [
+        &["--dim", "1048576"][..],
+        &["--shape", "llama-8b", "--layers", "1048576"][..],
+    ] {
+        let mut a = vec!["model", "gen", "-o", s(&out)];
+        a.extend_from_slice(args);
+        let t0 = Instant::now();
+        let o = run_within(cmd(&a), Duration::from_secs(10));
+        refused(&o, &["needs", " GB of q4_0 weights", "available"]);
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        assert!(!out.exists() && dir.partials().is_empty());
+    }
+    refused(
+        &baro(&["model", "gen", "--dim", "2097152", "-o", s(&out)]),
+        &["dim = 2097152", "1048576"],
+    );
+}
+
+// ---- 5. unbounded reads ---------------------------------------------------------------------
+
+/// Address space capped at 2 GB: reading /dev/zero into memory would fail, not pass.
+fn capped(args: &[&str]) -> Output {
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg("ulimit -v 2000000 && exec \"$0\" \"$@\"")
+        .arg(BIN)
+        .args(args);
+    run_within(c, Duration::from_secs(10))
+}
+
+#[test]
+fn dev_zero_as_model_or_tokenizer_is_refused_by_its_header_without_reading_it_all() {
+    let t0 = Instant::now();
+    refused(
+        &capped(&["generate", "-m", "/dev/zero"]),
+        &["/dev/zero", "dim at byte 0x0 is 0, must be positive"],
+    );
+    refused(
+        &capped(&["model", "info", "/dev/zero"]),
+        &["/dev/zero", "dim at byte 0x0 is 0, must be positive"],
+    );
+    refused(
+        &capped(&["generate", "-z", "/dev/zero"]),
+        &["/dev/zero", "after the last of 512 records"],
+    );
+    refused(
+        &capped(&["generate", "-m", STORIES, "-z", "/dev/zero"]),
+        &["/dev/zero", "after the last of 512 records"],
+    );
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+}
+
+#[test]
+fn a_checkpoint_whose_size_disagrees_with_its_header_is_refused_naming_the_header_fields() {
+    let dir = TempDir::new("size");
+    let p = dir.path("long.bin");
+    let mut bytes = std::fs::read(STORIES).expect("stories");
+    bytes.extend_from_slice(&[0; 64]);
+    std::fs::write(&p, &bytes).expect("write");
+    refused(
+        &baro(&["model", "info", s(&p), "-z", TOK]),
+        &["needs a file of", "trailing bytes", "dim 64"],
+    );
+}
+
+// ---- 6. leftovers ---------------------------------------------------------------------------
+
+#[test]
+fn failed_model_writes_leave_no_partial_file() {
+    let dir = TempDir::new("left");
+    let sub = dir.path("existing-dir");
+    std::fs::create_dir_all(&sub).expect("dir");
+    let o = baro(&["model", "import", STORIES, "-z", TOK, "-o", s(&sub)]);
+    refused(&o, &["is a directory"]);
+    assert!(sub.is_dir());
+    assert_eq!(dir.partials(), Vec::<String>::new());
+
+    // A quantisation that fails midway (rows not whole Q4_0 blocks), into a real file name.
+    let q = dir.path("s.gguf");
+    let o = baro(&[
+        "model",
+        "import",
+        STORIES,
+        "-z",
+        TOK,
+        "--quant",
+        "q4_0",
+        "-o",
+        s(&q),
+    ]);
+    refused(&o, &["ffn_down"]);
+    assert!(!q.exists());
+    assert_eq!(dir.partials(), Vec::<String>::new());
+
+    // A directory that does not exist: the temporary cannot even be created.
+    let o = baro(&[
+        "model",
+        "import",
+        STORIES,
+        "-z",
+        TOK,
+        "-o",
+        s(&dir.path("no/x.gguf")),
+    ]);
+    refused(&o, &["x.gguf.partial"]);
+    assert_eq!(dir.partials(), Vec::<String>::new());
+}
+
+// ---- 7. one validation per parameter --------------------------------------------------------
+
+#[test]
+fn temperature_must_be_finite_and_not_negative_in_every_command() {
+    for cmdname in ["run", "generate"] {
+        for t in ["nan", "inf", "-1", "-0.5"] {
+            refused(
+                &baro(&[cmdname, "-t", t]),
+                &["--temp", "finite number >= 0"],
+            );
+        }
+    }
+}
+
+#[test]
+fn top_p_must_be_a_probability_in_every_command() {
+    for cmdname in ["run", "generate"] {
+        for p in ["1.5", "-0.1", "nan"] {
+            refused(&baro(&[cmdname, "-p", p]), &["--topp", "from 0 to 1"]);
+        }
+    }
+}
+
+#[test]
+fn seed_0_means_the_current_time_in_run_as_in_generate() {
+    let o = baro(&["generate", "-n", "5", "-t", "1", "-s", "0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("seed 0 = the current time: seed "));
+    refused(&baro(&["run", "-s", "-1"]), &["--seed", "at least 0"]);
+    let Some(_turn) = vulkan() else { return };
+    let o = baro(&[
+        "run",
+        "--headless",
+        "--mode",
+        "multi",
+        "--passes",
+        "3",
+        "-t",
+        "1",
+        "-s",
+        "0",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("seed 0 = the current time: seed "),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn position_counts_must_be_at_least_1_and_fit_the_model_context() {
+    refused(&baro(&["run", "--ctx", "0"]), &["--ctx", "at least 1"]);
+    refused(&baro(&["run", "--ctx", "-5"]), &["--ctx", "at least 1"]);
+    refused(
+        &baro(&["run", "--ctx", "100000"]),
+        &["--ctx 100000", "context of 512 positions"],
+    );
+    refused(&baro(&["gate", "--steps", "0"]), &["--steps", "at least 1"]);
+    refused(
+        &baro(&["gate", "--steps", "100000"]),
+        &["--steps 100000", "context of 512 positions"],
+    );
+    refused(
+        &baro(&["run", "--passes", "0"]),
+        &["--passes", "at least 1"],
+    );
+}
+
+#[test]
+fn near_tie_margin_must_be_finite_and_not_negative() {
+    for v in ["nan", "inf", "-1"] {
+        refused(
+            &baro(&["gate", "--near-tie", v]),
+            &["--near-tie", "finite number >= 0"],
+        );
+    }
+}
+
+#[test]
+fn grid_and_probe_limits_are_refused_naming_the_range() {
+    refused(&baro(&["gate", "--grid", "0"]), &["--grid", "at least 1"]);
+    refused(
+        &baro(&["gate", "--grid", "70000"]),
+        &["--grid", "at most 65535"],
+    );
+    refused(
+        &baro(&["devices", "--probe", "--probe-max", "0"]),
+        &["--probe-max", "at least 1"],
+    );
+    refused(
+        &baro(&["run", "--wg-size", "0"]),
+        &["--wg-size", "at least 1"],
+    );
+    refused(
+        &baro(&["run", "--spin-timeout-ms", "0"]),
+        &["--spin-timeout-ms", "at least 1"],
+    );
+}
+
+#[test]
+fn wg_size_is_checked_against_the_device_limit_not_clamped() {
+    let Some(_turn) = vulkan() else { return };
+    let o = baro(&[
+        "generate",
+        "--backend",
+        "vulkan",
+        "--wg-size",
+        "100000",
+        "-n",
+        "2",
+    ]);
+    refused(&o, &["--wg-size 100000", "up to", "lanes"]);
+    let err = stderr(&o);
+    if err.contains("llvmpipe") {
+        // lavapipe: subgroup 8, 60 subgroups at most.
+        assert!(err.contains("up to 480 lanes"), "{err}");
+    }
+    assert!(!err.contains("workgroup size 1024"), "{err}");
+}
+
+#[test]
+fn gpu_only_flags_with_the_cpu_backend_are_an_error() {
+    for flag in [
+        &["--mode", "multi"][..],
+        &["--grid", "2"][..],
+        &["--wg-size", "64"][..],
+        &["--device", "0"][..],
+        &["--spin-timeout-ms", "5"][..],
+    ] {
+        let mut a = vec!["generate", "-n", "2"];
+        a.extend_from_slice(flag);
+        refused(&baro(&a), &[flag[0], "--backend vulkan"]);
+    }
+    refused(&baro(&["gate", "--mode", "multi"]), &["--mode", "--modes"]);
+    refused(&baro(&["bench", "--mode", "multi"]), &["--mode", "--arms"]);
+}
+
+/// The GGUF bytes of `model gen` with `llama.block_count` rewritten to `n`.
+fn gguf_with_block_count(dir: &TempDir, layers: usize, n: u32) -> PathBuf {
+    let p = dir.path("m.gguf");
+    let o = baro(&[
+        "model",
+        "gen",
+        "--layers",
+        &layers.to_string(),
+        "--dim",
+        "64",
+        "--hidden",
+        "128",
+        "--heads",
+        "2",
+        "--kv-heads",
+        "2",
+        "--margin-steps",
+        "0",
+        "-o",
+        s(&p),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut b = std::fs::read(&p).expect("read");
+    let key = b"llama.block_count";
+    let at = b
+        .windows(key.len())
+        .position(|w| w == key)
+        .expect("block_count key")
+        + key.len();
+    // value type u32 (4), then the value.
+    assert_eq!(&b[at..at + 4], &4u32.to_le_bytes());
+    assert_eq!(&b[at + 4..at + 8], &(layers as u32).to_le_bytes());
+    b[at + 4..at + 8].copy_from_slice(&n.to_le_bytes());
+    std::fs::write(&p, b).expect("write");
+    p
+}
+
+#[test]
+fn gguf_tensors_beyond_block_count_are_an_error_naming_the_tensor() {
+    let dir = TempDir::new("blocks");
+    let p = gguf_with_block_count(&dir, 4, 3);
+    refused(
+        &baro(&["model", "info", s(&p)]),
+        &["blk.3.", "llama.block_count is 3"],
+    );
+}
+
+#[test]
+fn llama2c_vocab_i32_min_is_refused_with_the_range_not_as_zero() {
+    let dir = TempDir::new("vocab");
+    let p = dir.path("min.bin");
+    let h: [i32; 7] = [64, 172, 5, 8, 4, i32::MIN, 512];
+    std::fs::write(
+        &p,
+        h.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>(),
+    )
+    .expect("write");
+    let o = baro(&["model", "info", s(&p), "-z", TOK]);
+    refused(
+        &o,
+        &[
+            "vocab_size",
+            "-2147483648",
+            "magnitude must be from 1 to 2147483647",
+        ],
+    );
+    assert!(!stderr(&o).contains("must be non-zero"), "{}", stderr(&o));
+}
+
+// ---- 8. output a user reads -----------------------------------------------------------------
+
+#[track_caller]
+fn no_debug_values(what: &str, o: &Output) {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for bad in [
+        "Some(",
+        "None",
+        "Config {",
+        "[Cpu]",
+        "(Cpu,",
+        "backend Cpu",
+        "modes Both",
+        "\"mega,",
+    ] {
+        assert!(!text.contains(bad), "{what}: {bad:?} in\n{text}");
+    }
+}
+
+#[test]
+fn cpu_commands_print_no_debug_values_and_no_carriage_returns_into_a_pipe() {
+    let dir = TempDir::new("out");
+    let p = dir.path("t.gguf");
+    let o = baro(&[
+        "model",
+        "gen",
+        "--layers",
+        "1",
+        "--margin-steps",
+        "0",
+        "-o",
+        s(&p),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    no_debug_values("model gen", &o);
+    assert!(
+        !o.stderr.contains(&b'\r'),
+        "\\r progress into a pipe: {:?}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("writing"),
+        "the final progress line stays"
+    );
+    let o = baro(&["generate", "-n", "3"]);
+    assert!(o.status.success());
+    no_debug_values("generate", &o);
+    assert!(stderr(&o).contains("backend cpu"), "{}", stderr(&o));
+}
+
+#[test]
+fn gpu_commands_print_no_debug_values() {
+    let Some(_turn) = vulkan() else { return };
+    for args in [
+        &["devices"][..],
+        &["gate", "--steps", "2"][..],
+        &["run", "--headless", "--passes", "2", "--mode", "multi"][..],
+        &[
+            "generate",
+            "--backend",
+            "vulkan",
+            "--mode",
+            "multi",
+            "-n",
+            "3",
+        ][..],
+        &[
+            "bench",
+            "--allow-cpu",
+            "--arms",
+            "multi",
+            "--tokens",
+            "2",
+            "--runs",
+            "1",
+        ][..],
+    ] {
+        let o = baro(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        no_debug_values(&args.join(" "), &o);
+    }
+}
