@@ -133,13 +133,23 @@ fn main() -> ExitCode {
         None => cmd::default_run(),
         Some(c) => dispatch(c),
     };
-    match result {
-        Ok(code) => code,
+    let code: u8 = match result {
+        Ok(code) => {
+            if !baro_engine::vulkan::any_device_hung() {
+                return code;
+            }
+            // An ExitCode cannot be read back; a run whose device hung did not succeed.
+            1
+        }
         Err(e) => {
             note!("baro-top: error: {e:#}");
-            ExitCode::from(2)
+            2
         }
+    };
+    if baro_engine::vulkan::any_device_hung() {
+        out::device_abandoned(code);
     }
+    ExitCode::from(code)
 }
 
 fn dispatch(command: Command) -> anyhow::Result<ExitCode> {

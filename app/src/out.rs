@@ -24,6 +24,17 @@ pub fn reader_gone() -> ! {
     unsafe { libc::_exit(0) }
 }
 
+/// Exit now with `code` after a device missed its watchdog: flush what was printed, remove
+/// temporary files, and leave with `_exit`, since the driver's exit handlers may wait for the
+/// hung device (NVIDIA) or join pool threads still running the hung dispatch (lavapipe).
+pub fn device_abandoned(code: u8) -> ! {
+    let _ = io::stdout().flush();
+    let _ = io::stderr().flush();
+    crate::files::remove_temporaries();
+    // SAFETY: _exit only ends the process; it touches no Rust state.
+    unsafe { libc::_exit(code as i32) }
+}
+
 fn check<T>(r: io::Result<T>) -> io::Result<T> {
     match r {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => reader_gone(),

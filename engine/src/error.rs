@@ -40,6 +40,12 @@ pub enum Error {
     /// Vulkan setup or execution failed.
     #[error("vulkan: {0}")]
     Vulkan(String),
+    /// The device was lost (reset, or the driver gave up on the context).
+    #[error("vulkan: {0}")]
+    DeviceLost(String),
+    /// Work on the device missed its watchdog; the device is abandoned (never waited for).
+    #[error("watchdog: {0}")]
+    Watchdog(String),
 }
 
 impl Error {

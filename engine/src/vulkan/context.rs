@@ -4,6 +4,7 @@
 
 use std::ffi::{c_char, CStr};
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use ash::vk;
@@ -15,7 +16,7 @@ use crate::{Error, Result};
 pub(crate) fn vkr<T>(what: &str, r: std::result::Result<T, vk::Result>) -> Result<T> {
     r.map_err(|e| {
         if e == vk::Result::ERROR_DEVICE_LOST {
-            Error::Vulkan(format!(
+            Error::DeviceLost(format!(
                 "{what}: device lost (the GPU was reset or the driver gave up on this context)"
             ))
         } else {
@@ -108,8 +109,21 @@ pub struct GpuContext {
     pub(crate) pool: vk::CommandPool,
     pub(crate) allocator: ManuallyDrop<Mutex<Allocator>>,
     calibrated: Option<Calibrated>,
+    /// A submission missed its watchdog: the device may never idle again, so nothing may wait
+    /// for it (see [`GpuContext::mark_hung`]).
+    hung: AtomicBool,
     /// The chosen device.
     pub info: DeviceInfo,
+}
+
+/// Set once any device of this process missed a watchdog (see [`any_device_hung`]).
+static ANY_HUNG: AtomicBool = AtomicBool::new(false);
+
+/// Whether a device of this process missed a watchdog. The process should then end with
+/// `_exit` after flushing its output: the driver's exit handlers may wait for the device (or,
+/// on lavapipe, join pool threads still running the hung dispatch).
+pub fn any_device_hung() -> bool {
+    ANY_HUNG.load(Ordering::SeqCst)
 }
 
 /// VK_KHR_calibrated_timestamps or its EXT twin, whichever the device has.
@@ -498,8 +512,22 @@ impl GpuContext {
             queue,
             pool,
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
+            hung: AtomicBool::new(false),
             info: chosen,
         })
+    }
+
+    /// Record that work on this device missed its watchdog. From then on nothing waits for
+    /// the device: decoders and the context leak their handles on drop instead of waiting
+    /// for an idle that may never come (a process exit reclaims them).
+    pub fn mark_hung(&self) {
+        self.hung.store(true, Ordering::SeqCst);
+        ANY_HUNG.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether work on this device missed its watchdog ([`GpuContext::mark_hung`]).
+    pub fn is_hung(&self) -> bool {
+        self.hung.load(Ordering::SeqCst)
     }
 
     /// Correlate the timestamp domain with host CLOCK_MONOTONIC (calibrated timestamps), or
@@ -547,6 +575,11 @@ impl GpuContext {
 
 impl Drop for GpuContext {
     fn drop(&mut self) {
+        if self.is_hung() {
+            // The device may be running the hung work forever: waiting for it, or destroying
+            // the device under it, could block this thread for minutes. Leak it all.
+            return;
+        }
         // SAFETY: all resources created from this context are owned by objects that borrow it,
         // so they are gone by now; destroy in reverse order of creation.
         unsafe {

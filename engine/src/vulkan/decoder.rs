@@ -93,8 +93,10 @@ pub struct DecoderOptions {
     pub instrument: bool,
     /// Grid-barrier spin bound.
     pub spin_timeout: Duration,
-    /// Host watchdog on each pass's fence.
-    pub fence_timeout: Duration,
+    /// Host watchdog on each pass's fence; `None`: automatic ([`VulkanDecoder::watchdog`]:
+    /// the expected pass time plus the spin timeout plus a second on GPUs, more slack on CPU
+    /// devices, whose passes are at the mercy of the OS scheduler).
+    pub fence_timeout: Option<Duration>,
     /// Copy the logits back every pass (needed for sampling and checks).
     pub read_logits: bool,
     /// Test only: make this stage kind do extra work.
@@ -115,7 +117,7 @@ impl Default for DecoderOptions {
             max_seq: 2048,
             instrument: false,
             spin_timeout: Duration::from_secs(1),
-            fence_timeout: Duration::from_secs(20),
+            fence_timeout: None,
             read_logits: true,
             test_slow_kind: None,
             test_stall_wg: None,
@@ -286,8 +288,15 @@ pub struct VulkanDecoder {
     passes: u32,
     last_window: Option<(u64, u64)>,
     broken: Option<String>,
+    /// Wall times of the last completed passes (the watchdog's expectation).
+    recent_walls: std::collections::VecDeque<Duration>,
+    /// Weight bytes (the first pass's expectation on CPU devices).
+    weight_bytes: u64,
     logits: Vec<f32>,
 }
+
+/// Passes the watchdog's expectation looks back over.
+const RECENT_WALLS: usize = 32;
 
 fn create_buffer(
     ctx: &GpuContext,
@@ -461,6 +470,13 @@ impl VulkanDecoder {
             passes: 0,
             last_window: None,
             broken: None,
+            recent_walls: Default::default(),
+            weight_bytes: model
+                .weights
+                .tensors()
+                .iter()
+                .map(|t| t.data.len() as u64)
+                .sum(),
             logits: vec![0.0; c.vocab_size],
             program,
         };
@@ -675,7 +691,7 @@ impl VulkanDecoder {
     /// its first dispatch, which for this kernel takes seconds on a small CPU.
     fn warm_up(&mut self) -> Result<()> {
         let saved = self.opts.fence_timeout;
-        self.opts.fence_timeout = saved.max(Duration::from_secs(600));
+        self.opts.fence_timeout = Some(Duration::from_secs(600));
         let (pipeline, layout, set) = (self.pipeline, self.layout, self.set);
         let push: [u32; 8] = [0, 0, 0, 0, 0, 0, 0, 1];
         let r = self.one_shot(|d, cb| unsafe {
@@ -736,8 +752,11 @@ impl VulkanDecoder {
             let r = d.wait_for_fences(&[self.fence], true, timeout.as_nanos() as u64);
             if r == Err(vk::Result::TIMEOUT) {
                 self.broken = Some(format!(
-                    "{what} did not finish within {timeout:?} (watchdog)"
+                    "{what} did not finish within {:.1} s (watchdog); the device is abandoned",
+                    timeout.as_secs_f64()
                 ));
+                // The GPU may never finish it: from now on nothing waits for this device.
+                self.ctx.mark_hung();
                 return Ok(false);
             }
             vkr("vkWaitForFences", r)?;
@@ -749,10 +768,12 @@ impl VulkanDecoder {
     fn one_shot(&mut self, rec: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<()> {
         let cb = self.begin_commands()?;
         rec(&self.ctx.device, cb);
-        if !self.submit_and_wait(self.opts.fence_timeout, "a transfer")? {
-            return Err(Error::Vulkan(
-                "watchdog: a transfer did not complete".into(),
-            ));
+        let limit = self.opts.fence_timeout.unwrap_or(Duration::from_secs(60));
+        if !self.submit_and_wait(limit, "a transfer")? {
+            return Err(Error::Watchdog(format!(
+                "a transfer did not complete within {} s",
+                limit.as_secs_f64()
+            )));
         }
         Ok(())
     }
@@ -1110,12 +1131,40 @@ impl VulkanDecoder {
         )
     }
 
+    /// The fence watchdog for the next pass: `fence_timeout` if set, else the expected pass
+    /// time (the slowest of the last 32 passes) plus the spin timeout (a kernel-detected
+    /// failure may spin that long) plus 1 s on GPUs; on CPU devices four times the expectation
+    /// plus 4 s, since a loaded CPU stretches passes. Before any pass the expectation is
+    /// 1 s on GPUs and, on CPU devices, 2 s plus the weights read at 100 MB/s.
+    pub fn watchdog(&self) -> Duration {
+        if let Some(t) = self.opts.fence_timeout {
+            return t;
+        }
+        let cpu = self.ctx.info.kind == DeviceKind::Cpu;
+        let expected = self.recent_walls.iter().max().copied().unwrap_or_else(|| {
+            if cpu {
+                Duration::from_secs(2) + Duration::from_nanos(self.weight_bytes * 10)
+            } else {
+                Duration::from_secs(1)
+            }
+        });
+        if cpu {
+            expected * 4 + self.opts.spin_timeout + Duration::from_secs(4)
+        } else {
+            expected + self.opts.spin_timeout + Duration::from_secs(1)
+        }
+    }
+
     /// Run one pass: `token` at `pos`. A kernel or host check failure is reported in the
     /// returned [`Pass::fail`], not as an error; errors are Vulkan failures (device lost) and
     /// bad arguments. After a watchdog timeout the decoder refuses further passes.
     pub fn step(&mut self, token: u32, pos: usize) -> Result<Pass> {
         if let Some(why) = &self.broken {
-            return Err(Error::Vulkan(format!("decoder unusable: {why}")));
+            return Err(if self.ctx.is_hung() {
+                Error::Watchdog(format!("decoder unusable: {why}"))
+            } else {
+                Error::Vulkan(format!("decoder unusable: {why}"))
+            });
         }
         if token as usize >= self.vocab || pos >= self.program.max_seq as usize {
             return Err(Error::Invalid(format!(
@@ -1298,8 +1347,15 @@ impl VulkanDecoder {
                 vk::AccessFlags::HOST_READ,
             );
         }
-        let done = self.submit_and_wait(self.opts.fence_timeout, &format!("pass {pass_id}"))?;
+        let watchdog = self.watchdog();
+        let done = self.submit_and_wait(watchdog, &format!("pass {pass_id}"))?;
         let wall = t0.elapsed();
+        if done {
+            if self.recent_walls.len() == RECENT_WALLS {
+                self.recent_walls.pop_front();
+            }
+            self.recent_walls.push_back(wall);
+        }
         if !done {
             return Ok(Pass {
                 argmax: u32::MAX,
@@ -1534,6 +1590,12 @@ impl crate::generate::Decode for VulkanDecoder {
 impl Drop for VulkanDecoder {
     fn drop(&mut self) {
         let ctx = self.ctx.clone();
+        if ctx.is_hung() {
+            // Some work on this device missed its watchdog and may never finish: waiting for
+            // the device could block for minutes, and freeing what it may still use is
+            // undefined. Leak every handle (the process exit reclaims them).
+            return;
+        }
         let d = &ctx.device;
         // SAFETY: wait for the device, then destroy every handle this decoder created.
         unsafe {

@@ -4,5 +4,5 @@ pub mod context;
 pub mod decoder;
 pub mod program;
 
-pub use context::{list_devices, DeviceInfo, DeviceKind, GpuContext};
+pub use context::{any_device_hung, list_devices, DeviceInfo, DeviceKind, GpuContext};
 pub use decoder::{default_grid, fail, DecoderOptions, FailWord, Mode, Pass, VulkanDecoder};
