@@ -272,6 +272,19 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn stage_and_level_details_round_trip_on_their_own() {
+        let d = details();
+        for s in &d.stages {
+            let j = serde_json::to_string(s).unwrap();
+            assert_eq!(&serde_json::from_str::<StageDetails>(&j).unwrap(), s);
+        }
+        for l in &d.levels {
+            let j = serde_json::to_string(l).unwrap();
+            assert_eq!(&serde_json::from_str::<LevelDetails>(&j).unwrap(), l);
+        }
+    }
+
+    #[test]
     fn stage_kind_serialises_as_its_name_and_codes_follow_the_shader() {
         for (i, k) in StageKind::ALL.into_iter().enumerate() {
             assert_eq!(k.code(), i as u32);

@@ -166,7 +166,8 @@ impl Spans {
         (wg < self.grid).then(|| row as usize * self.grid as usize + wg as usize)
     }
 
-    /// Set a stage span (offsets from the pass start; [`MISSING`] stays missing).
+    /// Set a stage span (offsets from the pass start; [`MISSING`] stays missing). A stage or
+    /// workgroup outside the layout is ignored.
     pub fn set_span(&mut self, stage: StageId, wg: u32, start_ns: u32, end_ns: u32) {
         if let Some(i) = self.at(stage, wg).filter(|&i| i < self.start.len()) {
             self.start[i] = start_ns;
@@ -174,7 +175,7 @@ impl Spans {
         }
     }
 
-    /// Set a barrier's arrive and exit stamps for one workgroup.
+    /// Set a barrier's arrive and exit stamps for one workgroup (ignored outside the layout).
     pub fn set_barrier(&mut self, level: u32, wg: u32, arrive_ns: u32, exit_ns: u32) {
         if let Some(i) = self.at(level, wg).filter(|&i| i < self.arrive.len()) {
             self.arrive[i] = arrive_ns;
