@@ -1,0 +1,231 @@
+//! One pass: [`Frame`], and the labels it carries.
+//!
+//! A frame refers to the run's stages and levels by id ([`crate::RunDetails`]); its spans are
+//! a [`Spans`] struct of arrays. The per-stage and per-barrier timings are computed once by
+//! the producer ([`Spans::stage_timings`], [`Spans::barrier_timings`]) and carried, because
+//! every consumer (dashboard, JSON lines, recorder) wants them; stage names inside them are
+//! shared `Arc<str>`s, not copies.
+//!
+//! # Units
+//!
+//! Every time is integer nanoseconds. `wall_ns` is the host's; `gpu_ns` and
+//! `timestamp_start_ns` are the timestamp-query domain's; `device_start_ns` and spans are the
+//! device clock's; `host_start_ns` is host `CLOCK_MONOTONIC` (see [`crate::clock`]).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fail::FailReport;
+use crate::judge::Correctness;
+use crate::spans::{BarrierTiming, Spans};
+use crate::StageId;
+
+/// A stage's cost in one pass (see [`crate::spans`] for busy vs charged).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageTiming {
+    /// Stage.
+    pub stage: StageId,
+    /// Its name (shared with [`crate::StageDetails::name`]).
+    pub name: Arc<str>,
+    /// Its level.
+    pub level: u32,
+    /// Mean over workgroups of the stage's own work, ns.
+    pub busy_ns: u64,
+    /// What a span-per-stage profiler charges it, ns.
+    pub charged_ns: u64,
+    /// Slowest workgroup's own work, ns.
+    pub max_busy_ns: u64,
+}
+
+/// The GPU's power state during a pass (not a DPM clock level: latency-bound stages cost
+/// ≈ 2× in the slow mode). A/B comparisons are made within one mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PowerMode {
+    /// Not classified (yet): the default.
+    #[default]
+    Unknown,
+    /// The fast mode.
+    Fast,
+    /// The slow mode (e.g. clocks ramping from idle).
+    Slow,
+}
+
+/// What else was using the machine around a pass. The default is quiet: nothing seen (or
+/// nothing sampled yet). Fields are added with defaults, so older lines keep loading.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Contention {
+    /// Other processes holding the GPU open at the last sample.
+    pub gpu_clients: u32,
+    /// CPU busy fraction (0–1) of other processes at the last sample, where sampled.
+    pub cpu_busy: Option<f32>,
+    /// The pass's GPU time exceeded its stamped work by more than the time-slicing threshold
+    /// (another context ran in the middle of it: invisible from inside the kernel).
+    pub gpu_time_sliced: bool,
+}
+
+impl Contention {
+    /// Nothing else seen.
+    pub fn is_quiet(&self) -> bool {
+        self.gpu_clients == 0 && !self.gpu_time_sliced && self.cpu_busy.is_none_or(|c| c < 0.5)
+    }
+}
+
+/// One pass.
+///
+/// On the wire (one JSON object per line, inside [`crate::Telemetry`]) the fail report is
+/// flattened to `fail_word` (hex), `fail` (line) and `fail_detail`, and `spans` is left out
+/// when empty.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Frame {
+    /// Pass number (0-based, per run).
+    pub pass: u64,
+    /// Position in the sequence.
+    pub pos: u32,
+    /// Input token.
+    pub token: u32,
+    /// Output token (argmax or sampled).
+    pub next: u32,
+    /// Host wall time of the pass (submit → fence), ns.
+    pub wall_ns: u64,
+    /// GPU time of the pass from timestamps, ns (`None` without timestamps).
+    pub gpu_ns: Option<u64>,
+    /// The fail word and its printed line.
+    #[serde(flatten)]
+    pub fail: FailReport,
+    /// The pass's ring frame was torn or overrun and was not read (spans and stages empty).
+    pub torn: bool,
+    /// Frames this consumer has lost so far because it read too slowly.
+    pub dropped: u64,
+    /// Host `CLOCK_MONOTONIC` ns at which the pass started on the GPU (calibrated
+    /// timestamps, drift-corrected); `None` where the device has none.
+    pub host_start_ns: Option<u64>,
+    /// Timestamp-domain ns at which the pass started (its first timestamp query).
+    #[serde(default)]
+    pub timestamp_start_ns: Option<u64>,
+    /// Device-clock value of the pass's earliest stage start: the origin of [`Self::spans`]
+    /// (only its low 32 bits move on lavapipe). `None` without decoded spans.
+    #[serde(default)]
+    pub device_start_ns: Option<u64>,
+    /// Per-stage cost, in level order (empty when torn or uninstrumented).
+    pub stages: Vec<StageTiming>,
+    /// Per-barrier timings (megakernel).
+    pub barriers: Vec<BarrierTiming>,
+    /// Per-stage dispatch GPU times (multi mode), ns, indexed by stage.
+    #[serde(default)]
+    pub dispatch_ns: Vec<u64>,
+    /// Token correctness against a reference, where one runs.
+    #[serde(default)]
+    pub correctness: Option<Correctness>,
+    /// Power-state mode.
+    #[serde(default)]
+    pub mode: PowerMode,
+    /// Contention label.
+    #[serde(default)]
+    pub contention: Contention,
+    /// Every workgroup's stamps.
+    #[serde(default, skip_serializing_if = "Spans::is_empty")]
+    pub spans: Spans,
+}
+
+impl Frame {
+    /// Whether the pass failed: its fail word fired or its token failed the reference.
+    pub fn failed(&self) -> bool {
+        !self.fail.word.ok() || self.correctness.is_some_and(|c| c.verdict.is_failure())
+    }
+
+    /// Sum of the stages' busy time, ns.
+    pub fn busy_ns(&self) -> u64 {
+        self.stages.iter().map(|s| s.busy_ns).sum()
+    }
+
+    /// Sum over barriers of arrival spread + release (the time spent waiting at barriers), ns.
+    pub fn barrier_ns(&self) -> u64 {
+        self.barriers
+            .iter()
+            .map(|b| b.arrival_spread_ns + b.release_ns)
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fail::{bits, FailWord};
+    use crate::judge::Verdict;
+
+    #[test]
+    fn power_mode_defaults_to_unknown_and_round_trips() {
+        assert_eq!(PowerMode::default(), PowerMode::Unknown);
+        for m in [PowerMode::Unknown, PowerMode::Fast, PowerMode::Slow] {
+            let j = serde_json::to_string(&m).unwrap();
+            assert_eq!(serde_json::from_str::<PowerMode>(&j).unwrap(), m);
+        }
+        assert_eq!(
+            serde_json::to_string(&PowerMode::Slow).unwrap(),
+            r#""slow""#
+        );
+    }
+
+    #[test]
+    fn contention_defaults_to_quiet_and_missing_fields_default() {
+        assert!(Contention::default().is_quiet());
+        let c: Contention = serde_json::from_str(r#"{"gpu_clients":2}"#).unwrap();
+        assert!(!c.is_quiet());
+        let c = Contention {
+            gpu_clients: 1,
+            cpu_busy: Some(0.75),
+            gpu_time_sliced: true,
+        };
+        let j = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<Contention>(&j).unwrap(), c);
+    }
+
+    #[test]
+    fn stage_timing_round_trips() {
+        let t = StageTiming {
+            stage: 4,
+            name: "wo.l0".into(),
+            level: 2,
+            busy_ns: 1,
+            charged_ns: 2,
+            max_busy_ns: 3,
+        };
+        let j = serde_json::to_string(&t).unwrap();
+        assert_eq!(serde_json::from_str::<StageTiming>(&j).unwrap(), t);
+    }
+
+    #[test]
+    fn frame_without_spans_omits_the_key_and_round_trips() {
+        let f = Frame {
+            fail: FailReport::new(FailWord::clean(2), |_| "x"),
+            ..Default::default()
+        };
+        let j = serde_json::to_string(&f).unwrap();
+        assert!(!j.contains("spans"), "{j}");
+        assert!(j.contains(r#""fail_word":"0x00000000","fail":"fail-word 0x00000000 PASS""#));
+        assert_eq!(serde_json::from_str::<Frame>(&j).unwrap(), f);
+    }
+
+    #[test]
+    fn frame_fails_on_its_fail_word_or_a_failing_verdict() {
+        let mut f = Frame::default();
+        assert!(!f.failed());
+        f.fail.word.bits = bits::NON_FINITE;
+        assert!(f.failed());
+        f.fail.word.bits = 0;
+        f.correctness = Some(Correctness {
+            gpu_token: 1,
+            reference: Some(2),
+            runner_up: Some(1),
+            margin: Some(0.0001),
+            verdict: Verdict::NearTie,
+            first_divergence: Some(0),
+        });
+        assert!(!f.failed(), "a near-tie is reported, not a failure");
+        f.correctness.as_mut().unwrap().verdict = Verdict::Mismatch;
+        assert!(f.failed());
+    }
+}

@@ -1,0 +1,325 @@
+//! Static details of a run, sent once ([`crate::Telemetry::Start`]) and referred to by id in
+//! every frame: the device, the dispatch style, the grid, and the program's stages and levels.
+//!
+//! Names are `Arc<str>`: a frame's stage timings share them with these details instead of
+//! copying every name every pass.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// Index of a stage in [`RunDetails::stages`] (also its index in the shader's stage table and
+/// in the ring).
+pub type StageId = u32;
+
+/// How a pass is dispatched. (Not the power-state mode: see [`crate::PowerMode`].)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dispatch {
+    /// One persistent dispatch per token; levels separated by the software grid barrier.
+    Mega,
+    /// One dispatch per stage (the "thirty-odd launches per token" baseline).
+    Multi,
+}
+
+impl Dispatch {
+    /// `mega` or `multi` (the CLI's `--mode` spelling and the serialised form).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dispatch::Mega => "mega",
+            Dispatch::Multi => "multi",
+        }
+    }
+}
+
+impl fmt::Display for Dispatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What kind of device the run is on, as Vulkan reports it (a CPU device must never pass for
+/// a GPU).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceKind {
+    /// A discrete GPU.
+    Discrete,
+    /// An integrated GPU.
+    Integrated,
+    /// A virtual GPU.
+    Virtual,
+    /// A CPU implementation (lavapipe, SwiftShader).
+    Cpu,
+    /// Anything else.
+    Other,
+}
+
+impl DeviceKind {
+    /// Whether this is a CPU implementation.
+    pub fn is_cpu(self) -> bool {
+        self == DeviceKind::Cpu
+    }
+}
+
+/// What a stage computes (the shader's `K_*` constants, in the same order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[repr(u32)]
+pub enum StageKind {
+    /// Query rows with RoPE.
+    #[serde(rename = "q")]
+    Q = 0,
+    /// Key rows with RoPE, into the cache.
+    #[serde(rename = "k")]
+    K = 1,
+    /// Value rows, into the cache.
+    #[serde(rename = "v")]
+    V = 2,
+    /// Attention, one head per workgroup.
+    #[serde(rename = "attn")]
+    Attn = 3,
+    /// Output projection plus residual.
+    #[serde(rename = "wo")]
+    Wo = 4,
+    /// FFN gate and up with the SiLU product.
+    #[serde(rename = "ffn_up")]
+    Ffn = 5,
+    /// FFN down plus residual.
+    #[serde(rename = "ffn_down")]
+    Down = 6,
+    /// Classifier rows and per-workgroup argmax partials.
+    #[serde(rename = "head")]
+    Head = 7,
+    /// Final argmax over the partials (one workgroup: the tail of the last barrier).
+    #[serde(rename = "argmax")]
+    Argmax = 8,
+}
+
+impl StageKind {
+    /// Every kind, in shader order.
+    pub const ALL: [StageKind; 9] = [
+        StageKind::Q,
+        StageKind::K,
+        StageKind::V,
+        StageKind::Attn,
+        StageKind::Wo,
+        StageKind::Ffn,
+        StageKind::Down,
+        StageKind::Head,
+        StageKind::Argmax,
+    ];
+
+    /// Short name (the serialised form and the prefix of stage names, e.g. `q` in `q.l3`).
+    pub fn name(self) -> &'static str {
+        match self {
+            StageKind::Q => "q",
+            StageKind::K => "k",
+            StageKind::V => "v",
+            StageKind::Attn => "attn",
+            StageKind::Wo => "wo",
+            StageKind::Ffn => "ffn_up",
+            StageKind::Down => "ffn_down",
+            StageKind::Head => "head",
+            StageKind::Argmax => "argmax",
+        }
+    }
+
+    /// The shader's `K_*` value.
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// The kind with shader value `code`.
+    pub fn from_code(code: u32) -> Option<Self> {
+        Self::ALL.get(code as usize).copied()
+    }
+}
+
+impl fmt::Display for StageKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Static description of a stage.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageDetails {
+    /// Id (its index in [`RunDetails::stages`]).
+    pub id: StageId,
+    /// Display name, e.g. `q.l3`.
+    pub name: Arc<str>,
+    /// Index of the level it belongs to.
+    pub level: u32,
+    /// What it computes.
+    pub kind: StageKind,
+    /// Weight rows it reads (0 for attention and argmax).
+    pub rows: u32,
+    /// Work units distributed over the workgroups (rows, row pairs or heads).
+    pub units: u32,
+}
+
+/// Static description of a level: stages that run between two grid barriers (megakernel) or
+/// pipeline barriers (multi).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelDetails {
+    /// Index (its position in [`RunDetails::levels`]).
+    pub index: u32,
+    /// Display name, e.g. `qkv.l3`.
+    pub name: Arc<str>,
+    /// Its stages, in execution order on each workgroup.
+    pub stages: Vec<StageId>,
+}
+
+/// Static description of a run, sent once before any frame.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunDetails {
+    /// [`crate::SCHEMA_VERSION`] of the producer.
+    pub schema_version: u32,
+    /// Device name.
+    pub device: String,
+    /// Driver name and version.
+    pub driver: String,
+    /// Device kind.
+    pub device_kind: DeviceKind,
+    /// Model description.
+    pub model: String,
+    /// Dispatch style.
+    pub dispatch: Dispatch,
+    /// Workgroups (G).
+    pub grid: u32,
+    /// Lanes per workgroup.
+    pub wg_size: u32,
+    /// Stages, indexed by [`StageId`].
+    pub stages: Vec<StageDetails>,
+    /// Levels, in execution order.
+    pub levels: Vec<LevelDetails>,
+    /// Whether the kernel writes the event ring (stage spans); the fail word is always there.
+    pub instrumented: bool,
+}
+
+impl RunDetails {
+    /// Name of level `i` (`#i` when out of range): what [`crate::FailWord::line`] wants.
+    pub fn level_name(&self, i: u32) -> Cow<'_, str> {
+        self.levels
+            .get(i as usize)
+            .map_or_else(|| Cow::Owned(format!("#{i}")), |l| Cow::Borrowed(&*l.name))
+    }
+
+    /// The ring layout of this run's frames.
+    pub fn ring_layout(&self) -> crate::RingLayout {
+        crate::RingLayout {
+            stages: self.stages.len() as u32,
+            levels: self.levels.len() as u32,
+            grid: self.grid,
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Three stages in two levels (`a`, `b` | `c`), G = 2.
+    pub(crate) fn details() -> RunDetails {
+        let st = |id: u32, name: &str, level: u32, kind| StageDetails {
+            id,
+            name: name.into(),
+            level,
+            kind,
+            rows: 8,
+            units: 8,
+        };
+        RunDetails {
+            schema_version: crate::SCHEMA_VERSION,
+            device: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
+            driver: "llvmpipe Mesa 22.3.6".into(),
+            device_kind: DeviceKind::Cpu,
+            model: "stories260K".into(),
+            dispatch: Dispatch::Mega,
+            grid: 2,
+            wg_size: 64,
+            stages: vec![
+                st(0, "q.l0", 0, StageKind::Q),
+                st(1, "k.l0", 0, StageKind::K),
+                st(2, "attn.l0", 1, StageKind::Attn),
+            ],
+            levels: vec![
+                LevelDetails {
+                    index: 0,
+                    name: "qkv.l0".into(),
+                    stages: vec![0, 1],
+                },
+                LevelDetails {
+                    index: 1,
+                    name: "attn.l0".into(),
+                    stages: vec![2],
+                },
+            ],
+            instrumented: true,
+        }
+    }
+
+    #[test]
+    fn run_details_round_trip_with_closed_sets_as_snake_case() {
+        let d = details();
+        let j = serde_json::to_string(&d).unwrap();
+        assert!(j.contains(r#""device_kind":"cpu""#), "{j}");
+        assert!(j.contains(r#""dispatch":"mega""#), "{j}");
+        assert!(j.contains(r#""kind":"attn""#), "{j}");
+        assert_eq!(serde_json::from_str::<RunDetails>(&j).unwrap(), d);
+    }
+
+    #[test]
+    fn stage_and_level_details_round_trip_on_their_own() {
+        let d = details();
+        for s in &d.stages {
+            let j = serde_json::to_string(s).unwrap();
+            assert_eq!(&serde_json::from_str::<StageDetails>(&j).unwrap(), s);
+        }
+        for l in &d.levels {
+            let j = serde_json::to_string(l).unwrap();
+            assert_eq!(&serde_json::from_str::<LevelDetails>(&j).unwrap(), l);
+        }
+    }
+
+    #[test]
+    fn stage_kind_serialises_as_its_name_and_codes_follow_the_shader() {
+        for (i, k) in StageKind::ALL.into_iter().enumerate() {
+            assert_eq!(k.code(), i as u32);
+            assert_eq!(StageKind::from_code(i as u32), Some(k));
+            let j = serde_json::to_string(&k).unwrap();
+            assert_eq!(j, format!("\"{}\"", k.name()));
+            assert_eq!(serde_json::from_str::<StageKind>(&j).unwrap(), k);
+        }
+        assert_eq!(StageKind::from_code(9), None);
+    }
+
+    #[test]
+    fn dispatch_and_device_kind_round_trip() {
+        for d in [Dispatch::Mega, Dispatch::Multi] {
+            let j = serde_json::to_string(&d).unwrap();
+            assert_eq!(j, format!("\"{d}\""));
+            assert_eq!(serde_json::from_str::<Dispatch>(&j).unwrap(), d);
+        }
+        for k in [
+            DeviceKind::Discrete,
+            DeviceKind::Integrated,
+            DeviceKind::Virtual,
+            DeviceKind::Cpu,
+            DeviceKind::Other,
+        ] {
+            let j = serde_json::to_string(&k).unwrap();
+            assert_eq!(serde_json::from_str::<DeviceKind>(&j).unwrap(), k);
+        }
+        assert!(DeviceKind::Cpu.is_cpu() && !DeviceKind::Discrete.is_cpu());
+    }
+
+    #[test]
+    fn level_name_of_an_unknown_level_is_its_index() {
+        let d = details();
+        assert_eq!(d.level_name(1), "attn.l0");
+        assert_eq!(d.level_name(7), "#7");
+    }
+}
