@@ -270,7 +270,7 @@ fn a_non_finite_logit_raises_its_own_fail_bit_in_both_modes() {
         let p = dec.step(model.tokenizer.bos_id(), 0).expect("pass ran");
         let line = p.fail.line(|l| dec.level_name(l));
         assert!(
-            p.fail.bits & fail::NONFINITE != 0,
+            p.fail.bits & fail::NON_FINITE != 0,
             "{}: {line}",
             mode.name()
         );

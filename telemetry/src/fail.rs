@@ -23,6 +23,9 @@ pub mod bits {
     pub const BUDGET: u32 = 0x002;
     /// Kernel: a workgroup started after the first barrier had released (not co-resident).
     pub const LATE: u32 = 0x004;
+    /// Kernel: a logit came out NaN or infinite (a non-finite weight or hidden state at the
+    /// head; a NaN would otherwise lose every argmax comparison and look clean).
+    pub const NON_FINITE: u32 = 0x008;
     /// Host: a workgroup never stamped its residency.
     pub const MISSING_WG: u32 = 0x100;
     /// Host: the argmax or a logit was still poisoned after the pass.
@@ -30,8 +33,6 @@ pub mod bits {
     /// Host: the pass's fence did not signal within the watchdog (the decoder then refuses
     /// work).
     pub const WATCHDOG: u32 = 0x400;
-    /// Host: a logit or the hidden state was NaN or infinite.
-    pub const NON_FINITE: u32 = 0x800;
     /// The bits the kernel raises.
     pub const KERNEL: u32 = 0x0000_00ff;
     /// The bits the host raises.
@@ -42,10 +43,10 @@ pub mod bits {
         (TIMEOUT, "barrier-timeout"),
         (BUDGET, "backedge-budget"),
         (LATE, "late-start"),
+        (NON_FINITE, "non-finite-logits"),
         (MISSING_WG, "missing-workgroup"),
         (POISONED, "output-poisoned"),
         (WATCHDOG, "watchdog"),
-        (NON_FINITE, "non-finite"),
     ];
 }
 
@@ -55,10 +56,16 @@ pub struct FailWord {
     /// Bits of [`bits`]; 0 = clean. Serialised as the hex string `"0x00000000"`.
     #[serde(with = "hex32")]
     pub bits: u32,
+    /// The kernel bit raised first; `level`, `seen` and `wg` describe that failure (0 when
+    /// the kernel raised none).
+    #[serde(default)]
+    pub first: u32,
     /// First failing level index (kernel failures only; `None` for host-only failures).
     pub level: Option<u32>,
-    /// Barrier arrivals (cumulative over the pass, all levels) that the failing workgroup saw
-    /// when it gave up.
+    /// What the first kernel failure saw; its meaning depends on `first`: barrier arrivals
+    /// (cumulative over the pass's levels) for [`bits::TIMEOUT`], back-edges spent for
+    /// [`bits::BUDGET`], the barrier counter when the workgroup started for [`bits::LATE`],
+    /// the logit row for [`bits::NON_FINITE`].
     pub seen: u32,
     /// The first failing workgroup.
     pub wg: u32,
@@ -114,18 +121,30 @@ impl FailWord {
         let what: Vec<&str> = self.names().collect();
         let mut s = format!("fail-word 0x{:08x} FAIL {}", self.bits, what.join("+"));
         if let Some(l) = self.level {
+            s += &format!(" at level {l} ({})", level_name(l));
+            s += &match self.first {
+                bits::BUDGET => format!(" wg {} after {} back-edges", self.wg, self.seen),
+                bits::LATE => format!(
+                    " wg {} started after the first barrier released (counter {})",
+                    self.wg, self.seen
+                ),
+                bits::NON_FINITE => format!(" logit row {} by wg {}", self.seen, self.wg),
+                // TIMEOUT, and words from before `first` was recorded.
+                _ => format!(
+                    " arrivals {}/{} seen by wg {}",
+                    self.seen,
+                    self.grid.wrapping_mul(l.wrapping_add(1)),
+                    self.wg
+                ),
+            };
+        }
+        if !self.has(bits::WATCHDOG) {
+            // After a watchdog nothing was read back: no counts to show.
             s += &format!(
-                " at level {l} ({}) arrivals {}/{} seen by wg {}",
-                level_name(l),
-                self.seen,
-                self.grid.wrapping_mul(l.wrapping_add(1)),
-                self.wg
+                " resident {}/{} started {} arrivals {}",
+                self.resident, self.grid, self.started, self.arrivals
             );
         }
-        s += &format!(
-            " resident {}/{} started {} arrivals {}",
-            self.resident, self.grid, self.started, self.arrivals
-        );
         s
     }
 }
@@ -232,6 +251,7 @@ mod tests {
     fn kernel_failure_prints_level_arrivals_and_residency_in_the_readme_format() {
         let w = FailWord {
             bits: bits::TIMEOUT | bits::POISONED,
+            first: bits::TIMEOUT,
             level: Some(0),
             seen: 131,
             wg: 8,
@@ -260,22 +280,76 @@ mod tests {
     }
 
     #[test]
-    fn host_only_failure_has_no_level_clause() {
+    fn a_watchdog_word_has_no_level_clause_and_no_counts() {
         let w = FailWord {
             bits: bits::WATCHDOG,
             grid: 2,
             ..Default::default()
         };
+        assert_eq!(w.line(qkv), "fail-word 0x00000400 FAIL watchdog");
+    }
+
+    #[test]
+    fn a_host_only_failure_has_counts_but_no_level_clause() {
+        let w = FailWord {
+            bits: bits::MISSING_WG,
+            grid: 2,
+            resident: 1,
+            ..Default::default()
+        };
         assert_eq!(
             w.line(qkv),
-            "fail-word 0x00000400 FAIL watchdog resident 0/2 started 0 arrivals 0"
+            "fail-word 0x00000100 FAIL missing-workgroup resident 1/2 started 0 arrivals 0"
         );
+    }
+
+    #[test]
+    fn the_first_failure_is_described_by_its_kind_not_as_arrivals() {
+        let budget = FailWord {
+            bits: bits::BUDGET,
+            first: bits::BUDGET,
+            level: Some(3),
+            seen: 64_550,
+            wg: 1,
+            grid: 10,
+            ..Default::default()
+        };
+        let line = budget.line(qkv);
+        assert!(
+            line.contains("at level 3 (qkv.l3) wg 1 after 64550 back-edges"),
+            "{line}"
+        );
+        assert!(!line.contains("64550/"), "{line}");
+        let nan = FailWord {
+            bits: bits::NON_FINITE,
+            first: bits::NON_FINITE,
+            level: Some(26),
+            seen: 511,
+            wg: 0,
+            grid: 2,
+            ..Default::default()
+        };
+        assert!(nan
+            .line(qkv)
+            .contains("non-finite-logits at level 26 (qkv.l26) logit row 511 by wg 0"));
+        let late = FailWord {
+            bits: bits::LATE,
+            first: bits::LATE,
+            level: Some(0),
+            seen: 4,
+            wg: 3,
+            grid: 2,
+            ..Default::default()
+        };
+        assert!(late
+            .line(qkv)
+            .contains("wg 3 started after the first barrier released (counter 4)"));
     }
 
     #[test]
     fn every_bit_has_its_name_in_order_including_non_finite() {
         let w = FailWord {
-            bits: 0xf07,
+            bits: 0x70f,
             ..Default::default()
         };
         let names: Vec<_> = w.names().collect();
@@ -285,15 +359,15 @@ mod tests {
                 "barrier-timeout",
                 "backedge-budget",
                 "late-start",
+                "non-finite-logits",
                 "missing-workgroup",
                 "output-poisoned",
-                "watchdog",
-                "non-finite"
+                "watchdog"
             ]
         );
         assert!(w.has(bits::NON_FINITE) && !w.has(0x1000));
         assert_eq!(
-            bits::NAMES.iter().map(|(b, _)| b).fold(0, |a, b| a | b) & !0xf07,
+            bits::NAMES.iter().map(|(b, _)| b).fold(0, |a, b| a | b) & !0x70f,
             0
         );
     }
@@ -302,6 +376,7 @@ mod tests {
     fn fail_word_round_trips_with_bits_as_hex_string() {
         let w = FailWord {
             bits: bits::MISSING_WG | bits::NON_FINITE,
+            first: bits::NON_FINITE,
             level: None,
             seen: 1,
             wg: 2,
@@ -312,7 +387,7 @@ mod tests {
         };
         let j = serde_json::to_string(&w).unwrap();
         assert!(
-            j.starts_with(r#"{"bits":"0x00000900","level":null,"#),
+            j.starts_with(r#"{"bits":"0x00000108","first":8,"level":null,"#),
             "{j}"
         );
         assert_eq!(serde_json::from_str::<FailWord>(&j).unwrap(), w);

@@ -66,6 +66,7 @@ fn golden_frame() -> Frame {
         .unwrap();
     let word = FailWord {
         bits: bits::TIMEOUT | bits::POISONED,
+        first: bits::TIMEOUT,
         level: Some(0),
         seen: 1,
         wg: 1,

@@ -41,23 +41,10 @@ pub const POISON: u32 = 0x7FC0_0BAD;
 /// Weight buffers bound (shader `NCHUNK`).
 const NCHUNK: usize = 8;
 
-/// Fail-word bits. The low byte is raised by the kernel, the next by the host's checks.
-pub mod fail {
-    /// A grid-barrier spin timed out (device clock).
-    pub const TIMEOUT: u32 = 1;
-    /// The back-edge budget ran out (CPU devices end loops silently past 65,535 iterations).
-    pub const BUDGET: u32 = 2;
-    /// A workgroup started after the first barrier had released.
-    pub const LATE: u32 = 4;
-    /// A logit came out NaN or infinite (a non-finite hidden state or weight at the head).
-    pub const NONFINITE: u32 = 8;
-    /// Host: a workgroup never stamped its residency.
-    pub const MISSING_WG: u32 = 0x100;
-    /// Host: an output was still poisoned after the pass.
-    pub const POISONED: u32 = 0x200;
-    /// Host: the fence did not signal within the watchdog timeout.
-    pub const WATCHDOG: u32 = 0x400;
-}
+/// Fail-word bits (the telemetry crate's definition, shared with the shader's `FAIL_*`).
+pub use baro_telemetry::fail::bits as fail;
+/// The decoded fail word of one pass (the telemetry crate's type).
+pub use baro_telemetry::FailWord;
 
 /// How the pass is dispatched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -123,87 +110,6 @@ impl Default for DecoderOptions {
             test_stall_wg: None,
             no_device_clock: false,
         }
-    }
-}
-
-/// The decoded fail word of one pass.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FailWord {
-    /// Bits of [`fail`].
-    pub bits: u32,
-    /// The kernel bit raised first; `level`, `seen` and `wg` describe that failure.
-    pub first: u32,
-    /// First failing level (kernel failures).
-    pub level: Option<u32>,
-    /// What the first failure saw; its meaning depends on `first`: barrier arrivals
-    /// ([`fail::TIMEOUT`]), back-edges spent ([`fail::BUDGET`]), the barrier counter when the
-    /// workgroup started ([`fail::LATE`]), the logit row ([`fail::NONFINITE`]).
-    pub seen: u32,
-    /// The first failing workgroup.
-    pub wg: u32,
-    /// Workgroups that stamped residency.
-    pub resident: u32,
-    /// Workgroups that started (megakernel; counted atomically at kernel entry).
-    pub started: u32,
-    /// Barrier arrivals counted this pass (megakernel).
-    pub arrivals: u32,
-    /// Workgroups in the grid.
-    pub grid: u32,
-}
-
-impl FailWord {
-    /// No failure.
-    pub fn ok(&self) -> bool {
-        self.bits == 0
-    }
-
-    /// The one-line form printed for every pass: `fail-word 0x00000000 PASS`, or the failure
-    /// decoded. `level_name` names a level index.
-    pub fn line(&self, level_name: impl Fn(u32) -> String) -> String {
-        if self.ok() {
-            return format!("fail-word 0x{:08x} PASS", self.bits);
-        }
-        let mut what = vec![];
-        let names = [
-            (fail::TIMEOUT, "barrier-timeout"),
-            (fail::BUDGET, "backedge-budget"),
-            (fail::LATE, "late-start"),
-            (fail::NONFINITE, "non-finite-logits"),
-            (fail::MISSING_WG, "missing-workgroup"),
-            (fail::POISONED, "output-poisoned"),
-            (fail::WATCHDOG, "watchdog"),
-        ];
-        for (b, n) in names {
-            if self.bits & b != 0 {
-                what.push(n);
-            }
-        }
-        let mut s = format!("fail-word 0x{:08x} FAIL {}", self.bits, what.join("+"));
-        if let Some(l) = self.level {
-            s += &format!(" at level {l} ({})", level_name(l));
-            s += &match self.first {
-                fail::TIMEOUT => format!(
-                    " arrivals {}/{} seen by wg {}",
-                    self.seen,
-                    self.grid * (l + 1),
-                    self.wg
-                ),
-                fail::BUDGET => format!(" wg {} after {} back-edges", self.wg, self.seen),
-                fail::LATE => format!(
-                    " wg {} started after the first barrier released (counter {})",
-                    self.wg, self.seen
-                ),
-                fail::NONFINITE => format!(" logit row {} by wg {}", self.seen, self.wg),
-                _ => format!(" by wg {}", self.wg),
-            };
-        }
-        if self.bits & fail::WATCHDOG == 0 {
-            s += &format!(
-                " resident {}/{} started {} arrivals {}",
-                self.resident, self.grid, self.started, self.arrivals
-            );
-        }
-        s
     }
 }
 
