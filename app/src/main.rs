@@ -79,6 +79,11 @@ pub struct GpuArgs {
     /// Grid-barrier spin timeout, milliseconds, at least 1 [default: 1000].
     #[arg(long, value_parser = validate::spin_timeout_ms, allow_negative_numbers = true)]
     pub spin_timeout_ms: Option<u64>,
+    /// Host watchdog on each pass, milliseconds [default: automatic: the slowest recent pass
+    /// plus the spin timeout plus 1 s on GPUs; more slack on CPU devices]. A pass past it
+    /// abandons the device: the run ends with an error within seconds, never waiting on it.
+    #[arg(long, value_parser = validate::watchdog_ms, allow_negative_numbers = true)]
+    pub watchdog_ms: Option<u64>,
     /// Test hook: this workgroup never arrives at a barrier (the gate must fail, not hang).
     #[arg(long, hide = true)]
     pub inject_stall_wg: Option<u32>,
@@ -102,6 +107,7 @@ impl GpuArgs {
             ("--grid", self.grid.is_some()),
             ("--wg-size", self.wg_size.is_some()),
             ("--spin-timeout-ms", self.spin_timeout_ms.is_some()),
+            ("--watchdog-ms", self.watchdog_ms.is_some()),
             ("--inject-stall-wg", self.inject_stall_wg.is_some()),
         ]
         .into_iter()
@@ -122,6 +128,7 @@ impl GpuArgs {
             max_seq,
             spin_timeout: std::time::Duration::from_millis(self.spin_timeout_ms.unwrap_or(1000)),
             test_stall_wg: self.inject_stall_wg,
+            fence_timeout: self.watchdog_ms.map(std::time::Duration::from_millis),
             ..Default::default()
         }
     }

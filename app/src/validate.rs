@@ -103,13 +103,25 @@ pub fn wg_size(s: &str) -> Result<u32, String> {
     whole(s, 1, u32::MAX.into(), "lanes in a workgroup").map(|v| v as u32)
 }
 
-/// `--spin-timeout-ms`: at least 1 ms.
+/// `--spin-timeout-ms`: 1 ms to 2000 ms. The kernel compares the low 32 bits of the device
+/// clock (ns), which wrap every 4.29 s; a difference is only unambiguous below half of that.
 pub fn spin_timeout_ms(s: &str) -> Result<u64, String> {
     whole(
         s,
         1,
-        u64::MAX,
-        "a barrier spin with no time to wait fails every pass",
+        2000,
+        "a spin needs time to wait, and the kernel's 32-bit device clock (ns) bounds it at 2 s",
+    )
+}
+
+/// `--watchdog-ms`: the host's limit on one pass, 100 ms to one hour (default: automatic,
+/// the expected pass time plus the spin timeout plus 1 s).
+pub fn watchdog_ms(s: &str) -> Result<u64, String> {
+    whole(
+        s,
+        100,
+        3_600_000,
+        "the host watchdog on one pass: long enough for a pass, short enough to notice a hang",
     )
 }
 

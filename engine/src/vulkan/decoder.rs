@@ -1039,8 +1039,9 @@ impl VulkanDecoder {
 
     /// The fence watchdog for the next pass: `fence_timeout` if set, else the expected pass
     /// time (the slowest of the last 32 passes) plus the spin timeout (a kernel-detected
-    /// failure may spin that long) plus 1 s on GPUs; on CPU devices four times the expectation
-    /// plus 4 s, since a loaded CPU stretches passes. Before any pass the expectation is
+    /// failure may spin that long) plus 1 s on GPUs; on CPU devices eight times the
+    /// expectation plus 10 s, since a loaded CPU stretches passes (and a hang there costs only
+    /// time). Before any pass the expectation is
     /// 1 s on GPUs and, on CPU devices, 2 s plus the weights read at 100 MB/s.
     pub fn watchdog(&self) -> Duration {
         if let Some(t) = self.opts.fence_timeout {
@@ -1055,7 +1056,7 @@ impl VulkanDecoder {
             }
         });
         if cpu {
-            expected * 4 + self.opts.spin_timeout + Duration::from_secs(4)
+            expected * 8 + self.opts.spin_timeout + Duration::from_secs(10)
         } else {
             expected + self.opts.spin_timeout + Duration::from_secs(1)
         }
