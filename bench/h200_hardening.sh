@@ -21,7 +21,7 @@ with open(p,'r+b') as f:
 PY
 $B generate --backend vulkan -m /tmp/nan.gguf -n 3 > /tmp/nan.out 2>&1; echo "status $?"; grep -E "fail-word|error" /tmp/nan.out | head -3
 $B gate -m /tmp/nan.gguf --steps 3 2>&1 | tail -9
-echo "== stall injection"; t0=$(ts); $B gate --inject-stall-wg 3 --steps 3 2>&1 | grep -E "FAIL|GATE" | head -3; echo "took $(echo "$(ts) - $t0" | bc) s"
+echo "== stall injection"; t0=$EPOCHREALTIME; $B gate --inject-stall-wg 3 --steps 3 2>&1 | grep -E "FAIL|GATE" | head -3; echo "took $(echo "$(ts) - $t0" | bc) s"
 echo "== hung: generate multi grid 65535 (automatic watchdog)"
 t0=$(ts); $B generate --backend vulkan --mode multi --grid 65535 -n 5 2>&1 | while IFS= read -r l; do echo "[$(echo "$(ts) - $t0" | bc)] $l"; done; echo "[$(echo "$(ts) - $t0" | bc)] exited"
 echo "== hung: gate grid 65535 steps 3"
