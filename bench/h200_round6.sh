@@ -32,12 +32,12 @@ t0=$EPOCHREALTIME; $B gate --grid 65535 --steps 3 2>&1 | stamp $t0 | grep -E "wa
 echo "== hung device: llama-8b multi grid 65535 (automatic watchdog)"
 t0=$EPOCHREALTIME; $B generate --backend vulkan -m /tmp/llama-8b.gguf --mode multi --grid 65535 -n 3 2>&1 | stamp $t0 | grep -E "pass|watchdog|error" | cut -c1-200; echo "[$(el $t0)] exited"
 echo "== waiting for the peer build"; while [ ! -e /tmp/peer/done ]; do sleep 2; done; cat /tmp/peer/done; tail -3 /tmp/peer/build.log
+echo "== peer: llama.cpp CUDA llama-bench tg128"
+L=/tmp/peer/llama.cpp/build/bin/llama-bench
+for s in llama-1b llama-8b; do [ -x $L ] && $L -m /tmp/$s.gguf -p 0 -n 128 -r 5 -ngl 99 2>&1 | grep -E "q4_0|tg128|build"; done
 echo "== A/B round 6: base, new alternating, 3 pairs"
 for s in llama-1b llama-8b; do for i in 1 2 3; do
   for arm in base new; do X=$B; [ $arm = base ] && X=$A
     echo "-- $s $arm pair $i"; $X bench -m /tmp/$s.gguf --tokens 128 --runs 5 2>&1 | grep -E "^(mega|multi) "
   done; done; done
-echo "== peer: llama.cpp CUDA llama-bench tg128"
-L=/tmp/peer/llama.cpp/build/bin/llama-bench
-for s in llama-1b llama-8b; do [ -x $L ] && $L -m /tmp/$s.gguf -p 0 -n 128 -r 5 -ngl 99 2>&1 | grep -E "q4_0|tg128|build"; done
 nvidia-smi --query-gpu=clocks.sm,pstate,temperature.gpu,power.draw --format=csv,noheader
