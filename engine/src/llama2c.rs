@@ -10,7 +10,7 @@
 //! (run.c never reads them), but nothing else: no trailing bytes, no short files.
 //! llama2.c's RoPE already rotates adjacent pairs, so wq and wk are taken as they are.
 
-use crate::model::{Config, Layer, Tensor, Weights};
+use crate::model::types::{Config, Layer, Tensor, Weights};
 use crate::{Error, Result};
 
 const HEADER_FIELDS: [&str; 7] = [

@@ -8,7 +8,7 @@
 //! This module must never be "optimised" in a way that changes a single rounding: it is the
 //! definition every GPU path is checked against.
 
-use crate::model::{Config, Tensor, Weights};
+use crate::model::types::{Config, Tensor, Weights};
 
 /// RMSNorm: `o[j] = w[j] * (x[j] / sqrt(mean(x²) + eps))`, computed as run.c does
 /// (`ss = Σ x²` sequentially, `ss = 1/sqrtf(ss/n + eps)`, `o = w * (ss * x)`).

@@ -7,7 +7,9 @@
 //! [`median_margin`]), which keeps GPU-vs-reference comparisons meaningful.
 
 use crate::blob::Blob;
-use crate::model::{synthetic_tokenizer, Config, Layer, Model, Tensor, Weights};
+use crate::model::types::{Config, Layer, Tensor, Weights};
+use crate::model::vocab::synthetic_tokenizer;
+use crate::model::Model;
 use crate::quant::{self, GgmlType};
 use crate::{Error, Result};
 

@@ -1,0 +1,126 @@
+//! Writing a [`Model`] as GGUF (metadata, tokenizer, tensors) and requantising it.
+
+use std::path::Path;
+
+use super::types::{Layer, Tensor, Weights};
+use super::vocab::tokenizer_gguf_metadata;
+use super::Model;
+use crate::gguf::{GgufWriter, Value};
+use crate::quant::GgmlType;
+use crate::{Error, Result};
+
+impl Model {
+    /// The llama metadata and tokenizer as GGUF key/values.
+    pub fn gguf_metadata(&self, name: &str) -> Result<Vec<(String, Value)>> {
+        let c = &self.config;
+        let u32v = |v: usize| Value::U32(v as u32);
+        let mut md = vec![
+            (
+                "general.architecture".to_string(),
+                Value::String("llama".into()),
+            ),
+            ("general.name".to_string(), Value::String(name.into())),
+            ("general.alignment".to_string(), Value::U32(32)),
+            ("llama.context_length".to_string(), u32v(c.seq_len)),
+            ("llama.embedding_length".to_string(), u32v(c.dim)),
+            ("llama.block_count".to_string(), u32v(c.n_layers)),
+            ("llama.feed_forward_length".to_string(), u32v(c.hidden_dim)),
+            ("llama.attention.head_count".to_string(), u32v(c.n_heads)),
+            (
+                "llama.attention.head_count_kv".to_string(),
+                u32v(c.n_kv_heads),
+            ),
+            (
+                "llama.rope.dimension_count".to_string(),
+                u32v(c.head_size()),
+            ),
+            ("llama.rope.freq_base".to_string(), Value::F32(c.rope_theta)),
+            (
+                "llama.attention.layer_norm_rms_epsilon".to_string(),
+                Value::F32(c.norm_eps),
+            ),
+            ("llama.vocab_size".to_string(), u32v(c.vocab_size)),
+        ];
+        md.extend(tokenizer_gguf_metadata(&self.tokenizer)?);
+        Ok(md)
+    }
+
+    /// Write the model as GGUF v3, tensor by tensor (`progress(bytes_done, bytes_total)`).
+    pub fn write_gguf(
+        &self,
+        path: &Path,
+        name: &str,
+        mut progress: impl FnMut(u64, u64),
+    ) -> Result<()> {
+        let md = self.gguf_metadata(name)?;
+        let tensors = self.weights.tensors();
+        let infos: Vec<(String, Vec<u64>, GgmlType)> =
+            tensors.iter().map(|t| gguf_info(t)).collect();
+        let total: u64 = tensors.iter().map(|t| t.data.len() as u64).sum();
+        let f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+        let mut w = GgufWriter::new(std::io::BufWriter::with_capacity(1 << 20, f), &md, &infos)?;
+        let mut done = 0u64;
+        for t in tensors {
+            w.write_tensor(&t.data)?;
+            done += t.data.len() as u64;
+            progress(done, total);
+        }
+        use std::io::Write;
+        w.finish()?.flush().map_err(|e| Error::io(path, e))?;
+        Ok(())
+    }
+
+    /// The same model with every matrix re-encoded as `ty` (norm vectors stay F32, as
+    /// llama.cpp keeps them). Fails, naming the tensor, when a row is not whole blocks.
+    pub fn quantized(&self, ty: GgmlType) -> Result<Model> {
+        let conv = |t: &Tensor| t.convert(ty);
+        let w = &self.weights;
+        let layers = w
+            .layers
+            .iter()
+            .map(|l| {
+                Ok(Layer {
+                    attn_norm: l.attn_norm.convert(GgmlType::F32)?,
+                    wq: conv(&l.wq)?,
+                    wk: conv(&l.wk)?,
+                    wv: conv(&l.wv)?,
+                    wo: conv(&l.wo)?,
+                    ffn_norm: l.ffn_norm.convert(GgmlType::F32)?,
+                    w_gate: conv(&l.w_gate)?,
+                    w_down: conv(&l.w_down)?,
+                    w_up: conv(&l.w_up)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Model {
+            config: self.config.clone(),
+            weights: Weights {
+                token_embd: conv(&w.token_embd)?,
+                layers,
+                output_norm: w.output_norm.convert(GgmlType::F32)?,
+                output: w.output.as_ref().map(conv).transpose()?,
+            },
+            tokenizer: self.tokenizer.clone(),
+            source: format!("{} as {ty}", self.source),
+        })
+    }
+
+    /// Bytes of weight data.
+    pub fn weight_bytes(&self) -> u64 {
+        self.weights
+            .tensors()
+            .iter()
+            .map(|t| t.data.len() as u64)
+            .sum()
+    }
+}
+
+/// GGUF tensor info of a tensor: dims in ggml order (`[cols]` for vectors, `[cols, rows]`).
+pub fn gguf_info(t: &Tensor) -> (String, Vec<u64>, GgmlType) {
+    let dims = if t.rows == 1 && t.name.ends_with("norm.weight") {
+        vec![t.cols as u64]
+    } else {
+        vec![t.cols as u64, t.rows as u64]
+    };
+    (t.name.clone(), dims, t.ty)
+}
