@@ -108,7 +108,7 @@ void stamp_level(uint level, uint which, uvec2 t) {
 uint wld(uint chunk, uint i) { return weights[chunk].w[i]; }
 // i is a word index that is a multiple of 4 (tensors and Q blocks are 16-byte aligned).
 uvec4 wld4(uint chunk, uint i) { return weights4[chunk].w4[i >> 2]; }
-uint T(uint t, uint f) { return P(P(H_TENSORS) + t * 8u + f); }
+uint T(uint t, uint f) { return P(P(H_TENSORS) + t * T_WORDS + f); }
 
 // Scale of block b (row-major block index) of a Q tensor, stored as packed halves.
 float qscale(uint chunk, uint sc, uint blk) {
@@ -228,7 +228,7 @@ float dot_sx(uint t, uint row) { return dot_range(t, row, 0u, T(t, T_COLS)); }
 
 // ---- level prologues: fill sx ----
 void prologue(uint lvl) {
-    uint base = P(H_LEVELS) + lvl * 8u;
+    uint base = P(H_LEVELS) + lvl * L_WORDS;
     uint kind = P(base + L_PRO);
     if (kind == PRO_NONE) return;
     uint d = P(H_DIM);
@@ -395,7 +395,7 @@ float slow_work(float v) {
 // `first`: its start was stamped before the level's prologue (the prologue is this stage's
 // cost: the norm, the input load); `last`: see run_level.
 void run_stage(uint si, bool first, bool last) {
-    uint b = P(H_STAGES) + si * 8u;
+    uint b = P(H_STAGES) + si * S_WORDS;
     uint kind = P(b + S_KIND), layer = P(b + S_LAYER), n = P(b + S_UNITS), off = P(b + S_OFF);
     uint t0 = P(b + S_T0), t1 = P(b + S_T1);
     if (!first) stamp_stage(si, 0u, now2());
@@ -434,7 +434,7 @@ void run_stage(uint si, bool first, bool last) {
                 if (tlane() == 0u) {
                     // A NaN would lose every comparison below and leave a clean-looking
                     // argmax: a non-finite logit fails the pass instead.
-                    if (isnan(v) || isinf(v)) raise_fail(FAIL_NONFINITE, P(b + S_LEVEL), u);
+                    if (isnan(v) || isinf(v)) raise_fail(FAIL_NON_FINITE, P(b + S_LEVEL), u);
                     outb.o[u] = floatBitsToUint(v);
                     if (bi == 0xFFFFFFFFu || v > best) { best = v; bi = u; }
                 }
@@ -461,7 +461,7 @@ void run_stage(uint si, bool first, bool last) {
 }
 
 void run_level(uint lvl, uint only_stage) {
-    uint base = P(H_LEVELS) + lvl * 8u;
+    uint base = P(H_LEVELS) + lvl * L_WORDS;
     uint first = P(base + L_FIRST), cnt = P(base + L_COUNT);
     uint first_run = only_stage != 0xFFFFFFFFu ? only_stage : first;
     uint last = only_stage != 0xFFFFFFFFu ? only_stage : first + cnt - 1u;
@@ -567,12 +567,12 @@ void main() {
     bool live = wg_id() != TEST_STALL_WG;
     for (uint lvl = 0u; lvl < nl; ++lvl) {
         if (live) {
-            uint lf = P(P(H_LEVELS) + lvl * 8u + L_FLAGS);
+            uint lf = P(P(H_LEVELS) + lvl * L_WORDS + L_FLAGS);
             bool single = (lf & 2u) != 0u;
             if (!single || wg_id() == 0u) run_level(lvl, 0xFFFFFFFFu);
             if (lvl + 1u < nl) {
                 // Before a single-workgroup level the others only arrive and leave.
-                bool next_single = (P(P(H_LEVELS) + (lvl + 1u) * 8u + L_FLAGS) & 2u) != 0u;
+                bool next_single = (P(P(H_LEVELS) + (lvl + 1u) * L_WORDS + L_FLAGS) & 2u) != 0u;
                 bool leave = next_single && wg_id() != 0u;
                 live = grid_barrier(lvl, leave) && !leave;
             }

@@ -23,18 +23,7 @@ static SPV_NOCLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_noc
 static SPV_CPU: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_cpu.spv"));
 static SPV_CPU_NOCLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_cpu_noclock.spv"));
 
-/// Sync word indices (shader `SY_*`).
-mod sy {
-    pub const COUNTER: usize = 0;
-    pub const FAIL: usize = 1;
-    pub const FAIL_LEVEL: usize = 2;
-    pub const FAIL_SEEN: usize = 3;
-    pub const FAIL_WG: usize = 4;
-    pub const STARTED: usize = 6;
-    pub const FAIL_FIRST: usize = 7;
-    pub const CALIB: usize = 8;
-    pub const RESIDENT: usize = 16;
-}
+use super::interface::{spec, sy};
 
 /// Poison written over the logits before each pass (a NaN no arithmetic produces).
 pub const POISON: u32 = 0x7FC0_0BAD;
@@ -735,32 +724,43 @@ impl VulkanDecoder {
                 ),
             )?;
             let mega = self.opts.mode == Mode::Mega;
-            let spec: [u32; 13] = [
-                self.wg_size,
-                mega as u32,
-                self.grid,
-                sx_cap,
-                self.opts.instrument as u32,
-                self.has_clock() as u32,
-                // Back-edge budget: lavapipe ends loops silently at 65,535; a GPU without a
-                // device clock bounds its spins by count (~1 s at ~50 ns per poll).
-                // Counted conservatively (quantised blocks' inner loops included), so the
-                // budget can sit just under the limit.
-                if cpu {
-                    64_000
-                } else if !self.has_clock() {
-                    20_000_000
-                } else {
-                    0
-                },
-                cpu as u32,
-                self.opts.test_slow_kind.map_or(0xFFFF, |k| k as u32),
-                self.opts.test_stall_wg.unwrap_or(u32::MAX),
-                n_chunks as u32,
-                1024,
-                self.mat_type,
-            ];
-            let entries: Vec<vk::SpecializationMapEntry> = (0..13)
+            // Back-edge budget: lavapipe ends loops silently at 65,535; a GPU without a
+            // device clock bounds its spins by count (~1 s at ~50 ns per poll). Counted
+            // conservatively (quantised blocks' inner loops included), so the budget can sit
+            // just under the limit.
+            let budget = if cpu {
+                64_000
+            } else if !self.has_clock() {
+                20_000_000
+            } else {
+                0
+            };
+            // Indexed by the interface table's ids, so no value can land on another's id.
+            let mut spec = [0u32; spec::COUNT as usize];
+            for (id, value) in [
+                (spec::WG_SIZE, self.wg_size),
+                (spec::MEGA, mega as u32),
+                (spec::GRID, self.grid),
+                (spec::SX_CAP, sx_cap),
+                (spec::INSTR, self.opts.instrument as u32),
+                (spec::HAS_CLOCK, self.has_clock() as u32),
+                (spec::ITER_BUDGET, budget),
+                (spec::CPU_PAUSE, cpu as u32),
+                (
+                    spec::TEST_SLOW_KIND,
+                    self.opts.test_slow_kind.map_or(0xFFFF, |k| k as u32),
+                ),
+                (
+                    spec::TEST_STALL_WG,
+                    self.opts.test_stall_wg.unwrap_or(u32::MAX),
+                ),
+                (spec::NCHUNK_USED, n_chunks as u32),
+                (spec::MAX_WG, 1024),
+                (spec::MAT_TY, self.mat_type),
+            ] {
+                spec[id as usize] = value;
+            }
+            let entries: Vec<vk::SpecializationMapEntry> = (0..spec::COUNT)
                 .map(|i| vk::SpecializationMapEntry {
                     constant_id: i,
                     offset: i * 4,

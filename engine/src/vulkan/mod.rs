@@ -2,6 +2,7 @@
 
 pub mod context;
 pub mod decoder;
+pub mod interface;
 pub mod program;
 
 pub use context::{any_device_hung, list_devices, DeviceInfo, DeviceKind, GpuContext};

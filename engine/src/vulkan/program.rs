@@ -106,40 +106,8 @@ pub struct TensorPlace {
     pub words: u64,
 }
 
-/// Header word indices (shader `H_*`).
-pub mod h {
-    #![allow(missing_docs)]
-    pub const N_LEVELS: usize = 0;
-    pub const N_STAGES: usize = 1;
-    pub const N_TENSORS: usize = 2;
-    pub const DIM: usize = 3;
-    pub const HIDDEN: usize = 4;
-    pub const N_HEADS: usize = 5;
-    pub const N_KV_HEADS: usize = 6;
-    pub const HEAD_SIZE: usize = 7;
-    pub const VOCAB: usize = 8;
-    pub const MAX_SEQ: usize = 9;
-    pub const OFF_X: usize = 10;
-    pub const OFF_XB: usize = 11;
-    pub const OFF_Q: usize = 12;
-    pub const OFF_HB: usize = 13;
-    pub const OFF_ATT: usize = 14;
-    pub const OFF_ROPE: usize = 15;
-    pub const KV_LAYER: usize = 16;
-    pub const V_BASE: usize = 17;
-    pub const EMBED: usize = 18;
-    pub const EPS: usize = 19;
-    pub const ATT_SCALE: usize = 20;
-    pub const LEVELS: usize = 21;
-    pub const STAGES: usize = 22;
-    pub const TENSORS: usize = 23;
-    pub const KV_DIM: usize = 24;
-    pub const OFF_ACC: usize = 25;
-    pub const N_LAYERS: usize = 26;
-    pub const RING_FRAME_WORDS: usize = 27;
-    pub const RING_SLOTS: usize = 28;
-    pub const WORDS: usize = 32;
-}
+pub use super::interface::h;
+use super::interface::{l, s as srec, t as trec};
 
 /// The whole program for one model.
 #[derive(Clone, Debug)]
@@ -422,17 +390,14 @@ impl Program {
         w[h::RING_FRAME_WORDS] = ring.0;
         w[h::RING_SLOTS] = ring.1;
         w[h::LEVELS] = w.len() as u32;
-        for l in &self.levels {
-            w.extend([
-                l.first,
-                l.count,
-                l.prologue,
-                l.prologue_tensor,
-                l.flags,
-                0,
-                0,
-                0,
-            ]);
+        for lv in &self.levels {
+            let mut r = [0u32; l::WORDS];
+            r[l::FIRST] = lv.first;
+            r[l::COUNT] = lv.count;
+            r[l::PRO] = lv.prologue;
+            r[l::PRO_T] = lv.prologue_tensor;
+            r[l::FLAGS] = lv.flags;
+            w.extend(r);
         }
         w[h::STAGES] = w.len() as u32;
         let mut unit_off = 0u32;
@@ -443,30 +408,28 @@ impl Program {
                 unit_off = 0;
             }
             let (t0, t1) = self.stage_tensors(i);
-            w.extend([
-                s.kind as u32,
-                s.layer,
-                s.units,
-                unit_off,
-                t0,
-                t1,
-                s.level,
-                0,
-            ]);
+            let mut r = [0u32; srec::WORDS];
+            r[srec::KIND] = s.kind as u32;
+            r[srec::LAYER] = s.layer;
+            r[srec::UNITS] = s.units;
+            r[srec::OFF] = unit_off;
+            r[srec::T0] = t0;
+            r[srec::T1] = t1;
+            r[srec::LEVEL] = s.level;
+            w.extend(r);
             unit_off = unit_off.wrapping_add(s.units);
         }
         w[h::TENSORS] = w.len() as u32;
         for (t, p) in self.tensors.iter().zip(places) {
-            w.extend([
-                t.ty.id(),
-                t.rows as u32,
-                t.cols as u32,
-                p.chunk,
-                p.qs,
-                p.sc,
-                p.row_words,
-                0,
-            ]);
+            let mut r = [0u32; trec::WORDS];
+            r[trec::TYPE] = t.ty.id();
+            r[trec::ROWS] = t.rows as u32;
+            r[trec::COLS] = t.cols as u32;
+            r[trec::CHUNK] = p.chunk;
+            r[trec::QS] = p.qs;
+            r[trec::SC] = p.sc;
+            r[trec::ROWW] = p.row_words;
+            w.extend(r);
         }
         w
     }

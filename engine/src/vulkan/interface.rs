@@ -1,0 +1,329 @@
+//! The host ↔ shader interface, in one table: descriptor bindings, specialisation-constant
+//! ids, the program buffer's header and record layouts, stage kinds, tensor types and the sync
+//! words. `build.rs` includes this file and generates `interface.glsl` from [`GLSL`] (every
+//! constant as `#define PREFIX_NAME value`), which `shaders/layout.glsl` includes: the two
+//! languages read the same numbers and cannot drift. The kernel's fail-word bits are here too;
+//! a test holds them equal to the telemetry crate's (`baro_telemetry::fail::bits`).
+//!
+//! This file is also compiled by `build.rs`, so it uses nothing outside `core`.
+
+/// Defines one module of constants per group and the [`GLSL`] table listing them all.
+macro_rules! interface {
+    ($(
+        $(#[doc = $gdoc:literal])*
+        mod $m:ident: $ty:ty = ($prefix:literal, $suffix:literal) {
+            $( $(#[doc = $doc:literal])* $name:ident = $val:literal, )*
+        }
+    )*) => {
+        $(
+            $(#[doc = $gdoc])*
+            pub mod $m {
+                $( $(#[doc = $doc])* pub const $name: $ty = $val; )*
+            }
+        )*
+        /// Every group as (GLSL prefix, literal suffix, [(name, value)]), for the generator.
+        pub const GLSL: &[(&str, &str, &[(&str, u32)])] = &[
+            $( ($prefix, $suffix, &[ $( (stringify!($name), $val), )* ]), )*
+        ];
+    };
+}
+
+interface! {
+    /// Descriptor bindings of set 0 (`B_*`).
+    mod binding: u32 = ("B_", "") {
+        /// Weight chunks (an array of `NCHUNK` storage buffers, also seen as `uvec4`).
+        WEIGHTS = 0,
+        /// Activations and scratch (`st.s`).
+        STATE = 1,
+        /// The KV cache.
+        KV = 2,
+        /// Logits, argmax and per-workgroup argmax partials.
+        OUT = 3,
+        /// The sync words (barrier counter, fail word, residency).
+        SYNC = 4,
+        /// The program (header, levels, stages, tensors).
+        PROG = 5,
+        /// The telemetry event ring.
+        RING = 6,
+    }
+
+    /// Specialisation-constant ids (`SPEC_*`).
+    mod spec: u32 = ("SPEC_", "") {
+        /// Workgroup size (local_size_x).
+        WG_SIZE = 0,
+        /// Persistent megakernel (else one stage per dispatch).
+        MEGA = 1,
+        /// Workgroups in the grid.
+        GRID = 2,
+        /// Floats of the shared input vector.
+        SX_CAP = 3,
+        /// Write the telemetry ring.
+        INSTR = 4,
+        /// The device clock exists (VK_KHR_shader_clock).
+        HAS_CLOCK = 5,
+        /// Back-edge budget per invocation (0 = none; CPU devices).
+        ITER_BUDGET = 6,
+        /// Pace barrier polls on CPU devices.
+        CPU_PAUSE = 7,
+        /// Test only: this stage kind does extra work.
+        TEST_SLOW_KIND = 8,
+        /// Test only: this workgroup never arrives.
+        TEST_STALL_WG = 9,
+        /// Weight chunks bound.
+        NCHUNK_USED = 10,
+        /// Upper bound of the workgroup size (array sizes).
+        MAX_WG = 11,
+        /// The one type of every matrix, or 0xFFFF (read per tensor).
+        MAT_TY = 12,
+        /// How many there are.
+        COUNT = 13,
+    }
+
+    /// Program header word indices (`H_*`).
+    mod h: usize = ("H_", "") {
+        /// Levels.
+        N_LEVELS = 0,
+        /// Stages.
+        N_STAGES = 1,
+        /// Tensors.
+        N_TENSORS = 2,
+        /// Model dimension.
+        DIM = 3,
+        /// FFN hidden dimension.
+        HIDDEN = 4,
+        /// Query heads.
+        N_HEADS = 5,
+        /// KV heads.
+        N_KV_HEADS = 6,
+        /// Head size.
+        HEAD_SIZE = 7,
+        /// Vocabulary.
+        VOCAB = 8,
+        /// Positions in the KV cache.
+        MAX_SEQ = 9,
+        /// State offset of x (the residual stream).
+        OFF_X = 10,
+        /// State offset of xb.
+        OFF_XB = 11,
+        /// State offset of q.
+        OFF_Q = 12,
+        /// State offset of hb (the FFN activation).
+        OFF_HB = 13,
+        /// State offset of the attention scores.
+        OFF_ATT = 14,
+        /// State offset of the RoPE table.
+        OFF_ROPE = 15,
+        /// KV floats per layer.
+        KV_LAYER = 16,
+        /// KV offset of the values.
+        V_BASE = 17,
+        /// The embedding tensor's index.
+        EMBED = 18,
+        /// RMSNorm epsilon (f32 bits).
+        EPS = 19,
+        /// √head_size (f32 bits).
+        ATT_SCALE = 20,
+        /// Word offset of the level records.
+        LEVELS = 21,
+        /// Word offset of the stage records.
+        STAGES = 22,
+        /// Word offset of the tensor records.
+        TENSORS = 23,
+        /// KV dimension.
+        KV_DIM = 24,
+        /// State offset of the chunked down-projection accumulator.
+        OFF_ACC = 25,
+        /// Layers.
+        N_LAYERS = 26,
+        /// Ring words per frame.
+        RING_FRAME_WORDS = 27,
+        /// Ring frame slots.
+        RING_SLOTS = 28,
+        /// Header words.
+        WORDS = 32,
+    }
+
+    /// Level record fields (`L_*`), `L_WORDS` words per level.
+    mod l: usize = ("L_", "") {
+        /// First stage.
+        FIRST = 0,
+        /// Stages in the level.
+        COUNT = 1,
+        /// Prologue (`PRO_*`).
+        PRO = 2,
+        /// The prologue's norm weight tensor.
+        PRO_T = 3,
+        /// Bit 0: the input is the token embedding; bit 1: a single-workgroup level.
+        FLAGS = 4,
+        /// Words per record.
+        WORDS = 8,
+    }
+
+    /// Level prologues (`PRO_*`).
+    mod pro: u32 = ("PRO_", "u") {
+        /// None.
+        NONE = 0,
+        /// RMSNorm of x (or the embedding) into the shared vector.
+        NORM = 1,
+        /// Load xb.
+        XB = 2,
+        /// Load hb.
+        HB = 3,
+    }
+
+    /// Stage record fields (`S_*`), `S_WORDS` words per stage.
+    mod s: usize = ("S_", "") {
+        /// Kind (`K_*`).
+        KIND = 0,
+        /// Layer.
+        LAYER = 1,
+        /// Work units.
+        UNITS = 2,
+        /// Unit offset within the level (spreads a level's stages over the grid).
+        OFF = 3,
+        /// First tensor.
+        T0 = 4,
+        /// Second tensor (FFN up).
+        T1 = 5,
+        /// Level.
+        LEVEL = 6,
+        /// Words per record.
+        WORDS = 8,
+    }
+
+    /// Stage kinds (`K_*`); the telemetry crate's `StageKind::code` uses the same numbers.
+    mod k: u32 = ("K_", "u") {
+        /// Query rows with RoPE.
+        Q = 0,
+        /// Key rows with RoPE.
+        K = 1,
+        /// Value rows.
+        V = 2,
+        /// Attention.
+        ATTN = 3,
+        /// Output projection plus residual.
+        WO = 4,
+        /// FFN gate and up.
+        FFN = 5,
+        /// FFN down plus residual.
+        DOWN = 6,
+        /// Classifier.
+        HEAD = 7,
+        /// Final argmax.
+        ARGMAX = 8,
+    }
+
+    /// Tensor record fields (`T_*`), `T_WORDS` words per tensor.
+    mod t: usize = ("T_", "") {
+        /// Type (`TY_*`, ggml type id).
+        TYPE = 0,
+        /// Rows.
+        ROWS = 1,
+        /// Columns.
+        COLS = 2,
+        /// Weight chunk (binding array index).
+        CHUNK = 3,
+        /// Word offset of the quants (or values).
+        QS = 4,
+        /// Word offset of the block scales.
+        SC = 5,
+        /// Words per row.
+        ROWW = 6,
+        /// Words per record.
+        WORDS = 8,
+    }
+
+    /// Tensor types (`TY_*`, ggml's type ids).
+    mod ty: u32 = ("TY_", "u") {
+        /// f32.
+        F32 = 0,
+        /// f16.
+        F16 = 1,
+        /// Q4_0.
+        Q4_0 = 2,
+        /// Q8_0.
+        Q8_0 = 8,
+    }
+
+    /// Sync word indices (`SY_*`).
+    mod sy: usize = ("SY_", "") {
+        /// Grid-barrier arrival counter (cumulative over levels).
+        COUNTER = 0,
+        /// The fail word.
+        FAIL = 1,
+        /// First failing level (u32::MAX: none).
+        FAIL_LEVEL = 2,
+        /// What the first failure saw (meaning by `FAIL_FIRST`).
+        FAIL_SEEN = 3,
+        /// First failing workgroup.
+        FAIL_WG = 4,
+        /// Abort flag.
+        ABORT = 5,
+        /// Workgroups started.
+        STARTED = 6,
+        /// The bit of the first failure.
+        FAIL_FIRST = 7,
+        /// Two words: the clock sample of a calibration dispatch.
+        CALIB = 8,
+        /// G words: pass_id + 1 when the workgroup started.
+        RESIDENT = 16,
+    }
+
+    /// Fail-word bits the kernel raises (`FAIL_*`; equal to `baro_telemetry::fail::bits`).
+    mod fail: u32 = ("FAIL_", "u") {
+        /// A grid-barrier spin timed out.
+        TIMEOUT = 1,
+        /// The back-edge budget ran out.
+        BUDGET = 2,
+        /// A workgroup started after the first barrier released.
+        LATE = 4,
+        /// A logit came out NaN or infinite.
+        NON_FINITE = 8,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn kernel_fail_bits_equal_the_telemetry_crates() {
+        use baro_telemetry::fail::bits;
+        assert_eq!(super::fail::TIMEOUT, bits::TIMEOUT);
+        assert_eq!(super::fail::BUDGET, bits::BUDGET);
+        assert_eq!(super::fail::LATE, bits::LATE);
+        assert_eq!(super::fail::NON_FINITE, bits::NON_FINITE);
+    }
+
+    #[test]
+    fn stage_kind_codes_equal_the_program_and_telemetry_kinds() {
+        use super::super::program::StageKind as P;
+        use baro_telemetry::StageKind as T;
+        let table = [
+            (super::k::Q, P::Q as u32, T::Q),
+            (super::k::K, P::K as u32, T::K),
+            (super::k::V, P::V as u32, T::V),
+            (super::k::ATTN, P::Attn as u32, T::Attn),
+            (super::k::WO, P::Wo as u32, T::Wo),
+            (super::k::FFN, P::Ffn as u32, T::Ffn),
+            (super::k::DOWN, P::Down as u32, T::Down),
+            (super::k::HEAD, P::Head as u32, T::Head),
+            (super::k::ARGMAX, P::Argmax as u32, T::Argmax),
+        ];
+        for (k, p, t) in table {
+            assert_eq!(k, p);
+            assert_eq!(k, t.code());
+        }
+    }
+
+    #[test]
+    fn no_two_constants_of_a_group_share_a_name_and_glsl_names_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for (prefix, _, items) in super::GLSL {
+            for (name, _) in *items {
+                assert!(
+                    seen.insert(format!("{prefix}{name}")),
+                    "{prefix}{name} twice"
+                );
+            }
+        }
+    }
+}
