@@ -400,7 +400,9 @@ fn perfetto_export_has_required_fields_monotonic_tracks_and_nested_complete_even
     let msgs = stream(&run, 10, 5);
     let v = perfetto_json(&run, &msgs);
     let evs = v["traceEvents"].as_array().unwrap();
-    let mut tracks: HashMap<(u64, u64), Vec<(u64, u64, String)>> = HashMap::new();
+    // (pid, tid) → [(start ns, end ns, name)]
+    type Tracks = HashMap<(u64, u64), Vec<(u64, u64, String)>>;
+    let mut tracks = Tracks::new();
     let mut counters: HashMap<(u64, String), Vec<f64>> = HashMap::new();
     let mut stages_per_pid: HashMap<u64, usize> = HashMap::new();
     let mut barriers = 0;

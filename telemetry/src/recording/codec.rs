@@ -355,12 +355,16 @@ fn present(v: u32) -> Option<u32> {
 
 fn start_pred(start: &[u32], end: &[u32], i: usize, g: usize) -> u32 {
     let above = i.checked_sub(g).and_then(|j| present(end[j]));
-    let left = (i % g != 0).then(|| present(start[i - 1])).flatten();
+    let left = (!i.is_multiple_of(g))
+        .then(|| present(start[i - 1]))
+        .flatten();
     above.or(left).unwrap_or(0)
 }
 
 fn arrive_pred(arrive: &[u32], i: usize, g: usize) -> u32 {
-    let left = (i % g != 0).then(|| present(arrive[i - 1])).flatten();
+    let left = (!i.is_multiple_of(g))
+        .then(|| present(arrive[i - 1]))
+        .flatten();
     let above = i.checked_sub(g).and_then(|j| present(arrive[j]));
     left.or(above).unwrap_or(0)
 }
