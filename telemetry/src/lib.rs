@@ -36,7 +36,9 @@
 //! - [`spans`]: compact spans and busy/charged/barrier timings computed from them;
 //! - [`ring`]: the in-kernel event ring's layout and its decoding;
 //! - [`clock`]: clock domains, calibration, drift;
-//! - [`judge`]: the near-tie correctness rule shared by the gate and a shadow reference.
+//! - [`judge`]: the near-tie correctness rule shared by the gate and a shadow reference;
+//! - [`recording`]: the stream on disk (`*.baro`), its reader, exports and diff;
+//! - [`synth`]: synthetic runs and frames of any shape, for tests and benches.
 
 #![deny(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
@@ -45,9 +47,11 @@ pub mod clock;
 pub mod fail;
 pub mod frame;
 pub mod judge;
+pub mod recording;
 pub mod ring;
 pub mod run;
 pub mod spans;
+pub mod synth;
 
 use std::fmt;
 
@@ -57,6 +61,7 @@ pub use clock::{ClockSync, HostClock, ShaderCalibration};
 pub use fail::{FailReport, FailWord};
 pub use frame::{Contention, Frame, PowerMode, StageTiming};
 pub use judge::{Correctness, Judge, Margin, Verdict};
+pub use recording::{RecordingError, RecordingHeader};
 pub use ring::{DecodedRing, RingError, RingLayout};
 pub use run::{DeviceKind, Dispatch, LevelDetails, RunDetails, StageDetails, StageId, StageKind};
 pub use spans::{BarrierTiming, Span, Spans};

@@ -1,0 +1,700 @@
+//! Payload encoding (version 1): varints, the spans' delta coding, frames, the index, and
+//! LZ4. Pure functions over byte slices; the layout is in the parent module's doc.
+//!
+//! Decoding checks every count against the bytes left before allocating, so a crafted
+//! payload gets an error, never a huge allocation or a panic.
+
+use serde::ser::{self, Impossible, Serialize, SerializeSeq, SerializeStruct};
+
+use crate::spans::MISSING;
+use crate::{Frame, Spans, Telemetry};
+
+/// A decoding failure inside a payload (the caller adds the record's offset).
+pub(crate) type DecodeError = String;
+
+/// Uncompressed payloads larger than this are refused (a 1B pass is ≈ 100 KiB).
+pub(crate) const MAX_PAYLOAD: usize = 1 << 30;
+
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn zigzag32(d: i32) -> u32 {
+    ((d << 1) ^ (d >> 31)) as u32
+}
+
+fn unzigzag32(z: u32) -> i32 {
+    ((z >> 1) as i32) ^ -((z & 1) as i32)
+}
+
+fn zigzag64(d: i64) -> u64 {
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+fn unzigzag64(z: u64) -> i64 {
+    ((z >> 1) as i64) ^ -((z & 1) as i64)
+}
+
+/// A cursor over a payload.
+pub(crate) struct Bytes<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Bytes<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
+        Bytes { buf, at: 0 }
+    }
+
+    pub(crate) fn left(&self) -> usize {
+        self.buf.len() - self.at
+    }
+
+    pub(crate) fn varint(&mut self, what: &str) -> Result<u64, DecodeError> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let Some(&b) = self.buf.get(self.at) else {
+                return Err(format!("{what}: payload ends inside a varint"));
+            };
+            self.at += 1;
+            if shift == 63 && b > 1 {
+                return Err(format!("{what}: varint overflows 64 bits"));
+            }
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Ok(v);
+            }
+        }
+        Err(format!("{what}: varint longer than 10 bytes"))
+    }
+
+    fn varint_u32(&mut self, what: &str) -> Result<u32, DecodeError> {
+        let v = self.varint(what)?;
+        u32::try_from(v).map_err(|_| format!("{what}: {v} does not fit 32 bits"))
+    }
+
+    pub(crate) fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], DecodeError> {
+        if n > self.left() {
+            return Err(format!(
+                "{what}: {n} bytes wanted, {} left in the payload",
+                self.left()
+            ));
+        }
+        let s = &self.buf[self.at..self.at + n];
+        self.at += n;
+        Ok(s)
+    }
+
+    pub(crate) fn rest(&mut self) -> &'a [u8] {
+        let s = &self.buf[self.at..];
+        self.at = self.buf.len();
+        s
+    }
+}
+
+/// The raw arrays of a [`Spans`], read through its `Serialize` (its fields are private to
+/// `crate::spans`; `set_span`/`set_barrier` store raw values, so this loses nothing).
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct RawSpans {
+    pub grid: u32,
+    pub start: Vec<u32>,
+    pub end: Vec<u32>,
+    pub arrive: Vec<u32>,
+    pub exit: Vec<u32>,
+}
+
+impl RawSpans {
+    pub(crate) fn of(s: &Spans) -> Result<Self, String> {
+        let mut raw = RawSpans::default();
+        s.serialize(StructCap(&mut raw)).map_err(|e| e.0)?;
+        Ok(raw)
+    }
+
+    pub(crate) fn into_spans(self) -> Spans {
+        let g = self.grid as usize;
+        let rows = |n: usize| n.checked_div(g).unwrap_or(0) as u32;
+        let mut s = Spans::new(self.grid, rows(self.start.len()), rows(self.arrive.len()));
+        for (i, (&a, &b)) in self.start.iter().zip(&self.end).enumerate() {
+            s.set_span((i / g) as u32, (i % g) as u32, a, b);
+        }
+        for (i, (&a, &b)) in self.arrive.iter().zip(&self.exit).enumerate() {
+            s.set_barrier((i / g) as u32, (i % g) as u32, a, b);
+        }
+        s
+    }
+}
+
+#[derive(Debug)]
+struct CapError(String);
+
+impl std::fmt::Display for CapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CapError {}
+
+impl ser::Error for CapError {
+    fn custom<T: std::fmt::Display>(msg: T) -> Self {
+        CapError(msg.to_string())
+    }
+}
+
+/// Serializer methods a capture does not accept.
+macro_rules! refuse {
+    ($($name:ident($($t:ty),*)),* $(,)?) => {
+        $(fn $name(self, $(_: $t),*) -> Result<Self::Ok, CapError> {
+            Err(CapError(format!("spans: unexpected {}", stringify!($name))))
+        })*
+    };
+}
+
+macro_rules! refuse_compound {
+    () => {
+        fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> Result<(), CapError> {
+            Err(CapError("spans: unexpected option".into()))
+        }
+        fn serialize_newtype_struct<T: ?Sized + Serialize>(
+            self,
+            _: &'static str,
+            _: &T,
+        ) -> Result<(), CapError> {
+            Err(CapError("spans: unexpected newtype".into()))
+        }
+        fn serialize_newtype_variant<T: ?Sized + Serialize>(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: &T,
+        ) -> Result<(), CapError> {
+            Err(CapError("spans: unexpected variant".into()))
+        }
+        fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, CapError> {
+            Err(CapError("spans: unexpected tuple".into()))
+        }
+        fn serialize_tuple_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleStruct, CapError> {
+            Err(CapError("spans: unexpected tuple struct".into()))
+        }
+        fn serialize_tuple_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleVariant, CapError> {
+            Err(CapError("spans: unexpected tuple variant".into()))
+        }
+        fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, CapError> {
+            Err(CapError("spans: unexpected map".into()))
+        }
+        fn serialize_struct_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStructVariant, CapError> {
+            Err(CapError("spans: unexpected struct variant".into()))
+        }
+        refuse!(
+            serialize_bool(bool),
+            serialize_i8(i8),
+            serialize_i16(i16),
+            serialize_i32(i32),
+            serialize_i64(i64),
+            serialize_u8(u8),
+            serialize_u16(u16),
+            serialize_u64(u64),
+            serialize_f32(f32),
+            serialize_f64(f64),
+            serialize_char(char),
+            serialize_str(&str),
+            serialize_bytes(&[u8]),
+            serialize_none(),
+            serialize_unit(),
+            serialize_unit_struct(&'static str),
+            serialize_unit_variant(&'static str, u32, &'static str),
+        );
+    };
+}
+
+/// Captures the struct: each field goes to its array.
+struct StructCap<'a>(&'a mut RawSpans);
+
+/// Captures one `u32` or a sequence of them into a vector.
+struct U32s<'a>(&'a mut Vec<u32>);
+
+impl<'a> ser::Serializer for StructCap<'a> {
+    type Ok = ();
+    type Error = CapError;
+    type SerializeSeq = Impossible<(), CapError>;
+    type SerializeTuple = Impossible<(), CapError>;
+    type SerializeTupleStruct = Impossible<(), CapError>;
+    type SerializeTupleVariant = Impossible<(), CapError>;
+    type SerializeMap = Impossible<(), CapError>;
+    type SerializeStruct = Self;
+    type SerializeStructVariant = Impossible<(), CapError>;
+
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self, CapError> {
+        Ok(self)
+    }
+    fn serialize_u32(self, _: u32) -> Result<(), CapError> {
+        Err(CapError("spans: unexpected u32".into()))
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, CapError> {
+        Err(CapError("spans: unexpected sequence".into()))
+    }
+    refuse_compound!();
+}
+
+impl SerializeStruct for StructCap<'_> {
+    type Ok = ();
+    type Error = CapError;
+
+    fn serialize_field<T: ?Sized + Serialize>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), CapError> {
+        let r = &mut *self.0;
+        let v = match key {
+            "start" => &mut r.start,
+            "end" => &mut r.end,
+            "arrive" => &mut r.arrive,
+            "exit" => &mut r.exit,
+            "grid" => {
+                let mut g = Vec::with_capacity(1);
+                value.serialize(U32s(&mut g))?;
+                r.grid = g.first().copied().unwrap_or(0);
+                return Ok(());
+            }
+            // A field this encoding does not know would be lost: refuse instead.
+            other => return Err(CapError(format!("spans: unknown field {other:?}"))),
+        };
+        value.serialize(U32s(v))
+    }
+
+    fn end(self) -> Result<(), CapError> {
+        Ok(())
+    }
+}
+
+impl<'a> ser::Serializer for U32s<'a> {
+    type Ok = ();
+    type Error = CapError;
+    type SerializeSeq = Self;
+    type SerializeTuple = Impossible<(), CapError>;
+    type SerializeTupleStruct = Impossible<(), CapError>;
+    type SerializeTupleVariant = Impossible<(), CapError>;
+    type SerializeMap = Impossible<(), CapError>;
+    type SerializeStruct = Impossible<(), CapError>;
+    type SerializeStructVariant = Impossible<(), CapError>;
+
+    fn serialize_u32(self, v: u32) -> Result<(), CapError> {
+        self.0.push(v);
+        Ok(())
+    }
+    fn serialize_seq(self, len: Option<usize>) -> Result<Self, CapError> {
+        self.0.reserve(len.unwrap_or(0));
+        Ok(self)
+    }
+    fn serialize_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStruct, CapError> {
+        Err(CapError("spans: unexpected struct".into()))
+    }
+    refuse_compound!();
+}
+
+impl SerializeSeq for U32s<'_> {
+    type Ok = ();
+    type Error = CapError;
+
+    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), CapError> {
+        value.serialize(U32s(self.0))
+    }
+
+    fn end(self) -> Result<(), CapError> {
+        Ok(())
+    }
+}
+
+fn put_stamp(out: &mut Vec<u8>, v: u32, pred: u32) {
+    if v == MISSING {
+        out.push(0);
+    } else {
+        put_varint(out, u64::from(zigzag32(v.wrapping_sub(pred) as i32)) + 1);
+    }
+}
+
+fn get_stamp(b: &mut Bytes<'_>, pred: u32) -> Result<u32, DecodeError> {
+    // Inlined fast path: most tokens are one or two bytes.
+    let t = b.varint("span stamp")?;
+    if t == 0 {
+        return Ok(MISSING);
+    }
+    let z = u32::try_from(t - 1).map_err(|_| format!("span stamp token {t} too large"))?;
+    Ok(pred.wrapping_add(unzigzag32(z) as u32))
+}
+
+fn present(v: u32) -> Option<u32> {
+    (v != MISSING).then_some(v)
+}
+
+fn start_pred(start: &[u32], end: &[u32], i: usize, g: usize) -> u32 {
+    let above = i.checked_sub(g).and_then(|j| present(end[j]));
+    let left = (!i.is_multiple_of(g))
+        .then(|| present(start[i - 1]))
+        .flatten();
+    above.or(left).unwrap_or(0)
+}
+
+fn arrive_pred(arrive: &[u32], i: usize, g: usize) -> u32 {
+    let left = (!i.is_multiple_of(g))
+        .then(|| present(arrive[i - 1]))
+        .flatten();
+    let above = i.checked_sub(g).and_then(|j| present(arrive[j]));
+    left.or(above).unwrap_or(0)
+}
+
+/// Append the spans block.
+pub(crate) fn encode_spans(out: &mut Vec<u8>, r: &RawSpans) {
+    let g = r.grid as usize;
+    let rows = |n: usize| n.checked_div(g).unwrap_or(0) as u64;
+    put_varint(out, u64::from(r.grid));
+    put_varint(out, rows(r.start.len()));
+    put_varint(out, rows(r.arrive.len()));
+    out.reserve(r.start.len() * 3 + r.arrive.len() * 3);
+    for i in 0..r.start.len() {
+        put_stamp(out, r.start[i], start_pred(&r.start, &r.end, i, g));
+        put_stamp(out, r.end[i], present(r.start[i]).unwrap_or(0));
+    }
+    for i in 0..r.arrive.len() {
+        put_stamp(out, r.arrive[i], arrive_pred(&r.arrive, i, g));
+        put_stamp(out, r.exit[i], present(r.arrive[i]).unwrap_or(0));
+    }
+}
+
+/// Read a spans block (the rest of `b`).
+pub(crate) fn decode_spans(b: &mut Bytes<'_>) -> Result<RawSpans, DecodeError> {
+    let grid = b.varint_u32("spans grid")?;
+    let srows = b.varint("spans stage rows")?;
+    let brows = b.varint("spans barrier rows")?;
+    let g = grid as u64;
+    // Every stamp takes at least one byte: the counts must fit in what is left.
+    let n_span = srows.checked_mul(g).filter(|&n| n <= b.left() as u64 / 2);
+    let n_bar = brows.checked_mul(g).filter(|&n| n <= b.left() as u64 / 2);
+    let (Some(n_span), Some(n_bar)) = (n_span, n_bar) else {
+        return Err(format!(
+            "spans: {srows} stage rows and {brows} barrier rows of grid {grid} do not fit in \
+             the {} bytes left",
+            b.left()
+        ));
+    };
+    if grid == 0 && (srows | brows) != 0 {
+        return Err("spans: rows with a grid of 0".into());
+    }
+    let (ns, nb, gu) = (n_span as usize, n_bar as usize, grid as usize);
+    let mut r = RawSpans {
+        grid,
+        start: Vec::with_capacity(ns),
+        end: Vec::with_capacity(ns),
+        arrive: Vec::with_capacity(nb),
+        exit: Vec::with_capacity(nb),
+    };
+    for i in 0..ns {
+        let a = get_stamp(b, start_pred(&r.start, &r.end, i, gu))?;
+        r.start.push(a);
+        let e = get_stamp(b, present(a).unwrap_or(0))?;
+        r.end.push(e);
+    }
+    for i in 0..nb {
+        let a = get_stamp(b, arrive_pred(&r.arrive, i, gu))?;
+        r.arrive.push(a);
+        let e = get_stamp(b, present(a).unwrap_or(0))?;
+        r.exit.push(e);
+    }
+    if b.left() != 0 {
+        return Err(format!("spans: {} bytes after the last stamp", b.left()));
+    }
+    Ok(r)
+}
+
+/// The record kind of a message and its uncompressed payload, appended to `out`.
+pub(crate) fn encode_message(out: &mut Vec<u8>, msg: &Telemetry) -> Result<u8, String> {
+    use super::kind;
+    let k = match msg {
+        Telemetry::Frame(f) => {
+            encode_frame(out, f)?;
+            return Ok(kind::FRAME);
+        }
+        Telemetry::Start(_) => kind::START,
+        Telemetry::Clock(_) => kind::CLOCK,
+        Telemetry::Sensor(_) => kind::SENSOR,
+        Telemetry::End { .. } => kind::END,
+    };
+    serde_json::to_writer(&mut *out, msg).map_err(|e| format!("{} message: {e}", KindLabel(k)))?;
+    Ok(k)
+}
+
+struct KindLabel(u8);
+
+impl std::fmt::Display for KindLabel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        super::KindName(self.0).fmt(f)
+    }
+}
+
+fn encode_frame(out: &mut Vec<u8>, f: &Frame) -> Result<(), String> {
+    let raw = RawSpans::of(&f.spans)?;
+    // The frame without its spans, as JSON (every field, present and future, that serde
+    // knows); the spans follow in their own coding.
+    let bare = clone_without_spans(f);
+    let json = serde_json::to_vec(&bare).map_err(|e| format!("frame {}: {e}", f.pass))?;
+    put_varint(out, json.len() as u64);
+    out.extend_from_slice(&json);
+    encode_spans(out, &raw);
+    Ok(())
+}
+
+/// A copy of `f` without cloning its (large) spans. Every field is named, so a field added
+/// to [`Frame`] fails to compile here instead of silently missing from recordings.
+fn clone_without_spans(f: &Frame) -> Frame {
+    Frame {
+        pass: f.pass,
+        pos: f.pos,
+        token: f.token,
+        next: f.next,
+        wall_ns: f.wall_ns,
+        gpu_ns: f.gpu_ns,
+        fail: f.fail.clone(),
+        torn: f.torn,
+        dropped: f.dropped,
+        host_start_ns: f.host_start_ns,
+        timestamp_start_ns: f.timestamp_start_ns,
+        device_start_ns: f.device_start_ns,
+        stages: f.stages.clone(),
+        barriers: f.barriers.clone(),
+        dispatch_ns: f.dispatch_ns.clone(),
+        correctness: f.correctness,
+        mode: f.mode,
+        contention: f.contention,
+        spans: Spans::default(),
+    }
+}
+
+/// Decode an uncompressed payload of record kind `k` (low bits).
+pub(crate) fn decode_message(k: u8, payload: &[u8]) -> Result<Telemetry, DecodeError> {
+    use super::kind;
+    if k == kind::FRAME {
+        let mut b = Bytes::new(payload);
+        let n = b.varint("frame JSON length")?;
+        let json = b.take(
+            usize::try_from(n).map_err(|_| "frame JSON length".to_string())?,
+            "frame JSON",
+        )?;
+        let mut f: Frame = serde_json::from_slice(json).map_err(|e| format!("frame JSON: {e}"))?;
+        f.spans = decode_spans(&mut b)?.into_spans();
+        return Ok(Telemetry::Frame(Box::new(f)));
+    }
+    let msg: Telemetry =
+        serde_json::from_slice(payload).map_err(|e| format!("{} JSON: {e}", KindLabel(k)))?;
+    let expect = match &msg {
+        Telemetry::Start(_) => kind::START,
+        Telemetry::Clock(_) => kind::CLOCK,
+        Telemetry::Frame(_) => kind::FRAME,
+        Telemetry::Sensor(_) => kind::SENSOR,
+        Telemetry::End { .. } => kind::END,
+    };
+    if expect != k && k != kind::OTHER {
+        return Err(format!(
+            "a record of kind {} holds a {} message",
+            KindLabel(k),
+            KindLabel(expect)
+        ));
+    }
+    Ok(msg)
+}
+
+/// The frame's pass, read from a frame payload without decoding its spans.
+pub(crate) fn frame_pass(payload: &[u8]) -> Result<u64, DecodeError> {
+    #[derive(serde::Deserialize)]
+    struct Pass {
+        pass: u64,
+    }
+    let mut b = Bytes::new(payload);
+    let n = b.varint("frame JSON length")?;
+    let json = b.take(
+        usize::try_from(n).map_err(|_| "frame JSON length".to_string())?,
+        "frame JSON",
+    )?;
+    serde_json::from_slice::<Pass>(json)
+        .map(|p| p.pass)
+        .map_err(|e| format!("frame JSON: {e}"))
+}
+
+/// Append the index payload.
+pub(crate) fn encode_index(out: &mut Vec<u8>, entries: &[(u64, u64)]) {
+    put_varint(out, entries.len() as u64);
+    let (mut pp, mut po) = (0u64, 0u64);
+    for &(pass, off) in entries {
+        put_varint(out, zigzag64(pass.wrapping_sub(pp) as i64));
+        put_varint(out, off.wrapping_sub(po));
+        (pp, po) = (pass, off);
+    }
+}
+
+/// Read an index payload.
+pub(crate) fn decode_index(payload: &[u8]) -> Result<Vec<(u64, u64)>, DecodeError> {
+    let mut b = Bytes::new(payload);
+    let n = b.varint("index entries")?;
+    if n > b.left() as u64 / 2 {
+        return Err(format!(
+            "index: {n} entries do not fit in {} bytes",
+            b.left()
+        ));
+    }
+    let mut v = Vec::with_capacity(n as usize);
+    let (mut pp, mut po) = (0u64, 0u64);
+    for _ in 0..n {
+        pp = pp.wrapping_add(unzigzag64(b.varint("index pass")?) as u64);
+        po = po
+            .checked_add(b.varint("index offset")?)
+            .ok_or("index: offset overflows")?;
+        v.push((pp, po));
+    }
+    if b.left() != 0 {
+        return Err(format!("index: {} bytes after the last entry", b.left()));
+    }
+    Ok(v)
+}
+
+/// LZ4-compress `raw` into `out` (`varint n` + block); `false` (and `out` unspecified) when
+/// that is not smaller.
+pub(crate) fn compress(raw: &[u8], out: &mut Vec<u8>) -> bool {
+    out.clear();
+    if raw.len() < 64 {
+        return false;
+    }
+    put_varint(out, raw.len() as u64);
+    let at = out.len();
+    out.resize(at + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
+    match lz4_flex::block::compress_into(raw, &mut out[at..]) {
+        Ok(n) => {
+            out.truncate(at + n);
+            out.len() < raw.len()
+        }
+        Err(_) => false,
+    }
+}
+
+/// Undo [`compress`] into `out`.
+pub(crate) fn decompress(stored: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
+    let mut b = Bytes::new(stored);
+    let n = b.varint("compressed length")?;
+    let block = b.rest();
+    // LZ4 expands at most ≈ 255× per input byte.
+    if n > MAX_PAYLOAD as u64 || n > (block.len() as u64).saturating_mul(255) {
+        return Err(format!(
+            "compressed payload claims {n} bytes from a {}-byte block",
+            block.len()
+        ));
+    }
+    out.clear();
+    out.resize(n as usize, 0);
+    let got = lz4_flex::block::decompress_into(block, out).map_err(|e| format!("LZ4: {e}"))?;
+    if got != n as usize {
+        return Err(format!("LZ4: {got} bytes decompressed, {n} declared"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_and_zigzag_round_trip_at_the_edges() {
+        for v in [0u64, 1, 127, 128, 16_383, 16_384, u32::MAX as u64, u64::MAX] {
+            let mut out = vec![];
+            put_varint(&mut out, v);
+            assert_eq!(Bytes::new(&out).varint("t").unwrap(), v);
+        }
+        for d in [0i32, 1, -1, i32::MAX, i32::MIN] {
+            assert_eq!(unzigzag32(zigzag32(d)), d);
+        }
+        for d in [0i64, 1, -1, i64::MAX, i64::MIN] {
+            assert_eq!(unzigzag64(zigzag64(d)), d);
+        }
+        assert!(Bytes::new(&[0xff; 11]).varint("t").is_err());
+        assert!(Bytes::new(&[0x80]).varint("t").is_err());
+    }
+
+    #[test]
+    fn raw_spans_capture_every_stamp_including_half_present_ones() {
+        let mut s = Spans::new(3, 2, 2);
+        s.set_span(0, 0, 5, 9);
+        s.set_span(0, 1, 7, MISSING);
+        s.set_span(1, 2, MISSING, 40);
+        s.set_barrier(0, 1, 11, 30);
+        s.set_barrier(1, 2, u32::MAX - 1, 3);
+        let raw = RawSpans::of(&s).unwrap();
+        assert_eq!(raw.grid, 3);
+        assert_eq!(raw.start, [5, 7, MISSING, MISSING, MISSING, MISSING]);
+        assert_eq!(raw.end, [9, MISSING, MISSING, MISSING, MISSING, 40]);
+        let mut out = vec![];
+        encode_spans(&mut out, &raw);
+        let back = decode_spans(&mut Bytes::new(&out)).unwrap();
+        assert_eq!(back, raw);
+        assert_eq!(back.into_spans(), s);
+    }
+
+    #[test]
+    fn spans_rows_that_cannot_fit_the_payload_are_refused_before_allocating() {
+        let mut out = vec![];
+        put_varint(&mut out, 1 << 20);
+        put_varint(&mut out, 1 << 20);
+        put_varint(&mut out, 0);
+        let e = decode_spans(&mut Bytes::new(&out)).unwrap_err();
+        assert!(e.contains("do not fit"), "{e}");
+    }
+
+    #[test]
+    fn index_round_trips_with_non_monotonic_passes() {
+        let e = vec![(0, 100), (5, 200), (3, 900), (u64::MAX, 1000)];
+        let mut out = vec![];
+        encode_index(&mut out, &e);
+        assert_eq!(decode_index(&out).unwrap(), e);
+    }
+
+    #[test]
+    fn compression_round_trips_and_is_skipped_where_it_does_not_pay() {
+        let raw: Vec<u8> = (0..4096u32).map(|i| (i % 7) as u8).collect();
+        let mut c = vec![];
+        assert!(compress(&raw, &mut c));
+        let mut d = vec![];
+        decompress(&c, &mut d).unwrap();
+        assert_eq!(d, raw);
+        assert!(!compress(b"tiny", &mut c));
+    }
+
+    #[test]
+    fn a_decompression_bomb_is_refused() {
+        let mut c = vec![];
+        put_varint(&mut c, 1 << 40);
+        c.extend_from_slice(&[0x1f, 0, 0]);
+        assert!(decompress(&c, &mut vec![]).is_err());
+    }
+}

@@ -1,0 +1,280 @@
+//! Recordings: the telemetry stream on disk (`*.baro`), read back as the same stream.
+//!
+//! A recording is every [`Telemetry`] message of a run, in order, behind a header that says
+//! where it came from. [`Writer`] streams it (one flushed record per message: a process
+//! killed mid-run leaves a file whose every complete record replays); [`Reader`] gives the
+//! messages back, seeks to a pass through the index footer, and on a truncated or damaged file
+//! yields everything before the damage, then one error naming the byte offset. [`export`]
+//! turns a recording into Chrome trace JSON (Perfetto) or CSV; [`diff`] compares two.
+//!
+//! This module never drops or reorders messages, and never returns a message it could not
+//! check: every byte after the magic is covered by a CRC-32 (IEEE, as zlib's `crc32`).
+//!
+//! # Byte layout, version 1
+//!
+//! Integers are little-endian. `varint` is unsigned LEB128 (7 bits a byte, low first);
+//! `zigzag` maps a signed value `d` to `(d << 1) ^ (d >> 31)` before it is written as one.
+//!
+//! ```text
+//! offset  size  field
+//! 0       8     magic "BARO-REC"
+//! 8       4     format version u32 (FORMAT_VERSION = 1)
+//! 12      4     header length H u32
+//! 16      4     crc32 of bytes 8..16 followed by the H header bytes
+//! 20      H     header: RecordingHeader as JSON (UTF-8, uncompressed, readable with `head`)
+//! 20+H    …     records, back to back, one per message:
+//!
+//!   +0    4     payload length L u32
+//!   +4    1     kind: low 7 bits = what the payload is, bit 7 (0x80) = LZ4-compressed
+//!   +5    4     crc32 of bytes +0..+5 followed by the L payload bytes (as stored)
+//!   +9    L     payload
+//!
+//! after the last record, written only by `Writer::finish`:
+//!   F     …     one record of kind INDEX (the index footer)
+//!   end-16  8   F, the footer's offset, u64
+//!   end-8   8   trailer magic "BARO-IDX"
+//! ```
+//!
+//! Record kinds (low 7 bits): 1 start, 2 clock, 3 frame, 4 sensor, 5 end, 6 any other
+//! [`Telemetry`] variant (a future one), 0x7f index footer. A reader skips a kind it does
+//! not know (counted in [`Reader::skipped`]); a version-1 reader refuses any other version.
+//!
+//! A compressed payload is `varint n` (the uncompressed length) followed by one LZ4 block
+//! (`lz4_flex::block`) of n bytes. The writer compresses a payload only where that is
+//! smaller (spans compress ≈ 1.2–1.5×, JSON more; a tiny message not at all).
+//!
+//! Uncompressed payloads:
+//!
+//! ```text
+//! start, clock, sensor, end, other:   the message as one JSON object (Telemetry's own
+//!                                     "type"-tagged JSON: the same as a `--json` line)
+//! frame:   varint J, then J bytes: the Frame as JSON without its spans
+//!          then the spans (see crate::spans for what the arrays mean):
+//!          varint G (grid), varint S (stage rows), varint B (barrier rows)
+//!          S·G pairs (start, end), row-major (stage, then workgroup)
+//!          B·G pairs (arrive, exit), row-major (level, then workgroup)
+//!          each stamp as a varint token: 0 = MISSING, else zigzag(v − p) + 1 where the
+//!          difference is taken mod 2^32 and p is the stamp's predictor:
+//!            start[i]  end[i − G] (same workgroup, previous stage row), else start[i − 1]
+//!                      (previous workgroup), else 0 — the first present one
+//!            end[i]    start[i], else 0
+//!            arrive[i] arrive[i − 1], else arrive[i − G], else 0
+//!            exit[i]   arrive[i], else 0
+//! index:   varint N, then N × (varint zigzag(pass − previous pass),
+//!                              varint offset − previous offset)   (both start at 0)
+//!          one entry per frame record: its pass and the offset of its record
+//! ```
+//!
+//! # Damage
+//!
+//! A file ends cleanly after a whole record (a crash between records: no footer; see
+//! [`Reader::finished`]) or after the trailer. Anything else — a record header or payload
+//! cut short, a checksum that does not match, a payload that does not decode, bytes after
+//! the trailer, a trailer that does not point at the footer — ends the reading with one
+//! [`RecordingError`] carrying the offset of the record (or header, or trailer) at fault.
+
+mod codec;
+pub mod diff;
+pub mod export;
+mod reader;
+mod writer;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ClockSync, RunDetails};
+
+pub use reader::{Index, Reader};
+pub use writer::{Compression, WriteStats, Writer};
+
+/// The version [`Writer`] writes; [`Reader`] reads every version up to it.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The first 8 bytes of every recording.
+pub const MAGIC: [u8; 8] = *b"BARO-REC";
+
+/// The last 8 bytes of a finished recording.
+pub const TRAILER_MAGIC: [u8; 8] = *b"BARO-IDX";
+
+/// Bytes before the header JSON: magic, version, length, crc.
+pub(crate) const PREAMBLE: u64 = 20;
+
+/// Bytes before a record's payload: length, kind, crc.
+pub(crate) const RECORD_HEAD: u64 = 9;
+
+/// Bytes of the trailer after the footer record.
+pub(crate) const TRAILER: u64 = 16;
+
+/// Record kinds (the low 7 bits of a record's kind byte).
+pub mod kind {
+    /// [`crate::Telemetry::Start`].
+    pub const START: u8 = 1;
+    /// [`crate::Telemetry::Clock`].
+    pub const CLOCK: u8 = 2;
+    /// [`crate::Telemetry::Frame`].
+    pub const FRAME: u8 = 3;
+    /// [`crate::Telemetry::Sensor`].
+    pub const SENSOR: u8 = 4;
+    /// [`crate::Telemetry::End`].
+    pub const END: u8 = 5;
+    /// Any other message, as its JSON.
+    pub const OTHER: u8 = 6;
+    /// The index footer.
+    pub const INDEX: u8 = 0x7f;
+    /// The bit that marks an LZ4-compressed payload.
+    pub const LZ4: u8 = 0x80;
+}
+
+/// Where a recording came from: the run's static details and the machine and program that
+/// recorded it. Fields are added with defaults, so older headers keep loading.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecordingHeader {
+    /// The run (device, driver, model, dispatch, grid, stages, levels).
+    pub run: RunDetails,
+    /// The model's weight format (`q4_0`, `f16`, …), where known.
+    #[serde(default)]
+    pub quant: Option<String>,
+    /// Host name of the machine that recorded it.
+    #[serde(default)]
+    pub host: String,
+    /// baro-top's version.
+    #[serde(default)]
+    pub baro_top_version: String,
+    /// The git commit baro-top was built from (`unknown` where not known).
+    #[serde(default)]
+    pub commit: String,
+    /// When recording started, ms since the Unix epoch.
+    #[serde(default)]
+    pub created_unix_ms: u64,
+    /// Clock calibrations known when recording started (later ones are records).
+    #[serde(default)]
+    pub calibrations: Vec<ClockSync>,
+}
+
+impl RecordingHeader {
+    /// A header for `run` recorded now, on this host, by this version built from `commit`.
+    pub fn new(run: RunDetails, commit: impl Into<String>) -> Self {
+        RecordingHeader {
+            run,
+            quant: None,
+            host: host_name(),
+            baro_top_version: env!("CARGO_PKG_VERSION").to_string(),
+            commit: commit.into(),
+            created_unix_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            calibrations: vec![],
+        }
+    }
+}
+
+/// This machine's host name (`unknown` where it cannot be read).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// What went wrong reading or writing a recording. Reading errors name the byte offset of
+/// the header, record or trailer at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    /// The file system said no.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// The file does not start with [`MAGIC`].
+    #[error("not a baro-top recording: it starts with {found:02x?}, not \"BARO-REC\"")]
+    BadMagic {
+        /// The first bytes.
+        found: Vec<u8>,
+    },
+    /// A format version this build does not read.
+    #[error("recording format version {found}: this baro-top reads versions 1 to {newest}")]
+    UnsupportedVersion {
+        /// The file's version.
+        found: u32,
+        /// [`FORMAT_VERSION`].
+        newest: u32,
+    },
+    /// The file ends inside something.
+    #[error("at byte {offset} (0x{offset:x}): file truncated: {what}")]
+    Truncated {
+        /// Offset of the header, record or trailer that is cut short.
+        offset: u64,
+        /// What was cut and how much was missing.
+        what: String,
+    },
+    /// Stored and computed checksums differ.
+    #[error(
+        "at byte {offset} (0x{offset:x}): checksum mismatch in {what}: stored {stored:08x}, \
+         computed {computed:08x} (the bytes were damaged)"
+    )]
+    Checksum {
+        /// Offset of the header or record.
+        offset: u64,
+        /// `header` or `record of kind …`.
+        what: String,
+        /// The stored crc32.
+        stored: u32,
+        /// The crc32 of the bytes read.
+        computed: u32,
+    },
+    /// Bytes whose checksum matched (or that have none) but that do not decode.
+    #[error("at byte {offset} (0x{offset:x}): {what}")]
+    Corrupt {
+        /// Offset of the header, record or trailer at fault.
+        offset: u64,
+        /// What is wrong.
+        what: String,
+    },
+    /// A message could not be encoded (the writer refuses rather than losing data).
+    #[error("cannot encode {what}")]
+    Encode {
+        /// What and why.
+        what: String,
+    },
+}
+
+impl RecordingError {
+    /// The byte offset at fault, for errors that have one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            RecordingError::Truncated { offset, .. }
+            | RecordingError::Checksum { offset, .. }
+            | RecordingError::Corrupt { offset, .. } => Some(*offset),
+            RecordingError::BadMagic { .. } | RecordingError::UnsupportedVersion { .. } => Some(0),
+            RecordingError::Io(_) | RecordingError::Encode { .. } => None,
+        }
+    }
+
+    /// Whether the error is a file cut short (what a crash leaves), as opposed to damage.
+    pub fn is_truncation(&self) -> bool {
+        matches!(self, RecordingError::Truncated { .. })
+    }
+}
+
+/// `Result` with a [`RecordingError`].
+pub type Result<T, E = RecordingError> = std::result::Result<T, E>;
+
+/// A record kind's name, for messages.
+pub(crate) struct KindName(pub u8);
+
+impl fmt::Display for KindName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self.0 & !kind::LZ4 {
+            kind::START => "start",
+            kind::CLOCK => "clock",
+            kind::FRAME => "frame",
+            kind::SENSOR => "sensor",
+            kind::END => "end",
+            kind::OTHER => "other",
+            kind::INDEX => "index",
+            _ => return write!(f, "unknown kind 0x{:02x}", self.0),
+        };
+        f.write_str(name)
+    }
+}

@@ -1,0 +1,501 @@
+//! [`Reader`]: the messages of a recording back, in order, up to any damage.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use super::codec;
+use super::{
+    kind, KindName, RecordingError, RecordingHeader, Result, FORMAT_VERSION, MAGIC, PREAMBLE,
+    RECORD_HEAD, TRAILER, TRAILER_MAGIC,
+};
+use crate::{Frame, Telemetry};
+
+/// Header JSON larger than this is refused (a 1B run's is ≈ 20 KiB).
+const MAX_HEADER: u32 = 64 << 20;
+
+/// The index footer: where each frame's record is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Index {
+    entries: Vec<(u64, u64)>,
+}
+
+impl Index {
+    /// `(pass, record offset)` of every frame, in file order.
+    pub fn entries(&self) -> &[(u64, u64)] {
+        &self.entries
+    }
+
+    /// Frames indexed.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// No frames.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Offset of the record of pass `pass`: O(1) where passes are consecutive (the usual
+    /// case), else a binary search where they increase, else a scan.
+    pub fn offset_of(&self, pass: u64) -> Option<u64> {
+        let first = self.entries.first()?.0;
+        if let Some(&(p, o)) = pass
+            .checked_sub(first)
+            .and_then(|d| usize::try_from(d).ok())
+            .and_then(|d| self.entries.get(d))
+        {
+            if p == pass {
+                return Some(o);
+            }
+        }
+        if self.entries.windows(2).all(|w| w[0].0 < w[1].0) {
+            let i = self.entries.binary_search_by_key(&pass, |e| e.0).ok()?;
+            return Some(self.entries[i].1);
+        }
+        self.entries.iter().find(|e| e.0 == pass).map(|e| e.1)
+    }
+}
+
+/// Reads a recording: [`Reader::open`] checks the magic and version and reads the header
+/// (and the index footer where the file has one); iterating yields every message in order,
+/// then stops — cleanly at the end of a whole record or the trailer, or with one error
+/// naming the offset of the damage after every complete message before it.
+///
+/// ```no_run
+/// # fn main() -> baro_telemetry::recording::Result<()> {
+/// use baro_telemetry::recording::Reader;
+/// let mut r = Reader::open("run.baro")?;
+/// println!("{} on {}", r.header().run.model, r.header().run.device);
+/// for msg in r.by_ref() {
+///     let msg = msg?; // Err: the offset and what is wrong, after every good message
+///     # let _ = msg;
+/// }
+/// # Ok(()) }
+/// ```
+pub struct Reader<R> {
+    src: R,
+    version: u32,
+    header: RecordingHeader,
+    /// Offset of the first record.
+    data_start: u64,
+    /// File length at open.
+    len: u64,
+    /// Offset of the next record to iterate.
+    pos: u64,
+    /// Where `src` is positioned.
+    src_pos: u64,
+    index: Option<Index>,
+    finished: bool,
+    done: bool,
+    skipped: u64,
+    stored: Vec<u8>,
+    raw: Vec<u8>,
+}
+
+impl Reader<BufReader<File>> {
+    /// Open the recording at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Reader::new(BufReader::with_capacity(1 << 20, File::open(path)?))
+    }
+}
+
+/// One record's head, read and bounds-checked.
+struct Head {
+    offset: u64,
+    len: u32,
+    kind: u8,
+    crc: u32,
+}
+
+impl<R: Read + Seek> Reader<R> {
+    /// Read the magic, version and header from `src`, and the index footer if there is one.
+    pub fn new(mut src: R) -> Result<Self> {
+        let len = src.seek(SeekFrom::End(0))?;
+        src.seek(SeekFrom::Start(0))?;
+        let mut pre = [0u8; PREAMBLE as usize];
+        let got = read_up_to(&mut src, &mut pre)?;
+        if got < 8 || pre[..8] != MAGIC {
+            if got < 8 && MAGIC.starts_with(&pre[..got]) {
+                return Err(RecordingError::Truncated {
+                    offset: 0,
+                    what: format!("{got} bytes: not even the 8-byte magic"),
+                });
+            }
+            return Err(RecordingError::BadMagic {
+                found: pre[..got.min(8)].to_vec(),
+            });
+        }
+        if got < 12 {
+            return Err(trunc(0, format!("{got} bytes: the version is cut")));
+        }
+        let version = u32::from_le_bytes(le4(&pre[8..12]));
+        if version == 0 || version > FORMAT_VERSION {
+            return Err(RecordingError::UnsupportedVersion {
+                found: version,
+                newest: FORMAT_VERSION,
+            });
+        }
+        // Version dispatch: 1 is the only version so far. A version 2 reads its own
+        // preamble and header here and records through `decode` below.
+        if got < PREAMBLE as usize {
+            return Err(trunc(0, format!("{got} bytes: the header's length is cut")));
+        }
+        let hlen = u32::from_le_bytes(le4(&pre[12..16]));
+        let hcrc = u32::from_le_bytes(le4(&pre[16..20]));
+        if hlen > MAX_HEADER || PREAMBLE + u64::from(hlen) > len {
+            return Err(trunc(
+                0,
+                format!(
+                    "the header says {hlen} bytes, the file has {} after the preamble",
+                    len - PREAMBLE
+                ),
+            ));
+        }
+        let mut json = vec![0u8; hlen as usize];
+        src.read_exact(&mut json)?;
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&pre[8..16]);
+        crc.update(&json);
+        let computed = crc.finalize();
+        if computed != hcrc {
+            return Err(RecordingError::Checksum {
+                offset: 0,
+                what: "the header".into(),
+                stored: hcrc,
+                computed,
+            });
+        }
+        let header: RecordingHeader =
+            serde_json::from_slice(&json).map_err(|e| RecordingError::Corrupt {
+                offset: PREAMBLE,
+                what: format!("header JSON: {e}"),
+            })?;
+        let data_start = PREAMBLE + u64::from(hlen);
+        let mut r = Reader {
+            src,
+            version,
+            header,
+            data_start,
+            len,
+            pos: data_start,
+            src_pos: data_start,
+            index: None,
+            finished: false,
+            done: false,
+            skipped: 0,
+            stored: vec![],
+            raw: vec![],
+        };
+        r.index = r.read_footer().ok().flatten();
+        Ok(r)
+    }
+
+    /// The file's format version.
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// The header.
+    pub fn header(&self) -> &RecordingHeader {
+        &self.header
+    }
+
+    /// The index footer, where the file has a sound one (a finished recording).
+    pub fn index(&self) -> Option<&Index> {
+        self.index.as_ref()
+    }
+
+    /// Whether iteration reached the footer and a sound trailer (the writer finished):
+    /// `false` before the end, and at the end of a file cut between records by a crash.
+    pub fn finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Records of kinds this reader does not know that iteration skipped.
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// Offset of the next record iteration reads.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Build the index by scanning the frames' records where the file has no footer (a
+    /// crashed recording); a no-op where it has one. Stops at the first damage, with its
+    /// error, keeping the frames before it out of the index: call it only on files you
+    /// mean to seek in.
+    pub fn ensure_index(&mut self) -> Result<&Index> {
+        if self.index.is_none() {
+            let mut entries = vec![];
+            let mut at = self.data_start;
+            while let Some(h) = self.read_head(at)? {
+                if h.kind & !kind::LZ4 == kind::INDEX {
+                    break;
+                }
+                if h.kind & !kind::LZ4 == kind::FRAME {
+                    self.read_payload(&h)?;
+                    let pass = codec::frame_pass(&self.raw).map_err(|w| corrupt(h.offset, w))?;
+                    entries.push((pass, h.offset));
+                }
+                at = h.offset + RECORD_HEAD + u64::from(h.len);
+            }
+            self.index = Some(Index { entries });
+        }
+        Ok(self.index.get_or_insert_with(Index::default))
+    }
+
+    /// The frame of pass `pass` (`None` if the recording has none), through the index:
+    /// one seek and one record read. Does not move iteration.
+    pub fn frame(&mut self, pass: u64) -> Result<Option<Frame>> {
+        let Some(at) = self.ensure_index()?.offset_of(pass) else {
+            return Ok(None);
+        };
+        let Some(h) = self.read_head(at)? else {
+            return Err(corrupt(at, "the index points past the last record".into()));
+        };
+        match self.decode(&h)? {
+            Some(Telemetry::Frame(f)) if f.pass == pass => Ok(Some(*f)),
+            _ => Err(corrupt(
+                at,
+                format!("the index says pass {pass} is here; the record is not that frame"),
+            )),
+        }
+    }
+
+    /// Read every remaining message; the first error ends it.
+    pub fn read_all(&mut self) -> Result<Vec<Telemetry>> {
+        self.by_ref().collect()
+    }
+
+    fn read_footer(&mut self) -> Result<Option<Index>> {
+        if self.len < self.data_start + RECORD_HEAD + TRAILER {
+            return Ok(None);
+        }
+        let mut t = [0u8; TRAILER as usize];
+        self.read_at(self.len - TRAILER, &mut t)?;
+        if t[8..] != TRAILER_MAGIC {
+            return Ok(None);
+        }
+        let at = u64::from_le_bytes(le8(&t[..8]));
+        if at < self.data_start || at > self.len - TRAILER - RECORD_HEAD {
+            return Ok(None);
+        }
+        let Some(h) = self.read_head(at)? else {
+            return Ok(None);
+        };
+        if h.kind != kind::INDEX || h.offset + RECORD_HEAD + u64::from(h.len) != self.len - TRAILER
+        {
+            return Ok(None);
+        }
+        self.read_payload(&h)?;
+        let entries = codec::decode_index(&self.raw).map_err(|w| corrupt(at, w))?;
+        if entries.iter().any(|&(_, o)| o < self.data_start || o >= at) {
+            return Ok(None);
+        }
+        Ok(Some(Index { entries }))
+    }
+
+    fn seek_to(&mut self, at: u64) -> Result<()> {
+        if self.src_pos != at {
+            self.src.seek(SeekFrom::Start(at))?;
+            self.src_pos = at;
+        }
+        Ok(())
+    }
+
+    fn read_at(&mut self, at: u64, buf: &mut [u8]) -> Result<()> {
+        self.seek_to(at)?;
+        self.src.read_exact(buf)?;
+        self.src_pos += buf.len() as u64;
+        Ok(())
+    }
+
+    /// The record head at `at`: `None` at the end of the file, an error if cut short or
+    /// if its payload would run past the end.
+    fn read_head(&mut self, at: u64) -> Result<Option<Head>> {
+        if at >= self.len {
+            return Ok(None);
+        }
+        if at + RECORD_HEAD > self.len {
+            return Err(trunc(
+                at,
+                format!("a record's 9-byte head, {} bytes left", self.len - at),
+            ));
+        }
+        let mut b = [0u8; RECORD_HEAD as usize];
+        self.read_at(at, &mut b)?;
+        let h = Head {
+            offset: at,
+            len: u32::from_le_bytes(le4(&b[..4])),
+            kind: b[4],
+            crc: u32::from_le_bytes(le4(&b[5..9])),
+        };
+        let left = self.len - at - RECORD_HEAD;
+        if u64::from(h.len) > left {
+            return Err(trunc(
+                at,
+                format!(
+                    "a {} record of {} bytes, {left} bytes left",
+                    KindName(h.kind),
+                    h.len
+                ),
+            ));
+        }
+        Ok(Some(h))
+    }
+
+    /// Read and check the payload of `h` into `self.raw` (decompressed).
+    fn read_payload(&mut self, h: &Head) -> Result<()> {
+        let mut stored = std::mem::take(&mut self.stored);
+        stored.clear();
+        stored.resize(h.len as usize, 0);
+        let r = self.read_at(h.offset + RECORD_HEAD, &mut stored);
+        let r = r.and_then(|()| {
+            let mut crc = crc32fast::Hasher::new();
+            crc.update(&h.len.to_le_bytes());
+            crc.update(&[h.kind]);
+            crc.update(&stored);
+            let computed = crc.finalize();
+            if computed != h.crc {
+                return Err(RecordingError::Checksum {
+                    offset: h.offset,
+                    what: format!("a {} record of {} bytes", KindName(h.kind), h.len),
+                    stored: h.crc,
+                    computed,
+                });
+            }
+            if h.kind & kind::LZ4 != 0 {
+                codec::decompress(&stored, &mut self.raw).map_err(|w| corrupt(h.offset, w))
+            } else {
+                self.raw.clear();
+                self.raw.extend_from_slice(&stored);
+                Ok(())
+            }
+        });
+        self.stored = stored;
+        r
+    }
+
+    /// Read and decode the record of `h`: `None` for a kind this reader does not know.
+    fn decode(&mut self, h: &Head) -> Result<Option<Telemetry>> {
+        self.read_payload(h)?;
+        let k = h.kind & !kind::LZ4;
+        match k {
+            kind::START | kind::CLOCK | kind::FRAME | kind::SENSOR | kind::END | kind::OTHER => {
+                codec::decode_message(k, &self.raw)
+                    .map(Some)
+                    .map_err(|w| corrupt(h.offset, w))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The next message, or `None` at a clean end.
+    fn next_message(&mut self) -> Result<Option<Telemetry>> {
+        loop {
+            let Some(h) = self.read_head(self.pos)? else {
+                return Ok(None);
+            };
+            let next = h.offset + RECORD_HEAD + u64::from(h.len);
+            if h.kind & !kind::LZ4 == kind::INDEX {
+                self.read_payload(&h)?;
+                codec::decode_index(&self.raw).map_err(|w| corrupt(h.offset, w))?;
+                self.check_trailer(h.offset, next)?;
+                self.pos = self.len;
+                self.finished = true;
+                return Ok(None);
+            }
+            let msg = self.decode(&h)?;
+            self.pos = next;
+            match msg {
+                Some(m) => return Ok(Some(m)),
+                None => self.skipped += 1,
+            }
+        }
+    }
+
+    fn check_trailer(&mut self, footer: u64, at: u64) -> Result<()> {
+        let left = self.len - at;
+        if left < TRAILER {
+            return Err(trunc(
+                at,
+                format!("the 16-byte trailer after the index, {left} bytes left"),
+            ));
+        }
+        let mut t = [0u8; TRAILER as usize];
+        self.read_at(at, &mut t)?;
+        if t[8..] != TRAILER_MAGIC {
+            return Err(corrupt(at, format!("trailer magic {:02x?}", &t[8..])));
+        }
+        let points = u64::from_le_bytes(le8(&t[..8]));
+        if points != footer {
+            return Err(corrupt(
+                at,
+                format!("the trailer points at {points}, the index is at {footer}"),
+            ));
+        }
+        if left > TRAILER {
+            return Err(corrupt(
+                at + TRAILER,
+                format!("{} bytes after the trailer", left - TRAILER),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl<R: Read + Seek> Iterator for Reader<R> {
+    type Item = Result<Telemetry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.next_message() {
+            Ok(Some(m)) => Some(Ok(m)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+fn read_up_to(src: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match src.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(n)
+}
+
+fn le4(b: &[u8]) -> [u8; 4] {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[..4]);
+    a
+}
+
+fn le8(b: &[u8]) -> [u8; 8] {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    a
+}
+
+fn trunc(offset: u64, what: String) -> RecordingError {
+    RecordingError::Truncated { offset, what }
+}
+
+fn corrupt(offset: u64, what: String) -> RecordingError {
+    RecordingError::Corrupt { offset, what }
+}
