@@ -35,6 +35,12 @@ enum Command {
     /// Create, convert and inspect model files.
     #[command(subcommand)]
     Model(ModelCommand),
+    /// Replay a recording (`.baro`): the dashboard, or --headless lines / --json.
+    Replay(cmd::recording::ReplayArgs),
+    /// Export a recording as a Perfetto (Chrome trace JSON) timeline and/or CSV.
+    Export(cmd::recording::ExportArgs),
+    /// Compare two recordings: per stage kind busy/charged medians, and their tokens.
+    Diff(cmd::recording::DiffArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -169,5 +175,11 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Model(ModelCommand::Gen(a)) => cmd::model::gen(a),
         Command::Model(ModelCommand::Import(a)) => cmd::model::import(a),
         Command::Model(ModelCommand::Info(a)) => cmd::model::info(a),
+        Command::Replay(a) if a.headless => cmd::recording::replay_headless(&a),
+        Command::Replay(_) => anyhow::bail!(
+            "the replay dashboard is not wired yet: use --headless (or --headless --json)"
+        ),
+        Command::Export(a) => cmd::recording::export(&a),
+        Command::Diff(a) => cmd::recording::diff(&a),
     }
 }

@@ -168,6 +168,25 @@ pub fn wg_size_fits(wg: u32, info: &baro_engine::vulkan::DeviceInfo) -> anyhow::
     Ok(())
 }
 
+/// `--speed`: a finite replay speed factor, 0 (as fast as possible) up to 1000.
+pub fn speed(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    if !v.is_finite() || !(0.0..=1000.0).contains(&v) {
+        return Err(format!(
+            "'{s}': the replay speed is a factor from 0 (as fast as possible) to 1000"
+        ));
+    }
+    Ok(v)
+}
+
+/// `--passes-per-group`: at least 1 pass per Perfetto process.
+pub fn passes_per_group(s: &str) -> Result<u64, String> {
+    whole(s, 1, 1_000_000, "passes shown on one Perfetto timeline")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

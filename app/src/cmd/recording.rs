@@ -1,0 +1,249 @@
+//! Recordings on disk: `replay` (headless lines or JSON, at a chosen speed), `export` (Perfetto
+//! trace JSON, CSV) and `diff` (two recordings side by side). The file format is the telemetry
+//! crate's (`baro_telemetry::recording`); a damaged or cut file is read up to the damage, every
+//! complete message is used, and the damage is reported with its byte offset.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use baro_telemetry::recording::{diff, export, Reader};
+use baro_telemetry::Telemetry;
+use clap::Args;
+
+/// `baro-top replay`.
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The recording (`.baro`).
+    pub file: PathBuf,
+    /// Replay speed relative to the recording (2 = twice as fast); 0 = as fast as possible.
+    /// Default: 1 in the dashboard, 0 with --headless.
+    #[arg(long, value_parser = crate::validate::speed, allow_negative_numbers = true)]
+    pub speed: Option<f64>,
+    /// Print per-pass lines instead of opening the dashboard.
+    #[arg(long)]
+    pub headless: bool,
+    /// With --headless: the JSON lines `run --json` printed live, one message per line.
+    #[arg(long, requires = "headless")]
+    pub json: bool,
+    /// Dashboard layout preset name or TOML file (dashboard only).
+    #[arg(long)]
+    pub layout: Option<String>,
+}
+
+/// `baro-top export`.
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// The recording (`.baro`).
+    pub file: PathBuf,
+    /// Write a Chrome/Perfetto trace (JSON): a process per group of passes, a track per
+    /// workgroup, stages and barrier waits as events, counters for tok/s, clocks and mode.
+    #[arg(long, value_name = "OUT.json")]
+    pub perfetto: Option<PathBuf>,
+    /// Passes per Perfetto process (a group of passes shares one timeline).
+    #[arg(long, default_value_t = 64, value_parser = crate::validate::passes_per_group)]
+    pub passes_per_group: u64,
+    /// Write one CSV row per pass per stage.
+    #[arg(long, value_name = "OUT.csv")]
+    pub csv: Option<PathBuf>,
+}
+
+/// `baro-top diff`.
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// Recording A (`.baro`).
+    pub a: PathBuf,
+    /// Recording B (`.baro`).
+    pub b: PathBuf,
+}
+
+fn open(path: &Path) -> anyhow::Result<Reader<std::io::BufReader<std::fs::File>>> {
+    Reader::open(path).with_context(|| format!("opening recording {}", path.display()))
+}
+
+/// Describe a recording's origin in one line (stderr).
+pub fn describe(r: &Reader<impl std::io::Read + std::io::Seek>) -> String {
+    let h = r.header();
+    format!(
+        "recording of {} on {} ({}), {} x {} lanes, dispatch {}, recorded {} by baro-top {} ({})",
+        h.run.model,
+        h.run.device,
+        h.run.driver,
+        h.run.grid,
+        h.run.wg_size,
+        h.run.dispatch,
+        h.host,
+        h.baro_top_version,
+        h.commit
+    )
+}
+
+/// `replay --headless [--json]`: every message of the recording, paced by `--speed` against
+/// the recorded pass times. Exit status: 0 if the recorded run ended cleanly and the file was
+/// whole, 1 if the recorded run failed, 2 if the file is damaged (after printing everything
+/// before the damage).
+pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
+    let mut r = open(&a.file)?;
+    note!("baro-top: replaying {}", describe(&r));
+    let speed = a.speed.unwrap_or(0.0);
+    let t0 = Instant::now();
+    let mut recorded_ns = 0u64;
+    let mut failed = false;
+    let mut ended_ok = None;
+    let mut damage = None;
+    let mut out = crate::out::Stdout::lock();
+    for msg in r.by_ref() {
+        let msg = match msg {
+            Ok(m) => m,
+            Err(e) => {
+                damage = Some(e);
+                break;
+            }
+        };
+        if let Telemetry::Frame(f) = &msg {
+            failed |= f.failed();
+            if speed > 0.0 {
+                recorded_ns = recorded_ns.saturating_add(f.wall_ns);
+                let due = Duration::from_nanos((recorded_ns as f64 / speed) as u64);
+                if let Some(wait) = due.checked_sub(t0.elapsed()) {
+                    std::thread::sleep(wait);
+                }
+            }
+        }
+        if let Telemetry::End { reason, .. } = &msg {
+            ended_ok = Some(matches!(
+                reason,
+                baro_telemetry::EndReason::Completed | baro_telemetry::EndReason::Stopped
+            ));
+        }
+        let line = if a.json {
+            msg.to_json_line().context("encoding a message as JSON")?
+        } else {
+            match text_line(&msg) {
+                Some(l) => l,
+                None => continue,
+            }
+        };
+        use std::io::Write;
+        writeln!(out, "{line}")?;
+    }
+    if let Some(e) = damage {
+        note!(
+            "baro-top: {}: the recording is damaged or cut: {e}; everything before it was replayed",
+            a.file.display()
+        );
+        return Ok(ExitCode::from(2));
+    }
+    if !r.finished() {
+        note!(
+            "baro-top: {}: the recording has no index footer (the recorder did not finish); every complete message was replayed",
+            a.file.display()
+        );
+    }
+    Ok(if failed || ended_ok == Some(false) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// One human line per message (the `run --headless` style); `None` for messages that have no
+/// line of their own.
+fn text_line(msg: &Telemetry) -> Option<String> {
+    match msg {
+        Telemetry::Start(r) => Some(format!(
+            "start: {} on {} ({}), dispatch {}, grid {} x {} lanes, {} stages in {} levels",
+            r.model,
+            r.device,
+            r.driver,
+            r.dispatch,
+            r.grid,
+            r.wg_size,
+            r.stages.len(),
+            r.levels.len()
+        )),
+        Telemetry::Frame(f) => Some(format!(
+            "pass {} pos {} token {} -> {} wall {:.1} us gpu {} {}",
+            f.pass,
+            f.pos,
+            f.token,
+            f.next,
+            f.wall_ns as f64 / 1e3,
+            f.gpu_ns
+                .map_or("n/a".to_string(), |g| format!("{:.1} us", g as f64 / 1e3)),
+            f.fail.line
+        )),
+        Telemetry::End { reason, .. } => Some(format!("end: {reason}")),
+        _ => None,
+    }
+}
+
+/// `export`: Perfetto and/or CSV, each written through a temporary file.
+pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
+    if a.perfetto.is_none() && a.csv.is_none() {
+        bail!("export needs --perfetto OUT.json and/or --csv OUT.csv");
+    }
+    let mut damaged = false;
+    if let Some(out) = &a.perfetto {
+        let mut r = open(&a.file)?;
+        let opts = export::PerfettoOptions {
+            passes_per_group: a.passes_per_group,
+        };
+        let mut stats = None;
+        crate::files::write_atomic(out, |tmp| {
+            let f = std::fs::File::create(tmp)?;
+            stats = Some(export::perfetto_with(&mut r, f, opts)?);
+            Ok(())
+        })?;
+        let s = stats.expect("written");
+        note!(
+            "baro-top: {}: {} passes, {} trace events",
+            out.display(),
+            s.passes,
+            s.events
+        );
+        if let Some(d) = s.damage {
+            note!("baro-top: the recording is damaged or cut: {d}; exported everything before it");
+            damaged = true;
+        }
+    }
+    if let Some(out) = &a.csv {
+        let mut r = open(&a.file)?;
+        let mut stats = None;
+        crate::files::write_atomic(out, |tmp| {
+            let f = std::fs::File::create(tmp)?;
+            stats = Some(export::csv(&mut r, f)?);
+            Ok(())
+        })?;
+        let s = stats.expect("written");
+        note!(
+            "baro-top: {}: {} passes, {} rows",
+            out.display(),
+            s.passes,
+            s.events
+        );
+        if let Some(d) = s.damage {
+            note!("baro-top: the recording is damaged or cut: {d}; exported everything before it");
+            damaged = true;
+        }
+    }
+    Ok(if damaged {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `diff A B`: per stage kind, median busy and charged side by side with Δ%, and whether the
+/// two token streams agree. Exit 0 when the token streams agree, 1 when they differ.
+pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
+    let mut ra = open(&a.a)?;
+    let mut rb = open(&a.b)?;
+    let report = diff::compare(&mut ra, &mut rb).context("comparing the recordings")?;
+    outln!("{report}")?;
+    Ok(match report.tokens {
+        diff::Tokens::Differ { .. } => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
+    })
+}

@@ -1,0 +1,174 @@
+//! `replay --headless`, `export` and `diff` on recordings written by the telemetry crate's
+//! writer (synthetic runs: no GPU needed).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use baro_telemetry::recording::{RecordingHeader, Writer};
+use baro_telemetry::synth::{synthetic_frame, synthetic_run};
+use baro_telemetry::{EndReason, Telemetry};
+
+fn baro(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_baro-top"))
+        .args(args)
+        .output()
+        .expect("baro-top runs")
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("baro-rec-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("tmp dir");
+    d
+}
+
+/// A finished recording of `passes` synthetic passes; `token_shift` changes the tokens from
+/// pass `from` on (for diff). Returns the messages written.
+fn write_recording(path: &Path, passes: u64, seed: u64, finish: bool) -> Vec<Telemetry> {
+    let run = synthetic_run(8, 12, 4);
+    let mut msgs = vec![Telemetry::Start(run.clone())];
+    for p in 0..passes {
+        msgs.push(Telemetry::Frame(Box::new(synthetic_frame(&run, p, seed))));
+    }
+    msgs.push(Telemetry::End {
+        passes,
+        dropped: 0,
+        reason: EndReason::Completed,
+    });
+    let mut w = Writer::create(path, &RecordingHeader::new(run, "test")).expect("writer");
+    let n = if finish { msgs.len() } else { msgs.len() - 3 };
+    for m in &msgs[..n] {
+        w.write(m).expect("write");
+    }
+    if finish {
+        w.finish().expect("finish");
+    }
+    msgs[..n].to_vec()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn replay_headless_json_prints_exactly_the_recorded_messages_as_json_lines() {
+    let d = tmpdir("json");
+    let f = d.join("a.baro");
+    let msgs = write_recording(&f, 6, 1, true);
+    let o = baro(&["replay", f.to_str().unwrap(), "--headless", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let want: Vec<String> = msgs.iter().map(|m| m.to_json_line().unwrap()).collect();
+    let text = stdout(&o);
+    let got: Vec<&str> = text.lines().collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn replay_of_a_cut_recording_prints_every_complete_pass_and_exits_2_naming_the_offset() {
+    let d = tmpdir("cut");
+    let f = d.join("a.baro");
+    write_recording(&f, 5, 2, true);
+    let bytes = std::fs::read(&f).unwrap();
+    let cut = d.join("cut.baro");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let o = baro(&["replay", cut.to_str().unwrap(), "--headless"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stdout(&o).lines().any(|l| l.starts_with("pass 0 ")),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stderr(&o).contains("at byte"), "{}", stderr(&o));
+}
+
+#[test]
+fn replay_speed_paces_the_passes_by_their_recorded_wall_time() {
+    let d = tmpdir("speed");
+    let f = d.join("a.baro");
+    let msgs = write_recording(&f, 4, 3, true);
+    let recorded: u64 = msgs
+        .iter()
+        .filter_map(|m| match m {
+            Telemetry::Frame(fr) => Some(fr.wall_ns),
+            _ => None,
+        })
+        .sum();
+    // Ask for a speed that makes the replay take ~0.5 s.
+    let speed = recorded as f64 / 0.5e9;
+    let t0 = std::time::Instant::now();
+    let o = baro(&[
+        "replay",
+        f.to_str().unwrap(),
+        "--headless",
+        "--speed",
+        &format!("{speed}"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(t0.elapsed().as_secs_f64() >= 0.45, "{:?}", t0.elapsed());
+    for bad in ["-1", "nan", "inf", "1e9"] {
+        let o = baro(&["replay", f.to_str().unwrap(), "--headless", "--speed", bad]);
+        assert_eq!(o.status.code(), Some(2), "--speed {bad}");
+        assert!(stderr(&o).contains("--speed"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn export_writes_perfetto_json_and_csv_with_a_row_per_pass_per_stage() {
+    let d = tmpdir("export");
+    let f = d.join("a.baro");
+    write_recording(&f, 3, 4, true);
+    let (pj, csv) = (d.join("t.json"), d.join("t.csv"));
+    let o = baro(&[
+        "export",
+        f.to_str().unwrap(),
+        "--perfetto",
+        pj.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&pj).unwrap()).expect("perfetto JSON parses");
+    let events = v
+        .get("traceEvents")
+        .and_then(|e| e.as_array())
+        .expect("traceEvents");
+    assert!(events.iter().any(|e| e["ph"] == "X"), "complete events");
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(rows.lines().count(), 1 + 3 * 12, "{rows}");
+    let o = baro(&["export", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--perfetto"), "{}", stderr(&o));
+    assert!(!d.join("t.json.partial").exists());
+}
+
+#[test]
+fn diff_of_two_recordings_compares_stage_kinds_and_says_whether_tokens_agree() {
+    let d = tmpdir("diff");
+    let (a, b) = (d.join("a.baro"), d.join("b.baro"));
+    write_recording(&a, 6, 5, true);
+    write_recording(&b, 6, 5, true);
+    let o = baro(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).to_lowercase().contains("agree"),
+        "{}",
+        stdout(&o)
+    );
+    let o = baro(&["diff", a.to_str().unwrap(), "/nonexistent.baro"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent.baro"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_file_that_is_not_a_recording_is_refused_by_name() {
+    let d = tmpdir("notrec");
+    let f = d.join("x.baro");
+    std::fs::write(&f, b"GGUF not a recording at all").unwrap();
+    let o = baro(&["replay", f.to_str().unwrap(), "--headless"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("x.baro"), "{}", stderr(&o));
+}
