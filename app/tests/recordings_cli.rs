@@ -58,9 +58,17 @@ fn replay_headless_json_prints_exactly_the_recorded_messages_as_json_lines() {
     let d = tmpdir("json");
     let f = d.join("a.baro");
     let msgs = write_recording(&f, 6, 1, true);
-    let o = baro(&["replay", f.to_str().unwrap(), "--headless", "--json"]);
+    let o = baro(&[
+        "replay",
+        f.to_str().expect("utf-8 path"),
+        "--headless",
+        "--json",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let want: Vec<String> = msgs.iter().map(|m| m.to_json_line().unwrap()).collect();
+    let want: Vec<String> = msgs
+        .iter()
+        .map(|m| m.to_json_line().expect("json"))
+        .collect();
     let text = stdout(&o);
     let got: Vec<&str> = text.lines().collect();
     assert_eq!(got, want);
@@ -71,10 +79,10 @@ fn replay_of_a_cut_recording_prints_every_complete_pass_and_exits_2_naming_the_o
     let d = tmpdir("cut");
     let f = d.join("a.baro");
     write_recording(&f, 5, 2, true);
-    let bytes = std::fs::read(&f).unwrap();
+    let bytes = std::fs::read(&f).expect("read");
     let cut = d.join("cut.baro");
-    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
-    let o = baro(&["replay", cut.to_str().unwrap(), "--headless"]);
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).expect("io");
+    let o = baro(&["replay", cut.to_str().expect("utf-8 path"), "--headless"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stdout(&o).lines().any(|l| l.starts_with("pass 0 ")),
@@ -101,7 +109,7 @@ fn replay_speed_paces_the_passes_by_their_recorded_wall_time() {
     let t0 = std::time::Instant::now();
     let o = baro(&[
         "replay",
-        f.to_str().unwrap(),
+        f.to_str().expect("utf-8 path"),
         "--headless",
         "--speed",
         &format!("{speed}"),
@@ -109,7 +117,13 @@ fn replay_speed_paces_the_passes_by_their_recorded_wall_time() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(t0.elapsed().as_secs_f64() >= 0.45, "{:?}", t0.elapsed());
     for bad in ["-1", "nan", "inf", "1e9"] {
-        let o = baro(&["replay", f.to_str().unwrap(), "--headless", "--speed", bad]);
+        let o = baro(&[
+            "replay",
+            f.to_str().expect("utf-8 path"),
+            "--headless",
+            "--speed",
+            bad,
+        ]);
         assert_eq!(o.status.code(), Some(2), "--speed {bad}");
         assert!(stderr(&o).contains("--speed"), "{}", stderr(&o));
     }
@@ -123,23 +137,23 @@ fn export_writes_perfetto_json_and_csv_with_a_row_per_pass_per_stage() {
     let (pj, csv) = (d.join("t.json"), d.join("t.csv"));
     let o = baro(&[
         "export",
-        f.to_str().unwrap(),
+        f.to_str().expect("utf-8 path"),
         "--perfetto",
-        pj.to_str().unwrap(),
+        pj.to_str().expect("utf-8 path"),
         "--csv",
-        csv.to_str().unwrap(),
+        csv.to_str().expect("utf-8 path"),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&pj).unwrap()).expect("perfetto JSON parses");
+        serde_json::from_slice(&std::fs::read(&pj).expect("read")).expect("perfetto JSON parses");
     let events = v
         .get("traceEvents")
         .and_then(|e| e.as_array())
         .expect("traceEvents");
     assert!(events.iter().any(|e| e["ph"] == "X"), "complete events");
-    let rows = std::fs::read_to_string(&csv).unwrap();
+    let rows = std::fs::read_to_string(&csv).expect("io");
     assert_eq!(rows.lines().count(), 1 + 3 * 12, "{rows}");
-    let o = baro(&["export", f.to_str().unwrap()]);
+    let o = baro(&["export", f.to_str().expect("utf-8 path")]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--perfetto"), "{}", stderr(&o));
     assert!(!d.join("t.json.partial").exists());
@@ -151,14 +165,18 @@ fn diff_of_two_recordings_compares_stage_kinds_and_says_whether_tokens_agree() {
     let (a, b) = (d.join("a.baro"), d.join("b.baro"));
     write_recording(&a, 6, 5, true);
     write_recording(&b, 6, 5, true);
-    let o = baro(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let o = baro(&[
+        "diff",
+        a.to_str().expect("utf-8 path"),
+        b.to_str().expect("utf-8 path"),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         stdout(&o).to_lowercase().contains("agree"),
         "{}",
         stdout(&o)
     );
-    let o = baro(&["diff", a.to_str().unwrap(), "/nonexistent.baro"]);
+    let o = baro(&["diff", a.to_str().expect("utf-8 path"), "/nonexistent.baro"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("/nonexistent.baro"), "{}", stderr(&o));
 }
@@ -167,8 +185,8 @@ fn diff_of_two_recordings_compares_stage_kinds_and_says_whether_tokens_agree() {
 fn a_file_that_is_not_a_recording_is_refused_by_name() {
     let d = tmpdir("notrec");
     let f = d.join("x.baro");
-    std::fs::write(&f, b"GGUF not a recording at all").unwrap();
-    let o = baro(&["replay", f.to_str().unwrap(), "--headless"]);
+    std::fs::write(&f, b"GGUF not a recording at all").expect("io");
+    let o = baro(&["replay", f.to_str().expect("utf-8 path"), "--headless"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("x.baro"), "{}", stderr(&o));
 }
