@@ -18,8 +18,9 @@
 //! The in-kernel busy time is used first because it does not see time-slicing: a pass that
 //! waited for another context is contended, not slow.
 //!
-//! During the first `warmup` passes the baseline is not trusted and the latency votes
-//! nothing. A clock hint (NVML's SM clock against its maximum) votes where latency does not:
+//! Until `warmup` passes have fed the baseline it is not trusted and the latency votes
+//! nothing; a pass the clock calls slow does not feed it (so a cold start does not become
+//! the "fast" baseline where the clocks are sampled). A clock hint (NVML's SM clock against its maximum) votes where latency does not:
 //! below `clock_slow_fraction` of the maximum clock slow, from `clock_fast_fraction` up fast.
 //! So a cold start is labelled slow from its first pass where the clocks are sampled, and
 //! unknown until the baseline is trusted where they are not. Where both vote and disagree the
@@ -141,7 +142,8 @@ pub struct ModeDecision {
 
 #[derive(Clone, Debug, Default)]
 struct Baseline {
-    seen: u32,
+    /// Passes fed so far (the baseline is trusted from `warmup` on).
+    fed: u32,
     fast: VecDeque<u64>,
 }
 
@@ -197,7 +199,7 @@ impl PowerModeClassifier {
     pub fn with_baseline(mut self, indicator: Indicator, fast_ns: u64) -> Self {
         let b = &mut self.baselines[indicator as usize];
         b.push(fast_ns, self.cfg.window);
-        b.seen = self.cfg.warmup;
+        b.fed = self.cfg.warmup;
         self
     }
 
@@ -231,10 +233,10 @@ impl PowerModeClassifier {
         let ind = self.indicator(frame);
         let mut ratio = None;
         let mut latency_vote = None;
+        let clock_vote = clock.and_then(|c| c.vote(cfg));
         if let Some((src, x)) = ind {
-            let b = &mut self.baselines[src as usize];
-            b.seen = b.seen.saturating_add(1);
-            if b.seen > cfg.warmup {
+            let b = &self.baselines[src as usize];
+            if b.fed >= cfg.warmup {
                 if let Some(base) = b.min().filter(|&m| m > 0) {
                     let r = x as f64 / base as f64;
                     ratio = Some(r);
@@ -246,7 +248,6 @@ impl PowerModeClassifier {
                 }
             }
         }
-        let clock_vote = clock.and_then(|c| c.vote(cfg));
         let clock_agrees = latency_vote.zip(clock_vote).map(|(l, c)| l == c);
         let vote = latency_vote.or(clock_vote);
 
@@ -278,10 +279,17 @@ impl PowerModeClassifier {
 
         if let Some((src, x)) = ind {
             let b = &mut self.baselines[src as usize];
-            // The baseline learns from warmup passes and from passes whose own latency says
-            // fast; a pass labelled fast only by its clock does not move it.
-            if b.seen <= cfg.warmup || (mode == PowerMode::Fast && latency_vote.is_some()) {
+            // The baseline learns from warmup passes the clock does not call slow, then from
+            // passes whose own latency says fast (a pass fast only by its clock does not move
+            // it).
+            let learn = if b.fed < cfg.warmup {
+                clock_vote != Some(PowerMode::Slow)
+            } else {
+                mode == PowerMode::Fast && latency_vote.is_some()
+            };
+            if learn {
                 b.push(x, cfg.window);
+                b.fed = b.fed.saturating_add(1);
             }
         }
         ModeDecision {
