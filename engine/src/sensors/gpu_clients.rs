@@ -124,7 +124,7 @@ impl GpuClientScanner {
                         continue;
                     }
                     let name = read_comm(&dir);
-                    if self.ignore.iter().any(|n| *n == name) {
+                    if self.ignore.contains(&name) {
                         continue;
                     }
                     found.insert(
