@@ -10,6 +10,7 @@
 //! - [`model`]: the llama configuration and weights as the decoders consume them.
 //! - [`reference`]: the plain f32 CPU decoder every GPU result is checked against.
 //! - [`synth`]: deterministic synthetic models of any llama shape.
+//! - [`sensors`]: the sensor thread (CPU, other GPU clients, clocks) and the host GPU lock.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -23,6 +24,7 @@ pub mod model;
 pub mod quant;
 pub mod reference;
 pub mod sampler;
+pub mod sensors;
 pub mod session;
 pub mod synth;
 pub mod telemetry;

@@ -12,6 +12,7 @@
 //! `timestamp_start_ns` are the timestamp-query domain's; `device_start_ns` and spans are the
 //! device clock's; `host_start_ns` is host `CLOCK_MONOTONIC` (see [`crate::clock`]).
 
+use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -54,7 +55,12 @@ pub enum PowerMode {
 
 /// What else was using the machine around a pass. The default is quiet: nothing seen (or
 /// nothing sampled yet). Fields are added with defaults, so older lines keep loading.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+///
+/// `reasons` says why a pass is contended, one entry per cause, each printable as a sentence
+/// ([`ContentionReason`]'s `Display`: "2 other GPU processes: pid 4242 python, pid 77 Xorg",
+/// "CPU 97% busy", "unaccounted 5.5 ms of 7.1 ms: time-sliced"); [`Contention::summary`] joins
+/// them. It is not `Copy` (the reasons own their text); clone it where a copy is needed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Contention {
     /// Other processes holding the GPU open at the last sample.
@@ -64,12 +70,168 @@ pub struct Contention {
     /// The pass's GPU time exceeded its stamped work by more than the time-slicing threshold
     /// (another context ran in the middle of it: invisible from inside the kernel).
     pub gpu_time_sliced: bool,
+    /// The pass's GPU time (timestamps) minus the in-kernel work it can account for (the
+    /// stamped extent of its spans, else its stages' charged or dispatch times), ns; `None`
+    /// without timestamps or without stamps.
+    pub unaccounted_ns: Option<u64>,
+    /// Why the pass is contended (empty when quiet).
+    pub reasons: Vec<ContentionReason>,
 }
 
 impl Contention {
     /// Nothing else seen.
     pub fn is_quiet(&self) -> bool {
-        self.gpu_clients == 0 && !self.gpu_time_sliced && self.cpu_busy.is_none_or(|c| c < 0.5)
+        self.reasons.is_empty()
+            && self.gpu_clients == 0
+            && !self.gpu_time_sliced
+            && self.cpu_busy.is_none_or(|c| c < 0.5)
+    }
+
+    /// `quiet`, or the reasons joined by `; ` (what the dashboard header shows).
+    pub fn summary(&self) -> String {
+        if self.reasons.is_empty() {
+            return if self.is_quiet() {
+                "quiet"
+            } else {
+                "contended"
+            }
+            .to_string();
+        }
+        let parts: Vec<String> = self.reasons.iter().map(|r| r.to_string()).collect();
+        parts.join("; ")
+    }
+}
+
+/// Another process using a GPU (from `/proc/*/fd` and DRM fdinfo, or from NVML).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GpuClient {
+    /// Process id (in the reader's pid namespace for `/proc`, the host's for NVML).
+    pub pid: u32,
+    /// Process name (`/proc/PID/comm`), empty where unreadable.
+    pub name: String,
+    /// GPU memory it holds, bytes, where the driver reports it (NVML).
+    pub gpu_memory_bytes: Option<u64>,
+}
+
+impl fmt::Display for GpuClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "pid {}", self.pid)?;
+        if !self.name.is_empty() {
+            write!(f, " {}", self.name)?;
+        }
+        if let Some(b) = self.gpu_memory_bytes {
+            write!(f, " ({})", Mib(b))?;
+        }
+        Ok(())
+    }
+}
+
+/// Who holds the host's per-GPU timing lock (written into the lock file by its holder).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LockHolder {
+    /// Holder's process id.
+    pub pid: u32,
+    /// Holder's command line (or its name).
+    pub command: String,
+    /// Unix time in ms at which it took the lock.
+    pub since_unix_ms: u64,
+}
+
+impl fmt::Display for LockHolder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "pid {}", self.pid)?;
+        if !self.command.is_empty() {
+            write!(f, " ({})", self.command)?;
+        }
+        Ok(())
+    }
+}
+
+/// One cause of contention, structured; its `Display` is the sentence a user reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ContentionReason {
+    /// Other processes hold the GPU open.
+    GpuClients {
+        /// How many (may exceed `clients.len()` where only a count is known).
+        count: u32,
+        /// Those known by pid.
+        clients: Vec<GpuClient>,
+    },
+    /// Other processes keep the CPU busy.
+    CpuBusy {
+        /// Busy fraction (0–1) of every core, this process excluded.
+        fraction: f32,
+    },
+    /// The pass's GPU time is mostly not in its own stamped work: the GPU ran another
+    /// context in the middle of it.
+    TimeSliced {
+        /// GPU time not accounted for by the pass's work, ns.
+        unaccounted_ns: u64,
+        /// The pass's GPU time, ns.
+        gpu_ns: u64,
+    },
+    /// Another baro-top timing run holds this GPU's host lock (this run did not wait).
+    HostLock {
+        /// Who holds it.
+        holder: LockHolder,
+    },
+}
+
+impl fmt::Display for ContentionReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ContentionReason::GpuClients { count, clients } => {
+                let s = if *count == 1 { "" } else { "es" };
+                write!(f, "{count} other GPU process{s}")?;
+                for (i, c) in clients.iter().enumerate() {
+                    f.write_str(if i == 0 { ": " } else { ", " })?;
+                    write!(f, "{c}")?;
+                }
+                Ok(())
+            }
+            ContentionReason::CpuBusy { fraction } => {
+                write!(f, "CPU {:.0}% busy", fraction * 100.0)
+            }
+            ContentionReason::TimeSliced {
+                unaccounted_ns,
+                gpu_ns,
+            } => write!(
+                f,
+                "unaccounted {} of {}: time-sliced",
+                Ms(*unaccounted_ns),
+                Ms(*gpu_ns)
+            ),
+            ContentionReason::HostLock { holder } => {
+                write!(f, "another timing run holds the GPU lock: {holder}")
+            }
+        }
+    }
+}
+
+/// ns printed as ms with one decimal.
+struct Ms(u64);
+
+impl fmt::Display for Ms {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.1} ms", self.0 as f64 / 1e6)
+    }
+}
+
+/// Bytes printed as MiB (or GiB from 1 GiB up).
+struct Mib(u64);
+
+impl fmt::Display for Mib {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const MIB: f64 = 1024.0 * 1024.0;
+        let m = self.0 as f64 / MIB;
+        if m >= 1024.0 {
+            write!(f, "{:.1} GiB", m / 1024.0)
+        } else {
+            write!(f, "{m:.0} MiB")
+        }
     }
 }
 
@@ -178,7 +340,60 @@ mod tests {
             gpu_clients: 1,
             cpu_busy: Some(0.75),
             gpu_time_sliced: true,
+            unaccounted_ns: Some(5_500_000),
+            reasons: vec![ContentionReason::CpuBusy { fraction: 0.75 }],
         };
+        let j = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<Contention>(&j).unwrap(), c);
+    }
+
+    #[test]
+    fn contention_reasons_read_as_the_sentences_the_header_shows() {
+        let c = Contention {
+            gpu_clients: 2,
+            reasons: vec![
+                ContentionReason::GpuClients {
+                    count: 2,
+                    clients: vec![
+                        GpuClient {
+                            pid: 4242,
+                            name: "python".into(),
+                            gpu_memory_bytes: Some(3 << 30),
+                        },
+                        GpuClient {
+                            pid: 77,
+                            name: "Xorg".into(),
+                            gpu_memory_bytes: None,
+                        },
+                    ],
+                },
+                ContentionReason::CpuBusy { fraction: 0.97 },
+                ContentionReason::TimeSliced {
+                    unaccounted_ns: 5_500_000,
+                    gpu_ns: 7_100_000,
+                },
+                ContentionReason::HostLock {
+                    holder: LockHolder {
+                        pid: 9,
+                        command: "baro-top bench".into(),
+                        since_unix_ms: 1,
+                    },
+                },
+            ],
+            ..Default::default()
+        };
+        assert_eq!(
+            c.summary(),
+            "2 other GPU processes: pid 4242 python (3.0 GiB), pid 77 Xorg; CPU 97% busy; \
+             unaccounted 5.5 ms of 7.1 ms: time-sliced; \
+             another timing run holds the GPU lock: pid 9 (baro-top bench)"
+        );
+        assert_eq!(Contention::default().summary(), "quiet");
+        let one = ContentionReason::GpuClients {
+            count: 1,
+            clients: vec![],
+        };
+        assert_eq!(one.to_string(), "1 other GPU process");
         let j = serde_json::to_string(&c).unwrap();
         assert_eq!(serde_json::from_str::<Contention>(&j).unwrap(), c);
     }

@@ -39,6 +39,7 @@
 //! - [`judge`]: the near-tie correctness rule shared by the gate and a shadow reference;
 //! - [`recording`]: the stream on disk (`*.baro`), its reader, exports and diff;
 //! - [`synth`]: synthetic runs and frames of any shape, for tests and benches.
+//! - [`labels`]: per-pass power-mode and contention labelling from frames and sensor samples.
 
 #![deny(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
@@ -47,6 +48,7 @@ pub mod clock;
 pub mod fail;
 pub mod frame;
 pub mod judge;
+pub mod labels;
 pub mod recording;
 pub mod ring;
 pub mod run;
@@ -59,7 +61,9 @@ use serde::{Deserialize, Serialize};
 
 pub use clock::{ClockSync, HostClock, ShaderCalibration};
 pub use fail::{FailReport, FailWord};
-pub use frame::{Contention, Frame, PowerMode, StageTiming};
+pub use frame::{
+    Contention, ContentionReason, Frame, GpuClient, LockHolder, PowerMode, StageTiming,
+};
 pub use judge::{Correctness, Judge, Margin, Verdict};
 pub use recording::{RecordingError, RecordingHeader};
 pub use ring::{DecodedRing, RingError, RingLayout};
@@ -178,8 +182,11 @@ pub enum SensorReading {
     },
     /// Other processes holding the GPU open.
     GpuClients {
-        /// How many.
+        /// How many (de-duplicated: one per process).
         count: u32,
+        /// Those known by pid, with their GPU memory where the driver reports it.
+        #[serde(default)]
+        clients: Vec<GpuClient>,
     },
     /// GPU clocks.
     GpuClocks {
@@ -187,8 +194,14 @@ pub enum SensorReading {
         sm_mhz: u32,
         /// Memory clock, MHz, where reported.
         mem_mhz: Option<u32>,
+        /// The shader clock's maximum, MHz, where reported.
+        #[serde(default)]
+        max_sm_mhz: Option<u32>,
+        /// Performance state (NVML: 0 = P0, the fastest … 15), where reported.
+        #[serde(default)]
+        pstate: Option<u32>,
     },
-    /// Throttle reasons as the driver reports them (NVML's bit mask), 0 = none.
+    /// Throttle (clock-event) reasons as the driver reports them (NVML's bit mask), 0 = none.
     Throttle {
         /// Bits.
         reasons: u64,
@@ -197,6 +210,27 @@ pub enum SensorReading {
     Mode {
         /// The mode.
         mode: PowerMode,
+    },
+    /// Board power and temperature.
+    GpuPower {
+        /// Power draw, mW, where reported.
+        power_mw: Option<u32>,
+        /// GPU temperature, °C, where reported.
+        temperature_c: Option<u32>,
+    },
+    /// Who holds this GPU's host timing lock (`None`: nobody).
+    HostLock {
+        /// The holder.
+        holder: Option<LockHolder>,
+        /// Whether the holder is this process.
+        ours: bool,
+    },
+    /// A sensor source is off (said once, not an error): e.g. NVML not installed.
+    SourceOff {
+        /// The source (`nvml`, `amd`, `proc`).
+        source: String,
+        /// Why.
+        reason: String,
     },
 }
 
@@ -237,10 +271,35 @@ mod tests {
     fn every_sensor_reading_round_trips_tagged() {
         for reading in [
             SensorReading::CpuBusy { fraction: 0.25 },
-            SensorReading::GpuClients { count: 3 },
+            SensorReading::GpuClients {
+                count: 1,
+                clients: vec![GpuClient {
+                    pid: 4242,
+                    name: "python".into(),
+                    gpu_memory_bytes: Some(1 << 30),
+                }],
+            },
             SensorReading::GpuClocks {
                 sm_mhz: 1980,
                 mem_mhz: Some(2619),
+                max_sm_mhz: Some(1980),
+                pstate: Some(0),
+            },
+            SensorReading::GpuPower {
+                power_mw: Some(120_000),
+                temperature_c: Some(41),
+            },
+            SensorReading::HostLock {
+                holder: Some(LockHolder {
+                    pid: 1,
+                    command: "baro-top bench".into(),
+                    since_unix_ms: 2,
+                }),
+                ours: false,
+            },
+            SensorReading::SourceOff {
+                source: "nvml".into(),
+                reason: "libnvidia-ml.so.1 not found".into(),
             },
             SensorReading::Throttle { reasons: 0x4 },
             SensorReading::Mode {
@@ -256,6 +315,38 @@ mod tests {
                 "{j}"
             );
         }
+    }
+
+    #[test]
+    fn older_sensor_lines_without_the_added_fields_still_load() {
+        let t = Telemetry::from_json_line(
+            r#"{"type":"sensor","host_ns":1,"reading":{"gpu_clocks":{"sm_mhz":345,"mem_mhz":null}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            t,
+            Telemetry::Sensor(SensorSample {
+                host_ns: 1,
+                reading: SensorReading::GpuClocks {
+                    sm_mhz: 345,
+                    mem_mhz: None,
+                    max_sm_mhz: None,
+                    pstate: None
+                }
+            })
+        );
+        let t = Telemetry::from_json_line(
+            r#"{"type":"sensor","host_ns":1,"reading":{"gpu_clients":{"count":2}}}"#,
+        )
+        .unwrap();
+        let Telemetry::Sensor(SensorSample {
+            reading: SensorReading::GpuClients { count, clients },
+            ..
+        }) = t
+        else {
+            panic!("not a gpu_clients reading: {t:?}")
+        };
+        assert_eq!((count, clients.len()), (2, 0));
     }
 
     #[test]
@@ -332,7 +423,10 @@ mod tests {
         .must_deliver());
         assert!(!Telemetry::Sensor(SensorSample {
             host_ns: 0,
-            reading: SensorReading::GpuClients { count: 0 }
+            reading: SensorReading::GpuClients {
+                count: 0,
+                clients: vec![]
+            }
         })
         .must_deliver());
     }

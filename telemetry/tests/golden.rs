@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use baro_telemetry::fail::bits;
 use baro_telemetry::{
-    Contention, FailReport, FailWord, Frame, Judge, PowerMode, RingLayout, RunDetails, Spans,
-    Telemetry, SCHEMA_VERSION,
+    Contention, ContentionReason, FailReport, FailWord, Frame, GpuClient, Judge, PowerMode,
+    RingLayout, RunDetails, Spans, Telemetry, SCHEMA_VERSION,
 };
 
 fn golden_path() -> PathBuf {
@@ -99,6 +99,15 @@ fn golden_frame() -> Frame {
             gpu_clients: 1,
             cpu_busy: Some(0.125),
             gpu_time_sliced: false,
+            unaccounted_ns: Some(249_994_195),
+            reasons: vec![ContentionReason::GpuClients {
+                count: 1,
+                clients: vec![GpuClient {
+                    pid: 4242,
+                    name: "python".into(),
+                    gpu_memory_bytes: Some(512 << 20),
+                }],
+            }],
         },
         spans: decoded.spans,
     }

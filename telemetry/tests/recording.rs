@@ -52,10 +52,15 @@ fn stream(run: &RunDetails, passes: u64, seed: u64) -> Vec<Telemetry> {
     let mut v = vec![Telemetry::Start(run.clone()), Telemetry::Clock(clock(0))];
     let readings = [
         SensorReading::CpuBusy { fraction: 0.125 },
-        SensorReading::GpuClients { count: 2 },
+        SensorReading::GpuClients {
+            count: 2,
+            clients: vec![],
+        },
         SensorReading::GpuClocks {
             sm_mhz: 1980,
             mem_mhz: Some(2619),
+            max_sm_mhz: Some(1980),
+            pstate: Some(0),
         },
         SensorReading::Throttle { reasons: 4 },
         SensorReading::Mode {

@@ -490,7 +490,7 @@ fn clone_without_spans(f: &Frame) -> Frame {
         dispatch_ns: f.dispatch_ns.clone(),
         correctness: f.correctness,
         mode: f.mode,
-        contention: f.contention,
+        contention: f.contention.clone(),
         spans: Spans::default(),
     }
 }

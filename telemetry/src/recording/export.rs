@@ -306,7 +306,9 @@ pub fn perfetto_with<R: Read + Seek>(
             Ok(Telemetry::Sensor(s)) => {
                 let ts = p.host_ts(s.host_ns);
                 match s.reading {
-                    SensorReading::GpuClocks { sm_mhz, mem_mhz } => {
+                    SensorReading::GpuClocks {
+                        sm_mhz, mem_mhz, ..
+                    } => {
                         p.counter("sm_mhz", ts, f64::from(sm_mhz))?;
                         if let Some(m) = mem_mhz {
                             p.counter("mem_mhz", ts, f64::from(m))?;
