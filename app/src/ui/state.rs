@@ -102,6 +102,45 @@ pub struct LogEntry {
     pub text: String,
 }
 
+/// A retained frame's time geometry, computed once at ingest (not every redraw).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Geometry {
+    /// End of the pass's last stamp, ns.
+    pub extent: u64,
+    /// Per level: the first exit from its barrier, ns (`u32::MAX`: none).
+    pub level_exit: Vec<u32>,
+}
+
+impl Geometry {
+    /// Of one frame.
+    pub fn of(f: &Frame) -> Geometry {
+        let sp = &f.spans;
+        let mut hi = 0u32;
+        for s in 0..sp.stages() {
+            for w in 0..sp.grid() {
+                if let Some((_, b)) = sp.span(s, w) {
+                    hi = hi.max(b);
+                }
+            }
+        }
+        let mut level_exit = vec![];
+        for l in 0..sp.levels() {
+            let mut first = u32::MAX;
+            for w in 0..sp.grid() {
+                if let Some(e) = sp.exit(l, w) {
+                    hi = hi.max(e);
+                    first = first.min(e);
+                }
+            }
+            level_exit.push(first);
+        }
+        Geometry {
+            extent: hi.max(1) as u64,
+            level_exit,
+        }
+    }
+}
+
 /// Everything ingested.
 #[derive(Clone, Default)]
 pub struct Data {
@@ -149,6 +188,8 @@ pub struct Data {
     pub end: Option<EndReason>,
     /// Bumped on every change (redraw and derived-view cache key).
     pub generation: u64,
+    /// Geometry of the retained frames, by pass.
+    pub geometry: Vec<(u64, Arc<Geometry>)>,
 }
 
 impl Data {
@@ -383,7 +424,18 @@ impl Data {
             if self.recent.len() == RECENT {
                 self.recent.pop_front();
             }
+            self.geometry.push((f.pass, Arc::new(Geometry::of(&f))));
             self.recent.push_back(f);
+            let keep = self.retained();
+            self.geometry.retain(|(p, _)| keep.contains(p));
+        }
+    }
+
+    /// The geometry of a retained frame (computed now if it was not kept).
+    pub fn geometry_of(&self, f: &Frame) -> Arc<Geometry> {
+        match self.geometry.iter().find(|(p, _)| *p == f.pass) {
+            Some((_, g)) => g.clone(),
+            None => Arc::new(Geometry::of(f)),
         }
     }
 

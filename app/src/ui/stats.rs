@@ -179,21 +179,22 @@ impl Stats {
     }
 }
 
-/// Histograms rebuilt from a selection of ring entries.
+/// Exact percentiles of a selection of ring entries (the window or a range: small enough
+/// to sort, and exact where a histogram would bucket).
 pub struct Selected {
     /// Busy by stage.
-    pub busy: Vec<Histogram<u32>>,
+    pub busy: Vec<Pcts>,
     /// Charged by stage.
-    pub charged: Vec<Histogram<u32>>,
+    pub charged: Vec<Pcts>,
     /// Busy by kind.
-    pub kind_busy: Vec<Histogram<u32>>,
+    pub kind_busy: Vec<Pcts>,
     /// Charged by kind.
-    pub kind_charged: Vec<Histogram<u32>>,
-    /// Barrier histograms by level.
-    pub barrier: Vec<[Histogram<u32>; 3]>,
+    pub kind_charged: Vec<Pcts>,
+    /// Barrier percentiles by level: arrival spread, release, exit spread.
+    pub barrier: Vec<[Pcts; 3]>,
     /// Pass durations.
-    pub pass: Histogram<u32>,
-    /// Per level: how often each workgroup arrived last (workgroup, count), top one.
+    pub pass: Pcts,
+    /// Per level: the workgroup that arrived last most often, with its count.
     pub last: Vec<Option<(u32, u32)>>,
     /// Over all levels: how often each workgroup arrived last.
     pub last_all: Vec<u32>,
@@ -203,56 +204,68 @@ pub struct Selected {
     pub passes: u64,
 }
 
+/// Percentiles of `v` (sorted in place).
+pub fn pcts(v: &mut [u64]) -> Pcts {
+    if v.is_empty() {
+        return Pcts::default();
+    }
+    v.sort_unstable();
+    let q = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    Pcts {
+        p50: q(0.5),
+        p90: q(0.9),
+        p99: q(0.99),
+        p999: q(0.999),
+        max: v[v.len() - 1],
+        n: v.len() as u64,
+    }
+}
+
 impl Stats {
     /// Summaries of a scope (`None` range = the sliding window).
     pub fn selected(&self, range: Option<(u64, u64)>, grid: u32) -> Selected {
         let n = self.kinds.len();
         let nl = self.barrier.len();
-        let mut s = Selected {
-            busy: (0..n).map(|_| hist()).collect(),
-            charged: (0..n).map(|_| hist()).collect(),
-            kind_busy: StageKind::ALL.iter().map(|_| hist()).collect(),
-            kind_charged: StageKind::ALL.iter().map(|_| hist()).collect(),
-            barrier: (0..nl).map(|_| [hist(), hist(), hist()]).collect(),
-            pass: hist(),
-            last: vec![None; nl],
-            last_all: vec![0; grid as usize],
-            barriers_seen: 0,
-            passes: 0,
-        };
+        let nk = StageKind::ALL.len();
+        let sel: Vec<&PassValues> = self.select(range).collect();
+        let m = sel.len();
+        // Column-major scratch: one run of m values per series.
+        let mut busy = vec![0u64; n * m];
+        let mut charged = vec![0u64; n * m];
+        let mut nb = vec![0usize; n];
+        let mut kb = vec![0u64; nk * m];
+        let mut kc = vec![0u64; nk * m];
+        let mut bars = vec![0u64; nl * 3 * m];
+        let mut nbar = vec![0usize; nl];
+        let mut last_all = vec![0u32; grid as usize];
+        let mut seen = 0;
         let mut per_level: Vec<Vec<(u32, u32)>> = vec![vec![]; nl];
-        for p in self.select(range) {
-            s.passes += 1;
-            rec(&mut s.pass, p.dur_ns);
-            let mut kb = [0u64; StageKind::ALL.len()];
-            let mut kc = [0u64; StageKind::ALL.len()];
+        let mut pass = Vec::with_capacity(m);
+        for (j, p) in sel.iter().enumerate() {
+            pass.push(p.dur_ns);
             for i in 0..n.min(p.busy.len()) {
                 if p.busy[i] == u32::MAX {
                     continue;
                 }
-                rec(&mut s.busy[i], p.busy[i] as u64);
-                rec(&mut s.charged[i], p.charged[i] as u64);
+                busy[i * m + nb[i]] = p.busy[i] as u64;
+                charged[i * m + nb[i]] = p.charged[i] as u64;
+                nb[i] += 1;
                 let k = self.kinds[i].code() as usize;
-                kb[k] += p.busy[i] as u64;
-                kc[k] += p.charged[i] as u64;
-            }
-            for k in 0..kb.len() {
-                if kb[k] > 0 {
-                    rec(&mut s.kind_busy[k], kb[k]);
-                    rec(&mut s.kind_charged[k], kc[k]);
-                }
+                kb[k * m + j] += p.busy[i] as u64;
+                kc[k * m + j] += p.charged[i] as u64;
             }
             for (l, b) in p.barriers.iter().enumerate().take(nl) {
                 if b[0] == u32::MAX {
                     continue;
                 }
-                for j in 0..3 {
-                    rec(&mut s.barrier[l][j], b[j] as u64);
+                for x in 0..3 {
+                    bars[(l * 3 + x) * m + nbar[l]] = b[x] as u64;
                 }
+                nbar[l] += 1;
                 let w = b[3];
-                if let Some(c) = s.last_all.get_mut(w as usize) {
+                if let Some(c) = last_all.get_mut(w as usize) {
                     *c += 1;
-                    s.barriers_seen += 1;
+                    seen += 1;
                     match per_level[l].iter_mut().find(|(x, _)| *x == w) {
                         Some((_, c)) => *c += 1,
                         None => per_level[l].push((w, 1)),
@@ -260,12 +273,44 @@ impl Stats {
                 }
             }
         }
-        for (l, v) in per_level.iter().enumerate() {
-            s.last[l] = v
+        let nonzero = |v: &mut [u64]| {
+            let mut w: Vec<u64> = v.iter().copied().filter(|&x| x > 0).collect();
+            pcts(&mut w)
+        };
+        Selected {
+            busy: (0..n)
+                .map(|i| pcts(&mut busy[i * m..i * m + nb[i]]))
+                .collect(),
+            charged: (0..n)
+                .map(|i| pcts(&mut charged[i * m..i * m + nb[i]]))
+                .collect(),
+            kind_busy: (0..nk)
+                .map(|k| nonzero(&mut kb[k * m..(k + 1) * m]))
+                .collect(),
+            kind_charged: (0..nk)
+                .map(|k| nonzero(&mut kc[k * m..(k + 1) * m]))
+                .collect(),
+            barrier: (0..nl)
+                .map(|l| {
+                    let mut one = |x: usize| {
+                        let o = (l * 3 + x) * m;
+                        pcts(&mut bars[o..o + nbar[l]])
+                    };
+                    [one(0), one(1), one(2)]
+                })
+                .collect(),
+            pass: pcts(&mut pass),
+            last: per_level
                 .iter()
-                .copied()
-                .max_by_key(|&(w, c)| (c, std::cmp::Reverse(w)));
+                .map(|v| {
+                    v.iter()
+                        .copied()
+                        .max_by_key(|&(w, c)| (c, std::cmp::Reverse(w)))
+                })
+                .collect(),
+            last_all,
+            barriers_seen: seen,
+            passes: m as u64,
         }
-        s
     }
 }

@@ -33,7 +33,7 @@ pub struct SynthConfig {
     pub seed: u64,
     /// Context length: the sequence restarts at position 0 when full.
     pub ctx: u32,
-    /// The workgroup caught in the level-tail trap (slower on ffn_up), if any.
+    /// The workgroup caught in the level-tail trap (30 % slower on ffn_up and ffn_down), if any.
     pub tail_wg: Option<u32>,
     /// Every this many passes a pass fails (fail word: barrier timeout + poisoned), if any.
     pub fail_every: Option<u64>,
@@ -210,7 +210,7 @@ impl Synth {
 
     /// Uniform in [0, n).
     fn below(&mut self, n: u32) -> u32 {
-        ((self.next_u64() >> 32) * n as u64 >> 32) as u32
+        (((self.next_u64() >> 32) * n as u64) >> 32) as u32
     }
 
     /// `base` ± 8 %.
@@ -241,8 +241,8 @@ impl Synth {
                 let mut hi = 0;
                 for w in 0..if one_wg { 1 } else { g } {
                     let mut work = self.jitter(base_ns(kind));
-                    if Some(w) == tail && kind == StageKind::Ffn {
-                        work += base_ns(kind) * 18 / 100;
+                    if Some(w) == tail && matches!(kind, StageKind::Ffn | StageKind::Down) {
+                        work += base_ns(kind) * 3 / 10;
                     }
                     let start = if mega {
                         now[w as usize]

@@ -198,7 +198,16 @@ pub struct Derived {
     /// Passes in scope.
     pub passes: u64,
     key: (u64, u64),
+    frames: u64,
+    at: Option<std::time::Instant>,
 }
+
+/// Derived rows are recomputed after this many new passes (or `REFRESH` time) so the
+/// numbers do not jitter and a busy stream does not pay for them every frame; a view change
+/// recomputes at once.
+pub const REFRESH_PASSES: u64 = 8;
+/// … or after this long with any new pass.
+pub const REFRESH: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The whole UI state: live data, an optional frozen snapshot, the view, derived rows.
 pub struct UiState {
@@ -215,14 +224,17 @@ pub struct UiState {
 impl UiState {
     /// Empty state.
     pub fn new(live: Data, panels: Vec<PanelId>) -> UiState {
-        let mut view = View::default();
-        view.focus = panels
+        let focus = panels
             .iter()
             .copied()
             .find(|p| *p == PanelId::Flame)
             .or(panels.first().copied())
             .unwrap_or(PanelId::Flame);
-        view.panels = panels;
+        let view = View {
+            focus,
+            panels,
+            ..Default::default()
+        };
         UiState {
             live,
             frozen: None,
@@ -381,11 +393,17 @@ impl UiState {
     /// Recompute the derived rows if the data or the view changed.
     pub fn prepare(&mut self) {
         let key = (self.shown().generation, self.view.generation);
-        if self.derived.key == key {
+        let d = &self.derived;
+        let frames = self.shown().frames;
+        let fresh =
+            d.at.is_some_and(|t| t.elapsed() < REFRESH) && frames < d.frames + REFRESH_PASSES;
+        if d.key == key || (d.key.1 == key.1 && fresh && d.frames > 0) {
             return;
         }
         self.derived = derive(self.shown(), &self.view);
         self.derived.key = key;
+        self.derived.frames = frames;
+        self.derived.at = Some(std::time::Instant::now());
     }
 }
 
@@ -416,27 +434,31 @@ fn derive(d: &Data, v: &View) -> Derived {
         _ => None,
     };
     let sel = stats.selected(range, run.grid);
+    let all = |h: &[hdrhistogram::Histogram<u32>]| h.iter().map(Pcts::of).collect::<Vec<_>>();
     let (busy, charged, kb, kc, bars, pass, passes) = match v.scope {
         Scope::All => (
-            &stats.busy,
-            &stats.charged,
-            &stats.kind_busy,
-            &stats.kind_charged,
-            &stats.barrier,
-            &stats.pass,
+            all(&stats.busy),
+            all(&stats.charged),
+            all(&stats.kind_busy),
+            all(&stats.kind_charged),
+            stats
+                .barrier
+                .iter()
+                .map(|h| [Pcts::of(&h[0]), Pcts::of(&h[1]), Pcts::of(&h[2])])
+                .collect(),
+            Pcts::of(&stats.pass),
             stats.pass.len(),
         ),
         _ => (
-            &sel.busy,
-            &sel.charged,
-            &sel.kind_busy,
-            &sel.kind_charged,
-            &sel.barrier,
-            &sel.pass,
+            sel.busy.clone(),
+            sel.charged.clone(),
+            sel.kind_busy.clone(),
+            sel.kind_charged.clone(),
+            sel.barrier.clone(),
+            sel.pass,
             sel.passes,
         ),
     };
-    let pass = Pcts::of(pass);
     let share = |ns: u64| {
         if pass.p50 > 0 {
             ns as f64 / pass.p50 as f64
@@ -447,7 +469,7 @@ fn derive(d: &Data, v: &View) -> Derived {
     let mut rows = vec![];
     if v.by_kind {
         for (i, k) in StageKind::ALL.iter().enumerate() {
-            let (b, c) = (Pcts::of(&kb[i]), Pcts::of(&kc[i]));
+            let (b, c) = (kb[i], kc[i]);
             if b.n == 0 {
                 continue;
             }
@@ -474,7 +496,7 @@ fn derive(d: &Data, v: &View) -> Derived {
             let (Some(b), Some(c)) = (busy.get(i), charged.get(i)) else {
                 continue;
             };
-            let (b, c) = (Pcts::of(b), Pcts::of(c));
+            let (b, c) = (*b, *c);
             if b.n == 0 {
                 continue;
             }
@@ -505,8 +527,8 @@ fn derive(d: &Data, v: &View) -> Derived {
 
     let mut barriers = vec![];
     let mut wait = 0;
-    for (l, h) in bars.iter().enumerate() {
-        let p = [Pcts::of(&h[0]), Pcts::of(&h[1]), Pcts::of(&h[2])];
+    for (l, p) in bars.iter().enumerate() {
+        let p = *p;
         if p[0].n == 0 {
             continue;
         }
@@ -524,10 +546,10 @@ fn derive(d: &Data, v: &View) -> Derived {
         let Some(&sid) = lv.stages.last() else {
             continue;
         };
-        let (b, c) = (
-            Pcts::of(&sel.busy[sid as usize]),
-            Pcts::of(&sel.charged[sid as usize]),
-        );
+        let (Some(&b), Some(&c)) = (sel.busy.get(sid as usize), sel.charged.get(sid as usize))
+        else {
+            continue;
+        };
         let gap = c.p50.saturating_sub(b.p50);
         if b.n == 0 || gap < GAP_MIN_NS || (gap as f64) < GAP_MIN_FRAC * b.p50 as f64 {
             continue;
@@ -548,7 +570,7 @@ fn derive(d: &Data, v: &View) -> Derived {
             ),
         ));
     }
-    gaps.sort_by(|a, b| b.0.cmp(&a.0));
+    gaps.sort_by_key(|g| std::cmp::Reverse(g.0));
     let mut attribution: Vec<String> = gaps.into_iter().map(|g| g.1).collect();
     if let Some((w, &n)) = sel
         .last_all
@@ -568,6 +590,6 @@ fn derive(d: &Data, v: &View) -> Derived {
         pass,
         attribution,
         passes,
-        key: (0, 0),
+        ..Default::default()
     }
 }

@@ -21,7 +21,7 @@ use baro_telemetry::{Frame, StageKind};
 
 use super::Ctx;
 use crate::text::{cell, dur, put};
-use crate::theme::{kind_letter, Tone};
+use crate::theme::Tone;
 use crate::view::{PanelId, Pick};
 
 /// The flame chart panel.
@@ -31,6 +31,8 @@ pub struct Flame<'a> {
 }
 
 const GUTTER: u16 = 8;
+/// [`kind_letter`] as strings, by kind code (no allocation per cell).
+const LETTERS: [&str; 9] = ["q", "k", "v", "a", "o", "f", "d", "h", "x"];
 const WAIT: usize = StageKind::ALL.len();
 
 /// The plot (cells that map to time) inside the panel's area.
@@ -48,27 +50,6 @@ pub fn plot(area: Rect) -> Rect {
         inner.width - g,
         inner.height.saturating_sub(2),
     )
-}
-
-/// End of the pass's last stamp, ns.
-pub fn extent(f: &Frame) -> u64 {
-    let sp = &f.spans;
-    let mut hi = 0u32;
-    for s in 0..sp.stages() {
-        for w in 0..sp.grid() {
-            if let Some((_, b)) = sp.span(s, w) {
-                hi = hi.max(b);
-            }
-        }
-    }
-    for l in 0..sp.levels() {
-        for w in 0..sp.grid() {
-            if let Some(e) = sp.exit(l, w) {
-                hi = hi.max(e);
-            }
-        }
-    }
-    hi.max(1) as u64
 }
 
 /// Rows: (label, workgroups lo..hi) when by workgroup, or stage ids when by stage.
@@ -92,6 +73,82 @@ fn rows(f: &Frame, by_stage: bool, n: u16) -> Vec<(String, u32, u32)> {
             (label, lo, hi)
         })
         .collect()
+}
+
+/// Coverage (ns) per visible row × column × kind (the last kind slot is barrier wait), in
+/// one stage-major sweep over the span arrays (sequential memory: 200k spans in ~1 ms).
+#[allow(clippy::too_many_arguments)]
+fn raster(
+    f: &Frame,
+    kinds: &[StageKind],
+    by_stage: bool,
+    band: u32,
+    scroll: usize,
+    nrows: usize,
+    (t0, t1): (u64, u64),
+    cols: usize,
+) -> Vec<[u32; WAIT + 1]> {
+    let mut cov = vec![[0u32; WAIT + 1]; nrows * cols];
+    let sp = &f.spans;
+    let span = (t1 - t0).max(1);
+    let bounds: Vec<u64> = (0..=cols as u64)
+        .map(|c| t0 + c * span / cols as u64)
+        .collect();
+    let scale = cols as f64 / span as f64;
+    let row_of: Vec<usize> = (0..sp.grid()).map(|w| (w / band) as usize).collect();
+    let mut add = |row: usize, a: u32, b: u32, k: usize| {
+        let (a, b) = ((a as u64).max(t0), (b as u64).min(t1));
+        if b <= a {
+            return;
+        }
+        // Multiplications, not divisions: this runs for every span of the pass.
+        let ca = (((a - t0) as f64 * scale) as usize).min(cols - 1);
+        let cb = (((b - 1 - t0) as f64 * scale) as usize).min(cols - 1);
+        let line = &mut cov[row * cols..(row + 1) * cols];
+        if ca == cb {
+            line[ca][k] = line[ca][k].saturating_add((b - a) as u32);
+            return;
+        }
+        for (c, cell) in line.iter_mut().enumerate().take(cb + 1).skip(ca) {
+            let lo = a.max(bounds[c]);
+            let hi = b.min(bounds[c + 1]);
+            cell[k] = cell[k].saturating_add(hi.saturating_sub(lo) as u32);
+        }
+    };
+    let visible = |r: usize| r >= scroll && r < scroll + nrows;
+    for st in 0..sp.stages() {
+        if by_stage && !visible(st as usize) {
+            continue;
+        }
+        let k = kinds.get(st as usize).map_or(0, |k| k.code() as usize);
+        for w in 0..sp.grid() {
+            let r = if by_stage {
+                st as usize
+            } else {
+                (w / band) as usize
+            };
+            if !visible(r) {
+                continue;
+            }
+            if let Some((a, b)) = sp.span(st, w) {
+                add(r - scroll, a, b, k);
+            }
+        }
+    }
+    if !by_stage {
+        for l in 0..sp.levels() {
+            for w in 0..sp.grid() {
+                let r = row_of[w as usize];
+                if !visible(r) {
+                    continue;
+                }
+                if let (Some(a), Some(e)) = (sp.arrive(l, w), sp.exit(l, w)) {
+                    add(r - scroll, a, e, WAIT);
+                }
+            }
+        }
+    }
+    cov
 }
 
 /// What is under time `t` on a row: (label, start, duration).
@@ -155,7 +212,8 @@ impl Widget for &Flame<'_> {
             );
             return;
         };
-        let total = extent(f);
+        let geom = s.shown().geometry_of(f);
+        let total = geom.extent;
         let (t0, t1) = (
             (v.zoom.0 * total as f64) as u64,
             ((v.zoom.0 + v.zoom.1) * total as f64) as u64,
@@ -193,7 +251,11 @@ impl Widget for &Flame<'_> {
         let sp = &f.spans;
         let mut level_cols = vec![];
         for l in 0..sp.levels() {
-            let first = (0..sp.grid()).filter_map(|w| sp.exit(l, w)).min();
+            let first = geom
+                .level_exit
+                .get(l as usize)
+                .copied()
+                .filter(|&e| e != u32::MAX);
             if let Some(e) = first {
                 let c = col_of(e as u64);
                 if c >= 0.0 && c < cols as f64 {
@@ -222,49 +284,27 @@ impl Widget for &Flame<'_> {
         let crow = (v.cursor.1 as usize).min(rows.len().saturating_sub(1));
         let scroll = crow.saturating_sub(plot.height as usize - 1);
 
-        let mut cov = vec![[0f32; WAIT + 1]; cols];
-        let kinds = &s.shown().kinds;
-        for (ri, row) in rows
-            .iter()
-            .enumerate()
-            .skip(scroll)
-            .take(plot.height as usize)
-        {
+        let nrows = (plot.height as usize).min(rows.len().saturating_sub(scroll));
+        let band = rows.first().map_or(1, |r| (r.2 - r.1).max(1));
+        let raster = raster(
+            f,
+            &s.shown().kinds,
+            v.by_stage,
+            band,
+            scroll,
+            nrows,
+            (t0, t1),
+            cols,
+        );
+        for (ri, row) in rows.iter().enumerate().skip(scroll).take(nrows) {
             let y = plot.y + (ri - scroll) as u16;
-            cov.iter_mut().for_each(|c| *c = [0.0; WAIT + 1]);
-            let mut add = |a: u32, b: u32, k: usize| {
-                let (ca, cb) = (col_of(a as u64).max(0.0), col_of(b as u64).min(cols as f64));
-                if cb <= ca {
-                    return;
-                }
-                let (i0, i1) = (ca as usize, (cb.ceil() as usize).min(cols));
-                for (i, c) in cov.iter_mut().enumerate().take(i1).skip(i0) {
-                    let lo = ca.max(i as f64);
-                    let hi = cb.min(i as f64 + 1.0);
-                    c[k] += (hi - lo).max(0.0) as f32;
-                }
-            };
-            let (stages, wgs) = if v.by_stage {
-                (row.1..row.2, 0..sp.grid())
+            let cov = &raster[(ri - scroll) * cols..(ri - scroll + 1) * cols];
+            let wgs = if v.by_stage {
+                0..sp.grid()
             } else {
-                (0..sp.stages(), row.1..row.2)
+                row.1..row.2
             };
-            for w in wgs.clone() {
-                for st in stages.clone() {
-                    if let Some((a, b)) = sp.span(st, w) {
-                        let k = kinds.get(st as usize).map_or(0, |k| k.code() as usize);
-                        add(a, b, k);
-                    }
-                }
-                if !v.by_stage {
-                    for l in 0..sp.levels() {
-                        if let (Some(a), Some(e)) = (sp.arrive(l, w), sp.exit(l, w)) {
-                            add(a, e, WAIT);
-                        }
-                    }
-                }
-            }
-            let n = wgs.len().max(1) as f32;
+            let n = wgs.len().max(1) as f64;
             let label = if v.by_stage {
                 s.shown()
                     .run
@@ -292,33 +332,33 @@ impl Widget for &Flame<'_> {
                 let (k, amt) =
                     c.iter()
                         .enumerate()
-                        .fold((0, 0f32), |m, (k, &a)| if a > m.1 { (k, a) } else { m });
-                let used: f32 = c.iter().sum();
+                        .fold((0, 0u32), |m, (k, &a)| if a > m.1 { (k, a) } else { m });
+                let used = c.iter().map(|&x| x as f64).sum::<f64>() / ns_per_col;
                 let mut st;
-                let sym: String;
-                if used < 0.25 * n * if v.by_stage { 0.1 } else { 1.0 } || amt == 0.0 {
+                let sym: &str;
+                if used < 0.25 * n * if v.by_stage { 0.1 } else { 1.0 } || amt == 0 {
                     st = t.fg(Tone::Dim);
                     sym = if level_cols.contains(&(i as u16)) {
-                        t.glyphs.level.into()
+                        t.glyphs.level
                     } else {
-                        " ".into()
+                        " "
                     };
                 } else if k == WAIT {
                     st = t.fg(Tone::Wait);
-                    sym = t.glyphs.wait.into();
+                    sym = t.glyphs.wait;
                 } else {
                     let kind = StageKind::ALL[k];
                     st = t.fg(Tone::Kind(kind));
                     sym = if t.colored() {
-                        t.glyphs.work.into()
+                        t.glyphs.work
                     } else {
-                        kind_letter(kind).to_string()
+                        LETTERS[k]
                     };
                 }
                 if ri == crow && i as u16 == ccol {
                     st = st.add_modifier(Modifier::REVERSED);
                 }
-                cell(buf, plot, x, y, &sym, st);
+                cell(buf, plot, x, y, sym, st);
             }
         }
         // What is under the cursor.
@@ -336,5 +376,18 @@ impl Widget for &Flame<'_> {
             &format!("{} {info}", t.glyphs.cursor),
             t.fg(Tone::Accent),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::theme::kind_letter;
+
+    #[test]
+    fn letters_match_the_theme_table() {
+        for k in StageKind::ALL {
+            assert_eq!(LETTERS[k.code() as usize], kind_letter(k).to_string());
+        }
     }
 }

@@ -76,13 +76,15 @@ impl Widget for &Navigator<'_> {
         }
         let n = d.passes.len().min(plot.width as usize);
         let passes: Vec<_> = d.passes.iter().skip(d.passes.len() - n).collect();
+        // Bars from 90 % of the fastest pass up, so small differences show.
         let hi = passes.iter().map(|p| p.dur_ns).max().unwrap_or(1).max(1);
+        let lo = passes.iter().map(|p| p.dur_ns).min().unwrap_or(0) / 10 * 9;
         let levels = plot.height as u64 * 8;
         let retained = d.retained();
         let x0 = plot.right() - n as u16;
         for (i, p) in passes.iter().enumerate() {
             let x = x0 + i as u16;
-            let h = (p.dur_ns * levels).div_ceil(hi).max(1);
+            let h = ((p.dur_ns - lo) * levels).div_ceil((hi - lo).max(1)).max(1);
             let tone = if p.failed {
                 Tone::Bad
             } else if retained.contains(&p.pass) {

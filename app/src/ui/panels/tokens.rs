@@ -75,7 +75,7 @@ impl Widget for &Tokens<'_> {
                     dv.gpu,
                     dv.reference
                 )),
-                (Some(Verdict::Match), _) => p.push_str(&c.text),
+                (Some(Verdict::Match | Verdict::Uncompared), _) => p.push_str(&c.text),
                 (v, _) => {
                     p.push_str(t.verdict(v).0);
                     p.push_str(&c.text);
@@ -115,7 +115,7 @@ impl Widget for &Tokens<'_> {
                 if d.divergence.as_ref().is_some_and(|dv| dv.pass == c.pass) {
                     st = st.add_modifier(Modifier::REVERSED | Modifier::BOLD);
                 }
-                if c.verdict == Some(Verdict::Match) && t.colored() {
+                if c.verdict == Some(Verdict::Match) {
                     st = Default::default();
                 }
                 x = put(buf, inner, x, y, &piece(c), st);
