@@ -281,3 +281,14 @@ fn any_key_closes_the_help_overlay_first() {
     press(&mut st, &k, &ctl, KeyCode::Char('g'));
     assert!(!st.view.help && !st.view.by_stage);
 }
+
+#[test]
+fn esc_closes_the_help_instead_of_quitting() {
+    let (mut st, _) = state(clean(), 1);
+    let (ctl, k) = (Recorder::default(), Keymap::default());
+    press(&mut st, &k, &ctl, KeyCode::Char('?'));
+    press(&mut st, &k, &ctl, KeyCode::Esc);
+    assert!(!st.view.help && !st.view.quit);
+    press(&mut st, &k, &ctl, KeyCode::Esc);
+    assert!(st.view.quit);
+}

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use baro_telemetry::Telemetry;
 use crossbeam_channel::{select, Receiver};
-use ratatui::crossterm::event::{self, Event, KeyEventKind, MouseButton, MouseEventKind};
+use ratatui::crossterm::event::{
+    self, Event, KeyCode, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
+};
 use ratatui::layout::{Position, Rect};
 
 use crate::action::{Action, Control};
@@ -48,7 +50,10 @@ pub fn handle_event(
     match ev {
         Event::Key(k) if k.kind != KeyEventKind::Release => match keys.action(k) {
             Some(a) => {
-                if s.view.help && !matches!(a, Action::Help | Action::Quit) {
+                // With the help open, any key but Ctrl-c (always quit) just closes it.
+                let ctrl_c =
+                    k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+                if s.view.help && !ctrl_c {
                     s.view.help = false;
                     s.view.generation += 1;
                     return true;

@@ -21,7 +21,7 @@ pub struct Help<'a> {
 impl Widget for &Help<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let t = self.ctx.theme;
-        let w = area.width.min(72);
+        let w = area.width.min(110);
         let h = area.height.min(DEFAULTS.len() as u16 + 6);
         let r = Rect::new(
             area.x + (area.width - w) / 2,
