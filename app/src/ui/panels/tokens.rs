@@ -62,6 +62,14 @@ impl Widget for &Tokens<'_> {
         }
         // Lay out from the newest token backwards: which tokens fit in h lines of width w.
         let w = inner.width as usize;
+        // Text is stored with a Unicode newline mark; ASCII themes spell it their way.
+        let nl = |x: &str| {
+            if t.glyphs.newline == "↵" {
+                x.to_string()
+            } else {
+                x.replace('↵', t.glyphs.newline)
+            }
+        };
         let piece = |c: &crate::state::TokenCell| -> String {
             let div = d.divergence.as_ref().filter(|dv| dv.pass == c.pass);
             let mut p = String::new();
@@ -72,13 +80,13 @@ impl Widget for &Tokens<'_> {
                 (_, Some(dv)) => p.push_str(&format!(
                     "{}[{}|{}]",
                     t.verdict(Some(dv.verdict)).0,
-                    dv.gpu,
-                    dv.reference
+                    nl(&dv.gpu),
+                    nl(&dv.reference)
                 )),
-                (Some(Verdict::Match | Verdict::Uncompared), _) => p.push_str(&c.text),
+                (Some(Verdict::Match | Verdict::Uncompared), _) => p.push_str(&nl(&c.text)),
                 (v, _) => {
                     p.push_str(t.verdict(v).0);
-                    p.push_str(&c.text);
+                    p.push_str(&nl(&c.text));
                 }
             }
             p
