@@ -88,14 +88,30 @@ impl Widget for &Header<'_> {
         if area.height < 2 {
             return;
         }
-        // Line 2: speed, pass time, correctness, lag, drops; room for power/contention/rec.
+        // Line 2: correctness first (it must survive a narrow terminal), then speed, pass
+        // time, lag, drops; room for power/contention/rec.
         let y = area.y + 1;
+        let (status, st) = if live.failed == 0 && live.mismatched == 0 {
+            (format!("{} fail-word clean", t.glyphs.ok), t.fg(Tone::Good))
+        } else {
+            let txt = format!(
+                "{} {} failed passes, {} wrong tokens",
+                t.glyphs.bad, live.failed, live.mismatched
+            );
+            (
+                txt,
+                t.fg(Tone::Bad)
+                    .add_modifier(Modifier::BOLD | Modifier::REVERSED),
+            )
+        };
+        let x = put(buf, area, area.x, y, &status, st);
+        let x = put(buf, area, x, y, &sep, dim);
         let (now, med) = d.tok_s();
         let f = |v: Option<f64>| v.map_or("—".into(), |v| format!("{v:.0}"));
         let mut x = put(
             buf,
             area,
-            area.x,
+            x,
             y,
             &format!("{} tok/s (med {}) ", f(now), f(med)),
             Default::default(),
@@ -142,24 +158,6 @@ impl Widget for &Header<'_> {
             &format!("pass p50 {} p99 {}", dur(p.p50), dur(p.p99)),
             Default::default(),
         );
-        if live.failed == 0 && live.mismatched == 0 {
-            seg(
-                &mut x,
-                &format!("{} fail-word clean", t.glyphs.ok),
-                t.fg(Tone::Good),
-            );
-        } else {
-            let txt = format!(
-                "{} {} failed passes, {} wrong tokens",
-                t.glyphs.bad, live.failed, live.mismatched
-            );
-            seg(
-                &mut x,
-                &txt,
-                t.fg(Tone::Bad)
-                    .add_modifier(Modifier::BOLD | Modifier::REVERSED),
-            );
-        }
         seg(
             &mut x,
             &format!("ref lag {}", live.ref_lag),
@@ -185,11 +183,19 @@ impl Widget for &Header<'_> {
             let st = t.fg(Tone::Bad).add_modifier(Modifier::BOLD);
             put(buf, area, area.x, area.y + 2, &txt, st);
         } else if let Some(dv) = &live.divergence {
+            let (g, tone) = t.verdict(Some(dv.verdict));
             let txt = format!(
-                "{} tokens diverged at pass {} ({:?})",
-                t.glyphs.warn, dv.pass, dv.verdict
+                "{g} tokens diverged from the reference at pass {} ({:?})",
+                dv.pass, dv.verdict
             );
-            put(buf, area, area.x, area.y + 2, &txt, t.fg(Tone::Warn));
+            put(
+                buf,
+                area,
+                area.x,
+                area.y + 2,
+                &txt,
+                t.fg(tone).add_modifier(Modifier::BOLD),
+            );
         }
     }
 }
