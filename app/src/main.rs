@@ -6,6 +6,8 @@ mod out;
 mod cmd;
 mod files;
 mod validate;
+/// The dashboard (a library target of this package, so its tests and benches can reach it).
+use baro_top_ui as ui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,6 +34,8 @@ enum Command {
     Bench(cmd::bench::BenchArgs),
     /// List Vulkan devices, their capabilities and (with --probe) the largest resident grid.
     Devices(cmd::devices::DevicesArgs),
+    /// The live dashboard (ratatui): `--synthetic` runs it on generated telemetry, no GPU.
+    Live(LiveArgs),
     /// Create, convert and inspect model files.
     #[command(subcommand)]
     Model(ModelCommand),
@@ -51,6 +55,38 @@ enum ModelCommand {
     Import(cmd::model::ImportArgs),
     /// Show a model's architecture, tensors and sizes.
     Info(cmd::model::InfoArgs),
+}
+
+/// `baro-top live` options.
+#[derive(Args, Debug, Clone)]
+pub struct LiveArgs {
+    /// Feed the dashboard from the synthetic producer (no GPU, no model).
+    #[arg(long)]
+    pub synthetic: bool,
+    /// Model file (live engine; not wired to the dashboard yet).
+    #[arg(long, short = 'm')]
+    pub model: Option<PathBuf>,
+    /// Dispatch mode at the start [default: mega].
+    #[arg(long, value_enum)]
+    pub dispatch: Option<GpuMode>,
+    /// Workgroups in the grid, 1..=65535 (synthetic default 132).
+    #[arg(long, value_parser = validate::grid, allow_negative_numbers = true)]
+    pub grid: Option<u32>,
+    /// Layout preset name (default, flame, compact) or a layout file path.
+    #[arg(long, default_value = "default")]
+    pub layout: String,
+    /// Redraws per second at most, 1..=240.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=240))]
+    pub fps: u32,
+    /// Draw with ASCII only (no braille, block or box glyphs).
+    #[arg(long)]
+    pub ascii: bool,
+    /// Synthetic: passes per second, > 0 [default: 60].
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Synthetic: stop after N passes.
+    #[arg(long, value_parser = validate::repetitions, allow_negative_numbers = true)]
+    pub passes: Option<u64>,
 }
 
 /// Which model to load: a GGUF or llama2.c file, or the embedded stories260K.
@@ -172,6 +208,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Gate(a) => cmd::gate::run(a),
         Command::Devices(a) => cmd::devices::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Live(a) => live(a),
         Command::Model(ModelCommand::Gen(a)) => cmd::model::gen(a),
         Command::Model(ModelCommand::Import(a)) => cmd::model::import(a),
         Command::Model(ModelCommand::Info(a)) => cmd::model::info(a),
@@ -182,4 +219,46 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Export(a) => cmd::recording::export(&a),
         Command::Diff(a) => cmd::recording::diff(&a),
     }
+}
+
+fn live(a: LiveArgs) -> anyhow::Result<ExitCode> {
+    use ui::synthetic::{self, Synth, SynthConfig};
+    if !a.synthetic {
+        anyhow::bail!(
+            "live decode on the engine is not wired to the dashboard yet: use `baro-top live --synthetic` \
+             (generated telemetry, no GPU) or `baro-top run --headless`"
+        );
+    }
+    if a.model.is_some() {
+        anyhow::bail!(
+            "--model is not honoured with --synthetic (the synthetic producer has no model)"
+        );
+    }
+    if let Some(r) = a.rate {
+        if !(r.is_finite() && r > 0.0) {
+            anyhow::bail!("--rate must be a number of passes per second above 0 (got {r})");
+        }
+    }
+    let layout = ui::layout::Layout::load(&a.layout)?;
+    let cfg = SynthConfig {
+        grid: a.grid.unwrap_or(132),
+        dispatch: match a.dispatch.unwrap_or(GpuMode::Mega) {
+            GpuMode::Mega => baro_telemetry::Dispatch::Mega,
+            GpuMode::Multi => baro_telemetry::Dispatch::Multi,
+        },
+        rate_hz: a.rate.unwrap_or(60.0),
+        passes: a.passes,
+        ..Default::default()
+    };
+    let meta = synthetic::meta(Synth::new(cfg.clone()).details());
+    let (rx, ctl, producer) = synthetic::spawn(cfg);
+    let depth = ui::theme::ColorDepth::detect(|k| std::env::var(k).ok());
+    let opts = ui::app::Options {
+        layout,
+        fps: a.fps,
+        theme: ui::theme::Theme::new(depth, a.ascii),
+    };
+    let r = ui::app::run_or_headless(rx, &ctl, meta, opts);
+    let _ = producer.join();
+    r.map(|()| ExitCode::SUCCESS)
 }

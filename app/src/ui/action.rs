@@ -1,0 +1,104 @@
+//! What the user can ask for ([`Action`]) and the small trait through which the dashboard
+//! steers whatever produces its telemetry ([`Control`]: the live session, a replayer, or the
+//! synthetic producer). Keys map to actions in [`crate::keymap`]; actions change the view
+//! state in [`crate::state::UiState::apply`]; nothing here draws.
+
+use baro_telemetry::Dispatch;
+
+/// Steering the producer. Every call is a request: it must return at once and never block
+/// the UI (the producer answers through the telemetry stream).
+pub trait Control {
+    /// Stop decoding after the current pass (the stream goes quiet, not away).
+    fn pause(&self);
+    /// Continue decoding.
+    fn resume(&self);
+    /// While paused: run exactly one pass.
+    fn step(&self);
+    /// Switch the dispatch style from the next pass on.
+    fn set_dispatch(&self, d: Dispatch);
+    /// End the run (the producer sends `Telemetry::End`).
+    fn stop(&self);
+}
+
+/// A control that ignores every request (tests, and streams that cannot be steered).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoControl;
+
+impl Control for NoControl {
+    fn pause(&self) {}
+    fn resume(&self) {}
+    fn step(&self) {}
+    fn set_dispatch(&self, _: Dispatch) {}
+    fn stop(&self) {}
+}
+
+/// Everything a key (or a click on a highlighted key) can do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Leave (restores the terminal).
+    Quit,
+    /// Toggle the help overlay.
+    Help,
+    /// Freeze / unfreeze the display (capture goes on underneath).
+    Freeze,
+    /// Pause / resume the engine.
+    PauseResume,
+    /// Run one pass (while paused).
+    Step,
+    /// Switch dispatch mode (mega ↔ multi) live.
+    SwitchDispatch,
+    /// Expand the focused panel to the whole body / back.
+    Expand,
+    /// Focus the next panel.
+    FocusNext,
+    /// Focus the previous panel.
+    FocusPrev,
+    /// Left in the focused panel (flame: cursor; navigator: older pass).
+    Left,
+    /// Right in the focused panel.
+    Right,
+    /// Up in the focused panel (flame: cursor row; tables: selection).
+    Up,
+    /// Down in the focused panel.
+    Down,
+    /// Zoom in around the flame cursor.
+    ZoomIn,
+    /// Zoom out.
+    ZoomOut,
+    /// Pan the flame window left.
+    PanLeft,
+    /// Pan the flame window right.
+    PanRight,
+    /// Show the whole pass.
+    ZoomReset,
+    /// Flame chart shows the latest pass.
+    PickLatest,
+    /// Flame chart shows the slowest retained pass.
+    PickSlowest,
+    /// Pin the pass the flame chart shows now (it stops following).
+    Pin,
+    /// Flame rows: workgroups ↔ stages.
+    GroupToggle,
+    /// Stage table: next sort column.
+    Sort,
+    /// Stage table: reverse the sort.
+    SortReverse,
+    /// Stage table: per stage ↔ per stage kind summed over layers.
+    ByKind,
+    /// Statistics over: all passes → sliding window → chosen range.
+    Scope,
+    /// Range start at the shown pass.
+    RangeStart,
+    /// Range end at the shown pass.
+    RangeEnd,
+}
+
+impl Action {
+    /// The action's name in the `[keys]` table of a layout/config file.
+    pub fn name(self) -> &'static str {
+        crate::keymap::DEFAULTS
+            .iter()
+            .find(|b| b.action == self)
+            .map_or("?", |b| b.name)
+    }
+}

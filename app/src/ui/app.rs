@@ -1,0 +1,291 @@
+//! The one event/action loop: telemetry in (ingested into the state), terminal events in
+//! (mapped to actions through the keymap or the screen's geometry), a redraw only when
+//! something changed, capped at `--fps`, and never while frozen. Plus the headless path: with
+//! stdout not a terminal, one line per pass (like `top -b`).
+
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use baro_telemetry::Telemetry;
+use crossbeam_channel::{select, Receiver};
+use ratatui::crossterm::event::{
+    self, Event, KeyCode, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
+};
+use ratatui::layout::{Position, Rect};
+
+use crate::action::{Action, Control};
+use crate::keymap::Keymap;
+use crate::layout::Layout;
+use crate::panels::{flame, navigator, Ctx};
+use crate::screen::{Hits, Screen};
+use crate::state::{Data, Meta};
+use crate::theme::Theme;
+use crate::view::{wheel, PanelId, UiState};
+
+/// Dashboard options.
+pub struct Options {
+    /// Layout (and key overrides).
+    pub layout: Layout,
+    /// Redraws per second at most.
+    pub fps: u32,
+    /// Theme (colour depth, glyphs).
+    pub theme: Theme,
+}
+
+/// A new state for a layout.
+pub fn new_state(meta: Meta, layout: &Layout) -> UiState {
+    UiState::new(Data::new(meta), layout.panels())
+}
+
+/// Apply one terminal event. Returns whether anything changed.
+pub fn handle_event(
+    s: &mut UiState,
+    keys: &Keymap,
+    hits: &Hits,
+    ev: &Event,
+    ctl: &dyn Control,
+) -> bool {
+    match ev {
+        Event::Key(k) if k.kind != KeyEventKind::Release => match keys.action(k) {
+            Some(a) => {
+                // With the help open, any key but Ctrl-c (always quit) just closes it.
+                let ctrl_c =
+                    k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+                if s.view.help && !ctrl_c {
+                    s.view.help = false;
+                    s.view.generation += 1;
+                    return true;
+                }
+                s.apply(a, ctl);
+                true
+            }
+            None => false,
+        },
+        Event::Mouse(m) => {
+            let at = Position::new(m.column, m.row);
+            match m.kind {
+                MouseEventKind::Down(MouseButton::Left) => {
+                    if s.view.help {
+                        s.apply(Action::Help, ctl);
+                        return true;
+                    }
+                    if let Some((a, _)) = hits.keys.iter().find(|(_, r)| r.contains(at)) {
+                        s.apply(*a, ctl);
+                        return true;
+                    }
+                    let Some(&(id, r)) = hits.panels.iter().find(|(_, r)| r.contains(at)) else {
+                        return false;
+                    };
+                    s.view.focus = id;
+                    s.view.generation += 1;
+                    if id == PanelId::Flame {
+                        let p = flame::plot(r);
+                        if p.contains(at) {
+                            s.view.cursor = (frac(s, p, m.column), m.row - p.y);
+                        }
+                    } else if id == PanelId::Navigator {
+                        let theme = Theme::default();
+                        let ctx = Ctx {
+                            s,
+                            theme: &theme,
+                            keys,
+                        };
+                        if let Some(pass) = navigator::pass_at(&ctx, navigator::plot(r), m.column) {
+                            if s.shown().frame_by_pass(pass).is_some() {
+                                s.pin(pass);
+                            }
+                        }
+                    }
+                    true
+                }
+                MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
+                    let up = m.kind == MouseEventKind::ScrollUp;
+                    match hits.panels.iter().find(|(_, r)| r.contains(at)) {
+                        Some(&(PanelId::Flame, r)) => {
+                            let p = flame::plot(r);
+                            let f = frac(s, p, m.column.clamp(p.x, p.right().saturating_sub(1)));
+                            wheel(&mut s.view, up, f);
+                        }
+                        Some(&(id, _)) => {
+                            s.view.focus = id;
+                            s.apply(if up { Action::Up } else { Action::Down }, ctl);
+                        }
+                        None => return false,
+                    }
+                    true
+                }
+                _ => false,
+            }
+        }
+        Event::Resize(..) => true,
+        _ => false,
+    }
+}
+
+/// Time fraction of the pass at column `x` of the flame plot.
+fn frac(s: &UiState, p: Rect, x: u16) -> f64 {
+    let rel = (x.saturating_sub(p.x) as f64 + 0.5) / p.width.max(1) as f64;
+    (s.view.zoom.0 + rel * s.view.zoom.1).clamp(0.0, 1.0)
+}
+
+/// Run the dashboard until quit, a signal, or an error; the terminal is restored on every
+/// way out.
+pub fn run(
+    rx: Receiver<Telemetry>,
+    ctl: &dyn Control,
+    meta: Meta,
+    opts: Options,
+) -> anyhow::Result<()> {
+    let keys = Keymap::with_overrides(&opts.layout.keys).map_err(anyhow::Error::msg)?;
+    let mut s = new_state(meta, &opts.layout);
+    let mut g = crate::terminal::Guard::enter()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (etx, erx) = crossbeam_channel::bounded::<Event>(256);
+    let input = {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("baro-input".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    match event::poll(Duration::from_millis(50)) {
+                        Ok(true) => match event::read() {
+                            Ok(e) => {
+                                if etx.send(e).is_err() {
+                                    break;
+                                }
+                            }
+                            Err(_) => break,
+                        },
+                        Ok(false) => {}
+                        Err(_) => break,
+                    }
+                }
+            })?
+    };
+    let period = Duration::from_secs_f64(1.0 / opts.fps.clamp(1, 240) as f64);
+    let mut rx = rx;
+    let mut dirty = true;
+    let mut last = Instant::now() - period;
+    let mut hits = Hits::default();
+    let result = loop {
+        if g.signalled.load(Ordering::Relaxed) || s.view.quit {
+            break Ok(());
+        }
+        let wait = if dirty {
+            (last + period).saturating_duration_since(Instant::now())
+        } else {
+            Duration::from_millis(250)
+        };
+        select! {
+            recv(rx) -> m => match m {
+                Ok(m) => {
+                    s.live.ingest(m);
+                    for m in rx.try_iter().take(4096) {
+                        s.live.ingest(m);
+                    }
+                    dirty |= s.frozen.is_none();
+                }
+                Err(_) => rx = crossbeam_channel::never(),
+            },
+            recv(erx) -> e => if let Ok(e) = e {
+                dirty |= handle_event(&mut s, &keys, &hits, &e, ctl);
+            },
+            default(wait) => {}
+        }
+        if dirty && Instant::now() >= last + period {
+            s.prepare();
+            let ctx = Ctx {
+                s: &s,
+                theme: &opts.theme,
+                keys: &keys,
+            };
+            let screen = Screen {
+                ctx: &ctx,
+                layout: &opts.layout,
+            };
+            let mut drawn = Hits::default();
+            if let Err(e) = g.draw(|f| {
+                drawn = screen.hits(f.area());
+                f.render_widget(&screen, f.area());
+            }) {
+                break Err(e.into());
+            }
+            hits = drawn;
+            dirty = false;
+            last = Instant::now();
+        }
+    };
+    ctl.stop();
+    stop.store(true, Ordering::Relaxed);
+    drop(g);
+    let _ = input.join();
+    result
+}
+
+/// One line per pass for a stdout that is not a terminal.
+pub fn headless_line(m: &Telemetry) -> Option<String> {
+    match m {
+        Telemetry::Frame(f) => {
+            let gpu = f
+                .gpu_ns
+                .map_or("-".into(), |g| format!("{:.3}", g as f64 / 1e6));
+            let verdict = f.correctness.map_or("pending".into(), |c| {
+                format!("{:?}", c.verdict).to_lowercase()
+            });
+            Some(format!(
+                "pass {} pos {} token {} next {} wall {:.3} ms gpu {gpu} ms tokens {verdict} dropped {} {}",
+                f.pass,
+                f.pos,
+                f.token,
+                f.next,
+                f.wall_ns as f64 / 1e6,
+                f.dropped,
+                f.fail.line
+            ))
+        }
+        Telemetry::Start(d) => Some(format!(
+            "start: {} ({}), {}, {} grid {}x{}",
+            d.device, d.driver, d.model, d.dispatch, d.grid, d.wg_size
+        )),
+        Telemetry::End {
+            passes,
+            dropped,
+            reason,
+        } => Some(format!("end: {passes} passes, {dropped} dropped: {reason}")),
+        _ => None,
+    }
+}
+
+/// Print headless lines until the stream ends (or stdout closes).
+pub fn headless(
+    rx: Receiver<Telemetry>,
+    ctl: &dyn Control,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    for m in rx {
+        if let Some(l) = headless_line(&m) {
+            if writeln!(out, "{l}").and_then(|_| out.flush()).is_err() {
+                ctl.stop();
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The dashboard on a terminal, headless lines otherwise (said once on stderr).
+pub fn run_or_headless(
+    rx: Receiver<Telemetry>,
+    ctl: &dyn Control,
+    meta: Meta,
+    opts: Options,
+) -> anyhow::Result<()> {
+    if std::io::stdout().is_terminal() {
+        run(rx, ctl, meta, opts)
+    } else {
+        eprintln!("baro-top: stdout is not a terminal: printing one line per pass instead of the dashboard (like top -b)");
+        headless(rx, ctl, &mut std::io::stdout().lock())
+    }
+}

@@ -1,0 +1,393 @@
+//! Flame chart: one pass as a timeline, a row per workgroup (zoomed out: bands of
+//! workgroups per row) or, toggled, a row per stage; spans coloured by stage kind (a letter
+//! per kind without colour), barrier waits drawn as waits, level boundaries ticked on the
+//! ruler, a cursor that names the span under it.
+//!
+//! ```text
+//! ┌ flame · pass 812 latest · 132 wg, 17/row · 0–1.55 ms ──────────────┐
+//! │      ┊    ┊  ┊     ┊    ▼   ┊     ┊                                 │ ruler: levels, cursor
+//! │0-16  ███▓▓███░░██████░░████████░░███                                │
+//! │17-33 ███▓▓███░░███████░████████░░███                                │
+//! │ffn_up.l3 · wg 97 · start 812.3 µs · 33.5 µs                         │ span under the cursor
+//! └─────────────────────────────────────────────────────────────────────┘
+//! ```
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::widgets::Widget;
+
+use baro_telemetry::{Frame, StageKind};
+
+use super::Ctx;
+use crate::text::{cell, dur, put};
+use crate::theme::Tone;
+use crate::view::{PanelId, Pick};
+
+/// The flame chart panel.
+pub struct Flame<'a> {
+    /// Context.
+    pub ctx: &'a Ctx<'a>,
+}
+
+const GUTTER: u16 = 8;
+/// [`kind_letter`] as strings, by kind code (no allocation per cell).
+const LETTERS: [&str; 9] = ["q", "k", "v", "a", "o", "f", "d", "h", "x"];
+const WAIT: usize = StageKind::ALL.len();
+
+/// The plot (cells that map to time) inside the panel's area.
+pub fn plot(area: Rect) -> Rect {
+    let inner = Rect::new(
+        area.x.saturating_add(1),
+        area.y.saturating_add(1),
+        area.width.saturating_sub(2),
+        area.height.saturating_sub(2),
+    );
+    let g = GUTTER.min(inner.width / 3);
+    Rect::new(
+        inner.x + g,
+        inner.y.saturating_add(1),
+        inner.width - g,
+        inner.height.saturating_sub(2),
+    )
+}
+
+/// Rows: (label, workgroups lo..hi) when by workgroup, or stage ids when by stage.
+fn rows(f: &Frame, by_stage: bool, n: u16) -> Vec<(String, u32, u32)> {
+    let g = f.spans.grid();
+    if by_stage {
+        return (0..f.spans.stages())
+            .map(|s| (String::new(), s, s + 1))
+            .collect();
+    }
+    let n = (n as u32).max(1);
+    let band = g.div_ceil(n).max(1);
+    (0..g.div_ceil(band))
+        .map(|r| {
+            let (lo, hi) = (r * band, ((r + 1) * band).min(g));
+            let label = if hi - lo == 1 {
+                format!("wg {lo}")
+            } else {
+                format!("{lo}-{}", hi - 1)
+            };
+            (label, lo, hi)
+        })
+        .collect()
+}
+
+/// Coverage (ns) per visible row × column × kind (the last kind slot is barrier wait), in
+/// one stage-major sweep over the span arrays (sequential memory: 200k spans in ~1 ms).
+#[allow(clippy::too_many_arguments)]
+fn raster(
+    f: &Frame,
+    kinds: &[StageKind],
+    by_stage: bool,
+    band: u32,
+    scroll: usize,
+    nrows: usize,
+    (t0, t1): (u64, u64),
+    cols: usize,
+) -> Vec<[u32; WAIT + 1]> {
+    let mut cov = vec![[0u32; WAIT + 1]; nrows * cols];
+    let sp = &f.spans;
+    let span = (t1 - t0).max(1);
+    let bounds: Vec<u64> = (0..=cols as u64)
+        .map(|c| t0 + c * span / cols as u64)
+        .collect();
+    let scale = cols as f64 / span as f64;
+    let row_of: Vec<usize> = (0..sp.grid()).map(|w| (w / band) as usize).collect();
+    let mut add = |row: usize, a: u32, b: u32, k: usize| {
+        let (a, b) = ((a as u64).max(t0), (b as u64).min(t1));
+        if b <= a {
+            return;
+        }
+        // Multiplications, not divisions: this runs for every span of the pass.
+        let ca = (((a - t0) as f64 * scale) as usize).min(cols - 1);
+        let cb = (((b - 1 - t0) as f64 * scale) as usize).min(cols - 1);
+        let line = &mut cov[row * cols..(row + 1) * cols];
+        if ca == cb {
+            line[ca][k] = line[ca][k].saturating_add((b - a) as u32);
+            return;
+        }
+        for (c, cell) in line.iter_mut().enumerate().take(cb + 1).skip(ca) {
+            let lo = a.max(bounds[c]);
+            let hi = b.min(bounds[c + 1]);
+            cell[k] = cell[k].saturating_add(hi.saturating_sub(lo) as u32);
+        }
+    };
+    let visible = |r: usize| r >= scroll && r < scroll + nrows;
+    for st in 0..sp.stages() {
+        if by_stage && !visible(st as usize) {
+            continue;
+        }
+        let k = kinds.get(st as usize).map_or(0, |k| k.code() as usize);
+        for w in 0..sp.grid() {
+            let r = if by_stage {
+                st as usize
+            } else {
+                (w / band) as usize
+            };
+            if !visible(r) {
+                continue;
+            }
+            if let Some((a, b)) = sp.span(st, w) {
+                add(r - scroll, a, b, k);
+            }
+        }
+    }
+    if !by_stage {
+        for l in 0..sp.levels() {
+            for w in 0..sp.grid() {
+                let r = row_of[w as usize];
+                if !visible(r) {
+                    continue;
+                }
+                if let (Some(a), Some(e)) = (sp.arrive(l, w), sp.exit(l, w)) {
+                    add(r - scroll, a, e, WAIT);
+                }
+            }
+        }
+    }
+    cov
+}
+
+/// What is under time `t` on a row: (label, start, duration).
+fn under(ctx: &Ctx, f: &Frame, row: &(String, u32, u32), by_stage: bool, t: u32) -> Option<String> {
+    let sp = &f.spans;
+    let run = ctx.s.shown().run.as_ref()?;
+    let name = |s: u32| {
+        run.stages
+            .get(s as usize)
+            .map_or("?".into(), |d| d.name.to_string())
+    };
+    let (stages, wgs): (Vec<u32>, Vec<u32>) = if by_stage {
+        (vec![row.1], (0..sp.grid()).collect())
+    } else {
+        ((0..sp.stages()).collect(), (row.1..row.2).collect())
+    };
+    for &w in &wgs {
+        for &s in &stages {
+            if let Some((a, b)) = sp.span(s, w) {
+                if a <= t && t < b {
+                    return Some(format!(
+                        "{} · wg {w} · start {} · {}",
+                        name(s),
+                        dur(a as u64),
+                        dur((b - a) as u64)
+                    ));
+                }
+            }
+        }
+    }
+    for &w in &wgs {
+        for l in 0..sp.levels() {
+            if let (Some(a), Some(e)) = (sp.arrive(l, w), sp.exit(l, w)) {
+                if a <= t && t < e {
+                    return Some(format!(
+                        "barrier wait after {} · wg {w} · {}",
+                        run.level_name(l),
+                        dur((e - a) as u64)
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+impl Widget for &Flame<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let (s, t) = (self.ctx.s, self.ctx.theme);
+        let v = &s.view;
+        let focused = v.focus == PanelId::Flame;
+        let Some(f) = s.flame_frame() else {
+            let inner = super::frame(buf, area, "flame · no pass with spans yet", focused, t);
+            put(
+                buf,
+                inner,
+                inner.x,
+                inner.y,
+                "waiting for an instrumented pass…",
+                t.fg(Tone::Dim),
+            );
+            return;
+        };
+        let geom = s.shown().geometry_of(f);
+        let total = geom.extent;
+        let (t0, t1) = (
+            (v.zoom.0 * total as f64) as u64,
+            ((v.zoom.0 + v.zoom.1) * total as f64) as u64,
+        );
+        let plot = plot(area);
+        let rows = rows(f, v.by_stage, plot.height);
+        let how = match v.pick {
+            Pick::Latest => "latest",
+            Pick::Slowest => "slowest",
+            Pick::Pass(_) => "pinned",
+        };
+        let grouping = if v.by_stage {
+            format!("{} stages", rows.len())
+        } else {
+            let band = rows.first().map_or(1, |r| r.2 - r.1);
+            format!("{} wg, {band}/row", f.spans.grid())
+        };
+        let title = format!(
+            "flame · pass {} {how} · {grouping} · {}–{} of {}",
+            f.pass,
+            dur(t0),
+            dur(t1),
+            dur(total)
+        );
+        let inner = super::frame(buf, area, &title, focused, t);
+        if plot.width == 0 || plot.height == 0 || t1 <= t0 {
+            return;
+        }
+        let cols = plot.width as usize;
+        let ns_per_col = (t1 - t0) as f64 / cols as f64;
+        let col_of = |ns: u64| -> f64 { (ns as f64 - t0 as f64) / ns_per_col };
+
+        // Ruler: level boundaries (first exit of each barrier) and the cursor.
+        let ruler_y = inner.y;
+        let sp = &f.spans;
+        let mut level_cols = vec![];
+        for l in 0..sp.levels() {
+            let first = geom
+                .level_exit
+                .get(l as usize)
+                .copied()
+                .filter(|&e| e != u32::MAX);
+            if let Some(e) = first {
+                let c = col_of(e as u64);
+                if c >= 0.0 && c < cols as f64 {
+                    level_cols.push(c as u16);
+                    cell(
+                        buf,
+                        plot.union(Rect::new(plot.x, ruler_y, 1, 1)),
+                        plot.x + c as u16,
+                        ruler_y,
+                        t.glyphs.level,
+                        t.fg(Tone::Dim),
+                    );
+                }
+            }
+        }
+        let ccol = (((v.cursor.0 - v.zoom.0) / v.zoom.1) * cols as f64)
+            .clamp(0.0, cols as f64 - 1.0) as u16;
+        cell(
+            buf,
+            inner,
+            plot.x + ccol,
+            ruler_y,
+            t.glyphs.cursor,
+            t.fg(Tone::Accent),
+        );
+        let crow = (v.cursor.1 as usize).min(rows.len().saturating_sub(1));
+        let scroll = crow.saturating_sub(plot.height as usize - 1);
+
+        let nrows = (plot.height as usize).min(rows.len().saturating_sub(scroll));
+        let band = rows.first().map_or(1, |r| (r.2 - r.1).max(1));
+        let raster = raster(
+            f,
+            &s.shown().kinds,
+            v.by_stage,
+            band,
+            scroll,
+            nrows,
+            (t0, t1),
+            cols,
+        );
+        for (ri, row) in rows.iter().enumerate().skip(scroll).take(nrows) {
+            let y = plot.y + (ri - scroll) as u16;
+            let cov = &raster[(ri - scroll) * cols..(ri - scroll + 1) * cols];
+            let wgs = if v.by_stage {
+                0..sp.grid()
+            } else {
+                row.1..row.2
+            };
+            let n = wgs.len().max(1) as f64;
+            let label = if v.by_stage {
+                s.shown()
+                    .run
+                    .as_ref()
+                    .and_then(|r| r.stages.get(row.1 as usize))
+                    .map_or(String::new(), |d| d.name.to_string())
+            } else {
+                row.0.clone()
+            };
+            let lst = if ri == crow && focused {
+                t.selected()
+            } else {
+                t.fg(Tone::Dim)
+            };
+            put(
+                buf,
+                Rect::new(inner.x, y, plot.x - inner.x, 1),
+                inner.x,
+                y,
+                &label,
+                lst,
+            );
+            for (i, c) in cov.iter().enumerate() {
+                let x = plot.x + i as u16;
+                let (k, amt) =
+                    c.iter()
+                        .enumerate()
+                        .fold((0, 0u32), |m, (k, &a)| if a > m.1 { (k, a) } else { m });
+                let used = c.iter().map(|&x| x as f64).sum::<f64>() / ns_per_col;
+                let mut st;
+                let sym: &str;
+                if used < 0.25 * n * if v.by_stage { 0.1 } else { 1.0 } || amt == 0 {
+                    st = t.fg(Tone::Dim);
+                    sym = if level_cols.contains(&(i as u16)) {
+                        t.glyphs.level
+                    } else {
+                        " "
+                    };
+                } else if k == WAIT {
+                    st = t.fg(Tone::Wait);
+                    sym = t.glyphs.wait;
+                } else {
+                    let kind = StageKind::ALL[k];
+                    st = t.fg(Tone::Kind(kind));
+                    sym = if t.colored() {
+                        t.glyphs.work
+                    } else {
+                        LETTERS[k]
+                    };
+                }
+                if ri == crow && i as u16 == ccol {
+                    st = st.add_modifier(Modifier::REVERSED);
+                }
+                cell(buf, plot, x, y, sym, st);
+            }
+        }
+        // What is under the cursor.
+        let tcur = (t0 as f64 + (ccol as f64 + 0.5) * ns_per_col) as u32;
+        let info = rows
+            .get(crow)
+            .and_then(|r| under(self.ctx, f, r, v.by_stage, tcur))
+            .unwrap_or_else(|| format!("idle at {}", dur(tcur as u64)));
+        let y = inner.bottom().saturating_sub(1);
+        put(
+            buf,
+            inner,
+            inner.x,
+            y,
+            &format!("{} {info}", t.glyphs.cursor),
+            t.fg(Tone::Accent),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::theme::kind_letter;
+
+    #[test]
+    fn letters_match_the_theme_table() {
+        for k in StageKind::ALL {
+            assert_eq!(LETTERS[k.code() as usize], kind_letter(k).to_string());
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! Header: what runs where, how fast, and whether it is correct.
+//!
+//! ```text
+//! baro-top │ H200 (580.1) │ llama-1b Q4_0 │ mega │ grid 132×512 │ FROZEN at pass 812 · live 977
+//! 644 tok/s (med 640) ▂▃▅▇▆ │ pass p50 1.55 ms p99 1.71 ms │ ✓ fail-word clean │ ref lag 0 │ …
+//! ✗ 3 failed passes: last #707 fail-word 0x00000201 FAIL barrier-timeout+output-poisoned …
+//! ```
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::widgets::Widget;
+
+use super::Ctx;
+use crate::text::{dur, put};
+use crate::theme::Tone;
+
+/// The header panel.
+pub struct Header<'a> {
+    /// Context.
+    pub ctx: &'a Ctx<'a>,
+}
+
+impl Widget for &Header<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let (s, t) = (self.ctx.s, self.ctx.theme);
+        let live = &s.live;
+        let d = s.shown();
+        let sep = format!(" {} ", t.glyphs.border[5]);
+        let dim = t.fg(Tone::Dim);
+        // Line 1: identity and badges.
+        let mut x = put(
+            buf,
+            area,
+            area.x,
+            area.y,
+            "baro-top",
+            t.fg(Tone::Accent).add_modifier(Modifier::BOLD),
+        );
+        let mut seg = |x: &mut u16, s: &str, st| {
+            *x = put(buf, area, *x, area.y, &sep, dim);
+            *x = put(buf, area, *x, area.y, s, st);
+        };
+        match &d.run {
+            Some(r) => {
+                let quant = d
+                    .meta
+                    .quant
+                    .as_deref()
+                    .map(|q| format!(" {q}"))
+                    .unwrap_or_default();
+                let dispatch = d.dispatch.unwrap_or(r.dispatch);
+                seg(
+                    &mut x,
+                    &format!("{} ({})", r.device, r.driver),
+                    Default::default(),
+                );
+                seg(&mut x, &format!("{}{quant}", r.model), Default::default());
+                seg(&mut x, &format!("{dispatch}"), t.fg(Tone::Accent));
+                seg(
+                    &mut x,
+                    &format!("grid {}×{}", r.grid, r.wg_size),
+                    Default::default(),
+                );
+            }
+            None => seg(&mut x, "waiting for the telemetry stream…", dim),
+        }
+        if s.frozen.is_some() {
+            let at = d.passes.back().map_or(0, |p| p.pass);
+            let now = live.passes.back().map_or(0, |p| p.pass);
+            seg(
+                &mut x,
+                &format!("FROZEN at pass {at} · live {now}"),
+                t.fg(Tone::Warn)
+                    .add_modifier(Modifier::REVERSED | Modifier::BOLD),
+            );
+        }
+        if s.view.paused {
+            seg(
+                &mut x,
+                "PAUSED",
+                t.fg(Tone::Warn).add_modifier(Modifier::BOLD),
+            );
+        }
+        if let Some(e) = &live.end {
+            seg(&mut x, &format!("ENDED: {e}"), t.fg(Tone::Warn));
+        }
+        if area.height < 2 {
+            return;
+        }
+        // Line 2: correctness first (it must survive a narrow terminal), then speed, pass
+        // time, lag, drops; room for power/contention/rec.
+        let y = area.y + 1;
+        let (status, st) = if live.failed == 0 && live.mismatched == 0 {
+            (format!("{} fail-word clean", t.glyphs.ok), t.fg(Tone::Good))
+        } else {
+            let txt = format!(
+                "{} {} failed passes, {} wrong tokens",
+                t.glyphs.bad, live.failed, live.mismatched
+            );
+            (
+                txt,
+                t.fg(Tone::Bad)
+                    .add_modifier(Modifier::BOLD | Modifier::REVERSED),
+            )
+        };
+        let x = put(buf, area, area.x, y, &status, st);
+        let x = put(buf, area, x, y, &sep, dim);
+        let (now, med) = d.tok_s();
+        let f = |v: Option<f64>| v.map_or("—".into(), |v| format!("{v:.0}"));
+        let mut x = put(
+            buf,
+            area,
+            x,
+            y,
+            &format!("{} tok/s (med {}) ", f(now), f(med)),
+            Default::default(),
+        );
+        let rates: Vec<f64> = d
+            .passes
+            .iter()
+            .rev()
+            .take(24)
+            .rev()
+            .map(|p| {
+                if p.wall_ns > 0 {
+                    1e9 / p.wall_ns as f64
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let (lo, hi) = rates
+            .iter()
+            .fold((f64::MAX, 0f64), |(a, b), &v| (a.min(v), b.max(v)));
+        for r in &rates {
+            let lvl = if hi > lo {
+                1 + ((r - lo) / (hi - lo) * 7.0) as usize
+            } else {
+                4
+            };
+            x = put(
+                buf,
+                area,
+                x,
+                y,
+                t.glyphs.bars[lvl.min(8)],
+                t.fg(Tone::Accent),
+            );
+        }
+        let mut seg = |x: &mut u16, s: &str, st| {
+            *x = put(buf, area, *x, y, &sep, dim);
+            *x = put(buf, area, *x, y, s, st);
+        };
+        let p = &s.derived.pass;
+        seg(
+            &mut x,
+            &format!("pass p50 {} p99 {}", dur(p.p50), dur(p.p99)),
+            Default::default(),
+        );
+        seg(
+            &mut x,
+            &format!("ref lag {}", live.ref_lag),
+            if live.ref_lag > 8 {
+                t.fg(Tone::Warn)
+            } else {
+                Default::default()
+            },
+        );
+        let dst = if live.dropped > 0 {
+            t.fg(Tone::Warn)
+        } else {
+            Default::default()
+        };
+        seg(&mut x, &format!("dropped ui {}", live.dropped), dst);
+        seg(&mut x, "power — contention — rec —", dim);
+        if area.height < 3 {
+            return;
+        }
+        // Line 3: the last fail line, impossible to miss; quiet when clean.
+        if let Some((pass, line)) = &live.last_fail {
+            let txt = format!("{} pass {pass}: {line}", t.glyphs.bad);
+            let st = t.fg(Tone::Bad).add_modifier(Modifier::BOLD);
+            put(buf, area, area.x, area.y + 2, &txt, st);
+        } else if let Some(dv) = &live.divergence {
+            let (g, tone) = t.verdict(Some(dv.verdict));
+            let txt = format!(
+                "{g} tokens diverged from the reference at pass {} ({:?})",
+                dv.pass, dv.verdict
+            );
+            put(
+                buf,
+                area,
+                area.x,
+                area.y + 2,
+                &txt,
+                t.fg(tone).add_modifier(Modifier::BOLD),
+            );
+        }
+    }
+}

@@ -1,0 +1,480 @@
+//! The dashboard's data model, fed only by the telemetry stream ([`Data::ingest`]). It keeps
+//! what the panels need and nothing they draw: pass summaries for the navigator, the last few
+//! whole frames for the flame chart (plus the slowest and a pinned one), statistics
+//! ([`crate::stats`]), decoded tokens with their verdicts, and the warnings log. Live and
+//! replay look the same here. `Clone` so a freeze can keep a snapshot while ingest goes on.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use baro_telemetry::fail::bits;
+use baro_telemetry::{EndReason, Frame, RunDetails, StageKind, Telemetry, Verdict};
+
+use crate::stats::{Stats, WINDOW};
+use crate::text::sanitize;
+
+/// Token id → text (the model's tokenizer; synthetic mode supplies words).
+pub type Decoder = Arc<dyn Fn(u32) -> String + Send + Sync>;
+
+/// What the stream does not carry but the display wants (the live session or the recording
+/// header supplies it; every field may be absent).
+#[derive(Clone, Default)]
+pub struct Meta {
+    /// Quantisation name.
+    pub quant: Option<String>,
+    /// The device's measured peak bandwidth, bytes/s.
+    pub peak_bytes_per_s: Option<f64>,
+    /// Weight bytes each stage reads, by stage id (empty = unknown).
+    pub weight_bytes: Vec<u64>,
+    /// Token decoder.
+    pub decoder: Option<Decoder>,
+}
+
+/// Passes kept as summaries (the navigator).
+pub const SUMMARIES: usize = 4096;
+/// Whole frames kept for the flame chart.
+pub const RECENT: usize = 8;
+/// Tokens kept.
+pub const TOKENS: usize = 4096;
+/// Log entries kept.
+pub const LOG: usize = 500;
+
+/// One pass, small.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PassSummary {
+    /// Pass number.
+    pub pass: u64,
+    /// Duration (GPU time, else wall), ns.
+    pub dur_ns: u64,
+    /// Host wall time, ns.
+    pub wall_ns: u64,
+    /// Fail word fired or the token failed.
+    pub failed: bool,
+}
+
+/// One decoded token.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TokenCell {
+    /// Pass that produced it.
+    pub pass: u64,
+    /// Sanitised text.
+    pub text: String,
+    /// Verdict (`None` = pending).
+    pub verdict: Option<Verdict>,
+    /// The sequence restarted at this token.
+    pub restart: bool,
+}
+
+/// The first divergence from the reference.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Divergence {
+    /// Pass.
+    pub pass: u64,
+    /// GPU token text.
+    pub gpu: String,
+    /// Reference token text.
+    pub reference: String,
+    /// Reference margin.
+    pub margin: Option<f32>,
+    /// Near-tie or mismatch.
+    pub verdict: Verdict,
+}
+
+/// How bad a log entry is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Informational.
+    Info,
+    /// Worth a look.
+    Warn,
+    /// Something is wrong.
+    Error,
+}
+
+/// One log line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogEntry {
+    /// Pass, where it belongs to one.
+    pub pass: Option<u64>,
+    /// Severity.
+    pub sev: Severity,
+    /// Text.
+    pub text: String,
+}
+
+/// A retained frame's time geometry, computed once at ingest (not every redraw).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Geometry {
+    /// End of the pass's last stamp, ns.
+    pub extent: u64,
+    /// Per level: the first exit from its barrier, ns (`u32::MAX`: none).
+    pub level_exit: Vec<u32>,
+}
+
+impl Geometry {
+    /// Of one frame.
+    pub fn of(f: &Frame) -> Geometry {
+        let sp = &f.spans;
+        let mut hi = 0u32;
+        for s in 0..sp.stages() {
+            for w in 0..sp.grid() {
+                if let Some((_, b)) = sp.span(s, w) {
+                    hi = hi.max(b);
+                }
+            }
+        }
+        let mut level_exit = vec![];
+        for l in 0..sp.levels() {
+            let mut first = u32::MAX;
+            for w in 0..sp.grid() {
+                if let Some(e) = sp.exit(l, w) {
+                    hi = hi.max(e);
+                    first = first.min(e);
+                }
+            }
+            level_exit.push(first);
+        }
+        Geometry {
+            extent: hi.max(1) as u64,
+            level_exit,
+        }
+    }
+}
+
+/// Everything ingested.
+#[derive(Clone, Default)]
+pub struct Data {
+    /// Run details (after `Start`).
+    pub run: Option<Arc<RunDetails>>,
+    /// Display extras.
+    pub meta: Meta,
+    /// Stage kinds by id.
+    pub kinds: Vec<StageKind>,
+    /// Pass summaries, newest last.
+    pub passes: VecDeque<PassSummary>,
+    /// Whole recent frames, newest last.
+    pub recent: VecDeque<Arc<Frame>>,
+    /// The slowest frame of the last `WINDOW` passes.
+    pub slowest: Option<Arc<Frame>>,
+    /// A pinned frame (kept while pinned).
+    pub pinned: Option<Arc<Frame>>,
+    /// Statistics (after `Start`).
+    pub stats: Option<Stats>,
+    /// Tokens, newest last.
+    pub tokens: VecDeque<TokenCell>,
+    /// First divergence.
+    pub divergence: Option<Divergence>,
+    /// Log, newest last.
+    pub log: VecDeque<LogEntry>,
+    /// Frames ingested.
+    pub frames: u64,
+    /// Spans ingested (for the ingest benchmark and the header).
+    pub spans: u64,
+    /// Failed passes (fail word).
+    pub failed: u64,
+    /// Passes whose token failed the reference.
+    pub mismatched: u64,
+    /// The last fail line.
+    pub last_fail: Option<(u64, String)>,
+    /// Frames this consumer dropped (from the newest frame or the end).
+    pub dropped: u64,
+    /// Dropped count when last logged.
+    dropped_logged: u64,
+    /// Passes since the last judged one (the reference's lag).
+    pub ref_lag: u64,
+    /// The dispatch of the newest pass.
+    pub dispatch: Option<baro_telemetry::Dispatch>,
+    /// The run ended.
+    pub end: Option<EndReason>,
+    /// Bumped on every change (redraw and derived-view cache key).
+    pub generation: u64,
+    /// Geometry of the retained frames, by pass.
+    pub geometry: Vec<(u64, Arc<Geometry>)>,
+}
+
+impl Data {
+    /// An empty model with display extras.
+    pub fn new(meta: Meta) -> Data {
+        Data {
+            meta,
+            ..Default::default()
+        }
+    }
+
+    fn log(&mut self, pass: Option<u64>, sev: Severity, text: String) {
+        if self.log.len() == LOG {
+            self.log.pop_front();
+        }
+        self.log.push_back(LogEntry { pass, sev, text });
+    }
+
+    fn text(&self, id: u32) -> String {
+        let raw = match &self.meta.decoder {
+            Some(d) => d(id),
+            None => format!("<{id}>"),
+        };
+        sanitize(&raw, "↵")
+    }
+
+    /// Take one message in.
+    pub fn ingest(&mut self, msg: Telemetry) {
+        self.generation += 1;
+        match msg {
+            Telemetry::Start(d) => {
+                self.kinds = d.stages.iter().map(|s| s.kind).collect();
+                self.stats = Some(Stats::new(self.kinds.clone(), d.levels.len()));
+                self.dispatch = Some(d.dispatch);
+                let line = format!(
+                    "run: {} ({}), {} stages, {} levels, grid {} x {}",
+                    d.device,
+                    d.driver,
+                    d.stages.len(),
+                    d.levels.len(),
+                    d.grid,
+                    d.wg_size
+                );
+                self.log(None, Severity::Info, line);
+                self.run = Some(Arc::new(d));
+            }
+            Telemetry::Frame(f) => self.frame(Arc::from(f)),
+            Telemetry::End {
+                passes,
+                dropped,
+                reason,
+            } => {
+                self.dropped = self.dropped.max(dropped);
+                let sev = match reason {
+                    EndReason::Completed | EndReason::Stopped | EndReason::ConsumerGone => {
+                        Severity::Info
+                    }
+                    _ => Severity::Error,
+                };
+                self.log(None, sev, format!("end after {passes} passes: {reason}"));
+                self.end = Some(reason);
+            }
+            Telemetry::Clock(_) | Telemetry::Sensor(_) => {}
+        }
+    }
+
+    fn frame(&mut self, f: Arc<Frame>) {
+        let grid = f.spans.grid();
+        let spans = f.spans.stages() as u64 * grid as u64;
+        self.frames += 1;
+        self.spans += spans;
+        let dur_ns = f.gpu_ns.unwrap_or(f.wall_ns);
+        let failed = f.failed();
+        let dispatch = if f.dispatch_ns.is_empty() {
+            baro_telemetry::Dispatch::Mega
+        } else {
+            baro_telemetry::Dispatch::Multi
+        };
+        if self.dispatch.is_some_and(|d| d != dispatch) && !f.stages.is_empty() {
+            self.log(
+                Some(f.pass),
+                Severity::Info,
+                format!("dispatch is now {dispatch}"),
+            );
+        }
+        if !f.stages.is_empty() {
+            self.dispatch = Some(dispatch);
+        }
+
+        // Last arriver per level (the tail the next stage's charged time absorbs).
+        let nl = f.spans.levels();
+        let mut last = Vec::with_capacity(nl as usize);
+        for l in 0..nl {
+            let mut best = (0u32, u32::MAX);
+            for w in 0..grid {
+                if let Some(a) = f.spans.arrive(l, w) {
+                    if best.1 == u32::MAX || a > best.0 {
+                        best = (a, w);
+                    }
+                }
+            }
+            last.push(best.1);
+        }
+        if let Some(s) = &mut self.stats {
+            s.ingest(&f, dur_ns, &last);
+        }
+
+        if self.passes.len() == SUMMARIES {
+            self.passes.pop_front();
+        }
+        self.passes.push_back(PassSummary {
+            pass: f.pass,
+            dur_ns,
+            wall_ns: f.wall_ns,
+            failed,
+        });
+
+        // Fail word, torn frames, dropped frames.
+        if !f.fail.word.ok() {
+            self.failed += 1;
+            self.last_fail = Some((f.pass, f.fail.line.clone()));
+            self.log(Some(f.pass), Severity::Error, f.fail.line.clone());
+            let w = &f.fail.word;
+            if w.has(bits::WATCHDOG) {
+                self.log(
+                    Some(f.pass),
+                    Severity::Error,
+                    "watchdog: the pass's fence did not signal; the decoder refuses work".into(),
+                );
+            }
+            if w.has(bits::MISSING_WG) {
+                let t = format!(
+                    "residency: {}/{} workgroups stamped residency",
+                    w.resident, w.grid
+                );
+                self.log(Some(f.pass), Severity::Error, t);
+            }
+            if w.has(bits::POISONED) {
+                self.log(
+                    Some(f.pass),
+                    Severity::Error,
+                    "poison: outputs still poisoned after the pass (tokens are wrong)".into(),
+                );
+            }
+        }
+        if f.torn {
+            self.log(
+                Some(f.pass),
+                Severity::Warn,
+                "torn ring frame: stages not read".into(),
+            );
+        }
+        self.dropped = self.dropped.max(f.dropped);
+        if self.dropped > self.dropped_logged {
+            let t = format!(
+                "dropped frames: {} so far (+{}): this view reads too slowly",
+                self.dropped,
+                self.dropped - self.dropped_logged
+            );
+            self.dropped_logged = self.dropped;
+            self.log(Some(f.pass), Severity::Warn, t);
+        }
+
+        // Tokens and correctness.
+        let verdict = f.correctness.map(|c| c.verdict);
+        self.ref_lag = if verdict.is_some() {
+            0
+        } else {
+            self.ref_lag + 1
+        };
+        if let Some(c) = f.correctness {
+            if c.verdict.is_failure() {
+                self.mismatched += 1;
+                let t = format!(
+                    "pass {}: token {} ({:?}) {:?} against reference {:?}",
+                    f.pass,
+                    c.gpu_token,
+                    self.text(c.gpu_token),
+                    c.verdict,
+                    c.reference.map(|r| self.text(r))
+                );
+                self.log(Some(f.pass), Severity::Error, t);
+            }
+            if c.first_divergence == Some(f.pass)
+                && self.divergence.as_ref().is_none_or(|d| d.pass != f.pass)
+            {
+                let d = Divergence {
+                    pass: f.pass,
+                    gpu: self.text(c.gpu_token),
+                    reference: c
+                        .reference
+                        .map(|r| self.text(r))
+                        .unwrap_or_else(|| "non-finite".into()),
+                    margin: c.margin,
+                    verdict: c.verdict,
+                };
+                if c.verdict == Verdict::NearTie {
+                    let t = format!(
+                        "pass {}: near-tie {:?} vs {:?} margin {:.1e}: comparison ends here",
+                        f.pass,
+                        d.gpu,
+                        d.reference,
+                        d.margin.unwrap_or(0.0)
+                    );
+                    self.log(Some(f.pass), Severity::Warn, t);
+                }
+                self.divergence = Some(d);
+            }
+        }
+        if self.tokens.len() == TOKENS {
+            self.tokens.pop_front();
+        }
+        let text = self.text(f.next);
+        self.tokens.push_back(TokenCell {
+            pass: f.pass,
+            text,
+            verdict,
+            restart: f.pos == 0,
+        });
+
+        // Frames kept for the flame chart.
+        if !f.spans.is_empty() {
+            let keep_slow = match &self.slowest {
+                None => true,
+                Some(s) => {
+                    s.pass + (WINDOW as u64) < f.pass || s.gpu_ns.unwrap_or(s.wall_ns) <= dur_ns
+                }
+            };
+            if keep_slow {
+                self.slowest = Some(f.clone());
+            }
+            if self.recent.len() == RECENT {
+                self.recent.pop_front();
+            }
+            self.geometry.push((f.pass, Arc::new(Geometry::of(&f))));
+            self.recent.push_back(f);
+            let keep = self.retained();
+            self.geometry.retain(|(p, _)| keep.contains(p));
+        }
+    }
+
+    /// The geometry of a retained frame (computed now if it was not kept).
+    pub fn geometry_of(&self, f: &Frame) -> Arc<Geometry> {
+        match self.geometry.iter().find(|(p, _)| *p == f.pass) {
+            Some((_, g)) => g.clone(),
+            None => Arc::new(Geometry::of(f)),
+        }
+    }
+
+    /// A retained whole frame by pass number.
+    pub fn frame_by_pass(&self, pass: u64) -> Option<&Arc<Frame>> {
+        self.recent
+            .iter()
+            .chain(self.slowest.iter())
+            .chain(self.pinned.iter())
+            .find(|f| f.pass == pass)
+    }
+
+    /// Passes with whole frames retained, ascending.
+    pub fn retained(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self
+            .recent
+            .iter()
+            .chain(&self.slowest)
+            .chain(&self.pinned)
+            .map(|f| f.pass)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Tokens per second of the newest pass and the median over the window (from wall
+    /// times, so replay shows the run's speed, not the replay's).
+    pub fn tok_s(&self) -> (Option<f64>, Option<f64>) {
+        let rate = |p: &PassSummary| (p.wall_ns > 0).then(|| 1e9 / p.wall_ns as f64);
+        let now = self.passes.back().and_then(rate);
+        let mut w: Vec<f64> = self
+            .passes
+            .iter()
+            .rev()
+            .take(WINDOW)
+            .filter_map(rate)
+            .collect();
+        w.sort_by(f64::total_cmp);
+        (now, w.get(w.len() / 2).copied())
+    }
+}

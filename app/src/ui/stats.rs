@@ -1,0 +1,316 @@
+//! Statistics kept at ingest and derived for display: cumulative hdrhistograms per stage,
+//! per stage kind and per barrier level (all passes), and a ring of per-pass values from which
+//! a sliding window or a chosen range of passes is summarised on demand. Never draws.
+
+use std::collections::VecDeque;
+
+use baro_telemetry::{Frame, StageKind};
+use hdrhistogram::Histogram;
+
+/// How many passes of per-pass values are kept for windows and ranges.
+pub const RING: usize = 2048;
+/// The sliding window, passes.
+pub const WINDOW: usize = 256;
+
+/// A histogram of ns values (1 ns .. 100 s, 2 significant digits: small enough to keep
+/// hundreds of them and to clone on freeze).
+pub fn hist() -> Histogram<u32> {
+    Histogram::new_with_bounds(1, 100_000_000_000, 2)
+        .unwrap_or_else(|e| panic!("hdrhistogram bounds are constants: {e}"))
+}
+
+fn rec(h: &mut Histogram<u32>, v: u64) {
+    // Saturates at the top bound instead of failing: a 100 s stage is already a failure.
+    h.saturating_record(v.max(1));
+}
+
+/// p50/p90/p99/p99.9/max of a histogram, ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Pcts {
+    /// Median.
+    pub p50: u64,
+    /// 90th.
+    pub p90: u64,
+    /// 99th.
+    pub p99: u64,
+    /// 99.9th.
+    pub p999: u64,
+    /// Max.
+    pub max: u64,
+    /// Samples.
+    pub n: u64,
+}
+
+impl Pcts {
+    /// From a histogram.
+    pub fn of(h: &Histogram<u32>) -> Pcts {
+        if h.is_empty() {
+            return Pcts::default();
+        }
+        Pcts {
+            p50: h.value_at_quantile(0.5),
+            p90: h.value_at_quantile(0.9),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            max: h.max(),
+            n: h.len(),
+        }
+    }
+}
+
+/// One pass's values, kept in the ring.
+#[derive(Clone, Debug)]
+pub struct PassValues {
+    /// Pass number.
+    pub pass: u64,
+    /// Pass duration (GPU time, else wall), ns.
+    pub dur_ns: u64,
+    /// Busy ns per stage id (u32::MAX = not run).
+    pub busy: Box<[u32]>,
+    /// Charged ns per stage id.
+    pub charged: Box<[u32]>,
+    /// Per level: arrival spread, release, exit spread (ns), last arriver.
+    pub barriers: Box<[[u32; 4]]>,
+}
+
+/// Cumulative and per-pass statistics.
+#[derive(Clone)]
+pub struct Stats {
+    /// Stage kinds by stage id.
+    pub kinds: Vec<StageKind>,
+    /// Busy, all passes, by stage id.
+    pub busy: Vec<Histogram<u32>>,
+    /// Charged, all passes, by stage id.
+    pub charged: Vec<Histogram<u32>>,
+    /// Busy summed over the stages of a kind, per pass, by kind code.
+    pub kind_busy: Vec<Histogram<u32>>,
+    /// Charged summed per kind.
+    pub kind_charged: Vec<Histogram<u32>>,
+    /// Per level: arrival spread, release, exit spread.
+    pub barrier: Vec<[Histogram<u32>; 3]>,
+    /// Pass durations, all passes.
+    pub pass: Histogram<u32>,
+    /// Per-pass values, newest last.
+    pub ring: VecDeque<PassValues>,
+}
+
+impl Stats {
+    /// For a run with these stage kinds and `levels` levels.
+    pub fn new(kinds: Vec<StageKind>, levels: usize) -> Stats {
+        let n = kinds.len();
+        Stats {
+            busy: (0..n).map(|_| hist()).collect(),
+            charged: (0..n).map(|_| hist()).collect(),
+            kind_busy: StageKind::ALL.iter().map(|_| hist()).collect(),
+            kind_charged: StageKind::ALL.iter().map(|_| hist()).collect(),
+            barrier: (0..levels).map(|_| [hist(), hist(), hist()]).collect(),
+            pass: hist(),
+            ring: VecDeque::with_capacity(RING),
+            kinds,
+        }
+    }
+
+    /// Take one pass in. `last_arrivers[level]` = the workgroup that arrived last.
+    pub fn ingest(&mut self, f: &Frame, dur_ns: u64, last_arrivers: &[u32]) {
+        let n = self.kinds.len();
+        let mut busy = vec![u32::MAX; n].into_boxed_slice();
+        let mut charged = vec![u32::MAX; n].into_boxed_slice();
+        let mut kb = [0u64; StageKind::ALL.len()];
+        let mut kc = [0u64; StageKind::ALL.len()];
+        for t in &f.stages {
+            let i = t.stage as usize;
+            if i >= n {
+                continue;
+            }
+            rec(&mut self.busy[i], t.busy_ns);
+            rec(&mut self.charged[i], t.charged_ns);
+            busy[i] = t.busy_ns.min(u32::MAX as u64 - 1) as u32;
+            charged[i] = t.charged_ns.min(u32::MAX as u64 - 1) as u32;
+            let k = self.kinds[i].code() as usize;
+            kb[k] += t.busy_ns;
+            kc[k] += t.charged_ns;
+        }
+        for k in 0..kb.len() {
+            if kb[k] > 0 {
+                rec(&mut self.kind_busy[k], kb[k]);
+                rec(&mut self.kind_charged[k], kc[k]);
+            }
+        }
+        let mut bars = vec![[u32::MAX; 4]; self.barrier.len()].into_boxed_slice();
+        for b in &f.barriers {
+            let l = b.level as usize;
+            let Some(h) = self.barrier.get_mut(l) else {
+                continue;
+            };
+            rec(&mut h[0], b.arrival_spread_ns);
+            rec(&mut h[1], b.release_ns);
+            rec(&mut h[2], b.exit_spread_ns);
+            let c = |v: u64| v.min(u32::MAX as u64 - 1) as u32;
+            bars[l] = [
+                c(b.arrival_spread_ns),
+                c(b.release_ns),
+                c(b.exit_spread_ns),
+                last_arrivers.get(l).copied().unwrap_or(u32::MAX),
+            ];
+        }
+        rec(&mut self.pass, dur_ns);
+        if self.ring.len() == RING {
+            self.ring.pop_front();
+        }
+        self.ring.push_back(PassValues {
+            pass: f.pass,
+            dur_ns,
+            busy,
+            charged,
+            barriers: bars,
+        });
+    }
+
+    /// The ring entries of a scope: the last `WINDOW`, or passes `lo..=hi`.
+    pub fn select(&self, range: Option<(u64, u64)>) -> impl Iterator<Item = &PassValues> {
+        let skip = match range {
+            None => self.ring.len().saturating_sub(WINDOW),
+            Some(_) => 0,
+        };
+        self.ring
+            .iter()
+            .skip(skip)
+            .filter(move |p| range.is_none_or(|(lo, hi)| p.pass >= lo && p.pass <= hi))
+    }
+}
+
+/// Exact percentiles of a selection of ring entries (the window or a range: small enough
+/// to sort, and exact where a histogram would bucket).
+pub struct Selected {
+    /// Busy by stage.
+    pub busy: Vec<Pcts>,
+    /// Charged by stage.
+    pub charged: Vec<Pcts>,
+    /// Busy by kind.
+    pub kind_busy: Vec<Pcts>,
+    /// Charged by kind.
+    pub kind_charged: Vec<Pcts>,
+    /// Barrier percentiles by level: arrival spread, release, exit spread.
+    pub barrier: Vec<[Pcts; 3]>,
+    /// Pass durations.
+    pub pass: Pcts,
+    /// Per level: the workgroup that arrived last most often, with its count.
+    pub last: Vec<Option<(u32, u32)>>,
+    /// Over all levels: how often each workgroup arrived last.
+    pub last_all: Vec<u32>,
+    /// Barriers counted in `last_all`.
+    pub barriers_seen: u32,
+    /// Passes selected.
+    pub passes: u64,
+}
+
+/// Percentiles of `v` (sorted in place).
+pub fn pcts(v: &mut [u64]) -> Pcts {
+    if v.is_empty() {
+        return Pcts::default();
+    }
+    v.sort_unstable();
+    let q = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    Pcts {
+        p50: q(0.5),
+        p90: q(0.9),
+        p99: q(0.99),
+        p999: q(0.999),
+        max: v[v.len() - 1],
+        n: v.len() as u64,
+    }
+}
+
+impl Stats {
+    /// Summaries of a scope (`None` range = the sliding window).
+    pub fn selected(&self, range: Option<(u64, u64)>, grid: u32) -> Selected {
+        let n = self.kinds.len();
+        let nl = self.barrier.len();
+        let nk = StageKind::ALL.len();
+        let sel: Vec<&PassValues> = self.select(range).collect();
+        let m = sel.len();
+        // Column-major scratch: one run of m values per series.
+        let mut busy = vec![0u64; n * m];
+        let mut charged = vec![0u64; n * m];
+        let mut nb = vec![0usize; n];
+        let mut kb = vec![0u64; nk * m];
+        let mut kc = vec![0u64; nk * m];
+        let mut bars = vec![0u64; nl * 3 * m];
+        let mut nbar = vec![0usize; nl];
+        let mut last_all = vec![0u32; grid as usize];
+        let mut seen = 0;
+        let mut per_level: Vec<Vec<(u32, u32)>> = vec![vec![]; nl];
+        let mut pass = Vec::with_capacity(m);
+        for (j, p) in sel.iter().enumerate() {
+            pass.push(p.dur_ns);
+            for i in 0..n.min(p.busy.len()) {
+                if p.busy[i] == u32::MAX {
+                    continue;
+                }
+                busy[i * m + nb[i]] = p.busy[i] as u64;
+                charged[i * m + nb[i]] = p.charged[i] as u64;
+                nb[i] += 1;
+                let k = self.kinds[i].code() as usize;
+                kb[k * m + j] += p.busy[i] as u64;
+                kc[k * m + j] += p.charged[i] as u64;
+            }
+            for (l, b) in p.barriers.iter().enumerate().take(nl) {
+                if b[0] == u32::MAX {
+                    continue;
+                }
+                for x in 0..3 {
+                    bars[(l * 3 + x) * m + nbar[l]] = b[x] as u64;
+                }
+                nbar[l] += 1;
+                let w = b[3];
+                if let Some(c) = last_all.get_mut(w as usize) {
+                    *c += 1;
+                    seen += 1;
+                    match per_level[l].iter_mut().find(|(x, _)| *x == w) {
+                        Some((_, c)) => *c += 1,
+                        None => per_level[l].push((w, 1)),
+                    }
+                }
+            }
+        }
+        let nonzero = |v: &mut [u64]| {
+            let mut w: Vec<u64> = v.iter().copied().filter(|&x| x > 0).collect();
+            pcts(&mut w)
+        };
+        Selected {
+            busy: (0..n)
+                .map(|i| pcts(&mut busy[i * m..i * m + nb[i]]))
+                .collect(),
+            charged: (0..n)
+                .map(|i| pcts(&mut charged[i * m..i * m + nb[i]]))
+                .collect(),
+            kind_busy: (0..nk)
+                .map(|k| nonzero(&mut kb[k * m..(k + 1) * m]))
+                .collect(),
+            kind_charged: (0..nk)
+                .map(|k| nonzero(&mut kc[k * m..(k + 1) * m]))
+                .collect(),
+            barrier: (0..nl)
+                .map(|l| {
+                    let mut one = |x: usize| {
+                        let o = (l * 3 + x) * m;
+                        pcts(&mut bars[o..o + nbar[l]])
+                    };
+                    [one(0), one(1), one(2)]
+                })
+                .collect(),
+            pass: pcts(&mut pass),
+            last: per_level
+                .iter()
+                .map(|v| {
+                    v.iter()
+                        .copied()
+                        .max_by_key(|&(w, c)| (c, std::cmp::Reverse(w)))
+                })
+                .collect(),
+            last_all,
+            barriers_seen: seen,
+            passes: m as u64,
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! Text that came from outside (token text: a model can emit anything) made safe to draw, and
+//! small drawing helpers that never write outside their area.
+//!
+//! Sanitising strips every control character, ANSI/VT escape sequence (CSI, OSC, DCS, single
+//! ESC pairs, C1 controls), bidi overrides and zero-width characters; a newline becomes a
+//! visible glyph. Widths are measured with `unicode-width`, so wide characters and emoji
+//! take the cells they really take.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use unicode_width::UnicodeWidthChar;
+
+/// `s` with escape sequences and control characters removed; `\n` → `newline`, `\t` → space.
+pub fn sanitize(s: &str, newline: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        match c {
+            '\n' => out.push_str(newline),
+            '\t' => out.push(' '),
+            '\u{1b}' => match it.next() {
+                // CSI: parameters then one final byte in @..~.
+                Some('[') => skip_until(&mut it, |c| ('@'..='~').contains(&c)),
+                // OSC, DCS, SOS, PM, APC: up to BEL or ST (ESC \).
+                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut it),
+                _ => {}
+            },
+            '\u{9b}' => skip_until(&mut it, |c| ('@'..='~').contains(&c)),
+            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(&mut it),
+            c if c.is_control() => {}
+            // Bidi embeddings/overrides/isolates and zero-width joiners or marks.
+            '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}' => {}
+            '\u{feff}' => {}
+            c => {
+                if c.width().is_some_and(|w| w > 0) {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn skip_until(it: &mut impl Iterator<Item = char>, end: impl Fn(char) -> bool) {
+    for c in it.by_ref() {
+        if end(c) {
+            break;
+        }
+    }
+}
+
+fn skip_string(it: &mut std::iter::Peekable<impl Iterator<Item = char>>) {
+    while let Some(c) = it.next() {
+        if c == '\u{7}' || c == '\u{9c}' {
+            break;
+        }
+        if c == '\u{1b}' {
+            if it.peek() == Some(&'\\') {
+                it.next();
+            }
+            break;
+        }
+    }
+}
+
+/// Display width of (already sanitised) text.
+pub fn width(s: &str) -> usize {
+    s.chars().map(|c| c.width().unwrap_or(0)).sum()
+}
+
+/// Write `s` at (`x`, `y`) clipped to `area` (and the buffer). Returns the x after the text.
+pub fn put(buf: &mut Buffer, area: Rect, x: u16, y: u16, s: &str, style: Style) -> u16 {
+    let area = area.intersection(buf.area);
+    if y < area.top() || y >= area.bottom() || x < area.left() || x >= area.right() {
+        return x;
+    }
+    let max = (area.right() - x) as usize;
+    buf.set_stringn(x, y, s, max, style).0
+}
+
+/// Fill one cell (if inside `area` and the buffer).
+pub fn cell(buf: &mut Buffer, area: Rect, x: u16, y: u16, sym: &str, style: Style) {
+    let area = area.intersection(buf.area);
+    if x >= area.left() && x < area.right() && y >= area.top() && y < area.bottom() {
+        if let Some(c) = buf.cell_mut((x, y)) {
+            c.set_symbol(sym).set_style(style);
+        }
+    }
+}
+
+/// Human duration from ns: `850 ns`, `12.3 µs`, `4.56 ms`, `1.23 s`.
+pub fn dur(ns: u64) -> String {
+    let f = ns as f64;
+    if ns < 1_000 {
+        format!("{ns} ns")
+    } else if ns < 1_000_000 {
+        format!("{:.1} µs", f / 1e3)
+    } else if ns < 1_000_000_000 {
+        format!("{:.2} ms", f / 1e6)
+    } else {
+        format!("{:.2} s", f / 1e9)
+    }
+}
+
+/// Whole microseconds: `378 µs` (the attribution warnings' unit).
+pub fn us(ns: u64) -> String {
+    format!("{} µs", (ns + 500) / 1000)
+}
+
+/// `s` cut to at most `w` display columns.
+pub fn clip(s: &str, w: usize) -> String {
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let cw = c.width().unwrap_or(0);
+        if used + cw > w {
+            break;
+        }
+        used += cw;
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_and_controls_are_stripped() {
+        let s =
+            "a\u{1b}[31mred\u{1b}[0m\u{1b}]0;title\u{7}b\u{1b}Pq#0\u{1b}\\c\u{9b}2Jd\u{0}\u{7f}\r";
+        assert_eq!(sanitize(s, "↵"), "aredbcd");
+    }
+
+    #[test]
+    fn newline_becomes_visible_and_bidi_overrides_vanish() {
+        assert_eq!(sanitize("x\ny\u{202e}z\u{200b}", "↵"), "x↵yz");
+    }
+
+    #[test]
+    fn wide_characters_are_measured() {
+        assert_eq!(width(&sanitize("日本🦀", "")), 6);
+        assert_eq!(clip("日本語", 5), "日本");
+    }
+
+    #[test]
+    fn durations_read_in_their_unit() {
+        assert_eq!(dur(850), "850 ns");
+        assert_eq!(dur(12_345), "12.3 µs");
+        assert_eq!(dur(4_560_000), "4.56 ms");
+        assert_eq!(us(377_600), "378 µs");
+    }
+}

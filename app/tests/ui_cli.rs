@@ -1,0 +1,70 @@
+//! `baro-top live` from the outside: flags not yet honoured are refused, never silently
+//! accepted; with stdout not a terminal it prints one line per pass and says so once.
+#![allow(clippy::unwrap_used)]
+
+use std::process::Command;
+
+fn baro(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_baro-top"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn live_without_synthetic_is_refused_with_status_2_and_a_way_forward() {
+    let o = baro(&["live"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("not wired") && err.contains("--synthetic"),
+        "{err}"
+    );
+}
+
+#[test]
+fn model_with_synthetic_is_refused_not_ignored() {
+    let o = baro(&["live", "--synthetic", "--model", "x.gguf"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--model is not honoured"));
+}
+
+#[test]
+fn a_bad_layout_names_the_file_line_and_problem() {
+    let dir = std::env::temp_dir().join(format!("baro-layout-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bad.toml");
+    std::fs::write(&f, "[[row]]\nheight = 3\npanels = [\"flam\"]\n").unwrap();
+    let o = baro(&["live", "--synthetic", "--layout", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("bad.toml, line 3: unknown panel \"flam\""),
+        "{err}"
+    );
+    let o = baro(&["live", "--synthetic", "--layout", "nosuch"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no such preset"));
+}
+
+#[test]
+fn piped_stdout_gets_headless_lines_and_one_note_on_stderr() {
+    let o = baro(&["live", "--synthetic", "--passes", "5", "--rate", "1000"]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<_> = out.lines().collect();
+    assert!(lines[0].starts_with("start: "), "{out}");
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("pass ")).count(),
+        5,
+        "{out}"
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|l| !l.starts_with("pass ") || l.contains("fail-word 0x00000000 PASS")),
+        "{out}"
+    );
+    assert!(lines.last().unwrap().starts_with("end: 5 passes"), "{out}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("not a terminal").count(), 1, "{err}");
+}

@@ -1,0 +1,137 @@
+//! What the state makes of a telemetry stream: the scenario → warnings/log/counters table.
+#![allow(clippy::unwrap_used)]
+
+mod ui_common;
+use ui_common::*;
+
+use baro_top_ui::state::Severity;
+use baro_top_ui::synthetic::SynthConfig;
+use baro_top_ui::theme::{ColorDepth, Theme};
+
+#[test]
+fn clean_run_has_no_warnings_no_errors_and_no_attribution_gaps() {
+    let (mut st, _) = state(clean(), 50);
+    st.prepare();
+    assert!(
+        st.derived.attribution.is_empty(),
+        "{:?}",
+        st.derived.attribution
+    );
+    assert!(st.live.log.iter().all(|e| e.sev == Severity::Info));
+    assert_eq!(
+        (st.live.failed, st.live.mismatched, st.live.dropped),
+        (0, 0, 0)
+    );
+}
+
+#[test]
+fn level_tail_trap_is_charged_to_the_closing_stage_and_names_the_workgroup() {
+    let (mut st, _) = state(
+        SynthConfig {
+            tail_wg: Some(5),
+            ..clean()
+        },
+        50,
+    );
+    st.prepare();
+    let a = &st.derived.attribution;
+    assert!(a[0].starts_with("workgroup 5 arrived last at "), "{a:?}");
+    let ffn = a
+        .iter()
+        .find(|l| l.starts_with("ffn_up.l1 charged "))
+        .unwrap();
+    assert!(
+        ffn.contains("is level 8's tail, waiting for workgroup 5"),
+        "{ffn}"
+    );
+    // Only the stages that close a trapped level are named.
+    assert!(a.iter().skip(1).all(|l| l.starts_with("ffn_")), "{a:?}");
+}
+
+#[test]
+fn failing_pass_is_counted_and_logged_with_its_decoded_line() {
+    let (st, _) = state(
+        SynthConfig {
+            fail_every: Some(10),
+            ..clean()
+        },
+        25,
+    );
+    assert_eq!(st.live.failed, 2);
+    let errors: Vec<_> = st
+        .live
+        .log
+        .iter()
+        .filter(|e| e.sev == Severity::Error)
+        .collect();
+    assert!(
+        errors.iter().any(|e| e.pass == Some(9)
+            && e.text
+                .starts_with("fail-word 0x00000201 FAIL barrier-timeout+output-poisoned")),
+        "{errors:?}"
+    );
+    assert!(errors.iter().any(|e| e.text.starts_with("poison:")));
+    assert_eq!(st.live.last_fail.as_ref().unwrap().0, 19);
+    assert!(st.live.passes.iter().filter(|p| p.failed).count() == 2);
+}
+
+#[test]
+fn mismatch_records_the_first_divergence_with_both_tokens_and_the_margin() {
+    let (st, _) = state(
+        SynthConfig {
+            mismatch_at: Some(7),
+            ..clean()
+        },
+        12,
+    );
+    let d = st.live.divergence.as_ref().unwrap();
+    assert_eq!(d.pass, 7);
+    assert_ne!(d.gpu, d.reference);
+    assert_eq!(d.margin, Some(0.25));
+    assert_eq!(st.live.mismatched, 1);
+    assert!(st
+        .live
+        .tokens
+        .iter()
+        .filter(|t| t.pass > 7)
+        .all(|t| t.verdict == Some(baro_telemetry::Verdict::Uncompared)));
+}
+
+#[test]
+fn dropped_frames_are_logged_as_a_warning() {
+    let (mut st, _) = state(clean(), 3);
+    let mut f = baro_top_ui::synthetic::Synth::new(clean()).frame();
+    f.pass = 3;
+    f.dropped = 17;
+    st.live
+        .ingest(baro_telemetry::Telemetry::Frame(Box::new(f)));
+    assert_eq!(st.live.dropped, 17);
+    assert!(st
+        .live
+        .log
+        .iter()
+        .any(|e| e.sev == Severity::Warn && e.text.starts_with("dropped frames: 17")));
+}
+
+#[test]
+fn ascii_theme_draws_no_box_or_block_glyphs() {
+    let (mut st, layout) = state(
+        SynthConfig {
+            tail_wg: Some(5),
+            ..clean()
+        },
+        30,
+    );
+    let term = render_theme(
+        &mut st,
+        &layout,
+        200,
+        60,
+        Theme::new(ColorDepth::TrueColor, true),
+    );
+    let text = lines(&term).concat();
+    for g in ['─', '│', '┌', '█', '░', '▁', '↵', '⚠', '✓', '✗'] {
+        assert!(!text.contains(g), "{g} drawn in --ascii");
+    }
+    assert!(text.contains("+ flame"), "ASCII borders");
+}
