@@ -63,7 +63,7 @@ fn main() {
         spans += spans_per * frames.len() as u64;
     }
     println!(
-        "ingest: {:.1} M spans/s ({:.3} ms per pass)",
+        "ingest (thread CPU time, one core): {:.1} M spans/s ({:.3} ms per pass)",
         spans as f64 / secs / 1e6,
         secs * 1e3 / (5.0 * frames.len() as f64)
     );
@@ -108,8 +108,14 @@ fn main() {
             prep[prep.len() * 99 / 100]
         );
         let p = |q: f64| times[((times.len() - 1) as f64 * q) as usize];
+        let pw = |q: f64| wall[((wall.len() - 1) as f64 * q) as usize];
         println!(
-            "render {w}×{h}: p50 {:.2} ms p99 {:.2} ms max {:.2} ms",
+            "  wall time on this (shared) machine: p50 {:.2} ms p99 {:.2} ms",
+            pw(0.5),
+            pw(0.99)
+        );
+        println!(
+            "render {w}×{h} (thread CPU time): p50 {:.2} ms p99 {:.2} ms max {:.2} ms",
             p(0.5),
             p(0.99),
             p(1.0)
