@@ -5,6 +5,7 @@
 mod out;
 mod cmd;
 mod files;
+mod metrics;
 mod validate;
 
 use std::path::PathBuf;
@@ -35,6 +36,8 @@ enum Command {
     /// Create, convert and inspect model files.
     #[command(subcommand)]
     Model(ModelCommand),
+    /// Serve Prometheus/OpenMetrics metrics of the telemetry stream (--metrics ADDR).
+    Serve(metrics::cmd::ServeArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -169,5 +172,6 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Model(ModelCommand::Gen(a)) => cmd::model::gen(a),
         Command::Model(ModelCommand::Import(a)) => cmd::model::import(a),
         Command::Model(ModelCommand::Info(a)) => cmd::model::info(a),
+        Command::Serve(a) => metrics::cmd::run(a),
     }
 }
