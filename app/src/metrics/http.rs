@@ -190,7 +190,7 @@ pub fn parse_head(head: &str) -> Option<Request> {
     }
     let path = target.split(['?', '#']).next().unwrap_or("").to_string();
     let mut accept = None;
-    for l in lines {
+    for l in lines.filter(|l| !l.is_empty()) {
         let (k, v) = l.split_once(':')?;
         if k.trim().eq_ignore_ascii_case("accept") {
             accept = Some(v.trim().to_string());
