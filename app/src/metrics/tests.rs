@@ -641,3 +641,64 @@ fn tool(name: &str) -> Option<std::path::PathBuf> {
     }
     found
 }
+
+// ---- ingest cost ----
+
+/// Counts allocations made by the current thread (other tests' threads do not disturb it).
+struct CountingAlloc;
+
+thread_local! {
+    static ALLOCATIONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller's contract is passed on.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: the caller's contract is passed on.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller's contract is passed on.
+        unsafe { std::alloc::System.realloc(ptr, layout, size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+#[test]
+fn ingesting_frames_and_sensor_samples_allocates_nothing() {
+    let run = baro_telemetry::synth::synthetic_run(132, 114, 82);
+    let msgs: Vec<Telemetry> = (0..64)
+        .map(|p| {
+            let mut f = baro_telemetry::synth::synthetic_frame(&run, p, 7);
+            f.fail.word.bits = (p as u32) & 0x0203;
+            Telemetry::Frame(Box::new(f))
+        })
+        .chain(small_stream().into_iter().skip(4))
+        .collect();
+    let mut a = Aggregator::new();
+    a.ingest(&Telemetry::Start(run), 0);
+    // The counter sees this thread's allocations (else the assertion below proves nothing).
+    let probe = ALLOCATIONS.with(|c| c.get());
+    drop(std::hint::black_box(vec![0u8; 16]));
+    assert_eq!(ALLOCATIONS.with(|c| c.get()), probe + 1);
+    let before = ALLOCATIONS.with(|c| c.get());
+    for (i, m) in msgs.iter().enumerate() {
+        a.ingest(m, i as u64 * MS);
+    }
+    let allocations = ALLOCATIONS.with(|c| c.get()) - before;
+    assert_eq!(allocations, 0, "ingest allocated {allocations} times");
+    // And the frames were counted (the loop did its work).
+    let t = render(&a, 64 * MS, Format::Prometheus);
+    assert!(
+        t.contains("baro_stage_busy_seconds_count{stage_kind=\"ffn_up\",mode=\"slow\"} 8"),
+        "{t}"
+    );
+}
