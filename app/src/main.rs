@@ -5,6 +5,7 @@
 mod out;
 mod cmd;
 mod files;
+mod metrics;
 mod validate;
 /// The dashboard (a library target of this package, so its tests and benches can reach it).
 use baro_top_ui as ui;
@@ -45,6 +46,8 @@ enum Command {
     Export(cmd::recording::ExportArgs),
     /// Compare two recordings: per stage kind busy/charged medians, and their tokens.
     Diff(cmd::recording::DiffArgs),
+    /// Serve Prometheus/OpenMetrics metrics of the telemetry stream (--metrics ADDR).
+    Serve(metrics::cmd::ServeArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -218,6 +221,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         ),
         Command::Export(a) => cmd::recording::export(&a),
         Command::Diff(a) => cmd::recording::diff(&a),
+        Command::Serve(a) => metrics::cmd::run(a),
     }
 }
 

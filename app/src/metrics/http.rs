@@ -1,0 +1,336 @@
+//! The endpoint: a deliberately small HTTP/1.1 server on std's `TcpListener`.
+//!
+//! Why not a crate: a scrape endpoint needs `GET` of two paths, one header read (`Accept`)
+//! and a `Connection: close` response with a `Content-Length`. That is ~150 lines that are
+//! easy to bound completely (head size, read/write timeouts, concurrent connections), with
+//! no new dependency to build on a shared 2-core machine and no async runtime beside the
+//! engine's threads.
+//!
+//! It must never block the telemetry consumer: a scrape locks the aggregator only to clone
+//! it (a few KiB of fixed arrays) and renders the clone outside the lock.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use baro_telemetry::Telemetry;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+
+use super::aggregate::Aggregator;
+use super::catalog::CATALOG;
+use super::expose::{render, Format};
+
+/// Largest request head read (request line + headers).
+const MAX_HEAD: usize = 8 * 1024;
+/// Connections served at once; more get a 503.
+const MAX_CONNECTIONS: usize = 16;
+/// Read and write timeout of a connection.
+const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often the accept and consumer loops look at the stop flag.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Shared between the consumer, the accept loop and the connections.
+struct Shared {
+    agg: Mutex<Aggregator>,
+    epoch: Instant,
+    stop: AtomicBool,
+    active: AtomicUsize,
+}
+
+impl Shared {
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    fn snapshot(&self) -> Aggregator {
+        self.agg.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// A running endpoint; stops (and joins its threads) on [`MetricsServer::shutdown`] or drop.
+pub struct MetricsServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// Serve `/metrics` on `addr` (port 0: any free port; see [`MetricsServer::local_addr`]),
+/// fed by `rx`. Binding errors (an address in use, one not on this host) are returned with
+/// the address in the message.
+pub fn serve(addr: SocketAddr, rx: Receiver<Telemetry>) -> anyhow::Result<MetricsServer> {
+    let listener = TcpListener::bind(addr).with_context(|| {
+        format!("cannot listen on {addr} for --metrics (another exporter on that port?)")
+    })?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    listener
+        .set_nonblocking(true)
+        .context("setting the listener non-blocking")?;
+    let shared = Arc::new(Shared {
+        agg: Mutex::new(Aggregator::new()),
+        epoch: Instant::now(),
+        stop: AtomicBool::new(false),
+        active: AtomicUsize::new(0),
+    });
+    let consumer = {
+        let sh = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("metrics-ingest".into())
+            .spawn(move || consume(&sh, &rx))
+            .context("starting the metrics consumer thread")?
+    };
+    let acceptor = {
+        let sh = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("metrics-http".into())
+            .spawn(move || accept_loop(&sh, &listener))
+            .context("starting the metrics HTTP thread")?
+    };
+    Ok(MetricsServer {
+        addr,
+        shared,
+        threads: vec![consumer, acceptor],
+    })
+}
+
+impl MetricsServer {
+    /// The address actually bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stop accepting and consuming, and join both threads (connections in flight finish on
+    /// their own, bounded by the I/O timeout).
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn consume(sh: &Shared, rx: &Receiver<Telemetry>) {
+    while !sh.stop.load(Ordering::Relaxed) {
+        match rx.recv_timeout(POLL) {
+            Ok(msg) => {
+                let now = sh.now_ns();
+                sh.agg
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .ingest(&msg, now);
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                sh.agg.lock().unwrap_or_else(|e| e.into_inner()).closed();
+                return;
+            }
+        }
+    }
+}
+
+fn accept_loop(sh: &Arc<Shared>, listener: &TcpListener) {
+    while !sh.stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                if sh.active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                    sh.active.fetch_sub(1, Ordering::SeqCst);
+                    let _ = stream.set_write_timeout(Some(Duration::from_millis(500)));
+                    let _ = respond(stream, 503, "text/plain; charset=utf-8", b"busy\n", false);
+                    continue;
+                }
+                let conn = Arc::clone(sh);
+                let spawned = std::thread::Builder::new()
+                    .name("metrics-conn".into())
+                    .spawn(move || {
+                        let _ = handle(&conn, stream);
+                        conn.active.fetch_sub(1, Ordering::SeqCst);
+                    });
+                if spawned.is_err() {
+                    sh.active.fetch_sub(1, Ordering::SeqCst);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
+            // A connection that failed before we took it (reset, out of fds): keep serving.
+            Err(_) => std::thread::sleep(POLL),
+        }
+    }
+}
+
+/// A parsed request head: what routing needs.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Request {
+    /// `GET`, `HEAD`, …
+    pub method: String,
+    /// The path without its query.
+    pub path: String,
+    /// The `Accept` header, if any.
+    pub accept: Option<String>,
+}
+
+/// Parse a request head (up to and excluding the blank line); `None` when malformed.
+pub fn parse_head(head: &str) -> Option<Request> {
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next()?.split(' ');
+    let (method, target, version) = (first.next()?, first.next()?, first.next()?);
+    if first.next().is_some() || !version.starts_with("HTTP/1.") || method.is_empty() {
+        return None;
+    }
+    let path = target.split(['?', '#']).next().unwrap_or("").to_string();
+    let mut accept = None;
+    for l in lines.filter(|l| !l.is_empty()) {
+        let (k, v) = l.split_once(':')?;
+        if k.trim().eq_ignore_ascii_case("accept") {
+            accept = Some(v.trim().to_string());
+        }
+    }
+    Some(Request {
+        method: method.to_string(),
+        path,
+        accept,
+    })
+}
+
+fn read_head(stream: &mut TcpStream) -> io::Result<Option<String>> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            buf.truncate(end);
+            return Ok(String::from_utf8(buf).ok());
+        }
+        if buf.len() > MAX_HEAD {
+            return Ok(None);
+        }
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// The `/` page: a pointer to `/metrics` and the catalog (escaped for HTML).
+fn index_page() -> String {
+    let esc = |t: &str| {
+        t.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let mut s = String::from(
+        "<!doctype html>\n<html><head><title>baro-top metrics</title></head><body>\n\
+         <h1>baro-top</h1>\n<p>Prometheus / OpenMetrics exposition: \
+         <a href=\"/metrics\">/metrics</a></p>\n<ul>\n",
+    );
+    for m in CATALOG {
+        let labels = if m.labels.is_empty() {
+            String::new()
+        } else {
+            format!(" {{{}}}", m.labels)
+        };
+        s += &format!(
+            "<li><code>{}{}</code> ({}): {}</li>\n",
+            m.name,
+            esc(&labels),
+            m.kind.openmetrics(),
+            esc(m.help)
+        );
+    }
+    s + "</ul>\n</body></html>\n"
+}
+
+fn handle(sh: &Shared, mut stream: TcpStream) -> io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    let Some(req) = read_head(&mut stream)?.as_deref().and_then(parse_head) else {
+        return respond(
+            stream,
+            400,
+            "text/plain; charset=utf-8",
+            b"bad request\n",
+            false,
+        );
+    };
+    let head_only = req.method == "HEAD";
+    if req.method != "GET" && !head_only {
+        return respond(
+            stream,
+            405,
+            "text/plain; charset=utf-8",
+            b"only GET and HEAD\n",
+            false,
+        );
+    }
+    match req.path.as_str() {
+        "/metrics" => {
+            let format = Format::negotiate(req.accept.as_deref());
+            let now = sh.now_ns();
+            let body = render(&sh.snapshot(), now, format);
+            respond(
+                stream,
+                200,
+                format.content_type(),
+                body.as_bytes(),
+                head_only,
+            )
+        }
+        "/" => respond(
+            stream,
+            200,
+            "text/html; charset=utf-8",
+            index_page().as_bytes(),
+            head_only,
+        ),
+        _ => respond(
+            stream,
+            404,
+            "text/plain; charset=utf-8",
+            b"not found: try /metrics\n",
+            head_only,
+        ),
+    }
+}
+
+fn respond(
+    mut stream: TcpStream,
+    code: u16,
+    content_type: &str,
+    body: &[u8],
+    head_only: bool,
+) -> io::Result<()> {
+    let reason = match code {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        _ => "Service Unavailable",
+    };
+    let mut head = format!(
+        "HTTP/1.1 {code} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if code == 405 {
+        head += "Allow: GET, HEAD\r\n";
+    }
+    head += "\r\n";
+    stream.write_all(head.as_bytes())?;
+    if !head_only {
+        stream.write_all(body)?;
+    }
+    stream.flush()?;
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    Ok(())
+}

@@ -1,0 +1,266 @@
+//! A real Prometheus scrapes `baro-top serve --synthetic` on loopback, and its HTTP API finds
+//! the series; `promtool check metrics` accepts the live exposition.
+//!
+//! Needs `prometheus` and `promtool` (Debian's `prometheus` package; scripts/test.sh installs
+//! it). Missing, they fail the test in CI (CI=true) and by default; outside CI,
+//! BARO_SKIP_PROMETHEUS=1 turns that into a printed skip.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Kills the child on drop.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A directory removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let p = std::env::temp_dir().join(format!("baro-prom-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&p).expect("temp dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tool(name: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(name))
+            .find(|f| f.is_file())
+    });
+    if found.is_none() {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        if !ci && std::env::var_os("BARO_SKIP_PROMETHEUS").is_some() {
+            eprintln!("skipped: {name} is not installed (BARO_SKIP_PROMETHEUS is set)");
+            return None;
+        }
+        panic!("{name} is not installed: `apt-get install prometheus` (scripts/test.sh does)");
+    }
+    found
+}
+
+/// A port that was free a moment ago (bound to :0, then released).
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind :0");
+    l.local_addr().expect("addr").port()
+}
+
+/// `(status, body)` of `GET path` over HTTP/1.0 (no chunking, the server closes).
+fn get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n")?;
+    let mut resp = String::new();
+    s.read_to_string(&mut resp)?;
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    Ok((status, body.to_string()))
+}
+
+fn urlencode(q: &str) -> String {
+    q.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The instant-vector result of a PromQL query (empty on any error: the caller retries).
+fn query(prom: SocketAddr, q: &str) -> Vec<Value> {
+    let Ok((200, body)) = get(prom, &format!("/api/v1/query?query={}", urlencode(q))) else {
+        return vec![];
+    };
+    let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    v["data"]["result"].as_array().cloned().unwrap_or_default()
+}
+
+fn wait_for<T>(what: &str, limit: Duration, log: &Path, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(t) = f() {
+            return t;
+        }
+        if Instant::now() > deadline {
+            let log = std::fs::read_to_string(log).unwrap_or_default();
+            panic!("{what}: not within {limit:?}; prometheus said:\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+fn start_serve() -> (Guard, SocketAddr) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_baro-top"))
+        .args([
+            "serve",
+            "--metrics",
+            "127.0.0.1:0",
+            "--synthetic",
+            "--rate",
+            "50",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("baro-top runs");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let guard = Guard(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("serving metrics on http://").nth(1) {
+                let _ = tx.send(rest.split('/').next().unwrap_or("").to_string());
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("serve printed its address within 30 s");
+    (guard, addr.parse().expect("an address"))
+}
+
+#[test]
+fn prometheus_scrapes_serve_and_its_api_finds_the_series_and_promtool_accepts_them() {
+    let (Some(prometheus), Some(promtool)) = (tool("prometheus"), tool("promtool")) else {
+        return;
+    };
+    let (_serve, target) = start_serve();
+
+    // The live exposition passes promtool's parser and linter.
+    let (status, text) = get(target, "/metrics").expect("GET /metrics");
+    assert_eq!(status, 200);
+    let mut lint = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool runs");
+    lint.stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = lint.wait_with_output().unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "promtool: {said}\n{text}"
+    );
+
+    // A Prometheus on loopback, scraping every second, storage in a temp dir.
+    let dir = TempDir::new();
+    let config = dir.0.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
+             scrape_configs:\n  - job_name: baro-top\n    static_configs:\n      - targets: [\"{target}\"]\n"
+        ),
+    )
+    .unwrap();
+    let prom: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let log = dir.0.join("prometheus.log");
+    let log_file = std::fs::File::create(&log).unwrap();
+    let _prometheus = Guard(
+        Command::new(prometheus)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.0.join("data").display()
+            ))
+            .arg(format!("--web.listen-address={prom}"))
+            .stdout(log_file.try_clone().unwrap())
+            .stderr(log_file)
+            .spawn()
+            .expect("prometheus runs"),
+    );
+    wait_for("prometheus ready", Duration::from_secs(30), &log, || {
+        matches!(get(prom, "/-/ready"), Ok((200, _))).then_some(())
+    });
+    let passes = wait_for(
+        "baro_passes_total in prometheus",
+        Duration::from_secs(30),
+        &log,
+        || {
+            let r = query(prom, "baro_passes_total");
+            (!r.is_empty()).then_some(r)
+        },
+    );
+
+    // The counter by its labels, from our job.
+    let labels: Vec<&Value> = passes.iter().map(|s| &s["metric"]).collect();
+    assert!(
+        labels.iter().any(|m| m["job"] == "baro-top"
+            && m["dispatch"] == "mega"
+            && m["mode"] == "fast"
+            && m["contention"] == "quiet"),
+        "{passes:?}"
+    );
+    // Histograms by stage kind, the info labels, fail bits at 0, sensors in base units.
+    let inf = query(
+        prom,
+        r#"baro_stage_busy_seconds_bucket{stage_kind="ffn_up",mode="fast",le="+Inf"}"#,
+    );
+    assert_eq!(inf.len(), 1, "{inf:?}");
+    let info = query(prom, "baro_info");
+    assert_eq!(info.len(), 1, "{info:?}");
+    assert_eq!(info[0]["metric"]["device"], "synthetic");
+    assert_eq!(info[0]["metric"]["quant"], "q4_0");
+    assert_eq!(info[0]["metric"]["dispatch"], "mega");
+    let up = query(prom, "baro_up");
+    assert_eq!(
+        up.first().map(|s| &s["value"][1]),
+        Some(&Value::from("1")),
+        "{up:?}"
+    );
+    let fails = query(prom, "baro_failed_passes_total");
+    assert_eq!(fails.len(), 8, "{fails:?}");
+    let clock = query(prom, "baro_gpu_sm_clock_hertz");
+    assert_eq!(
+        clock.first().map(|s| &s["value"][1]),
+        Some(&Value::from("1980000000"))
+    );
+    let spreads = query(prom, "baro_barrier_arrival_spread_seconds_count");
+    assert!(!spreads.is_empty(), "{spreads:?}");
+
+    // Prometheus chose OpenMetrics (it asks for it first): units only travel that way.
+    let target_ok = wait_for("target health up", Duration::from_secs(10), &log, || {
+        let (_, body) = get(prom, "/api/v1/targets").ok()?;
+        let v: Value = serde_json::from_str(&body).ok()?;
+        let t = v["data"]["activeTargets"].as_array()?.first()?.clone();
+        (t["health"] == "up").then_some(t)
+    });
+    assert_eq!(target_ok["lastError"], "", "{target_ok:?}");
+    let (_, meta) = get(prom, "/api/v1/metadata?metric=baro_stage_busy_seconds").expect("metadata");
+    let meta: Value = serde_json::from_str(&meta).expect("metadata JSON");
+    let m = &meta["data"]["baro_stage_busy_seconds"][0];
+    assert_eq!(m["type"], "histogram", "{meta}");
+    assert_eq!(m["unit"], "seconds", "{meta}");
+}

@@ -1,0 +1,149 @@
+//! `baro-top serve` as a user runs it: refusals with status 2, the endpoint, a clean stop on
+//! SIGINT and SIGTERM.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn baro(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_baro-top"))
+        .args(args)
+        .output()
+        .expect("baro-top runs")
+}
+
+/// Kills the child on drop (a failed assertion must not leave a server running).
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Start `serve --synthetic` on a free port; the address it printed, and the rest of stderr.
+fn start_serve() -> (Guard, SocketAddr, mpsc::Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_baro-top"))
+        .args([
+            "serve",
+            "--metrics",
+            "127.0.0.1:0",
+            "--synthetic",
+            "--rate",
+            "50",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("baro-top runs");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let guard = Guard(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = rx
+            .recv_timeout(left)
+            .expect("serve printed its address within 30 s");
+        if let Some(rest) = line.split("serving metrics on http://").nth(1) {
+            let addr = rest
+                .split('/')
+                .next()
+                .unwrap_or("")
+                .parse()
+                .expect("an address");
+            return (guard, addr, rx);
+        }
+    }
+}
+
+fn get(addr: SocketAddr, path: &str) -> (String, String) {
+    let mut s = TcpStream::connect(addr).expect("connects");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
+    (head.to_string(), body.to_string())
+}
+
+#[test]
+fn serve_without_synthetic_refuses_with_status_2_and_says_what_works() {
+    let out = baro(&["serve", "--metrics", "127.0.0.1:0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--synthetic"), "{err}");
+}
+
+#[test]
+fn serve_with_a_malformed_address_exits_2_naming_it() {
+    let out = baro(&["serve", "--metrics", "localhost-ish:99999", "--synthetic"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("'localhost-ish:99999' is not IP:PORT"),
+        "{err}"
+    );
+}
+
+#[test]
+fn serve_on_a_port_in_use_exits_2_naming_the_address() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = baro(&["serve", "--metrics", &addr, "--synthetic"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("cannot listen on {addr}")) && err.contains("in use"),
+        "{err}"
+    );
+}
+
+#[test]
+fn serve_synthetic_exposes_passes_and_stops_cleanly_on_sigterm_and_sigint() {
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let (mut guard, addr, lines) = start_serve();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (head, body) = get(addr, "/metrics");
+            assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+            if body.contains("baro_passes_total{dispatch=\"mega\"") {
+                assert!(body.contains("baro_up 1"), "{body}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "no passes within 30 s:\n{body}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(guard.0.id() as i32, signal) }, 0);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(s) = guard.0.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "still running 20 s after signal {signal}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(status.code(), Some(0), "signal {signal}");
+        let said: Vec<String> = lines.try_iter().collect();
+        assert!(
+            said.iter()
+                .any(|l| l.contains("metrics endpoint stopped after")),
+            "{said:?}"
+        );
+        assert!(TcpStream::connect(addr).is_err(), "still listening");
+    }
+}
