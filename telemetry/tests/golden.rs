@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use baro_telemetry::fail::bits;
 use baro_telemetry::{
-    Contention, FailReport, FailWord, Frame, Judge, PowerMode, RingLayout, RunDetails, Spans,
+    CheckState, Contention, FailReport, FailWord, Frame, Judge, PowerMode, RingLayout, RunDetails, Spans,
     Telemetry, SCHEMA_VERSION,
 };
 
@@ -94,6 +94,8 @@ fn golden_frame() -> Frame {
         barriers: decoded.spans.barrier_timings(),
         dispatch_ns: vec![],
         correctness: Some(correctness),
+        check: CheckState::Checked,
+        check_lag: 2,
         mode: PowerMode::Fast,
         contention: Contention {
             gpu_clients: 1,
