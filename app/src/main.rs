@@ -10,6 +10,7 @@ mod validate;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use baro_engine::device::{DecoderOptions, Device, Dispatch};
 use clap::{Args, Parser, Subcommand};
 
 /// Terminal profiler and live decode monitor for a persistent-megakernel LLM decoder on Vulkan.
@@ -65,10 +66,6 @@ pub struct GpuArgs {
     /// Vulkan device: index or name substring (default: the first discrete GPU, CPU devices last).
     #[arg(long)]
     pub device: Option<String>,
-    /// Dispatch mode: mega (one persistent dispatch per token) or multi (one per stage)
-    /// [default: mega].
-    #[arg(long, value_enum)]
-    pub mode: Option<GpuMode>,
     /// Workgroups in the grid, 1..=65535 (default: from the device).
     #[arg(long, value_parser = validate::grid, allow_negative_numbers = true)]
     pub grid: Option<u32>,
@@ -84,13 +81,45 @@ pub struct GpuArgs {
     pub inject_stall_wg: Option<u32>,
 }
 
-/// `--mode` values.
+/// `--dispatch` where one style runs at a time (run, generate).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GpuMode {
+pub enum DispatchArg {
     /// One persistent dispatch per token.
     Mega,
     /// One dispatch per stage.
     Multi,
+}
+
+impl DispatchArg {
+    /// The engine's dispatch style.
+    pub fn dispatch(self) -> Dispatch {
+        match self {
+            DispatchArg::Mega => Dispatch::Mega,
+            DispatchArg::Multi => Dispatch::Multi,
+        }
+    }
+}
+
+/// `--dispatch` where both styles can be compared (gate, bench).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DispatchSet {
+    /// The persistent megakernel only.
+    Mega,
+    /// One dispatch per stage only.
+    Multi,
+    /// Both (gate: their logits must be bit-identical; bench: paired arms).
+    Both,
+}
+
+impl DispatchSet {
+    /// The styles, mega first.
+    pub fn dispatches(self) -> Vec<Dispatch> {
+        match self {
+            DispatchSet::Mega => vec![Dispatch::Mega],
+            DispatchSet::Multi => vec![Dispatch::Multi],
+            DispatchSet::Both => vec![Dispatch::Mega, Dispatch::Multi],
+        }
+    }
 }
 
 impl GpuArgs {
@@ -98,7 +127,6 @@ impl GpuArgs {
     pub fn given(&self) -> Vec<&'static str> {
         [
             ("--device", self.device.is_some()),
-            ("--mode", self.mode.is_some()),
             ("--grid", self.grid.is_some()),
             ("--wg-size", self.wg_size.is_some()),
             ("--spin-timeout-ms", self.spin_timeout_ms.is_some()),
@@ -109,14 +137,10 @@ impl GpuArgs {
         .collect()
     }
 
-    /// Decoder options for `max_seq` positions.
-    pub fn decoder_options(&self, max_seq: usize) -> baro_engine::vulkan::DecoderOptions {
-        use baro_engine::vulkan::{DecoderOptions, Mode};
+    /// Decoder options for `max_seq` positions with dispatch style `dispatch`.
+    pub fn decoder_options(&self, dispatch: Dispatch, max_seq: usize) -> DecoderOptions {
         DecoderOptions {
-            mode: match self.mode.unwrap_or(GpuMode::Mega) {
-                GpuMode::Mega => Mode::Mega,
-                GpuMode::Multi => Mode::Multi,
-            },
+            dispatch,
             grid: self.grid,
             wg_size: self.wg_size,
             max_seq,
@@ -135,7 +159,7 @@ fn main() -> ExitCode {
     };
     let code: u8 = match result {
         Ok(code) => {
-            if !baro_engine::vulkan::any_device_hung() {
+            if !Device::any_hung() {
                 return code;
             }
             // An ExitCode cannot be read back; a run whose device hung did not succeed.
@@ -146,7 +170,7 @@ fn main() -> ExitCode {
             2
         }
     };
-    if baro_engine::vulkan::any_device_hung() {
+    if Device::any_hung() {
         out::device_abandoned(code);
     }
     ExitCode::from(code)
