@@ -22,5 +22,5 @@ run stall $B gate --steps 4 --dispatch mega --inject-stall-wg 3
 for s in llama-1b llama-8b; do
   $B model gen --shape $s --quant q4_0 --margin-steps 4 -o /tmp/$s.gguf >"$O/gen_$s.txt" 2>&1
   run gate_$s $B gate -m /tmp/$s.gguf --steps 16
-  run bench_$s $B bench -m /tmp/$s.gguf --tokens 128 --runs 5 --json "$O/bench_$s.json"
+  run bench_$s $B bench -m /tmp/$s.gguf --tokens 128 --runs 5 --out "$O/bench_$s.json"
 done

@@ -33,7 +33,10 @@ fn run_json_is_the_stream_start_first_then_frames_with_the_old_fields_then_end()
         .lines()
         .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
         .collect();
-    let types: Vec<&str> = lines.iter().map(|v| v["type"].as_str().expect("type")).collect();
+    let types: Vec<&str> = lines
+        .iter()
+        .map(|v| v["type"].as_str().expect("type"))
+        .collect();
     assert_eq!(types.first(), Some(&"start"), "{types:?}");
     assert_eq!(types.last(), Some(&"end"), "{types:?}");
     assert_eq!(types.iter().filter(|t| **t == "frame").count(), 3);
@@ -41,8 +44,19 @@ fn run_json_is_the_stream_start_first_then_frames_with_the_old_fields_then_end()
     for (i, f) in lines.iter().filter(|v| v["type"] == "frame").enumerate() {
         assert_eq!(f["pass"], i as u64);
         for key in [
-            "pos", "token", "next", "wall_ns", "gpu_ns", "fail", "torn", "dropped",
-            "host_start_ns", "stages", "barriers", "fail_detail", "check",
+            "pos",
+            "token",
+            "next",
+            "wall_ns",
+            "gpu_ns",
+            "fail",
+            "torn",
+            "dropped",
+            "host_start_ns",
+            "stages",
+            "barriers",
+            "fail_detail",
+            "check",
         ] {
             assert!(f.get(key).is_some(), "frame line lacks {key}: {f}");
         }

@@ -8,7 +8,9 @@ use crate::model::Model;
 use crate::vulkan::{default_grid, GpuContext, VulkanDecoder};
 use crate::Result;
 
-pub use crate::vulkan::{kind_words, max_wg_size, DecoderOptions, DeviceInfo, DeviceKind, Dispatch};
+pub use crate::vulkan::{
+    kind_words, max_wg_size, DecoderOptions, DeviceInfo, DeviceKind, Dispatch,
+};
 
 /// An open Vulkan device, shared by sessions, gates and benches (cheap to clone).
 #[derive(Clone)]

@@ -196,7 +196,11 @@ pub fn run_gate(
     }
     let details = match decs.first() {
         Some(d) => d.run_details(&model.source),
-        None => return Err(crate::Error::Invalid("gate: no dispatch style to run".into())),
+        None => {
+            return Err(crate::Error::Invalid(
+                "gate: no dispatch style to run".into(),
+            ))
+        }
     };
     let mut cpu = CpuDecoder::new(&model.config, &model.weights, steps);
     let mut report = GateReport::default();

@@ -378,16 +378,21 @@ impl Session {
         self.cmd_tx
             .send((cmd, tx))
             .map_err(|_| Error::EngineThread("the session has ended".into()))?;
-        let limit = self.pass_budget() + if rebuild { REBUILD_ALLOWANCE } else { Duration::ZERO };
+        let limit = self.pass_budget()
+            + if rebuild {
+                REBUILD_ALLOWANCE
+            } else {
+                Duration::ZERO
+            };
         match rx.recv_timeout(limit) {
             Ok(r) => r,
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => Err(Error::EngineThread(format!(
                 "no reply within {:.1} s (one pass plus the watchdog)",
                 limit.as_secs_f64()
             ))),
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                Err(Error::EngineThread("the session ended before replying".into()))
-            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Err(Error::EngineThread(
+                "the session ended before replying".into(),
+            )),
         }
     }
 
@@ -500,6 +505,11 @@ impl Sinks {
             };
             s.tx.send(m).is_ok()
         });
+        if matches!(msg, Telemetry::End { .. }) {
+            // End is the last message: close every sink, so a consumer's iteration ends.
+            self.list.clear();
+            return true;
+        }
         !(self.ever && self.list.is_empty())
     }
 }
@@ -670,9 +680,8 @@ impl Engine {
         let _ = ready.send(Ok(()));
         // A panic in the loop still ends the run with an End (the decoder's Drop runs in
         // finish as usual).
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            e.main_loop(&cmds, &stop)
-        }));
+        let r =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| e.main_loop(&cmds, &stop)));
         let reason = match r {
             Ok(Ok(r)) => r,
             Ok(Err(err)) => reason_of(&err),
@@ -960,8 +969,10 @@ impl Engine {
         let alive = self.emit(&Telemetry::Frame(Box::new(f)));
         self.n += 1;
         let wall = Duration::from_nanos(p.wall.as_nanos() as u64);
-        self.budget
-            .store((wall + self.dec.watchdog()).as_nanos() as u64, Ordering::Relaxed);
+        self.budget.store(
+            (wall + self.dec.watchdog()).as_nanos() as u64,
+            Ordering::Relaxed,
+        );
         if !alive {
             return Ok(Flow::End(EndReason::ConsumerGone));
         }
@@ -1002,10 +1013,7 @@ impl Engine {
         stop: &AtomicBool,
         cmds: &Receiver<(Command, Sender<Result<Reply>>)>,
     ) -> Outcome {
-        let wait_for_shadow = matches!(
-            reason,
-            EndReason::Completed | EndReason::FailedPass { .. }
-        );
+        let wait_for_shadow = matches!(reason, EndReason::Completed | EndReason::FailedPass { .. });
         if let Some(mut sh) = self.shadow.take() {
             if wait_for_shadow {
                 while sh.lag() > 0 && !stop.load(Ordering::SeqCst) {
@@ -1109,14 +1117,18 @@ mod tests {
             dropped: 0,
             reason: EndReason::Stopped,
         }));
-        let got: Vec<Telemetry> = rx.try_iter().collect();
-        assert_eq!(got.len(), 4, "two clean frames, the failed one, the end");
+        let got: Vec<Telemetry> = rx.iter().collect();
+        assert_eq!(
+            got.len(),
+            4,
+            "two clean frames, the failed one, the end; then closed"
+        );
         match &got[2] {
             Telemetry::Frame(f) => assert_eq!((f.pass, f.dropped), (5, 3)),
             other => panic!("{other:?}"),
         }
         assert!(matches!(got[3], Telemetry::End { dropped: 3, .. }));
-        let lossless: Vec<Telemetry> = all.try_iter().collect();
+        let lossless: Vec<Telemetry> = all.iter().collect();
         assert_eq!(lossless.len(), 7, "the lossless sink lost nothing");
         assert!(matches!(lossless[6], Telemetry::End { dropped: 0, .. }));
     }

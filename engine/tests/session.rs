@@ -118,7 +118,10 @@ fn pause_step_resume_dispatch_switch_restart_and_stop_each_shape_the_frames_that
         "a Start for the new decoder comes before its first frame: {seen:?}"
     );
     assert_eq!((f.pass, f.pos), (passes + 1, 0));
-    assert!(f.dispatch_ns.len() > 1, "multi frames carry per-dispatch times");
+    assert!(
+        f.dispatch_ns.len() > 1,
+        "multi frames carry per-dispatch times"
+    );
 
     // Resume: frames flow again, positions go on.
     assert_eq!(s.command(Command::Resume).expect("resume"), Reply::Resumed);
@@ -151,14 +154,23 @@ fn pause_step_resume_dispatch_switch_restart_and_stop_each_shape_the_frames_that
         }
     }
     let f = next_frame(&rx, &mut seen);
-    assert_eq!(f.pos, 0, "the first frame after a rebuild starts a sequence");
+    assert_eq!(
+        f.pos, 0,
+        "the first frame after a rebuild starts a sequence"
+    );
 
     // Stop: End is the last message, the outcome comes from the engine.
     assert_eq!(s.command(Command::Stop).expect("stop"), Reply::Stopping);
     let rest: Vec<Telemetry> = rx.iter().collect();
     seen.extend(rest);
     assert!(
-        matches!(seen.last(), Some(Telemetry::End { reason: EndReason::Stopped, .. })),
+        matches!(
+            seen.last(),
+            Some(Telemetry::End {
+                reason: EndReason::Stopped,
+                ..
+            })
+        ),
         "{:?}",
         seen.last()
     );
@@ -326,8 +338,7 @@ fn two_decoders_on_two_threads_share_one_context() {
     let run = |dispatch: Dispatch| {
         let (ctx, model) = (ctx.clone(), model.clone());
         std::thread::spawn(move || {
-            let mut dec =
-                VulkanDecoder::new(ctx, &model, opts(dispatch, 16)).expect("decoder");
+            let mut dec = VulkanDecoder::new(ctx, &model, opts(dispatch, 16)).expect("decoder");
             let mut t = model.tokenizer.bos_id();
             let mut toks = vec![];
             for pos in 0..12 {

@@ -46,7 +46,8 @@ fn every_workgroup_is_present_in_every_level_of_every_frame_and_stamps_are_monot
         for f in &fs {
             assert!(!f.torn, "{} pass {} torn", mode.name(), f.pass);
             for st in &d.stages {
-                let single = mode == Dispatch::Mega && st.kind == baro_engine::telemetry::StageKind::Argmax;
+                let single =
+                    mode == Dispatch::Mega && st.kind == baro_engine::telemetry::StageKind::Argmax;
                 let wgs: Vec<u32> = f
                     .spans
                     .iter()
@@ -216,10 +217,17 @@ fn a_consumer_that_stops_reading_drops_frames_and_decoding_goes_on() {
         .iter()
         .filter(|t| matches!(t, Telemetry::Frame(_)))
         .count();
-    assert!(frames <= 4, "a full sink holds at most its capacity, got {frames}");
+    assert!(
+        frames <= 4,
+        "a full sink holds at most its capacity, got {frames}"
+    );
     match got.last() {
         Some(Telemetry::End { dropped, .. }) => {
-            assert_eq!(*dropped, 24 - frames as u64, "the End counts this sink's drops")
+            assert_eq!(
+                *dropped,
+                24 - frames as u64,
+                "the End counts this sink's drops"
+            )
         }
         other => panic!("End comes last, got {other:?}"),
     }

@@ -13,7 +13,7 @@ use baro_engine::model::Model;
 use baro_engine::quant::GgmlType;
 use baro_engine::sampler::Sampler;
 use baro_engine::synth::{self, Shape};
-use baro_engine::vulkan::{fail, DecoderOptions, DeviceKind, GpuContext, Dispatch, VulkanDecoder};
+use baro_engine::vulkan::{fail, DecoderOptions, DeviceKind, Dispatch, GpuContext, VulkanDecoder};
 
 const GOLDEN_TEXT: &[u8] = include_bytes!("../models/stories260K/greedy_empty_prompt_200.txt");
 

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use baro_telemetry::fail::bits;
 use baro_telemetry::{
-    CheckState, Contention, FailReport, FailWord, Frame, Judge, PowerMode, RingLayout, RunDetails, Spans,
-    Telemetry, SCHEMA_VERSION,
+    CheckState, Contention, FailReport, FailWord, Frame, Judge, PowerMode, RingLayout, RunDetails,
+    Spans, Telemetry, SCHEMA_VERSION,
 };
 
 fn golden_path() -> PathBuf {

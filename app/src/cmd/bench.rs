@@ -41,9 +41,13 @@ pub struct BenchArgs {
     /// Allow a CPU device (lavapipe): its numbers say nothing about a GPU.
     #[arg(long)]
     pub allow_cpu: bool,
-    /// Write the results as JSON to this file.
+    /// Print the results as one JSON object on stdout instead of the table (as `--json`
+    /// means everywhere: machine-readable lines on stdout).
     #[arg(long)]
-    pub json: Option<std::path::PathBuf>,
+    pub json: bool,
+    /// Also write the results' JSON object to this file.
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub gpu: GpuArgs,
 }
@@ -105,6 +109,50 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let nondeterministic = report.nondeterministic_runs();
+    let parity = report.parity();
+    if !a.json {
+        print_table(&report, nondeterministic)?;
+    }
+    if a.json || a.out.is_some() {
+        let arms_json: Vec<serde_json::Value> = report
+            .arms
+            .iter()
+            .map(|arm| {
+                let (med, lo, hi) = stats(&arm.tok_s);
+                serde_json::json!({
+                    "arm": arm.arm.name(),
+                    "median_tok_s": med,
+                    "min_tok_s": lo,
+                    "max_tok_s": hi,
+                    "runs": arm.tok_s,
+                })
+            })
+            .collect();
+        let j = serde_json::json!({
+            "model": model.source,
+            "device": dev.info().name,
+            "driver": dev.info().driver,
+            "tokens": a.tokens,
+            "grid": report.grid,
+            "arms": arms_json,
+            "parity": parity,
+            "nondeterministic_runs": nondeterministic,
+        });
+        if let Some(p) = &a.out {
+            crate::files::write_bytes_atomic(p, format!("{j}\n").as_bytes())?;
+        }
+        if a.json {
+            outln!("{j}")?;
+        }
+    }
+    Ok(if parity && nondeterministic == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn print_table(report: &baro_engine::bench::BenchReport, nondeterministic: usize) -> anyhow::Result<()> {
     outln!(
         "{:<12} {:>10} {:>10} {:>10} {:>12} {:>8}",
         "arm",
@@ -145,36 +193,5 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     outln!(
         "fail word fired: never (a failing pass aborts the bench); runs whose tokens differed from run 0: {nondeterministic}"
     )?;
-    if let Some(p) = &a.json {
-        let arms_json: Vec<serde_json::Value> = report
-            .arms
-            .iter()
-            .map(|arm| {
-                let (med, lo, hi) = stats(&arm.tok_s);
-                serde_json::json!({
-                    "arm": arm.arm.name(),
-                    "median_tok_s": med,
-                    "min_tok_s": lo,
-                    "max_tok_s": hi,
-                    "runs": arm.tok_s,
-                })
-            })
-            .collect();
-        let j = serde_json::json!({
-            "model": model.source,
-            "device": dev.info().name,
-            "driver": dev.info().driver,
-            "tokens": a.tokens,
-            "grid": report.grid,
-            "arms": arms_json,
-            "parity": parity,
-            "nondeterministic_runs": nondeterministic,
-        });
-        crate::files::write_bytes_atomic(p, format!("{j}\n").as_bytes())?;
-    }
-    Ok(if parity && nondeterministic == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(())
 }

@@ -4,10 +4,10 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
+use baro_engine::device::GpuDecoder;
 use baro_engine::generate::{effective_steps, generate, Decode};
 use baro_engine::reference::CpuDecoder;
 use baro_engine::sampler::Sampler;
-use baro_engine::device::GpuDecoder;
 use clap::{Args, ValueEnum};
 
 use crate::ModelArgs;

@@ -15,9 +15,9 @@ use gpu_allocator::MemoryLocation;
 
 use super::context::{vkr, DeviceKind, GpuContext};
 use super::program::{repack, Program, StageKind, TensorPlace};
-use baro_telemetry::{FailReport, Frame, LevelDetails, RunDetails, StageDetails};
 use crate::model::Model;
 use crate::{Error, Result};
+use baro_telemetry::{FailReport, Frame, LevelDetails, RunDetails, StageDetails};
 
 static SPV_CLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode.spv"));
 static SPV_NOCLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_noclock.spv"));
