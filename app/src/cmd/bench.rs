@@ -152,7 +152,10 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn print_table(report: &baro_engine::bench::BenchReport, nondeterministic: usize) -> anyhow::Result<()> {
+fn print_table(
+    report: &baro_engine::bench::BenchReport,
+    nondeterministic: usize,
+) -> anyhow::Result<()> {
     outln!(
         "{:<12} {:>10} {:>10} {:>10} {:>12} {:>8}",
         "arm",

@@ -392,8 +392,8 @@ impl VulkanDecoder {
     fn setup(&mut self, cfg: &crate::model::Config, sx_cap: u32, cpu: bool) -> Result<()> {
         let ctx = self.ctx.clone();
         let d = &ctx.device;
-        // SAFETY (whole function): every handle is created from `d` and stored in `self`,
-        // which destroys them in Drop after waiting for the device.
+        // SAFETY: every handle is created from `d` and stored in `self`, which destroys them
+        // in Drop after waiting for the device (or leaks them when the device hung).
         unsafe {
             self.pool = vkr(
                 "vkCreateCommandPool",
