@@ -13,6 +13,7 @@ use baro_top_ui as ui;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use baro_engine::device::{DecoderOptions, Device, Dispatch};
 use clap::{Args, Parser, Subcommand};
 
 /// Terminal profiler and live decode monitor for a persistent-megakernel LLM decoder on Vulkan.
@@ -71,7 +72,7 @@ pub struct LiveArgs {
     pub model: Option<PathBuf>,
     /// Dispatch mode at the start [default: mega].
     #[arg(long, value_enum)]
-    pub dispatch: Option<GpuMode>,
+    pub dispatch: Option<DispatchArg>,
     /// Workgroups in the grid, 1..=65535 (synthetic default 132).
     #[arg(long, value_parser = validate::grid, allow_negative_numbers = true)]
     pub grid: Option<u32>,
@@ -110,10 +111,6 @@ pub struct GpuArgs {
     /// Vulkan device: index or name substring (default: the first discrete GPU, CPU devices last).
     #[arg(long)]
     pub device: Option<String>,
-    /// Dispatch mode: mega (one persistent dispatch per token) or multi (one per stage)
-    /// [default: mega].
-    #[arg(long, value_enum)]
-    pub mode: Option<GpuMode>,
     /// Workgroups in the grid, 1..=65535 (default: from the device).
     #[arg(long, value_parser = validate::grid, allow_negative_numbers = true)]
     pub grid: Option<u32>,
@@ -134,13 +131,45 @@ pub struct GpuArgs {
     pub inject_stall_wg: Option<u32>,
 }
 
-/// `--mode` values.
+/// `--dispatch` where one style runs at a time (run, generate).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GpuMode {
+pub enum DispatchArg {
     /// One persistent dispatch per token.
     Mega,
     /// One dispatch per stage.
     Multi,
+}
+
+impl DispatchArg {
+    /// The engine's dispatch style.
+    pub fn dispatch(self) -> Dispatch {
+        match self {
+            DispatchArg::Mega => Dispatch::Mega,
+            DispatchArg::Multi => Dispatch::Multi,
+        }
+    }
+}
+
+/// `--dispatch` where both styles can be compared (gate, bench).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DispatchSet {
+    /// The persistent megakernel only.
+    Mega,
+    /// One dispatch per stage only.
+    Multi,
+    /// Both (gate: their logits must be bit-identical; bench: paired arms).
+    Both,
+}
+
+impl DispatchSet {
+    /// The styles, mega first.
+    pub fn dispatches(self) -> Vec<Dispatch> {
+        match self {
+            DispatchSet::Mega => vec![Dispatch::Mega],
+            DispatchSet::Multi => vec![Dispatch::Multi],
+            DispatchSet::Both => vec![Dispatch::Mega, Dispatch::Multi],
+        }
+    }
 }
 
 impl GpuArgs {
@@ -148,7 +177,6 @@ impl GpuArgs {
     pub fn given(&self) -> Vec<&'static str> {
         [
             ("--device", self.device.is_some()),
-            ("--mode", self.mode.is_some()),
             ("--grid", self.grid.is_some()),
             ("--wg-size", self.wg_size.is_some()),
             ("--spin-timeout-ms", self.spin_timeout_ms.is_some()),
@@ -160,14 +188,10 @@ impl GpuArgs {
         .collect()
     }
 
-    /// Decoder options for `max_seq` positions.
-    pub fn decoder_options(&self, max_seq: usize) -> baro_engine::vulkan::DecoderOptions {
-        use baro_engine::vulkan::{DecoderOptions, Mode};
+    /// Decoder options for `max_seq` positions with dispatch style `dispatch`.
+    pub fn decoder_options(&self, dispatch: Dispatch, max_seq: usize) -> DecoderOptions {
         DecoderOptions {
-            mode: match self.mode.unwrap_or(GpuMode::Mega) {
-                GpuMode::Mega => Mode::Mega,
-                GpuMode::Multi => Mode::Multi,
-            },
+            dispatch,
             grid: self.grid,
             wg_size: self.wg_size,
             max_seq,
@@ -187,7 +211,7 @@ fn main() -> ExitCode {
     };
     let code: u8 = match result {
         Ok(code) => {
-            if !baro_engine::vulkan::any_device_hung() {
+            if !Device::any_hung() {
                 return code;
             }
             // An ExitCode cannot be read back; a run whose device hung did not succeed.
@@ -198,7 +222,7 @@ fn main() -> ExitCode {
             2
         }
     };
-    if baro_engine::vulkan::any_device_hung() {
+    if Device::any_hung() {
         out::device_abandoned(code);
     }
     ExitCode::from(code)
@@ -246,10 +270,7 @@ fn live(a: LiveArgs) -> anyhow::Result<ExitCode> {
     let layout = ui::layout::Layout::load(&a.layout)?;
     let cfg = SynthConfig {
         grid: a.grid.unwrap_or(132),
-        dispatch: match a.dispatch.unwrap_or(GpuMode::Mega) {
-            GpuMode::Mega => baro_telemetry::Dispatch::Mega,
-            GpuMode::Multi => baro_telemetry::Dispatch::Multi,
-        },
+        dispatch: a.dispatch.unwrap_or(DispatchArg::Mega).dispatch(),
         rate_hz: a.rate.unwrap_or(60.0),
         passes: a.passes,
         ..Default::default()

@@ -145,19 +145,10 @@ pub fn positions_fit(flag: &str, n: usize, seq_len: usize) -> anyhow::Result<()>
     Ok(())
 }
 
-/// The largest workgroup the decoder can run on a device: a multiple of the subgroup size,
-/// at most 60 subgroups (the kernel's cross-subgroup reduction scratch) and at most the
-/// device's `maxComputeWorkGroupSize`/invocations.
-pub fn max_wg_size(info: &baro_engine::vulkan::DeviceInfo) -> u32 {
-    let sg = info.subgroup_size.max(1);
-    let lim = info.max_wg.min(sg.saturating_mul(60));
-    lim / sg * sg
-}
-
 /// `--wg-size` against the device it will run on.
-pub fn wg_size_fits(wg: u32, info: &baro_engine::vulkan::DeviceInfo) -> anyhow::Result<()> {
+pub fn wg_size_fits(wg: u32, info: &baro_engine::device::DeviceInfo) -> anyhow::Result<()> {
     let sg = info.subgroup_size.max(1);
-    let max = max_wg_size(info);
+    let max = baro_engine::device::max_wg_size(info);
     if wg > max || !wg.is_multiple_of(sg) {
         bail!(
             "--wg-size {wg}: {} takes a multiple of its subgroup size {sg} up to {max} lanes (at most 60 subgroups for the kernel's reductions, device limit {})",

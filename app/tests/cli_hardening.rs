@@ -177,13 +177,13 @@ fn closed_stdout_ends_gpu_subcommands_quietly_with_status_0() {
     let Some(_turn) = vulkan() else { return };
     quiet_exit(&["devices"]);
     quiet_exit(&["devices", "--probe", "--probe-max", "1"]);
-    quiet_exit(&["gate", "--steps", "2", "--modes", "multi"]);
-    quiet_exit(&["run", "--headless", "--passes", "2", "--mode", "multi"]);
+    quiet_exit(&["gate", "--steps", "2", "--dispatch", "multi"]);
+    quiet_exit(&["run", "--headless", "--passes", "2", "--dispatch", "multi"]);
     quiet_exit(&[
         "generate",
         "--backend",
         "vulkan",
-        "--mode",
+        "--dispatch",
         "multi",
         "-n",
         "3",
@@ -351,7 +351,7 @@ fn seed_0_means_the_current_time_in_run_as_in_generate() {
     let o = baro(&[
         "run",
         "--headless",
-        "--mode",
+        "--dispatch",
         "multi",
         "--passes",
         "3",
@@ -442,7 +442,7 @@ fn wg_size_is_checked_against_the_device_limit_not_clamped() {
 #[test]
 fn gpu_only_flags_with_the_cpu_backend_are_an_error() {
     for flag in [
-        &["--mode", "multi"][..],
+        &["--dispatch", "multi"][..],
         &["--grid", "2"][..],
         &["--wg-size", "64"][..],
         &["--device", "0"][..],
@@ -452,8 +452,8 @@ fn gpu_only_flags_with_the_cpu_backend_are_an_error() {
         a.extend_from_slice(flag);
         refused(&baro(&a), &[flag[0], "--backend vulkan"]);
     }
-    refused(&baro(&["gate", "--mode", "multi"]), &["--mode", "--modes"]);
-    refused(&baro(&["bench", "--mode", "multi"]), &["--mode", "--arms"]);
+    refused(&baro(&["bench", "--mode", "multi"]), &["--mode"]);
+    refused(&baro(&["bench", "--arms", "mega"]), &["--arms"]);
 }
 
 /// The GGUF bytes of `model gen` with `llama.block_count` rewritten to `n`.
@@ -585,12 +585,12 @@ fn gpu_commands_print_no_debug_values() {
     for args in [
         &["devices"][..],
         &["gate", "--steps", "2"][..],
-        &["run", "--headless", "--passes", "2", "--mode", "multi"][..],
+        &["run", "--headless", "--passes", "2", "--dispatch", "multi"][..],
         &[
             "generate",
             "--backend",
             "vulkan",
-            "--mode",
+            "--dispatch",
             "multi",
             "-n",
             "3",
@@ -598,7 +598,7 @@ fn gpu_commands_print_no_debug_values() {
         &[
             "bench",
             "--allow-cpu",
-            "--arms",
+            "--dispatch",
             "multi",
             "--tokens",
             "2",

@@ -5,6 +5,8 @@
 //! it). Missing, they fail the test in CI (CI=true) and by default; outside CI,
 //! BARO_SKIP_PROMETHEUS=1 turns that into a printed skip.
 
+#![allow(clippy::unwrap_used)]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

@@ -1,6 +1,8 @@
 //! `baro-top serve` as a user runs it: refusals with status 2, the endpoint, a clean stop on
 //! SIGINT and SIGTERM.
 
+#![allow(clippy::unwrap_used)]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};

@@ -1,5 +1,6 @@
 //! The engine's error type. Every variant carries what a user needs to act on it: which file,
-//! which tensor or field, which offset.
+//! which tensor or field, which offset, which pass and its fail word. [`Error::kind`] sorts
+//! them into the few classes a UI acts on differently ([`ErrorKind`]).
 
 use std::path::PathBuf;
 
@@ -46,14 +47,133 @@ pub enum Error {
     /// Work on the device missed its watchdog; the device is abandoned (never waited for).
     #[error("watchdog: {0}")]
     Watchdog(String),
+    /// A pass failed its checks (the fail word fired); the decoder's state for this sequence
+    /// cannot be trusted.
+    #[error("pass {pass} failed: {}", fail.line)]
+    PassFailed {
+        /// The pass.
+        pass: u64,
+        /// Its fail word and printed line.
+        fail: Box<baro_telemetry::FailReport>,
+    },
+    /// The engine thread could not be started, panicked, or went away.
+    #[error("engine thread: {0}")]
+    EngineThread(String),
+}
+
+/// What kind of error it is, for a UI to act on (retry, pick another model, stop, report).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The device was lost: reopen it (a new context) or give up.
+    DeviceLost,
+    /// A submission missed its watchdog: the device is abandoned; the process should exit.
+    Watchdog,
+    /// A pass's fail word fired.
+    PassFailed,
+    /// A model or tokenizer file is malformed (the message says what and where).
+    Format,
+    /// The engine thread failed.
+    EngineThread,
+    /// Reading or writing a file failed.
+    Io,
+    /// A bad argument or option.
+    Invalid,
+    /// Any other Vulkan failure.
+    Vulkan,
 }
 
 impl Error {
+    /// The class of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Io { .. } => ErrorKind::Io,
+            Error::Gguf { .. } | Error::Llama2c(_) | Error::Tokenizer(_) | Error::Model(_) => {
+                ErrorKind::Format
+            }
+            Error::Invalid(_) => ErrorKind::Invalid,
+            Error::Vulkan(_) => ErrorKind::Vulkan,
+            Error::DeviceLost(_) => ErrorKind::DeviceLost,
+            Error::Watchdog(_) => ErrorKind::Watchdog,
+            Error::PassFailed { .. } => ErrorKind::PassFailed,
+            Error::EngineThread(_) => ErrorKind::EngineThread,
+        }
+    }
+
     /// Wrap an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
             cause: source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_falls_in_the_class_a_ui_acts_on() {
+        let fail = baro_telemetry::FailReport::new(
+            baro_telemetry::FailWord {
+                bits: baro_telemetry::fail::bits::TIMEOUT,
+                grid: 2,
+                ..Default::default()
+            },
+            |_| "qkv.l0",
+        );
+        let cases = [
+            (
+                Error::io("/x", std::io::Error::other("gone")),
+                ErrorKind::Io,
+            ),
+            (
+                Error::Gguf {
+                    offset: 8,
+                    msg: "bad".into(),
+                },
+                ErrorKind::Format,
+            ),
+            (Error::Llama2c("bad".into()), ErrorKind::Format),
+            (Error::Tokenizer("bad".into()), ErrorKind::Format),
+            (Error::Model("bad".into()), ErrorKind::Format),
+            (Error::Invalid("bad".into()), ErrorKind::Invalid),
+            (Error::Vulkan("bad".into()), ErrorKind::Vulkan),
+            (Error::DeviceLost("x".into()), ErrorKind::DeviceLost),
+            (Error::Watchdog("x".into()), ErrorKind::Watchdog),
+            (
+                Error::PassFailed {
+                    pass: 3,
+                    fail: Box::new(fail),
+                },
+                ErrorKind::PassFailed,
+            ),
+            (Error::EngineThread("x".into()), ErrorKind::EngineThread),
+        ];
+        for (e, k) in cases {
+            assert_eq!(e.kind(), k, "{e}");
+        }
+    }
+
+    #[test]
+    fn a_failed_pass_names_the_pass_and_prints_its_fail_word() {
+        let fail = baro_telemetry::FailReport::new(
+            baro_telemetry::FailWord {
+                bits: baro_telemetry::fail::bits::TIMEOUT,
+                grid: 2,
+                level: Some(0),
+                ..Default::default()
+            },
+            |_| "qkv.l0",
+        );
+        let e = Error::PassFailed {
+            pass: 3,
+            fail: Box::new(fail),
+        };
+        let s = e.to_string();
+        assert!(
+            s.starts_with("pass 3 failed: fail-word 0x00000001 FAIL") && s.contains("qkv.l0"),
+            "{s}"
+        );
     }
 }

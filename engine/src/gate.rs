@@ -4,20 +4,23 @@
 //! Per position, in lockstep (teacher-forced on the reference's tokens, so one divergence
 //! does not cascade into noise):
 //! - each mode's fail word must be zero (kernel checks, residency, poison, watchdog);
-//! - each mode's argmax must equal the reference's. A divergence is accepted only where the
-//!   reference's top-1/top-2 margin is below [`GateConfig::near_tie`] and the GPU picked the
-//!   reference's runner-up: it is then reported as a near-tie and the token comparison ends
-//!   there (never hidden). Decoding continues on the reference's tokens, and every other check
+//! - each mode's argmax is judged against the reference by [`baro_telemetry::Judge`], the
+//!   rule the live session's shadow reference uses too: a divergence is accepted only where
+//!   the reference's top-1/top-2 margin is below [`GateConfig::near_tie`] and the GPU picked
+//!   the reference's runner-up: it is then reported as a near-tie and the token comparison
+//!   ends there (never hidden). Decoding continues on the reference's tokens, and every other check
 //!   below keeps running to the last step;
 //! - mega and multi logits must be bit-identical (same op definitions, same reduction order);
 //! - the GPU logits' relative L2 distance to the reference must stay below
 //!   [`GateConfig::max_rel_l2`].
 
-use std::sync::Arc;
+use baro_telemetry::judge::margin;
+use baro_telemetry::{Judge, RunDetails, Verdict};
 
+use crate::device::Device;
 use crate::model::Model;
-use crate::reference::{margin, CpuDecoder};
-use crate::vulkan::{DecoderOptions, FailWord, GpuContext, Mode, VulkanDecoder};
+use crate::reference::CpuDecoder;
+use crate::vulkan::{DecoderOptions, Dispatch, FailWord, VulkanDecoder};
 use crate::Result;
 
 /// Gate settings.
@@ -25,8 +28,8 @@ use crate::Result;
 pub struct GateConfig {
     /// Positions to decode (prompt included).
     pub steps: usize,
-    /// Modes to run (one or both).
-    pub modes: Vec<Mode>,
+    /// Dispatch styles to run (one or both).
+    pub dispatches: Vec<Dispatch>,
     /// Prompt tokens (BOS first); after the prompt the reference's argmax is fed back.
     pub prompt: Vec<u32>,
     /// Near-tie threshold on the reference's top-1/top-2 logit margin.
@@ -47,23 +50,23 @@ pub struct GateConfig {
 impl GateConfig {
     /// A gate over `steps` positions in `modes`, with the documented default thresholds
     /// (near-tie 1e-3, rel-L2 1e-3) and default decoder options.
-    pub fn new(steps: usize, modes: Vec<Mode>, prompt: Vec<u32>) -> Self {
+    pub fn new(steps: usize, dispatches: Vec<Dispatch>, prompt: Vec<u32>) -> Self {
         GateConfig {
             steps,
-            modes,
+            dispatches,
             prompt,
-            near_tie: 1e-3,
+            near_tie: baro_telemetry::judge::NEAR_TIE,
             max_rel_l2: 1e-3,
             decoder: DecoderOptions::default(),
         }
     }
 }
 
-/// One mode's result at one position.
+/// One dispatch style's result at one position.
 #[derive(Clone, Debug)]
-pub struct ModePass {
-    /// The mode.
-    pub mode: Mode,
+pub struct DispatchPass {
+    /// The dispatch style.
+    pub dispatch: Dispatch,
     /// GPU argmax.
     pub argmax: u32,
     /// The fail word.
@@ -87,8 +90,8 @@ pub struct GatePass {
     pub ref_top1: u32,
     /// Reference margin.
     pub ref_margin: f32,
-    /// Per mode.
-    pub modes: Vec<ModePass>,
+    /// Per dispatch style.
+    pub modes: Vec<DispatchPass>,
     /// Mega and multi logits identical (None unless both ran).
     pub bitwise_equal: Option<bool>,
     /// Tokens differ from the reference at a near-tie (comparison ends here).
@@ -169,25 +172,36 @@ fn rel_l2(a: &[f32], r: &[f32]) -> f64 {
     }
 }
 
-/// Run the gate. `on_pass` sees every pass as it completes (the CLI prints it). Stops at the
-/// first failing pass (a failed kernel leaves state the next pass cannot trust).
+/// Run the gate. `on_pass` sees every pass as it completes (the CLI prints it) with the
+/// first decoder's run details. Stops at the first failing pass (a failed kernel leaves state
+/// the next pass cannot trust).
 pub fn run_gate(
-    ctx: &Arc<GpuContext>,
+    device: &Device,
     model: &Model,
     cfg: &GateConfig,
-    mut on_pass: impl FnMut(&GatePass, &[VulkanDecoder]),
+    mut on_pass: impl FnMut(&GatePass, &RunDetails),
 ) -> Result<GateReport> {
     let steps = cfg.steps.min(model.config.seq_len).max(1);
     let mut decs = vec![];
-    for &mode in &cfg.modes {
+    let mut judges = vec![];
+    for &dispatch in &cfg.dispatches {
         let opts = DecoderOptions {
-            mode,
+            dispatch,
             max_seq: steps,
             read_logits: true,
             ..cfg.decoder.clone()
         };
-        decs.push(VulkanDecoder::new(ctx.clone(), model, opts)?);
+        decs.push(VulkanDecoder::new(device.context().clone(), model, opts)?);
+        judges.push(Judge::new(cfg.near_tie));
     }
+    let details = match decs.first() {
+        Some(d) => d.run_details(&model.source),
+        None => {
+            return Err(crate::Error::Invalid(
+                "gate: no dispatch style to run".into(),
+            ))
+        }
+    };
     let mut cpu = CpuDecoder::new(&model.config, &model.weights, steps);
     let mut report = GateReport::default();
     let mut token = cfg
@@ -199,16 +213,13 @@ pub fn run_gate(
         let ref_logits = cpu.forward(token, pos).to_vec();
         let ref_bad = first_non_finite(&ref_logits);
         let m = margin(&ref_logits);
+        // A non-finite reference has no margin; its top-1 is still what is fed back.
+        let top1 = m.map_or_else(|| crate::reference::margin(&ref_logits).top1, |m| m.top1);
         let mut p = GatePass {
             pos,
             token,
-            ref_top1: m.top1,
-            // A non-finite reference has no margin to speak of.
-            ref_margin: if ref_bad.is_some() {
-                f32::NAN
-            } else {
-                m.margin
-            },
+            ref_top1: top1,
+            ref_margin: m.map_or(f32::NAN, |m| m.margin),
             modes: vec![],
             bitwise_equal: None,
             near_tie: false,
@@ -221,52 +232,53 @@ pub fn run_gate(
                 ref_logits[i]
             ));
         }
-        for dec in decs.iter_mut() {
+        for (dec, judge) in decs.iter_mut().zip(judges.iter_mut()) {
             let r = dec.step(token, pos)?;
             let line = r.fail.line(|l| dec.level_name(l));
             let rl2 = rel_l2(dec.logits(), &ref_logits);
-            let mode = dec.opts.mode;
+            let dispatch = dec.opts.dispatch;
             if !r.fail.ok() {
-                p.failures.push(format!("{}: {line}", mode.name()));
+                p.failures.push(format!("{}: {line}", dispatch.name()));
             } else if let Some(i) = first_non_finite(dec.logits()) {
                 // The kernel raises a bit for this; a clean word with a non-finite logit
                 // means the check itself failed, and that must not pass either.
                 p.failures.push(format!(
                     "{}: logit {i} is {} under a clean fail word",
-                    mode.name(),
+                    dispatch.name(),
                     dec.logits()[i]
                 ));
             } else if ref_bad.is_none() {
-                // Tokens are compared until the first near-tie; after it, the reference's own
-                // tokens keep both sides on one sequence and every other check goes on.
-                let comparing = report.near_tie_at.is_none();
-                if comparing && r.argmax != m.top1 {
-                    if m.margin < cfg.near_tie && r.argmax == m.top2 {
-                        p.near_tie = true;
-                    } else {
+                // Tokens are compared until the first divergence (the judge's history); after
+                // it, the reference's own tokens keep both sides on one sequence and every
+                // other check goes on.
+                let c = judge.judge(pos as u64, r.argmax, Some(dec.logits()), &ref_logits);
+                match c.verdict {
+                    Verdict::NearTie => p.near_tie = true,
+                    Verdict::Mismatch | Verdict::NonFinite => {
                         p.token_mismatch = true;
                         p.failures.push(format!(
                             "{}: token {} != reference {} (runner-up {}, margin {:.4}, near-tie below {})",
-                            mode.name(),
+                            dispatch.name(),
                             r.argmax,
-                            m.top1,
-                            m.top2,
-                            m.margin,
+                            c.reference.unwrap_or(top1),
+                            c.runner_up.unwrap_or(top1),
+                            c.margin.unwrap_or(f32::NAN),
                             cfg.near_tie
                         ));
                     }
+                    Verdict::Match | Verdict::Uncompared => {}
                 }
                 // NaN must fail too, hence not `rl2 > max`.
                 if rl2.is_nan() || rl2 > cfg.max_rel_l2 {
                     p.failures.push(format!(
                         "{}: logits rel-L2 {rl2:.3e} > {:.1e}",
-                        mode.name(),
+                        dispatch.name(),
                         cfg.max_rel_l2
                     ));
                 }
             }
-            p.modes.push(ModePass {
-                mode,
+            p.modes.push(DispatchPass {
+                dispatch,
                 argmax: r.argmax,
                 fail: r.fail,
                 fail_line: line,
@@ -292,7 +304,7 @@ pub fn run_gate(
                 ));
             }
         }
-        on_pass(&p, &decs);
+        on_pass(&p, &details);
         let stop = !p.failures.is_empty();
         if p.near_tie && report.near_tie_at.is_none() {
             report.near_tie_at = Some(pos);
@@ -304,7 +316,7 @@ pub fn run_gate(
         token = if pos + 1 < cfg.prompt.len() {
             cfg.prompt[pos + 1]
         } else {
-            m.top1
+            top1
         };
     }
     Ok(report)

@@ -10,11 +10,16 @@
 //! - [`model`]: the llama configuration and weights as the decoders consume them.
 //! - [`reference`]: the plain f32 CPU decoder every GPU result is checked against.
 //! - [`synth`]: deterministic synthetic models of any llama shape.
+//! - [`device`], [`session`], [`gate`], [`bench`]: what the app uses to reach the GPU (open
+//!   and list devices; a live decode session with commands and sinks; the correctness gate;
+//!   the paired throughput bench). [`vulkan`] stays behind them.
 //! - [`sensors`]: the sensor thread (CPU, other GPU clients, clocks) and the host GPU lock.
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod bench;
 pub mod blob;
+pub mod device;
 pub mod error;
 pub mod gate;
 pub mod generate;
@@ -27,8 +32,10 @@ pub mod sampler;
 pub mod sensors;
 pub mod session;
 pub mod synth;
-pub mod telemetry;
 pub mod tokenizer;
 pub mod vulkan;
 
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
+
+/// The telemetry stream's types (the `baro-telemetry` crate), re-exported.
+pub use baro_telemetry as telemetry;

@@ -5,21 +5,21 @@ mod common;
 use std::time::Duration;
 
 use baro_engine::model::Model;
-use baro_engine::session::SessionBuilder;
-use baro_engine::telemetry::{Frame, RunDetails, Telemetry};
+use baro_engine::session::{Check, SessionBuilder, SinkKind};
+use baro_engine::telemetry::{EndReason, Frame, RunDetails, Telemetry};
 use baro_engine::vulkan::program::StageKind;
-use baro_engine::vulkan::{DecoderOptions, Mode, VulkanDecoder};
+use baro_engine::vulkan::{DecoderOptions, Dispatch, VulkanDecoder};
 use common::device;
 
 fn frames(
-    mode: Mode,
+    dispatch: Dispatch,
     slow: Option<StageKind>,
     passes: usize,
 ) -> (RunDetails, Vec<Frame>, VulkanDecoder) {
     let (ctx, _turn) = device().expect("device");
     let model = Model::embedded().expect("model");
     let opts = DecoderOptions {
-        mode,
+        dispatch,
         instrument: true,
         max_seq: passes,
         test_slow_kind: slow,
@@ -41,12 +41,13 @@ fn frames(
 
 #[test]
 fn every_workgroup_is_present_in_every_level_of_every_frame_and_stamps_are_monotonic() {
-    for mode in [Mode::Mega, Mode::Multi] {
+    for mode in [Dispatch::Mega, Dispatch::Multi] {
         let (d, fs, dec) = frames(mode, None, 6);
         for f in &fs {
             assert!(!f.torn, "{} pass {} torn", mode.name(), f.pass);
             for st in &d.stages {
-                let single = mode == Mode::Mega && st.kind == "argmax";
+                let single =
+                    mode == Dispatch::Mega && st.kind == baro_engine::telemetry::StageKind::Argmax;
                 let wgs: Vec<u32> = f
                     .spans
                     .iter()
@@ -84,7 +85,7 @@ fn every_workgroup_is_present_in_every_level_of_every_frame_and_stamps_are_monot
                     last_end = s.end_ns;
                 }
             }
-            if mode == Mode::Mega {
+            if mode == Dispatch::Mega {
                 assert_eq!(
                     f.barriers.len(),
                     d.levels.len() - 1,
@@ -106,7 +107,7 @@ fn every_stamp_lies_inside_its_pass_gpu_timestamp_window_after_calibration() {
     let (ctx, _turn) = device().expect("device");
     let model = Model::embedded().expect("model");
     let opts = DecoderOptions {
-        mode: Mode::Mega,
+        dispatch: Dispatch::Mega,
         instrument: true,
         max_seq: 8,
         ..Default::default()
@@ -159,8 +160,8 @@ fn a_deliberately_slowed_stage_shows_up_as_its_own_busy_time() {
         v.sort_unstable();
         v[v.len() / 2] as f64
     };
-    let (_, base, _) = frames(Mode::Mega, None, 12);
-    let (_, slow, _) = frames(Mode::Mega, Some(StageKind::V), 12);
+    let (_, base, _) = frames(Dispatch::Mega, None, 12);
+    let (_, slow, _) = frames(Dispatch::Mega, Some(StageKind::V), 12);
     // Machine-wide drift between the two runs (CPU clocks, other load) scales every stage
     // alike: estimate it as the median slow/base ratio of the stages that were not slowed,
     // and look for what is left over.
@@ -193,23 +194,20 @@ fn a_consumer_that_stops_reading_drops_frames_and_decoding_goes_on() {
     let (ctx, _turn) = device().expect("device");
     let model = Model::embedded().expect("model");
     let opts = DecoderOptions {
-        mode: Mode::Multi,
+        dispatch: Dispatch::Multi,
         instrument: true,
         max_seq: 64,
         ..Default::default()
     };
-    let session = SessionBuilder::new(ctx, model, opts)
+    let mut b = SessionBuilder::new(&ctx.into(), model, opts)
         .passes(Some(24))
-        .capacity(4)
-        .spawn()
-        .expect("session");
+        .check(Check::Off);
+    let rx = b.subscribe(SinkKind::Lossy { capacity: 4 });
+    let session = b.spawn().expect("session");
     // Read nothing until the engine is done.
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while session.rx.len() < 4 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let rx = session.rx.clone();
-    session.join().expect("engine ran to the end");
+    let outcome = session.wait().expect("engine ran to the end");
+    assert_eq!(outcome.reason, EndReason::Completed);
+    assert_eq!(outcome.passes, 24);
     let got: Vec<Telemetry> = rx.try_iter().collect();
     assert!(
         matches!(got.first(), Some(Telemetry::Start(_))),
@@ -221,11 +219,18 @@ fn a_consumer_that_stops_reading_drops_frames_and_decoding_goes_on() {
         .count();
     assert!(
         frames <= 4,
-        "a full channel holds at most its capacity, got {frames}"
+        "a full sink holds at most its capacity, got {frames}"
     );
-    // The End message may itself not fit; the drop count is also in the session.
-    let dropped = 24 - frames as u64;
-    assert!(dropped >= 20, "only {dropped} dropped");
+    match got.last() {
+        Some(Telemetry::End { dropped, .. }) => {
+            assert_eq!(
+                *dropped,
+                24 - frames as u64,
+                "the End counts this sink's drops"
+            )
+        }
+        other => panic!("End comes last, got {other:?}"),
+    }
 }
 
 #[test]

@@ -13,7 +13,7 @@ use baro_engine::model::Model;
 use baro_engine::quant::GgmlType;
 use baro_engine::sampler::Sampler;
 use baro_engine::synth::{self, Shape};
-use baro_engine::vulkan::{fail, DecoderOptions, DeviceKind, GpuContext, Mode, VulkanDecoder};
+use baro_engine::vulkan::{fail, DecoderOptions, DeviceKind, Dispatch, GpuContext, VulkanDecoder};
 
 const GOLDEN_TEXT: &[u8] = include_bytes!("../models/stories260K/greedy_empty_prompt_200.txt");
 
@@ -23,9 +23,9 @@ fn co_resident(ctx: &GpuContext) -> u32 {
 
 use common::device;
 
-fn text_on(ctx: &Arc<GpuContext>, model: &Model, mode: Mode, steps: usize) -> Vec<u8> {
+fn text_on(ctx: &Arc<GpuContext>, model: &Model, dispatch: Dispatch, steps: usize) -> Vec<u8> {
     let opts = DecoderOptions {
-        mode,
+        dispatch,
         max_seq: steps,
         ..Default::default()
     };
@@ -50,7 +50,7 @@ fn stories260k_golden_on_vulkan_multi_and_mega() {
     let model = Model::embedded().expect("model");
     let mut want = GOLDEN_TEXT.to_vec();
     want.push(b'\n');
-    for mode in [Mode::Multi, Mode::Mega] {
+    for mode in [Dispatch::Multi, Dispatch::Mega] {
         let got = text_on(&ctx, &model, mode, 200);
         assert_eq!(
             String::from_utf8_lossy(&got),
@@ -70,10 +70,10 @@ fn mega_equals_multi_bitwise_and_tracks_the_reference_in_every_quant_type() {
         let model = synth::generate(&cfg, tied, ty, 3, |_, _| {}).expect("model");
         let gate = GateConfig::new(
             12,
-            vec![Mode::Mega, Mode::Multi],
+            vec![Dispatch::Mega, Dispatch::Multi],
             vec![model.tokenizer.bos_id()],
         );
-        let r = run_gate(&ctx, &model, &gate, |_, _| {}).expect("gate ran");
+        let r = run_gate(&ctx.clone().into(), &model, &gate, |_, _| {}).expect("gate ran");
         let fails: Vec<_> = r.passes.iter().flat_map(|p| p.failures.clone()).collect();
         assert!(r.ok(), "{ty}: {fails:?}");
         assert!(
@@ -87,7 +87,7 @@ fn mega_equals_multi_bitwise_and_tracks_the_reference_in_every_quant_type() {
                     m.rel_l2 < 1e-4,
                     "{ty} pass {} {}: rel-L2 {}",
                     p.pos,
-                    m.mode.name(),
+                    m.dispatch.name(),
                     m.rel_l2
                 );
             }
@@ -107,7 +107,7 @@ fn a_grid_larger_than_co_resident_fails_the_gate_within_seconds() {
         65535
     };
     let opts = DecoderOptions {
-        mode: Mode::Mega,
+        dispatch: Dispatch::Mega,
         grid: Some(grid),
         max_seq: 4,
         spin_timeout: Duration::from_millis(500),
@@ -140,7 +140,7 @@ fn an_injected_stalled_workgroup_fails_within_seconds_and_names_the_level() {
     let model = Model::embedded().expect("model");
     let grid = co_resident(&ctx).clamp(2, 64);
     let opts = DecoderOptions {
-        mode: Mode::Mega,
+        dispatch: Dispatch::Mega,
         grid: Some(grid),
         max_seq: 4,
         spin_timeout: Duration::from_millis(500),
@@ -165,7 +165,7 @@ fn an_injected_stalled_workgroup_fails_within_seconds_and_names_the_level() {
     );
     // A clean decoder on the same device still works afterwards.
     let opts = DecoderOptions {
-        mode: Mode::Mega,
+        dispatch: Dispatch::Mega,
         grid: Some(grid),
         max_seq: 4,
         ..Default::default()
@@ -191,7 +191,7 @@ fn an_ffn_wider_than_shared_memory_goes_through_chunks_and_stays_bit_identical()
     let model = synth::generate(&cfg, tied, GgmlType::Q4_0, 5, |_, _| {}).expect("model");
     let mut gate = GateConfig::new(
         4,
-        vec![Mode::Mega, Mode::Multi],
+        vec![Dispatch::Mega, Dispatch::Multi],
         vec![model.tokenizer.bos_id()],
     );
     // On a CPU device the back-edge budget is per invocation: 256-lane workgroups (32 teams
@@ -200,7 +200,7 @@ fn an_ffn_wider_than_shared_memory_goes_through_chunks_and_stays_bit_identical()
     if ctx.info.kind == DeviceKind::Cpu {
         gate.decoder.wg_size = Some(256);
     }
-    let r = run_gate(&ctx, &model, &gate, |_, _| {}).expect("gate ran");
+    let r = run_gate(&ctx.clone().into(), &model, &gate, |_, _| {}).expect("gate ran");
     let fails: Vec<_> = r.passes.iter().flat_map(|p| p.failures.clone()).collect();
     assert!(r.ok(), "{fails:?}");
     assert!(r.passes.iter().all(|p| p.bitwise_equal == Some(true)));
@@ -219,7 +219,7 @@ fn a_bad_device_selector_is_an_error_naming_the_devices_and_leaves_vulkan_usable
     // The failed opens must not have torn down the loader under the live context.
     let model = Model::embedded().expect("model");
     let opts = DecoderOptions {
-        mode: Mode::Multi,
+        dispatch: Dispatch::Multi,
         max_seq: 2,
         ..Default::default()
     };
@@ -266,9 +266,9 @@ fn model_with_nan_classifier_tail() -> Model {
 fn a_non_finite_logit_raises_its_own_fail_bit_in_both_modes() {
     let Some((ctx, _turn)) = device() else { return };
     let model = model_with_nan_classifier_tail();
-    for mode in [Mode::Mega, Mode::Multi] {
+    for mode in [Dispatch::Mega, Dispatch::Multi] {
         let opts = DecoderOptions {
-            mode,
+            dispatch: mode,
             max_seq: 4,
             ..Default::default()
         };
@@ -298,10 +298,10 @@ fn the_gate_refuses_nan_weights_and_reports_nan_not_zero() {
     let model = model_with_nan_classifier_tail();
     let gate = GateConfig::new(
         3,
-        vec![Mode::Mega, Mode::Multi],
+        vec![Dispatch::Mega, Dispatch::Multi],
         vec![model.tokenizer.bos_id()],
     );
-    let r = run_gate(&ctx, &model, &gate, |_, _| {}).expect("gate ran");
+    let r = run_gate(&ctx.clone().into(), &model, &gate, |_, _| {}).expect("gate ran");
     assert!(!r.ok(), "a NaN model passed the gate");
     let fails: Vec<_> = r.passes.iter().flat_map(|p| p.failures.clone()).collect();
     assert!(
@@ -359,7 +359,7 @@ fn the_megakernel_stays_clean_with_two_cpu_burners_running() {
         let cpu = ctx.info.kind == DeviceKind::Cpu;
         for (model, passes, wg) in [(&wide, 4, cpu.then_some(256)), (&stories, 24, None)] {
             let opts = DecoderOptions {
-                mode: Mode::Mega,
+                dispatch: Dispatch::Mega,
                 max_seq: passes,
                 wg_size: wg,
                 ..Default::default()

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::fail::FailReport;
-use crate::judge::Correctness;
+use crate::judge::{CheckState, Correctness};
 use crate::spans::{BarrierTiming, Spans};
 use crate::StageId;
 
@@ -278,9 +278,17 @@ pub struct Frame {
     /// Per-stage dispatch GPU times (multi mode), ns, indexed by stage.
     #[serde(default)]
     pub dispatch_ns: Vec<u64>,
-    /// Token correctness against a reference, where one runs.
+    /// Token correctness against a reference, where judged before the frame went out.
     #[serde(default)]
     pub correctness: Option<Correctness>,
+    /// Whether a live reference judges this pass: `pending` frames get their verdict later in
+    /// a `correctness` message.
+    #[serde(default)]
+    pub check: CheckState,
+    /// Passes the live reference had not yet judged when this frame went out (how far behind
+    /// it is); 0 without one.
+    #[serde(default)]
+    pub check_lag: u64,
     /// Power-state mode.
     #[serde(default)]
     pub mode: PowerMode,

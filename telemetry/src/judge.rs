@@ -121,6 +121,52 @@ pub struct Correctness {
     pub first_divergence: Option<u64>,
 }
 
+/// Whether a frame's token has been (or will be) judged by a live reference.
+///
+/// A shadow reference runs beside the GPU on its own thread and may lag: a frame goes out as
+/// [`CheckState::Pending`] and its verdict follows as its own message
+/// ([`crate::Telemetry::Correctness`]) once the reference has caught up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckState {
+    /// No reference runs (the default; also every frame of a stream without one).
+    #[default]
+    Off,
+    /// Sent to the reference; the verdict follows as a `correctness` message.
+    Pending,
+    /// Judged: the verdict is in the frame's `correctness`.
+    Checked,
+    /// Not in the sample the reference checks ([`CheckPlan`]).
+    Skipped,
+}
+
+/// Which passes a live reference checks (sent in [`crate::RunDetails::check`]).
+///
+/// The reference must run every position of a sequence it checks (the KV cache needs them),
+/// so a sample is a prefix of every sequence, not every n-th pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "plan")]
+pub enum CheckPlan {
+    /// Every pass.
+    All,
+    /// The first `positions` positions of every sequence (from each restart at position 0):
+    /// for models too big for an f32 reference to follow in time.
+    Prefix {
+        /// Positions checked per sequence.
+        positions: u32,
+    },
+}
+
+impl CheckPlan {
+    /// Whether position `pos` is in the sample.
+    pub fn covers(self, pos: u32) -> bool {
+        match self {
+            CheckPlan::All => true,
+            CheckPlan::Prefix { positions } => pos < positions,
+        }
+    }
+}
+
 /// The rule with its history: judges pass after pass and ends the token comparison at the
 /// first divergence.
 #[derive(Clone, Debug, PartialEq)]
@@ -288,6 +334,27 @@ mod tests {
             (Verdict::Mismatch, Some(5))
         );
         assert_eq!(j.judge(6, 1, None, &CLEAR).verdict, Verdict::Uncompared);
+    }
+
+    #[test]
+    fn check_plan_covers_every_pass_or_a_prefix_and_round_trips() {
+        assert!(CheckPlan::All.covers(u32::MAX));
+        let p = CheckPlan::Prefix { positions: 4 };
+        assert!(p.covers(3) && !p.covers(4));
+        for p in [CheckPlan::All, p] {
+            let j = serde_json::to_string(&p).unwrap();
+            assert_eq!(serde_json::from_str::<CheckPlan>(&j).unwrap(), p);
+        }
+        for c in [
+            CheckState::Off,
+            CheckState::Pending,
+            CheckState::Checked,
+            CheckState::Skipped,
+        ] {
+            let j = serde_json::to_string(&c).unwrap();
+            assert_eq!(serde_json::from_str::<CheckState>(&j).unwrap(), c);
+        }
+        assert_eq!(CheckState::default(), CheckState::Off);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! start            once, first: RunDetails (device, dispatch style, grid, stages, levels)
 //! clock            at the start, then periodically: a ClockSync (see `clock`)
 //! frame | sensor   one frame per pass; sensor samples whenever taken
+//! correctness      a live reference's verdict on an earlier (pending) frame, when it has one
 //! end              once, last: passes run, frames dropped, EndReason
 //! ```
 //!
@@ -21,7 +22,7 @@
 //! # JSON
 //!
 //! Each message is one flat JSON object per line, internally tagged by `"type"`: `"start"`,
-//! `"clock"`, `"frame"`, `"sensor"` or `"end"`, the message's fields beside it. A frame line
+//! `"clock"`, `"frame"`, `"correctness"`, `"sensor"` or `"end"`, the message's fields beside it. A frame line
 //! keeps the fields `baro-top run --json` has always printed (`pass`, `pos`, `token`, `next`,
 //! `wall_ns`, `gpu_ns`, `fail_word` as `"0x00000000"`, `fail`, `torn`, `dropped`,
 //! `host_start_ns`, `stages`, `barriers`) and adds the structured `fail_detail` and the rest
@@ -64,7 +65,7 @@ pub use fail::{FailReport, FailWord};
 pub use frame::{
     Contention, ContentionReason, Frame, GpuClient, LockHolder, PowerMode, StageTiming,
 };
-pub use judge::{Correctness, Judge, Margin, Verdict};
+pub use judge::{CheckPlan, CheckState, Correctness, Judge, Margin, Verdict};
 pub use recording::{RecordingError, RecordingHeader};
 pub use ring::{DecodedRing, RingError, RingLayout};
 pub use run::{DeviceKind, Dispatch, LevelDetails, RunDetails, StageDetails, StageId, StageKind};
@@ -84,6 +85,14 @@ pub enum Telemetry {
     Clock(ClockSync),
     /// One per pass.
     Frame(Box<Frame>),
+    /// A live reference's verdict on an earlier frame (one sent with
+    /// [`CheckState::Pending`]); it may lag the frames by many passes.
+    Correctness {
+        /// The pass judged.
+        pass: u64,
+        /// The verdict.
+        correctness: Correctness,
+    },
     /// A sample from a sensor (CPU, GPU clients, clocks), whenever one is taken.
     Sensor(SensorSample),
     /// Sent last.
@@ -104,6 +113,7 @@ impl Telemetry {
         match self {
             Telemetry::Start(_) | Telemetry::End { .. } => true,
             Telemetry::Frame(f) => f.failed(),
+            Telemetry::Correctness { correctness, .. } => correctness.verdict.is_failure(),
             Telemetry::Clock(_) | Telemetry::Sensor(_) => false,
         }
     }
@@ -146,6 +156,14 @@ pub enum EndReason {
         /// What went wrong.
         message: String,
     },
+}
+
+impl EndReason {
+    /// Whether the run ended as asked: every pass ran, or it was stopped on request. (Whether
+    /// every pass was also clean is the run's outcome, not its end reason.)
+    pub fn is_success(&self) -> bool {
+        matches!(self, EndReason::Completed | EndReason::Stopped)
+    }
 }
 
 impl fmt::Display for EndReason {
@@ -379,6 +397,42 @@ mod tests {
                 j.starts_with(r#"{"type":"end","passes":8,"dropped":1,"reason":"#),
                 "{j}"
             );
+        }
+    }
+
+    #[test]
+    fn correctness_round_trips_tagged_and_a_failing_verdict_must_be_delivered() {
+        let mut j = Judge::default();
+        let c = j.judge(4, 2, None, &[1.0, 5.0, 4.0]);
+        let t = Telemetry::Correctness {
+            pass: 4,
+            correctness: c,
+        };
+        let s = round_trip(&t);
+        assert!(
+            s.starts_with(r#"{"type":"correctness","pass":4,"correctness":{"#),
+            "{s}"
+        );
+        assert!(t.must_deliver(), "a mismatch is never dropped");
+        let ok = Telemetry::Correctness {
+            pass: 5,
+            correctness: Judge::default().judge(5, 1, None, &[1.0, 5.0, 4.0]),
+        };
+        assert!(!ok.must_deliver());
+    }
+
+    #[test]
+    fn only_completed_and_stopped_runs_end_successfully() {
+        assert!(EndReason::Completed.is_success() && EndReason::Stopped.is_success());
+        for r in [
+            EndReason::Watchdog,
+            EndReason::DeviceLost,
+            EndReason::ConsumerGone,
+            EndReason::Error {
+                message: "x".into(),
+            },
+        ] {
+            assert!(!r.is_success(), "{r}");
         }
     }
 

@@ -197,6 +197,9 @@ pub struct RunDetails {
     pub levels: Vec<LevelDetails>,
     /// Whether the kernel writes the event ring (stage spans); the fail word is always there.
     pub instrumented: bool,
+    /// Which passes a live reference checks; `None`: no live reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<crate::CheckPlan>,
 }
 
 impl RunDetails {
@@ -258,6 +261,7 @@ pub(crate) mod tests {
                 },
             ],
             instrumented: true,
+            check: None,
         }
     }
 

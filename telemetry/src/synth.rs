@@ -92,6 +92,7 @@ pub fn synthetic_run(grid: u32, stages: u32, levels: u32) -> RunDetails {
         stages: st,
         levels: lv,
         instrumented: true,
+        check: None,
     }
 }
 
@@ -196,6 +197,8 @@ pub fn synthetic_frame(run: &RunDetails, pass: u64, seed: u64) -> Frame {
         barriers,
         dispatch_ns: vec![],
         correctness: None,
+        check: Default::default(),
+        check_lag: 0,
         mode: if slow {
             PowerMode::Slow
         } else {

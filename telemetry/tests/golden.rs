@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use baro_telemetry::fail::bits;
 use baro_telemetry::{
-    Contention, ContentionReason, FailReport, FailWord, Frame, GpuClient, Judge, PowerMode,
-    RingLayout, RunDetails, Spans, Telemetry, SCHEMA_VERSION,
+    CheckState, Contention, ContentionReason, FailReport, FailWord, Frame, GpuClient, Judge,
+    PowerMode, RingLayout, RunDetails, Spans, Telemetry, SCHEMA_VERSION,
 };
 
 fn golden_path() -> PathBuf {
@@ -94,6 +94,8 @@ fn golden_frame() -> Frame {
         barriers: decoded.spans.barrier_timings(),
         dispatch_ns: vec![],
         correctness: Some(correctness),
+        check: CheckState::Checked,
+        check_lag: 2,
         mode: PowerMode::Fast,
         contention: Contention {
             gpu_clients: 1,

@@ -2,12 +2,9 @@
 //! grid the real megakernel passes a residency probe with.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
-use baro_engine::vulkan::{
-    default_grid, list_devices, DecoderOptions, GpuContext, Mode, VulkanDecoder,
-};
+use baro_engine::device::{kind_words, Device};
 use clap::Args;
 
 use crate::ModelArgs;
@@ -25,7 +22,7 @@ pub struct DevicesArgs {
 }
 
 pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
-    let devs = list_devices().context("listing Vulkan devices")?;
+    let devs = Device::list().context("listing Vulkan devices")?;
     if devs.is_empty() {
         outln!("no Vulkan devices (for the lavapipe CPU device: apt-get install mesa-vulkan-drivers libvulkan1)")?;
         return Ok(ExitCode::from(1));
@@ -35,7 +32,7 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
             "device {}: {} [{}] vendor {:#06x}",
             d.index,
             d.name,
-            super::kind_name(d.kind),
+            kind_words(d.kind),
             d.vendor_id
         )?;
         outln!("  driver           {}", d.driver)?;
@@ -79,59 +76,14 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
             }
         )?;
         if a.probe && missing.is_empty() {
-            let ctx = Arc::new(GpuContext::new(Some(&d.index.to_string()))?);
+            let dev = Device::open(Some(&d.index.to_string()))?;
             let model = super::load_model(&a.model)?;
-            let (g, tried) = probe(&ctx, &model, a.probe_max)?;
+            let (g, tried) = dev.probe_residency(&model, a.probe_max)?;
             outln!(
                 "  residency probe  largest passing grid {g} (default {}), tried {tried}",
-                default_grid(&ctx)
+                dev.default_grid()
             )?;
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Doubling, then bisection, on the grid size: a pass is clean when its fail word is zero
-/// and its argmax equals the one from grid 1.
-fn probe(
-    ctx: &Arc<GpuContext>,
-    model: &baro_engine::model::Model,
-    max: u32,
-) -> anyhow::Result<(u32, String)> {
-    let clean = |g: u32| -> anyhow::Result<bool> {
-        let opts = DecoderOptions {
-            mode: Mode::Mega,
-            grid: Some(g),
-            max_seq: 2,
-            spin_timeout: std::time::Duration::from_millis(200),
-            ..Default::default()
-        };
-        let mut dec = VulkanDecoder::new(ctx.clone(), model, opts)?;
-        let p = dec.step(model.tokenizer.bos_id(), 0)?;
-        Ok(p.fail.ok())
-    };
-    let mut tried = vec![];
-    let mut good = 0;
-    let mut g = 1;
-    while g <= max {
-        let ok = clean(g)?;
-        tried.push(format!("{g}:{}", if ok { "ok" } else { "fail" }));
-        if !ok {
-            break;
-        }
-        good = g;
-        g *= 2;
-    }
-    let (mut lo, mut hi) = (good, g.min(max + 1));
-    while hi - lo > 1 && good > 0 {
-        let mid = (lo + hi) / 2;
-        let ok = clean(mid)?;
-        tried.push(format!("{mid}:{}", if ok { "ok" } else { "fail" }));
-        if ok {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    Ok((lo, tried.join(" ")))
 }

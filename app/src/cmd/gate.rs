@@ -6,21 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use baro_engine::gate::{run_gate, GateConfig};
-use baro_engine::vulkan::Mode;
-use clap::{Args, ValueEnum};
+use clap::Args;
 
-use crate::{GpuArgs, ModelArgs};
-
-/// Which modes the gate runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum GateModes {
-    /// Persistent megakernel only.
-    Mega,
-    /// One dispatch per stage only.
-    Multi,
-    /// Both, and their logits must be bit-identical.
-    Both,
-}
+use crate::{DispatchSet, GpuArgs, ModelArgs};
 
 #[derive(Args, Debug)]
 pub struct GateArgs {
@@ -32,9 +20,9 @@ pub struct GateArgs {
     /// Prompt text (encoded with BOS); after it, the reference's greedy token is fed back.
     #[arg(long, default_value = "")]
     pub prompt: String,
-    /// Modes to check.
-    #[arg(long = "modes", value_enum, default_value_t = GateModes::Both)]
-    pub modes: GateModes,
+    /// Dispatch styles to check (both: their logits must also be bit-identical).
+    #[arg(long, value_enum, default_value_t = DispatchSet::Both, alias = "modes")]
+    pub dispatch: DispatchSet,
     /// Near-tie threshold on the reference's top-1/top-2 margin, a finite number >= 0.
     #[arg(long, default_value_t = 1e-3, value_parser = crate::validate::margin, allow_negative_numbers = true)]
     pub near_tie: f32,
@@ -43,49 +31,41 @@ pub struct GateArgs {
 }
 
 pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
-    if a.gpu.mode.is_some() {
-        anyhow::bail!("--mode does not apply to gate: it checks the modes given by --modes (mega, multi or both)");
-    }
     let model = super::load_model(&a.model)?;
     crate::validate::positions_fit("--steps", a.steps, model.config.seq_len)?;
     let ctx = super::open_gpu(&a.gpu)?;
-    let modes = match a.modes {
-        GateModes::Mega => vec![Mode::Mega],
-        GateModes::Multi => vec![Mode::Multi],
-        GateModes::Both => vec![Mode::Mega, Mode::Multi],
-    };
+    let dispatches = a.dispatch.dispatches();
     let cfg = GateConfig {
         near_tie: a.near_tie,
-        decoder: a.gpu.decoder_options(a.steps),
+        decoder: a.gpu.decoder_options(dispatches[0], a.steps),
         ..GateConfig::new(
             a.steps,
-            modes,
+            dispatches,
             model.tokenizer.encode(a.prompt.as_bytes(), true, false),
         )
     };
     note!(
-        "gate: model {} ({} layers, dim {}), {} steps, modes {}",
+        "gate: model {} ({} layers, dim {}), {} steps, dispatch {}",
         model.source,
         model.config.n_layers,
         model.config.dim,
         a.steps,
-        match a.modes {
-            GateModes::Mega => "mega",
-            GateModes::Multi => "multi",
-            GateModes::Both => "mega and multi",
+        match a.dispatch {
+            DispatchSet::Mega => "mega",
+            DispatchSet::Multi => "multi",
+            DispatchSet::Both => "mega and multi",
         }
     );
     let mut grid_line = None;
     // The callback cannot return an error: keep the first stdout error for after the gate.
     let mut write_error: Option<std::io::Error> = None;
-    let report = run_gate(&ctx, &model, &cfg, |p, decs| {
+    let report = run_gate(&ctx, &model, &cfg, |p, d| {
         if grid_line.is_none() {
-            let d = &decs[0];
             grid_line = Some(format!(
                 "grid {} x {} lanes, {} levels",
                 d.grid,
                 d.wg_size,
-                d.program.levels.len()
+                d.levels.len()
             ));
             if let Err(e) = outln!("{}", grid_line.as_deref().unwrap_or_default()) {
                 write_error.get_or_insert(e);
@@ -97,7 +77,7 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
             .map(|m| {
                 format!(
                     "{} tok {} rel-l2 {:.1e} {}",
-                    m.mode.name(),
+                    m.dispatch.name(),
                     m.argmax,
                     m.rel_l2,
                     m.fail_line

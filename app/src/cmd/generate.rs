@@ -4,10 +4,10 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
+use baro_engine::device::GpuDecoder;
 use baro_engine::generate::{effective_steps, generate, Decode};
 use baro_engine::reference::CpuDecoder;
 use baro_engine::sampler::Sampler;
-use baro_engine::vulkan::VulkanDecoder;
 use clap::{Args, ValueEnum};
 
 use crate::ModelArgs;
@@ -17,7 +17,7 @@ use crate::ModelArgs;
 pub enum Backend {
     /// The f32 CPU reference (run.c's arithmetic).
     Cpu,
-    /// The Vulkan decoder (see --mode).
+    /// The Vulkan decoder (see --dispatch).
     Vulkan,
 }
 
@@ -44,6 +44,9 @@ pub struct GenerateArgs {
     /// Decoder backend.
     #[arg(long, value_enum, default_value_t = Backend::Cpu)]
     pub backend: Backend,
+    /// Dispatch style of the Vulkan decoder [default: mega].
+    #[arg(long, value_enum, alias = "mode")]
+    pub dispatch: Option<crate::DispatchArg>,
     #[command(flatten)]
     pub gpu: crate::GpuArgs,
 }
@@ -51,7 +54,10 @@ pub struct GenerateArgs {
 pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     // --temp and --topp were validated by their parsers (crate::validate).
     if a.backend == Backend::Cpu {
-        let given = a.gpu.given();
+        let mut given = a.gpu.given();
+        if a.dispatch.is_some() {
+            given.insert(0, "--dispatch");
+        }
         if !given.is_empty() {
             bail!(
                 "{} {} for the Vulkan decoder, and --backend is cpu: pass --backend vulkan, or drop {} for the CPU reference",
@@ -74,9 +80,10 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         Backend::Cpu => Box::new(CpuDecoder::new(&model.config, &model.weights, steps)),
         Backend::Vulkan => {
             let ctx = super::open_gpu(&a.gpu)?;
-            let opts = a.gpu.decoder_options(steps);
+            let dispatch = a.dispatch.unwrap_or(crate::DispatchArg::Mega).dispatch();
+            let opts = a.gpu.decoder_options(dispatch, steps);
             Box::new(super::PassLogger::new(
-                VulkanDecoder::new(ctx, &model, opts).context("building the Vulkan decoder")?,
+                GpuDecoder::new(&ctx, &model, opts).context("building the Vulkan decoder")?,
             ))
         }
     };

@@ -9,6 +9,7 @@ pub mod recording;
 pub mod run;
 
 use anyhow::Context;
+use baro_engine::device::{Device, GpuDecoder};
 use baro_engine::model::Model;
 
 use crate::ModelArgs;
@@ -33,63 +34,23 @@ pub fn load_model(a: &ModelArgs) -> anyhow::Result<Model> {
 /// Open the Vulkan device the user asked for and say which it is (always: a CPU fallback
 /// must never be mistaken for the GPU). The device-dependent options are checked here, for
 /// every GPU command.
-pub fn open_gpu(
-    g: &crate::GpuArgs,
-) -> anyhow::Result<std::sync::Arc<baro_engine::vulkan::GpuContext>> {
-    let ctx = baro_engine::vulkan::GpuContext::new(g.device.as_deref())
-        .context("opening the Vulkan device")?;
-    note!("baro-top: {}", describe_device(&ctx.info));
+pub fn open_gpu(g: &crate::GpuArgs) -> anyhow::Result<Device> {
+    let dev = Device::open(g.device.as_deref()).context("opening the Vulkan device")?;
+    note!("baro-top: {}", dev.describe());
     if let Some(wg) = g.wg_size {
-        crate::validate::wg_size_fits(wg, &ctx.info)?;
+        crate::validate::wg_size_fits(wg, dev.info())?;
     }
-    Ok(std::sync::Arc::new(ctx))
+    Ok(dev)
 }
 
-/// A device kind in words.
-pub fn kind_name(k: baro_engine::vulkan::DeviceKind) -> &'static str {
-    use baro_engine::vulkan::DeviceKind as K;
-    match k {
-        K::Discrete => "discrete GPU",
-        K::Integrated => "integrated GPU",
-        K::Virtual => "virtual GPU",
-        K::Cpu => "CPU device",
-        K::Other => "other device",
-    }
-}
-
-/// One line naming the device and its driver.
-pub fn describe_device(i: &baro_engine::vulkan::DeviceInfo) -> String {
-    format!(
-        "device {}: {} ({}, vendor {:#06x}, Vulkan {}, driver {}, subgroup {}, {})",
-        i.index,
-        i.name,
-        kind_name(i.kind),
-        i.vendor_id,
-        i.api,
-        i.driver,
-        i.subgroup_size,
-        match i.sm_count {
-            Some(n) => format!("{n} SMs"),
-            None => "SM count unknown".into(),
-        }
-    )
-}
-
-/// Wraps the Vulkan decoder for `generate`: prints the fail-word line of every pass to stderr.
+/// Wraps the GPU decoder for `generate`: prints the fail-word line of every pass to stderr.
 pub struct PassLogger {
-    dec: baro_engine::vulkan::VulkanDecoder,
+    dec: GpuDecoder,
 }
 
 impl PassLogger {
-    pub fn new(dec: baro_engine::vulkan::VulkanDecoder) -> Self {
-        note!(
-            "baro-top: mode {} grid {} x {} lanes, {} levels, {} stages",
-            dec.opts.mode.name(),
-            dec.grid,
-            dec.wg_size,
-            dec.program.levels.len(),
-            dec.program.stages.len()
-        );
+    pub fn new(dec: GpuDecoder) -> Self {
+        note!("baro-top: {}", dec.layout_line());
         PassLogger { dec }
     }
 }
@@ -101,23 +62,17 @@ impl baro_engine::generate::Decode for PassLogger {
 
     fn forward(&mut self, token: u32, pos: usize) -> baro_engine::Result<&mut [f32]> {
         let p = self.dec.step(token, pos)?;
-        let line = p.fail.line(|l| self.dec.level_name(l));
-        // FNV-1a of the logits' bits: equal across modes and builds iff bit-identical.
-        let h = self
-            .dec
-            .logits()
-            .iter()
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, v| {
-                (h ^ v.to_bits() as u64).wrapping_mul(0x0100_0000_01b3)
-            });
         note!(
-            "pass {pos} token {token} -> {} logits {h:016x} {line}",
-            p.argmax
+            "pass {pos} token {token} -> {} logits {:016x} {}",
+            p.argmax,
+            p.logits_hash,
+            p.fail.line
         );
-        if !p.fail.ok() {
-            return Err(baro_engine::Error::Vulkan(format!(
-                "pass at position {pos} failed: {line}"
-            )));
+        if !p.fail.word.ok() {
+            return Err(baro_engine::Error::PassFailed {
+                pass: pos as u64,
+                fail: Box::new(p.fail),
+            });
         }
         Ok(self.dec.logits_mut())
     }
@@ -125,7 +80,7 @@ impl baro_engine::generate::Decode for PassLogger {
 
 /// `baro-top` with no subcommand: live on the first Vulkan device.
 pub fn default_run() -> anyhow::Result<std::process::ExitCode> {
-    match baro_engine::vulkan::list_devices() {
+    match Device::list() {
         Ok(d) if !d.is_empty() => {
             note!("baro-top: live decode on the first Vulkan device (the dashboard lands with a later issue; printing one line per pass). `baro-top --help` lists every command.");
             run::run(default_run_args())

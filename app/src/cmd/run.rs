@@ -4,10 +4,9 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use baro_engine::session::SessionBuilder;
-use baro_engine::telemetry::{Frame, Telemetry};
+use baro_engine::session::{Check, SessionBuilder, SinkKind};
+use baro_engine::telemetry::{CheckPlan, CheckState, Correctness, Frame, Telemetry, Verdict};
 use clap::Args;
-use serde::Serialize;
 
 use crate::{GpuArgs, ModelArgs};
 
@@ -18,7 +17,8 @@ pub struct RunArgs {
     /// Print lines instead of the dashboard.
     #[arg(long)]
     pub headless: bool,
-    /// One JSON object per pass (implies --headless).
+    /// One JSON object per line, the telemetry stream itself: start, frames, verdicts, end
+    /// (implies --headless; schema in README.md).
     #[arg(long)]
     pub json: bool,
     /// Include every workgroup's span in the JSON.
@@ -46,77 +46,45 @@ pub struct RunArgs {
     /// context if shorter).
     #[arg(long, value_parser = crate::validate::positions, allow_negative_numbers = true)]
     pub ctx: Option<usize>,
+    /// Dispatch style [default: mega].
+    #[arg(long, value_enum, alias = "mode")]
+    pub dispatch: Option<crate::DispatchArg>,
+    /// Which passes the shadow CPU reference judges: auto (every pass of small models, the
+    /// first 8 positions of every sequence above 256 MB of f32 weights), all, off, or N
+    /// (the first N positions of every sequence).
+    #[arg(long, default_value = "auto", value_parser = parse_check)]
+    pub check: Check,
     #[command(flatten)]
     pub gpu: GpuArgs,
 }
 
-/// The JSON line schema (documented in README.md).
-#[derive(Serialize)]
-struct JsonFrame<'a> {
-    pass: u64,
-    pos: u32,
-    token: u32,
-    next: u32,
-    wall_ns: u64,
-    gpu_ns: Option<u64>,
-    fail_word: String,
-    fail: &'a str,
-    torn: bool,
-    dropped: u64,
-    host_start_ns: Option<u64>,
-    stages: Vec<JsonStage<'a>>,
-    barriers: &'a [baro_engine::telemetry::BarrierTiming],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    spans: Option<&'a [baro_engine::telemetry::Span]>,
+/// `--check`: which passes the shadow CPU reference judges.
+fn parse_check(v: &str) -> Result<Check, String> {
+    match v {
+        "auto" => Ok(Check::Auto),
+        "all" => Ok(Check::Plan(CheckPlan::All)),
+        "off" => Ok(Check::Off),
+        n => match n.parse::<u32>() {
+            Ok(p) if p >= 1 => Ok(Check::Plan(CheckPlan::Prefix { positions: p })),
+            _ => Err(format!(
+                "'{n}': auto, all, off, or a number of positions per sequence (at least 1)"
+            )),
+        },
+    }
 }
 
-#[derive(Serialize)]
-struct JsonStage<'a> {
-    name: &'a str,
-    level: u32,
-    busy_ns: u64,
-    charged_ns: u64,
-    max_busy_ns: u64,
-}
-
-fn json_line(f: &Frame, spans: bool) -> anyhow::Result<String> {
-    let j = JsonFrame {
-        pass: f.pass,
-        pos: f.pos,
-        token: f.token,
-        next: f.next,
-        wall_ns: f.wall_ns,
-        gpu_ns: f.gpu_ns,
-        fail_word: format!("0x{:08x}", f.fail_word),
-        fail: &f.fail_line,
-        torn: f.torn,
-        dropped: f.dropped,
-        host_start_ns: f.host_start_ns,
-        stages: f
-            .stages
-            .iter()
-            .map(|s| JsonStage {
-                name: &s.name,
-                level: s.level,
-                busy_ns: s.busy_ns,
-                charged_ns: s.charged_ns,
-                max_busy_ns: s.max_busy_ns,
-            })
-            .collect(),
-        barriers: &f.barriers,
-        spans: spans.then_some(&f.spans[..]),
-    };
-    Ok(serde_json::to_string(&j)?)
+fn check_name(p: Option<CheckPlan>) -> String {
+    match p {
+        None => "off".into(),
+        Some(CheckPlan::All) => "every pass".into(),
+        Some(CheckPlan::Prefix { positions }) => {
+            format!("the first {positions} positions of every sequence (a sample: the model is too big for the f32 reference to follow every pass)")
+        }
+    }
 }
 
 fn text_line(f: &Frame) -> String {
     let us = |ns: u64| ns as f64 / 1e3;
-    let busy: u64 = f.stages.iter().map(|s| s.busy_ns).sum();
-    let bar: u64 = f
-        .barriers
-        .iter()
-        .map(|b| b.arrival_spread_ns + b.release_ns)
-        .sum();
     let top = f
         .stages
         .iter()
@@ -124,19 +92,48 @@ fn text_line(f: &Frame) -> String {
         .map_or(String::new(), |s| {
             format!(" top {} {:.1}us", s.name, us(s.busy_ns))
         });
+    let check = match f.check {
+        CheckState::Off => String::new(),
+        CheckState::Pending => format!(" ref pending (lag {})", f.check_lag),
+        CheckState::Skipped => " ref skipped".into(),
+        CheckState::Checked => match &f.correctness {
+            Some(c) => format!(" ref {:?}", c.verdict),
+            None => String::new(),
+        },
+    };
     format!(
-        "pass {:5} pos {:4} tok {:6} -> {:6} wall {:8.1}us gpu {:8.1}us busy {:8.1}us barrier {:7.1}us{}{} | {}",
+        "pass {:5} pos {:4} tok {:6} -> {:6} wall {:8.1}us gpu {:8.1}us busy {:8.1}us barrier {:7.1}us{}{}{} | {}",
         f.pass,
         f.pos,
         f.token,
         f.next,
         us(f.wall_ns),
         us(f.gpu_ns.unwrap_or(0)),
-        us(busy),
-        us(bar),
+        us(f.busy_ns()),
+        us(f.barrier_ns()),
         top,
         if f.torn { " TORN" } else { "" },
-        f.fail_line
+        check,
+        f.fail.line
+    )
+}
+
+fn verdict_line(pass: u64, c: &Correctness) -> String {
+    let name = match c.verdict {
+        Verdict::Match => "match",
+        Verdict::NearTie => "NEAR-TIE",
+        Verdict::Mismatch => "MISMATCH",
+        Verdict::NonFinite => "NON-FINITE",
+        Verdict::Uncompared => "uncompared",
+    };
+    format!(
+        "check pass {pass}: {name}: gpu {} reference {} runner-up {} margin {}{}",
+        c.gpu_token,
+        c.reference.map_or("-".into(), |t| t.to_string()),
+        c.runner_up.map_or("-".into(), |t| t.to_string()),
+        c.margin.map_or("-".into(), |m| format!("{m:.2e}")),
+        c.first_divergence
+            .map_or(String::new(), |p| format!(" (tokens diverged at pass {p})"))
     )
 }
 
@@ -153,39 +150,51 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if a.seed == 0 && a.temp > 0.0 {
         note!("run: seed 0 = the current time: seed {seed} (pass -s {seed} to repeat this run)");
     }
-    let ctx = super::open_gpu(&a.gpu)?;
-    let mut opts = a.gpu.decoder_options(positions);
+    let dev = super::open_gpu(&a.gpu)?;
+    let dispatch = a.dispatch.unwrap_or(crate::DispatchArg::Mega).dispatch();
+    let mut opts = a.gpu.decoder_options(dispatch, positions);
     opts.instrument = !a.no_instrument;
     let passes = a.passes.or(Some(64));
-    let session = SessionBuilder::new(ctx, model, opts)
+    let mut b = SessionBuilder::new(&dev, model, opts)
         .passes(passes)
         .prompt(a.prompt.as_bytes())
         .sampling(a.temp, a.topp, seed)
-        .spawn()
-        .context("starting the decode session")?;
-    let mut failed = false;
-    for t in session.rx.iter() {
+        .check(a.check);
+    let rx = b.subscribe(SinkKind::Lossy { capacity: 1024 });
+    let session = b.spawn().context("starting the decode session")?;
+    for t in rx.iter() {
+        if a.json {
+            let line = match t {
+                Telemetry::Frame(mut f) if !a.spans => {
+                    f.spans = Default::default();
+                    Telemetry::Frame(f).to_json_line()?
+                }
+                t => t.to_json_line()?,
+            };
+            outln!("{line}").context("writing to stdout")?;
+            continue;
+        }
         match t {
             Telemetry::Start(d) => {
                 note!(
-                    "run: {} | mode {} grid {} x {} | {} levels, {} stages | instrumented {}",
+                    "run: {} | dispatch {} grid {} x {} | {} levels, {} stages | instrumented {} | reference checks {}",
                     d.model,
-                    d.mode,
+                    d.dispatch,
                     d.grid,
                     d.wg_size,
                     d.levels.len(),
                     d.stages.len(),
-                    d.instrumented
+                    d.instrumented,
+                    check_name(d.check)
                 );
             }
             Telemetry::Frame(f) => {
-                failed |= f.fail_word != 0;
-                let line = if a.json {
-                    json_line(&f, a.spans)?
-                } else {
-                    text_line(&f)
-                };
-                outln!("{line}").context("writing to stdout")?;
+                outln!("{}", text_line(&f)).context("writing to stdout")?;
+            }
+            Telemetry::Correctness { pass, correctness } => {
+                if correctness.verdict != Verdict::Match {
+                    outln!("{}", verdict_line(pass, &correctness)).context("writing to stdout")?;
+                }
             }
             Telemetry::Clock(c) => {
                 let ns = |v: Option<String>| v.map_or("n/a".to_string(), |v| format!("{v} ns"));
@@ -200,20 +209,28 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                         .map_or("n/a (first sync)".to_string(), |d| format!("{d:.3} ppm"))
                 );
             }
+            Telemetry::Sensor(_) => {}
             Telemetry::End {
                 passes,
                 dropped,
                 reason,
             } => {
                 note!("run: {passes} passes, {dropped} frames dropped, {reason}");
-                break;
             }
         }
     }
-    session.join().context("decode session")?;
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
+    // The exit status is the engine's outcome, not what this loop happened to see.
+    let outcome = session.wait().context("decode session")?;
+    if outcome.failed_checks > 0 {
+        note!(
+            "run: {} of {} checked passes failed against the CPU reference",
+            outcome.failed_checks,
+            outcome.checked
+        );
+    }
+    Ok(if outcome.clean() {
         ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     })
 }

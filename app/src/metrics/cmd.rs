@@ -166,7 +166,7 @@ fn sensors(pass: u64) -> [SensorReading; 5] {
             pstate: Some(0),
         },
         SensorReading::CpuBusy {
-            fraction: if pass % 2 == 0 { 0.125 } else { 0.25 },
+            fraction: if pass.is_multiple_of(2) { 0.125 } else { 0.25 },
         },
         SensorReading::GpuClients {
             count: 0,

@@ -1,5 +1,7 @@
 //! The exposition as a specification: a fixed small stream and what it must render to.
 
+#![allow(clippy::unwrap_used)]
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -53,6 +55,7 @@ fn run_details(device: &str) -> RunDetails {
             lv(2, "q.l1", vec![3]),
         ],
         instrumented: true,
+        check: None,
     }
 }
 
@@ -385,8 +388,10 @@ fn the_end_of_a_run_sets_up_to_zero_and_dropped_frames_keep_growing_over_runs() 
     );
     // A second run starts its own count at 0: the counter adds it to the first run's.
     a.ingest(&small_stream()[0], NOW);
-    let mut f = Frame::default();
-    f.dropped = 1;
+    let f = Frame {
+        dropped: 1,
+        ..Default::default()
+    };
     a.ingest(&Telemetry::Frame(Box::new(f)), NOW);
     let t = render(&a, NOW, Format::Prometheus);
     assert_eq!(value(&t, "baro_up", ""), "1");

@@ -252,7 +252,55 @@ impl Data {
                 self.log(None, sev, format!("end after {passes} passes: {reason}"));
                 self.end = Some(reason);
             }
+            Telemetry::Correctness { pass, correctness } => {
+                self.ref_lag = self.ref_lag.saturating_sub(1);
+                self.correctness(pass, correctness);
+            }
             Telemetry::Clock(_) | Telemetry::Sensor(_) => {}
+        }
+    }
+
+    /// A verdict on pass `pass`, in its frame or later from the live reference.
+    fn correctness(&mut self, pass: u64, c: baro_telemetry::Correctness) {
+        if let Some(cell) = self.tokens.iter_mut().rev().find(|t| t.pass == pass) {
+            cell.verdict = Some(c.verdict);
+        }
+        if c.verdict.is_failure() {
+            self.mismatched += 1;
+            let t = format!(
+                "pass {}: token {} ({:?}) {:?} against reference {:?}",
+                pass,
+                c.gpu_token,
+                self.text(c.gpu_token),
+                c.verdict,
+                c.reference.map(|r| self.text(r))
+            );
+            self.log(Some(pass), Severity::Error, t);
+        }
+        if c.first_divergence == Some(pass)
+            && self.divergence.as_ref().is_none_or(|d| d.pass != pass)
+        {
+            let d = Divergence {
+                pass,
+                gpu: self.text(c.gpu_token),
+                reference: c
+                    .reference
+                    .map(|r| self.text(r))
+                    .unwrap_or_else(|| "non-finite".into()),
+                margin: c.margin,
+                verdict: c.verdict,
+            };
+            if c.verdict == Verdict::NearTie {
+                let t = format!(
+                    "pass {}: near-tie {:?} vs {:?} margin {:.1e}: comparison ends here",
+                    pass,
+                    d.gpu,
+                    d.reference,
+                    d.margin.unwrap_or(0.0)
+                );
+                self.log(Some(pass), Severity::Warn, t);
+            }
+            self.divergence = Some(d);
         }
     }
 
@@ -353,51 +401,18 @@ impl Data {
             self.log(Some(f.pass), Severity::Warn, t);
         }
 
-        // Tokens and correctness.
+        // Tokens and correctness: a frame carries its verdict, or says a live reference will
+        // send it later (a `correctness` message) and how far behind that reference is.
         let verdict = f.correctness.map(|c| c.verdict);
         self.ref_lag = if verdict.is_some() {
             0
+        } else if f.check == baro_telemetry::CheckState::Pending {
+            f.check_lag
         } else {
             self.ref_lag + 1
         };
         if let Some(c) = f.correctness {
-            if c.verdict.is_failure() {
-                self.mismatched += 1;
-                let t = format!(
-                    "pass {}: token {} ({:?}) {:?} against reference {:?}",
-                    f.pass,
-                    c.gpu_token,
-                    self.text(c.gpu_token),
-                    c.verdict,
-                    c.reference.map(|r| self.text(r))
-                );
-                self.log(Some(f.pass), Severity::Error, t);
-            }
-            if c.first_divergence == Some(f.pass)
-                && self.divergence.as_ref().is_none_or(|d| d.pass != f.pass)
-            {
-                let d = Divergence {
-                    pass: f.pass,
-                    gpu: self.text(c.gpu_token),
-                    reference: c
-                        .reference
-                        .map(|r| self.text(r))
-                        .unwrap_or_else(|| "non-finite".into()),
-                    margin: c.margin,
-                    verdict: c.verdict,
-                };
-                if c.verdict == Verdict::NearTie {
-                    let t = format!(
-                        "pass {}: near-tie {:?} vs {:?} margin {:.1e}: comparison ends here",
-                        f.pass,
-                        d.gpu,
-                        d.reference,
-                        d.margin.unwrap_or(0.0)
-                    );
-                    self.log(Some(f.pass), Severity::Warn, t);
-                }
-                self.divergence = Some(d);
-            }
+            self.correctness(f.pass, c);
         }
         if self.tokens.len() == TOKENS {
             self.tokens.pop_front();

@@ -175,6 +175,7 @@ impl Synth {
             stages,
             levels,
             instrumented: true,
+            check: None,
         };
         Synth {
             rng: cfg.seed ^ 0x9e37_79b9_7f4a_7c15,
@@ -352,6 +353,8 @@ impl Synth {
             barriers,
             dispatch_ns,
             correctness: Some(correctness),
+            check: baro_telemetry::CheckState::Checked,
+            check_lag: 0,
             mode: PowerMode::Fast,
             contention: Default::default(),
             spans,

@@ -1,5 +1,6 @@
 //! `GpuContext`: one Vulkan instance, the chosen physical device, a logical device with one
-//! compute queue, a command pool and the allocator. `Drop` waits for the device to go idle and
+//! compute queue (behind a lock, so decoders on several threads may share the context) and
+//! the allocator (behind a lock too). Command pools belong to the decoders. `Drop` waits for the device to go idle and
 //! destroys everything in reverse order of creation.
 
 use std::ffi::{c_char, CStr};
@@ -25,19 +26,18 @@ pub(crate) fn vkr<T>(what: &str, r: std::result::Result<T, vk::Result>) -> Resul
     })
 }
 
-/// What kind of device it is, as Vulkan reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DeviceKind {
-    /// A discrete GPU.
-    Discrete,
-    /// An integrated GPU.
-    Integrated,
-    /// A virtual GPU.
-    Virtual,
-    /// A CPU implementation (lavapipe, SwiftShader).
-    Cpu,
-    /// Anything else.
-    Other,
+/// What kind of device it is, as Vulkan reports it (the telemetry crate's type).
+pub use baro_telemetry::DeviceKind;
+
+/// A device kind in words ("discrete GPU", "CPU device").
+pub fn kind_words(k: DeviceKind) -> &'static str {
+    match k {
+        DeviceKind::Discrete => "discrete GPU",
+        DeviceKind::Integrated => "integrated GPU",
+        DeviceKind::Virtual => "virtual GPU",
+        DeviceKind::Cpu => "CPU device",
+        DeviceKind::Other => "other device",
+    }
 }
 
 /// Capabilities of a physical device that baro-top cares about.
@@ -84,6 +84,25 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
+    /// One line naming the device and its driver, the kind in words (printed by every
+    /// command that runs on it: a CPU fallback must never be mistaken for the GPU).
+    pub fn describe(&self) -> String {
+        format!(
+            "device {}: {} ({}, vendor {:#06x}, Vulkan {}, driver {}, subgroup {}, {})",
+            self.index,
+            self.name,
+            kind_words(self.kind),
+            self.vendor_id,
+            self.api,
+            self.driver,
+            self.subgroup_size,
+            match self.sm_count {
+                Some(n) => format!("{n} SMs"),
+                None => "SM count unknown".into(),
+            }
+        )
+    }
+
     /// Whether baro-top's decoder can run here, and if not, why.
     pub fn missing(&self) -> Vec<&'static str> {
         let mut m = vec![];
@@ -105,8 +124,9 @@ pub struct GpuContext {
     pub(crate) entry: ash::Entry,
     pub(crate) instance: ash::Instance,
     pub(crate) device: ash::Device,
-    pub(crate) queue: vk::Queue,
-    pub(crate) pool: vk::CommandPool,
+    /// The one compute queue, behind a lock: decoders on several threads submit to it.
+    /// (Command pools are per decoder: a pool and its buffers need no lock that way.)
+    queue: Mutex<vk::Queue>,
     pub(crate) allocator: ManuallyDrop<Mutex<Allocator>>,
     calibrated: Option<Calibrated>,
     /// A submission missed its watchdog: the device may never idle again, so nothing may wait
@@ -458,18 +478,6 @@ impl GpuContext {
         })?;
         // SAFETY: queue family/index were requested above.
         let queue = unsafe { device.get_device_queue(chosen.queue_family, 0) };
-        let pci = vk::CommandPoolCreateInfo::default()
-            .queue_family_index(chosen.queue_family)
-            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
-        // SAFETY: valid device.
-        let pool = match unsafe { device.create_command_pool(&pci, None) } {
-            Ok(p) => p,
-            Err(e) => {
-                // SAFETY: nothing else was created on this device.
-                unsafe { device.destroy_device(None) };
-                return Err(Error::Vulkan(format!("vkCreateCommandPool: {e:?}")));
-            }
-        };
         let allocator = Allocator::new(&AllocatorCreateDesc {
             instance: instance.clone(),
             device: device.clone(),
@@ -485,11 +493,8 @@ impl GpuContext {
         let allocator = match allocator {
             Ok(a) => a,
             Err(e) => {
-                // SAFETY: destroy what was created, in reverse.
-                unsafe {
-                    device.destroy_command_pool(pool, None);
-                    device.destroy_device(None);
-                }
+                // SAFETY: only the device was created on it; nothing uses it yet.
+                unsafe { device.destroy_device(None) };
                 return Err(Error::Vulkan(format!("gpu-allocator: {e}")));
             }
         };
@@ -509,8 +514,7 @@ impl GpuContext {
             entry,
             instance,
             device,
-            queue,
-            pool,
+            queue: Mutex::new(queue),
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
             hung: AtomicBool::new(false),
             info: chosen,
@@ -555,21 +559,31 @@ impl GpuContext {
 
     /// One line naming the device and driver (printed by every command that runs on it).
     pub fn describe(&self) -> String {
-        let i = &self.info;
-        format!(
-            "device {}: {} ({:?}, vendor {:#06x}, Vulkan {}, driver {}, subgroup {}, {})",
-            i.index,
-            i.name,
-            i.kind,
-            i.vendor_id,
-            i.api,
-            i.driver,
-            i.subgroup_size,
-            match i.sm_count {
-                Some(n) => format!("{n} SMs"),
-                None => "SM count unknown".into(),
-            }
-        )
+        self.info.describe()
+    }
+
+    /// Submit to the queue. The queue is shared by every decoder on this context, possibly on
+    /// several threads; Vulkan requires submissions to one queue to be externally
+    /// synchronized, hence the lock (held only for the submit call itself).
+    pub(crate) fn submit(&self, si: &[vk::SubmitInfo<'_>], fence: vk::Fence) -> Result<()> {
+        let q = self
+            .queue
+            .lock()
+            .map_err(|_| Error::Vulkan("queue lock poisoned".into()))?;
+        // SAFETY: the queue is externally synchronized by the lock held above; the caller's
+        // submit infos reference live, fully recorded command buffers and an unsignalled fence.
+        vkr("vkQueueSubmit", unsafe {
+            self.device.queue_submit(*q, si, fence)
+        })
+    }
+
+    /// Wait for the device to go idle, holding the queue lock (vkDeviceWaitIdle requires every
+    /// queue of the device to be externally synchronized). Never call it on a hung device.
+    pub(crate) fn wait_idle(&self) {
+        let q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: every queue of this device (there is one) is locked for the call.
+        let _ = unsafe { self.device.device_wait_idle() };
+        drop(q);
     }
 }
 
@@ -585,7 +599,6 @@ impl Drop for GpuContext {
         unsafe {
             let _ = self.device.device_wait_idle();
             ManuallyDrop::drop(&mut self.allocator);
-            self.device.destroy_command_pool(self.pool, None);
             self.device.destroy_device(None);
             self.instance.destroy_instance(None);
         }

@@ -1,5 +1,5 @@
 //! `VulkanDecoder`: uploads a model, builds the decode pipeline and runs one pass per token,
-//! as one persistent dispatch (`Mode::Mega`) or one dispatch per stage (`Mode::Multi`).
+//! as one persistent dispatch (`Dispatch::Mega`) or one dispatch per stage (`Dispatch::Multi`).
 //!
 //! Safety is always on: every pass resets the sync words and poisons the logits and argmax,
 //! the kernel's spins are bounded and raise the fail word, each workgroup stamps its
@@ -17,6 +17,7 @@ use super::context::{vkr, DeviceKind, GpuContext};
 use super::program::{repack, Program, StageKind, TensorPlace};
 use crate::model::Model;
 use crate::{Error, Result};
+use baro_telemetry::{FailReport, Frame, LevelDetails, RunDetails, StageDetails};
 
 static SPV_CLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode.spv"));
 static SPV_NOCLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_noclock.spv"));
@@ -35,30 +36,15 @@ pub use baro_telemetry::fail::bits as fail;
 /// The decoded fail word of one pass (the telemetry crate's type).
 pub use baro_telemetry::FailWord;
 
-/// How the pass is dispatched.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Mode {
-    /// One persistent dispatch per token; levels separated by the software grid barrier.
-    Mega,
-    /// One dispatch per stage.
-    Multi,
-}
-
-impl Mode {
-    /// `mega` or `multi`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Mega => "mega",
-            Mode::Multi => "multi",
-        }
-    }
-}
+/// How a pass is dispatched (the telemetry crate's type: `mega` or `multi`; "mode" is kept
+/// for the GPU's power states).
+pub use baro_telemetry::Dispatch;
 
 /// Decoder options.
 #[derive(Clone, Debug)]
 pub struct DecoderOptions {
-    /// Dispatch mode.
-    pub mode: Mode,
+    /// Dispatch style.
+    pub dispatch: Dispatch,
     /// Workgroups; default from the device ([`default_grid`]).
     pub grid: Option<u32>,
     /// Workgroup size; default 512 (dim < 4096) or 1024 lanes on GPUs, 64 on CPU devices.
@@ -87,7 +73,7 @@ pub struct DecoderOptions {
 impl Default for DecoderOptions {
     fn default() -> Self {
         DecoderOptions {
-            mode: Mode::Mega,
+            dispatch: Dispatch::Mega,
             grid: None,
             wg_size: None,
             max_seq: 2048,
@@ -149,6 +135,13 @@ pub fn default_grid(ctx: &GpuContext) -> u32 {
     i.sm_count.unwrap_or(64)
 }
 
+/// The largest workgroup size the decoder runs on a device: min(max workgroup size, 60
+/// subgroups), rounded down to a multiple of the subgroup size.
+pub fn max_wg_size(info: &super::context::DeviceInfo) -> u32 {
+    let sg = info.subgroup_size.max(1);
+    info.max_wg.min(60 * sg) / sg * sg
+}
+
 /// The decoder.
 pub struct VulkanDecoder {
     ctx: Arc<GpuContext>,
@@ -176,6 +169,9 @@ pub struct VulkanDecoder {
     pipeline: vk::Pipeline,
     dpool: vk::DescriptorPool,
     set: vk::DescriptorSet,
+    /// This decoder's own command pool (a pool must be externally synchronized; one per
+    /// decoder lets decoders run on different threads without a lock).
+    pool: vk::CommandPool,
     cmd: vk::CommandBuffer,
     fence: vk::Fence,
     qpool: vk::QueryPool,
@@ -276,24 +272,25 @@ impl VulkanDecoder {
         let grid = opts.grid.unwrap_or_else(|| default_grid(&ctx)).max(1);
         // Measured on the H200 (bench/RESULTS.md, round 4): more warps per SM keep more weight
         // loads in flight; 512 lanes are best for d 2048, 1024 for d 4096. CPU devices: 64.
-        let wg_size = opts
-            .wg_size
-            .unwrap_or(if cpu {
+        // A default is clamped to the device; a size the caller asked for is refused when the
+        // device cannot run it, naming the real limit.
+        let sg = info.subgroup_size.max(1);
+        let limit = max_wg_size(&info);
+        let wg_size = match opts.wg_size {
+            Some(w) => w,
+            None => (if cpu {
                 64
             } else if model.config.dim >= 4096 {
                 1024
             } else {
                 512
             })
-            .min(info.max_wg.max(info.subgroup_size));
-        if wg_size == 0
-            || wg_size > info.max_wg
-            || !wg_size.is_multiple_of(info.subgroup_size.max(1))
-            || wg_size / info.subgroup_size.max(1) > 60
-        {
+            .min(limit.max(sg)),
+        };
+        if wg_size == 0 || wg_size > limit || !wg_size.is_multiple_of(sg) {
             return Err(Error::Invalid(format!(
-                "workgroup size {wg_size}: must be a multiple of the subgroup size {} with at most 60 subgroups, <= {}",
-                info.subgroup_size, info.max_wg
+                "workgroup size {wg_size}: this device runs multiples of its subgroup size {sg} up to {limit} lanes (min(max workgroup {}, 60 subgroups), rounded down to the subgroup size)",
+                info.max_wg
             )));
         }
         if grid > 65535 {
@@ -358,6 +355,7 @@ impl VulkanDecoder {
             pipeline: vk::Pipeline::null(),
             dpool: vk::DescriptorPool::null(),
             set: vk::DescriptorSet::null(),
+            pool: vk::CommandPool::null(),
             cmd: vk::CommandBuffer::null(),
             fence: vk::Fence::null(),
             qpool: vk::QueryPool::null(),
@@ -383,11 +381,20 @@ impl VulkanDecoder {
     fn setup(&mut self, cfg: &crate::model::Config, sx_cap: u32, cpu: bool) -> Result<()> {
         let ctx = self.ctx.clone();
         let d = &ctx.device;
-        // SAFETY (whole function): every handle is created from `d` and stored in `self`,
-        // which destroys them in Drop after waiting for the device.
+        // SAFETY: every handle is created from `d` and stored in `self`, which destroys them
+        // in Drop after waiting for the device (or leaks them when the device hung).
         unsafe {
+            self.pool = vkr(
+                "vkCreateCommandPool",
+                d.create_command_pool(
+                    &vk::CommandPoolCreateInfo::default()
+                        .queue_family_index(ctx.info.queue_family)
+                        .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
+                    None,
+                ),
+            )?;
             let ci = vk::CommandBufferAllocateInfo::default()
-                .command_pool(ctx.pool)
+                .command_pool(self.pool)
                 .level(vk::CommandBufferLevel::PRIMARY)
                 .command_buffer_count(1);
             self.cmd = vkr("vkAllocateCommandBuffers", d.allocate_command_buffers(&ci))?[0];
@@ -566,6 +573,9 @@ impl VulkanDecoder {
                         dst_offset: off * 4 + done as u64,
                         size: n as u64,
                     };
+                    // SAFETY: `cb` is this decoder's command buffer in the recording state
+                    // (one_shot begins it); both buffers are live and the region lies inside
+                    // each (staging holds n bytes, dst was sized for the whole upload).
                     self.one_shot(|d, cb| unsafe {
                         d.cmd_copy_buffer(cb, staging.buffer, dst, &[region])
                     })?;
@@ -589,6 +599,8 @@ impl VulkanDecoder {
         self.opts.fence_timeout = Some(Duration::from_secs(600));
         let (pipeline, layout, set) = (self.pipeline, self.layout, self.set);
         let push: [u32; 8] = [0, 0, 0, 0, 0, 0, 0, 1];
+        // SAFETY: `cb` is recording (one_shot begins it); pipeline, layout and set are this
+        // decoder's live handles, and the push constants match the layout's 32-byte range.
         let r = self.one_shot(|d, cb| unsafe {
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
@@ -640,10 +652,7 @@ impl VulkanDecoder {
             vkr("vkEndCommandBuffer", d.end_command_buffer(self.cmd))?;
             let cbs = [self.cmd];
             let si = [vk::SubmitInfo::default().command_buffers(&cbs)];
-            vkr(
-                "vkQueueSubmit",
-                d.queue_submit(self.ctx.queue, &si, self.fence),
-            )?;
+            self.ctx.submit(&si, self.fence)?;
             let r = d.wait_for_fences(&[self.fence], true, timeout.as_nanos() as u64);
             if r == Err(vk::Result::TIMEOUT) {
                 self.broken = Some(format!(
@@ -723,7 +732,7 @@ impl VulkanDecoder {
                     None,
                 ),
             )?;
-            let mega = self.opts.mode == Mode::Mega;
+            let mega = self.opts.dispatch == Dispatch::Mega;
             // Back-edge budget: lavapipe ends loops silently at 65,535; a GPU without a
             // device clock bounds its spins by count (~1 s at ~50 ns per poll). Counted
             // conservatively (quantised blocks' inner loops included), so the budget can sit
@@ -916,15 +925,15 @@ impl VulkanDecoder {
     }
 
     /// Static details of this decoder's program for the telemetry stream.
-    pub fn run_details(&self, model: &str) -> crate::telemetry::RunDetails {
-        use crate::telemetry::{LevelDetails, RunDetails, StageDetails};
+    pub fn run_details(&self, model: &str) -> RunDetails {
         let p = &self.program;
         RunDetails {
+            schema_version: baro_telemetry::SCHEMA_VERSION,
             device: self.ctx.info.name.clone(),
             driver: self.ctx.info.driver.clone(),
-            device_kind: format!("{:?}", self.ctx.info.kind),
+            device_kind: self.ctx.info.kind,
             model: model.to_string(),
-            mode: self.opts.mode.name().to_string(),
+            dispatch: self.opts.dispatch,
             grid: self.grid,
             wg_size: self.wg_size,
             stages: p
@@ -933,9 +942,10 @@ impl VulkanDecoder {
                 .enumerate()
                 .map(|(i, s)| StageDetails {
                     id: i as u32,
-                    name: s.name.clone(),
+                    name: s.name.as_str().into(),
                     level: s.level,
-                    kind: s.kind.name().to_string(),
+                    kind: baro_telemetry::StageKind::from_code(s.kind as u32)
+                        .unwrap_or(baro_telemetry::StageKind::Argmax),
                     rows: s.rows,
                     units: s.units,
                 })
@@ -946,27 +956,27 @@ impl VulkanDecoder {
                 .enumerate()
                 .map(|(i, l)| LevelDetails {
                     index: i as u32,
-                    name: l.name.clone(),
+                    name: l.name.as_str().into(),
                     stages: (l.first..l.first + l.count).collect(),
                 })
                 .collect(),
             instrumented: self.opts.instrument,
+            check: None,
         }
     }
 
-    /// Build the telemetry frame of the pass just run (`pass` is what [`Self::step`] returned).
+    /// Build the telemetry frame of the pass just run (`p` is what [`Self::step`] returned).
     /// Stage timings come from the in-kernel ring when instrumentation is on; a torn ring
     /// frame is flagged, never read.
     pub fn frame(
         &self,
-        details: &crate::telemetry::RunDetails,
+        details: &RunDetails,
         pass_no: u64,
         pos: usize,
         token: u32,
         next: u32,
         p: &Pass,
-    ) -> crate::telemetry::Frame {
-        use crate::telemetry::{decode_frame, Frame};
+    ) -> Frame {
         let mut f = Frame {
             pass: pass_no,
             pos: pos as u32,
@@ -974,41 +984,26 @@ impl VulkanDecoder {
             next,
             wall_ns: p.wall.as_nanos() as u64,
             gpu_ns: p.gpu_ns,
-            fail_word: p.fail.bits,
-            fail_line: p.fail.line(|l| self.level_name(l)),
-            stages: vec![],
-            barriers: vec![],
+            fail: FailReport::new(p.fail, |l| details.level_name(l)),
             dispatch_ns: p.dispatch_ns.clone(),
-            spans: vec![],
-            torn: false,
-            dropped: 0,
-            host_start_ns: None,
+            timestamp_start_ns: self.last_window.map(|(t0, _)| t0),
+            ..Default::default()
         };
         // Without a device clock every stamp reads 0: there is nothing to decode (not torn).
         if let Some(words) = self.last_frame().filter(|_| self.has_clock()) {
-            let mega = self.opts.mode == Mode::Mega;
-            match decode_frame(
-                &words,
-                &details.stages,
-                &details.levels,
-                self.grid,
-                self.passes,
-                mega,
-            ) {
-                Some((spans, mut stages, barriers)) => {
-                    if !mega {
-                        // Multi mode: a span-per-stage profiler charges each stage its dispatch.
-                        for st in stages.iter_mut() {
-                            if let Some(&d) = p.dispatch_ns.get(st.stage as usize) {
-                                st.charged_ns = d;
-                            }
-                        }
-                    }
-                    f.spans = spans;
-                    f.stages = stages;
-                    f.barriers = barriers;
+            let mega = self.opts.dispatch == Dispatch::Mega;
+            // The sequence word is pass_id + 1 of the pass just run (`passes` was bumped).
+            match details.ring_layout().decode(&words, self.passes, mega) {
+                Ok(r) => {
+                    let disp: &[u64] = if mega { &[] } else { &p.dispatch_ns };
+                    f.stages = r
+                        .spans
+                        .stage_timings(&details.stages, &details.levels, disp);
+                    f.barriers = r.spans.barrier_timings();
+                    f.device_start_ns = Some(r.device_start_ns);
+                    f.spans = r.spans;
                 }
-                None => f.torn = true,
+                Err(_) => f.torn = true,
             }
         }
         f
@@ -1099,12 +1094,12 @@ impl VulkanDecoder {
                 0,
             ]
         };
-        let mega = self.opts.mode == Mode::Mega;
+        let mega = self.opts.dispatch == Dispatch::Mega;
         let n_stages = self.program.stages.len() as u32;
         let t0 = Instant::now();
-        // SAFETY: all handles belong to this decoder; the command buffer is idle (the previous
-        // pass's fence was waited on).
         let cb = self.begin_commands()?;
+        // SAFETY: all handles belong to this decoder; the command buffer is recording and was
+        // idle (the previous pass's fence was waited on); every range lies inside its buffer.
         unsafe {
             d.cmd_reset_query_pool(cb, self.qpool, 0, self.n_queries);
             // Sync words: all zero but the "no failing level yet" marker. (Fill, not one big
@@ -1388,6 +1383,9 @@ impl VulkanDecoder {
         );
         for _ in 0..samples.max(1) {
             let push: [u32; 8] = [0, 0, 0, 0, 0, 0, 0, 1];
+            // SAFETY: `cb` is recording (one_shot begins it); the query pool, pipeline,
+            // layout, set and buffers are this decoder's live handles; the copy reads 8 bytes
+            // inside `sync` and writes them at the start of `readback`.
             self.one_shot(|d, cb| unsafe {
                 d.cmd_reset_query_pool(cb, qpool, 0, 2);
                 d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
@@ -1506,7 +1504,7 @@ impl Drop for VulkanDecoder {
         let d = &ctx.device;
         // SAFETY: wait for the device, then destroy every handle this decoder created.
         unsafe {
-            let _ = d.device_wait_idle();
+            ctx.wait_idle();
             if self.qpool != vk::QueryPool::null() {
                 d.destroy_query_pool(self.qpool, None);
             }
@@ -1526,7 +1524,10 @@ impl Drop for VulkanDecoder {
                 d.destroy_fence(self.fence, None);
             }
             if self.cmd != vk::CommandBuffer::null() {
-                d.free_command_buffers(ctx.pool, &[self.cmd]);
+                d.free_command_buffers(self.pool, &[self.cmd]);
+            }
+            if self.pool != vk::CommandPool::null() {
+                d.destroy_command_pool(self.pool, None);
             }
         }
         let mut bufs = std::mem::take(&mut self.chunks);

@@ -5,5 +5,7 @@ pub mod decoder;
 pub mod interface;
 pub mod program;
 
-pub use context::{any_device_hung, list_devices, DeviceInfo, DeviceKind, GpuContext};
-pub use decoder::{default_grid, fail, DecoderOptions, FailWord, Mode, Pass, VulkanDecoder};
+pub use context::{any_device_hung, kind_words, list_devices, DeviceInfo, DeviceKind, GpuContext};
+pub use decoder::{
+    default_grid, fail, max_wg_size, DecoderOptions, Dispatch, FailWord, Pass, VulkanDecoder,
+};

@@ -444,6 +444,8 @@ pub(crate) fn encode_message(out: &mut Vec<u8>, msg: &Telemetry) -> Result<u8, S
         Telemetry::Clock(_) => kind::CLOCK,
         Telemetry::Sensor(_) => kind::SENSOR,
         Telemetry::End { .. } => kind::END,
+        // Messages without a kind of their own go as "other" (their JSON names them).
+        Telemetry::Correctness { .. } => kind::OTHER,
     };
     serde_json::to_writer(&mut *out, msg).map_err(|e| format!("{} message: {e}", KindLabel(k)))?;
     Ok(k)
@@ -489,6 +491,8 @@ fn clone_without_spans(f: &Frame) -> Frame {
         barriers: f.barriers.clone(),
         dispatch_ns: f.dispatch_ns.clone(),
         correctness: f.correctness,
+        check: f.check,
+        check_lag: f.check_lag,
         mode: f.mode,
         contention: f.contention.clone(),
         spans: Spans::default(),
@@ -517,6 +521,7 @@ pub(crate) fn decode_message(k: u8, payload: &[u8]) -> Result<Telemetry, DecodeE
         Telemetry::Frame(_) => kind::FRAME,
         Telemetry::Sensor(_) => kind::SENSOR,
         Telemetry::End { .. } => kind::END,
+        Telemetry::Correctness { .. } => kind::OTHER,
     };
     if expect != k && k != kind::OTHER {
         return Err(format!(

@@ -320,7 +320,7 @@ pub fn perfetto_with<R: Read + Seek>(
                     _ => {}
                 }
             }
-            Ok(Telemetry::Clock(_) | Telemetry::End { .. }) => {}
+            Ok(Telemetry::Clock(_) | Telemetry::End { .. } | Telemetry::Correctness { .. }) => {}
             Err(e) => {
                 stats.damage = Some(e);
                 break;

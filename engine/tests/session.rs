@@ -1,0 +1,356 @@
+//! The live session on the Vulkan device (lavapipe in CI): commands and the frames that
+//! follow each, sinks that drop and sinks that do not, the shadow reference's verdicts.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use baro_engine::device::Device;
+use baro_engine::model::Model;
+use baro_engine::session::{Check, Command, Reply, SessionBuilder, SinkKind};
+use baro_engine::telemetry::{CheckPlan, CheckState, EndReason, Frame, Telemetry, Verdict};
+use baro_engine::vulkan::{DecoderOptions, Dispatch, VulkanDecoder};
+use baro_engine::ErrorKind;
+use common::device;
+use crossbeam_channel::Receiver;
+
+const LONG: Duration = Duration::from_secs(120);
+
+/// The next frame on `rx` (other messages are collected into `seen`).
+fn next_frame(rx: &Receiver<Telemetry>, seen: &mut Vec<Telemetry>) -> Box<Frame> {
+    let deadline = Instant::now() + LONG;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left).expect("a frame within the deadline") {
+            Telemetry::Frame(f) => return f,
+            other => seen.push(other),
+        }
+    }
+}
+
+/// Everything on `rx` within `d`, asserting that no frame is among it.
+fn no_frame_for(rx: &Receiver<Telemetry>, d: Duration, what: &str) {
+    let deadline = Instant::now() + d;
+    while let Ok(t) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        assert!(
+            !matches!(t, Telemetry::Frame(_)),
+            "{what}: a frame arrived: {t:?}"
+        );
+    }
+}
+
+fn opts(dispatch: Dispatch, max_seq: usize) -> DecoderOptions {
+    DecoderOptions {
+        dispatch,
+        instrument: true,
+        max_seq,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_model_that_cannot_be_built_fails_spawn_with_its_error() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = Model::embedded().expect("model");
+    let bad = DecoderOptions {
+        wg_size: Some(100_000),
+        ..opts(Dispatch::Multi, 8)
+    };
+    let err = SessionBuilder::new(&ctx.into(), model, bad)
+        .spawn()
+        .err()
+        .expect("spawn must fail");
+    assert_eq!(err.kind(), ErrorKind::Invalid, "{err}");
+    assert!(err.to_string().contains("workgroup size 100000"), "{err}");
+}
+
+#[test]
+fn pause_step_resume_dispatch_switch_restart_and_stop_each_shape_the_frames_that_follow() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = Model::embedded().expect("model");
+    let mut b = SessionBuilder::new(&ctx.into(), model, opts(Dispatch::Mega, 64))
+        .check(Check::Plan(CheckPlan::All));
+    let rx = b.subscribe(SinkKind::Lossless);
+    let s = b.spawn().expect("session");
+    let mut seen = vec![];
+    let first = next_frame(&rx, &mut seen);
+    assert!(matches!(seen.first(), Some(Telemetry::Start(d)) if d.dispatch == Dispatch::Mega));
+    assert_eq!((first.pass, first.pos), (0, 0));
+
+    // Pause: the reply names the passes run; the last frame before it is the one before.
+    let Reply::Paused { passes } = s.command(Command::Pause).expect("pause") else {
+        panic!("pause reply")
+    };
+    assert!(passes >= 1);
+    let mut last = first.pass;
+    while last + 1 < passes {
+        last = next_frame(&rx, &mut seen).pass;
+    }
+    no_frame_for(&rx, Duration::from_millis(400), "paused");
+
+    // Step: exactly one pass, the next one, then paused again.
+    assert_eq!(
+        s.command(Command::Step).expect("step"),
+        Reply::Stepped { pass: passes }
+    );
+    let f = next_frame(&rx, &mut seen);
+    assert_eq!(f.pass, passes);
+    no_frame_for(&rx, Duration::from_millis(300), "paused after a step");
+
+    // Switch the dispatch style: a new Start, and the sequence restarts at position 0.
+    let Reply::Rebuilt(d) = s
+        .command(Command::SetDispatch(Dispatch::Multi))
+        .expect("switch")
+    else {
+        panic!("rebuild reply")
+    };
+    assert_eq!(d.dispatch, Dispatch::Multi);
+    assert_eq!(
+        s.command(Command::Step).expect("step"),
+        Reply::Stepped { pass: passes + 1 }
+    );
+    seen.clear();
+    let f = next_frame(&rx, &mut seen);
+    assert!(
+        seen.iter()
+            .any(|t| matches!(t, Telemetry::Start(d) if d.dispatch == Dispatch::Multi)),
+        "a Start for the new decoder comes before its first frame: {seen:?}"
+    );
+    assert_eq!((f.pass, f.pos), (passes + 1, 0));
+    assert!(
+        f.dispatch_ns.len() > 1,
+        "multi frames carry per-dispatch times"
+    );
+
+    // Resume: frames flow again, positions go on.
+    assert_eq!(s.command(Command::Resume).expect("resume"), Reply::Resumed);
+    let f = next_frame(&rx, &mut seen);
+    assert_eq!((f.pass, f.pos), (passes + 2, 1));
+
+    // Restart: the frame of the pass named in the reply is at position 0.
+    let Reply::Restarted { next_pass } = s.command(Command::Restart).expect("restart") else {
+        panic!("restart reply")
+    };
+    let f = loop {
+        let f = next_frame(&rx, &mut seen);
+        if f.pass == next_pass {
+            break f;
+        }
+        assert!(f.pass < next_pass);
+    };
+    assert_eq!(f.pos, 0);
+
+    // Another grid: a Start with it.
+    let Reply::Rebuilt(d) = s.command(Command::SetGrid(Some(1))).expect("grid") else {
+        panic!("rebuild reply")
+    };
+    assert_eq!(d.grid, 1);
+    // Frames of the old decoder may still be queued: the new Start marks the switch.
+    loop {
+        match rx.recv_timeout(LONG).expect("the new Start") {
+            Telemetry::Start(d) if d.grid == 1 => break,
+            t => seen.push(t),
+        }
+    }
+    let f = next_frame(&rx, &mut seen);
+    assert_eq!(
+        f.pos, 0,
+        "the first frame after a rebuild starts a sequence"
+    );
+
+    // Stop: End is the last message, the outcome comes from the engine.
+    assert_eq!(s.command(Command::Stop).expect("stop"), Reply::Stopping);
+    let rest: Vec<Telemetry> = rx.iter().collect();
+    seen.extend(rest);
+    assert!(
+        matches!(
+            seen.last(),
+            Some(Telemetry::End {
+                reason: EndReason::Stopped,
+                ..
+            })
+        ),
+        "{:?}",
+        seen.last()
+    );
+    let o = s.wait().expect("outcome");
+    assert_eq!(o.reason, EndReason::Stopped);
+    assert!(o.clean(), "{o:?}");
+    // Every verdict that came is a match: stories260K decodes the same on both sides.
+    for t in &seen {
+        if let Telemetry::Correctness { pass, correctness } = t {
+            assert_eq!(correctness.verdict, Verdict::Match, "pass {pass}");
+        }
+    }
+}
+
+/// Grid larger than lavapipe's co-residency (its pool threads): the barrier spin times out.
+fn too_big_grid(d: &Device) -> u32 {
+    if d.info().kind.is_cpu() {
+        let threads = std::env::var("LP_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(2);
+        threads * 2
+    } else {
+        60_000
+    }
+}
+
+#[test]
+fn a_failed_pass_and_the_end_reach_a_full_lossy_sink_and_a_lossless_sink_loses_nothing() {
+    let Some((ctx, _turn)) = device() else { return };
+    let dev: Device = ctx.into();
+    let model = Model::embedded().expect("model");
+    let o = DecoderOptions {
+        spin_timeout: Duration::from_millis(100),
+        ..opts(Dispatch::Mega, 64)
+    };
+    let mut b = SessionBuilder::new(&dev, model, o).check(Check::Off);
+    let ui = b.subscribe(SinkKind::Lossy { capacity: 2 });
+    let rec = b.subscribe(SinkKind::Lossless);
+    let s = b.spawn().expect("session");
+    // Let the unread UI sink overflow: the recorder sees every frame meanwhile.
+    let mut recorded = vec![];
+    while recorded
+        .iter()
+        .filter(|t| matches!(t, Telemetry::Frame(_)))
+        .count()
+        < 8
+    {
+        recorded.push(rec.recv_timeout(LONG).expect("recorder message"));
+    }
+    // A grid that cannot be co-resident: the next pass fails for real.
+    let Reply::Rebuilt(_) = s
+        .command(Command::SetGrid(Some(too_big_grid(&dev))))
+        .expect("grid")
+    else {
+        panic!("rebuild reply")
+    };
+    let o = s.wait().expect("outcome");
+    assert!(
+        matches!(o.reason, EndReason::FailedPass { .. }),
+        "{:?}",
+        o.reason
+    );
+    assert!(!o.clean() && o.failed_passes == 1);
+
+    let ui: Vec<Telemetry> = ui.try_iter().collect();
+    let failed: Vec<&Frame> = ui
+        .iter()
+        .filter_map(|t| match t {
+            Telemetry::Frame(f) if !f.fail.word.ok() => Some(&**f),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed.len(), 1, "the failed pass reached the full UI sink");
+    assert!(failed[0].dropped > 0, "frames were dropped before it");
+    match ui.last() {
+        Some(Telemetry::End {
+            dropped,
+            reason: EndReason::FailedPass { pass, .. },
+            ..
+        }) => {
+            assert_eq!(*pass, failed[0].pass);
+            assert!(*dropped >= failed[0].dropped);
+        }
+        other => panic!("End comes last on the UI sink: {other:?}"),
+    }
+
+    recorded.extend(rec.try_iter());
+    let passes: Vec<u64> = recorded
+        .iter()
+        .filter_map(|t| match t {
+            Telemetry::Frame(f) => Some(f.pass),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(passes, (0..o.passes).collect::<Vec<_>>(), "no frame lost");
+    assert!(recorded
+        .iter()
+        .all(|t| !matches!(t, Telemetry::Frame(f) if f.dropped != 0)));
+    assert!(matches!(
+        recorded.last(),
+        Some(Telemetry::End { dropped: 0, .. })
+    ));
+}
+
+/// Perturb the reference so that its top-1 is the token after its own argmax, `delta` above.
+fn lift_next(logits: &mut [f32], delta: f32) {
+    let mut a = 0;
+    for (i, &v) in logits.iter().enumerate() {
+        if v > logits[a] {
+            a = i;
+        }
+    }
+    let t = (a + 1) % logits.len();
+    logits[t] = logits[a] + delta;
+}
+
+#[test]
+fn live_correctness_marks_a_forced_near_tie_and_mismatch_in_its_verdicts() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = Model::embedded().expect("model");
+    // Sequences of 5 positions: passes 0-4 and 5-9; the comparison restarts with each.
+    let hook = Arc::new(|pass: u64, _pos: usize, logits: &mut [f32]| match pass {
+        2 => lift_next(logits, 1e-4),
+        7 => lift_next(logits, 5.0),
+        _ => {}
+    });
+    let mut b = SessionBuilder::new(&ctx.into(), model, opts(Dispatch::Multi, 5))
+        .passes(Some(10))
+        .check(Check::Plan(CheckPlan::All))
+        .reference_hook(hook);
+    let rx = b.subscribe(SinkKind::Lossless);
+    let o = b.spawn().expect("session").wait().expect("outcome");
+    assert_eq!(o.reason, EndReason::Completed);
+    assert_eq!((o.checked, o.failed_checks), (10, 1));
+    assert!(!o.clean(), "a mismatch fails the run");
+    let all: Vec<Telemetry> = rx.try_iter().collect();
+    let mut verdicts = vec![None; 10];
+    for t in &all {
+        match t {
+            Telemetry::Frame(f) => assert_eq!(f.check, CheckState::Pending, "pass {}", f.pass),
+            Telemetry::Correctness { pass, correctness } => {
+                verdicts[*pass as usize] = Some(correctness.verdict)
+            }
+            _ => {}
+        }
+    }
+    use Verdict::*;
+    let want = [
+        Match, Match, NearTie, Uncompared, Uncompared, Match, Match, Mismatch, Uncompared,
+        Uncompared,
+    ];
+    assert_eq!(
+        verdicts,
+        want.iter().map(|&v| Some(v)).collect::<Vec<_>>(),
+        "verdict per pass"
+    );
+    assert!(matches!(all.last(), Some(Telemetry::End { .. })));
+}
+
+#[test]
+fn two_decoders_on_two_threads_share_one_context() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = Arc::new(Model::embedded().expect("model"));
+    let run = |dispatch: Dispatch| {
+        let (ctx, model) = (ctx.clone(), model.clone());
+        std::thread::spawn(move || {
+            let mut dec = VulkanDecoder::new(ctx, &model, opts(dispatch, 16)).expect("decoder");
+            let mut t = model.tokenizer.bos_id();
+            let mut toks = vec![];
+            for pos in 0..12 {
+                let p = dec.step(t, pos).expect("pass");
+                assert!(p.fail.ok(), "{}", p.fail.line(|l| dec.level_name(l)));
+                t = p.argmax;
+                toks.push(t);
+            }
+            toks
+        })
+    };
+    let (a, b) = (run(Dispatch::Multi), run(Dispatch::Multi));
+    let (a, b) = (a.join().expect("thread a"), b.join().expect("thread b"));
+    assert_eq!(a, b, "the same tokens from both threads");
+}
