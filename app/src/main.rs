@@ -41,6 +41,8 @@ enum Command {
     /// Create, convert and inspect model files.
     #[command(subcommand)]
     Model(ModelCommand),
+    /// Record a headless decode to a file (`.baro`): every message, losslessly.
+    Record(cmd::recording::RecordArgs),
     /// Replay a recording (`.baro`): the dashboard, or --headless lines / --json.
     Replay(cmd::recording::ReplayArgs),
     /// Export a recording as a Perfetto (Chrome trace JSON) timeline and/or CSV.
@@ -243,6 +245,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Replay(_) => anyhow::bail!(
             "the replay dashboard is not wired yet: use --headless (or --headless --json)"
         ),
+        Command::Record(a) => cmd::recording::record(a),
         Command::Export(a) => cmd::recording::export(&a),
         Command::Diff(a) => cmd::recording::diff(&a),
         Command::Serve(a) => metrics::cmd::run(a),

@@ -178,6 +178,16 @@ pub fn passes_per_group(s: &str) -> Result<u64, String> {
     whole(s, 1, 1_000_000, "passes shown on one Perfetto timeline")
 }
 
+/// `--spans-every`: keep the spans of one pass in N, N from 1 (every pass).
+pub fn spans_every(s: &str) -> Result<u64, String> {
+    whole(
+        s,
+        1,
+        u32::MAX.into(),
+        "one pass in N keeps its spans; 1 keeps every pass's",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -247,3 +247,193 @@ pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         _ => ExitCode::SUCCESS,
     })
 }
+
+/// `baro-top record`.
+#[derive(Args, Debug)]
+pub struct RecordArgs {
+    /// The recording to write (`.baro`). Written as it goes: a run killed mid-way leaves a
+    /// file whose every complete pass replays.
+    #[arg(long, short = 'o')]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub model: crate::ModelArgs,
+    /// Passes to record.
+    #[arg(long, default_value_t = 256, value_parser = crate::validate::repetitions, allow_negative_numbers = true)]
+    pub passes: u64,
+    /// Prompt text (encoded with BOS); the sequence restarts from it when the context is full.
+    #[arg(long, short = 'i', default_value = "")]
+    pub prompt: String,
+    /// Positions per sequence [default: the smaller of 256 and the model's context].
+    #[arg(long, value_parser = crate::validate::positions, allow_negative_numbers = true)]
+    pub ctx: Option<usize>,
+    /// Dispatch style.
+    #[arg(long, value_enum, alias = "mode")]
+    pub dispatch: Option<crate::DispatchArg>,
+    /// Keep every workgroup's spans for one pass in N (1 = every pass); every pass keeps its
+    /// per-stage and per-level timings, fail word and tokens. A 1B pass's spans take ~100 KiB.
+    #[arg(long, default_value_t = 1, value_parser = crate::validate::spans_every, allow_negative_numbers = true)]
+    pub spans_every: u64,
+    /// Do not wait for another timing run that holds this GPU's host lock: record anyway
+    /// and say so (the other run is named).
+    #[arg(long)]
+    pub no_wait: bool,
+    /// Also serve Prometheus/OpenMetrics metrics of the run at ADDR (e.g. 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
+    #[command(flatten)]
+    pub gpu: crate::GpuArgs,
+}
+
+/// `record`: a headless decode whose every message goes to the file through a lossless sink,
+/// with progress on stderr. Exit status: 0 when the run and every check were clean, 1 when a
+/// pass or a verdict failed (the recording is kept: it shows the failure), 2 on errors.
+pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
+    use baro_engine::sensors::host_lock::{self, HostLock, LockError};
+    use baro_engine::session::{Check, SessionBuilder, SinkKind};
+    if a.out.is_dir() {
+        bail!(
+            "{} is a directory: -o names the recording to write",
+            a.out.display()
+        );
+    }
+    let model = super::load_model(&a.model)?;
+    let quant = model.weights.classifier().ty.to_string();
+    let positions = match a.ctx {
+        Some(n) => {
+            crate::validate::positions_fit("--ctx", n, model.config.seq_len)?;
+            n
+        }
+        None => model.config.seq_len.min(256),
+    };
+    let dev = super::open_gpu(&a.gpu)?;
+    // Two timing runs on one GPU must know of each other: hold the host lock for the run.
+    let lock_file = host_lock::lock_path(&host_lock::default_dir(), &dev.info().name);
+    let _lock = if a.no_wait {
+        match HostLock::try_lock(&lock_file, host_lock::this_process()) {
+            Ok(l) => Some(l),
+            Err(LockError::Held { holder, .. }) => {
+                note!(
+                    "record: --no-wait: another timing run holds this GPU ({}): recording anyway; its passes are disturbed",
+                    holder.map_or("an unknown process".into(), |h| h.to_string())
+                );
+                None
+            }
+            Err(e) => return Err(e).context("taking the GPU's host lock"),
+        }
+    } else {
+        Some(
+            HostLock::lock_wait(
+                &lock_file,
+                host_lock::this_process(),
+                None,
+                Duration::from_millis(200),
+                |h| {
+                    note!(
+                        "record: waiting for the GPU's host lock, held by {} (--no-wait records anyway)",
+                        h.map_or("an unknown process".into(), |h| h.to_string())
+                    )
+                },
+            )
+            .context("taking the GPU's host lock")?,
+        )
+    };
+    let dispatch = a.dispatch.unwrap_or(crate::DispatchArg::Mega).dispatch();
+    let mut opts = a.gpu.decoder_options(dispatch, positions);
+    opts.instrument = true;
+    let mut b = SessionBuilder::new(&dev, model, opts)
+        .passes(Some(a.passes))
+        .prompt(a.prompt.as_bytes())
+        .check(Check::Auto);
+    let rx = b.subscribe(SinkKind::Lossless);
+    let metrics_rx = a
+        .metrics
+        .as_ref()
+        .map(|_| b.subscribe(SinkKind::Lossy { capacity: 1024 }));
+    let session = b.spawn().context("starting the decode session")?;
+    let _metrics = match (&a.metrics, metrics_rx) {
+        (Some(addr), Some(rx)) => {
+            let sa: std::net::SocketAddr = addr.parse().map_err(|e| {
+                anyhow::anyhow!("--metrics {addr}: not an address like 127.0.0.1:9464 ({e})")
+            })?;
+            Some(crate::metrics::http::serve(sa, rx)?)
+        }
+        _ => None,
+    };
+    let mut writer: Option<baro_telemetry::recording::Writer<std::io::BufWriter<std::fs::File>>> =
+        None;
+    let live = crate::out::stderr_is_terminal();
+    let t0 = Instant::now();
+    let mut last_note = Instant::now();
+    let mut frames = 0u64;
+    for mut msg in rx.iter() {
+        if let Telemetry::Start(run) = &msg {
+            if writer.is_none() {
+                let mut h = baro_telemetry::recording::RecordingHeader::new(
+                    run.clone(),
+                    env!("BARO_COMMIT"),
+                );
+                h.quant = Some(quant.clone());
+                writer = Some(
+                    baro_telemetry::recording::Writer::create(&a.out, &h)
+                        .with_context(|| format!("creating {}", a.out.display()))?,
+                );
+            }
+        }
+        if let Telemetry::Frame(f) = &mut msg {
+            frames += 1;
+            if f.pass % a.spans_every != 0 {
+                f.spans = Default::default();
+            }
+        }
+        let Some(w) = writer.as_mut() else {
+            continue;
+        };
+        w.write(&msg)
+            .with_context(|| format!("writing {}", a.out.display()))?;
+        if live && last_note.elapsed() > Duration::from_millis(250) {
+            last_note = Instant::now();
+            let s = w.stats();
+            note_progress(frames, a.passes, s.bytes, t0.elapsed());
+        }
+    }
+    let outcome = session.wait().context("the decode session")?;
+    let Some(w) = writer else {
+        bail!("the session ended before it started: nothing was recorded");
+    };
+    let stats = w.stats();
+    w.finish()
+        .with_context(|| format!("finishing {}", a.out.display()))?;
+    if live {
+        note!("");
+    }
+    note!(
+        "record: {}: {} passes, {:.1} MiB, {:.1} s; {}",
+        a.out.display(),
+        frames,
+        stats.bytes as f64 / (1 << 20) as f64,
+        t0.elapsed().as_secs_f64(),
+        outcome.reason
+    );
+    Ok(if outcome.clean() {
+        ExitCode::SUCCESS
+    } else {
+        note!(
+            "record: not clean: {} failed passes, {} failed checks (the recording shows them)",
+            outcome.failed_passes,
+            outcome.failed_checks
+        );
+        ExitCode::from(1)
+    })
+}
+
+fn note_progress(frames: u64, total: u64, bytes: u64, t: Duration) {
+    use std::io::Write;
+    let mut e = std::io::stderr().lock();
+    let _ = write!(
+        e,
+        "\rrecord: pass {frames}/{total}, {:.1} MiB, {:.1} s ",
+        bytes as f64 / (1 << 20) as f64,
+        t.as_secs_f64()
+    );
+    let _ = e.flush();
+}
