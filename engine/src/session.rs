@@ -640,6 +640,11 @@ struct Engine {
     failed_passes: u64,
     failed_checks: u64,
     checked: u64,
+    /// The sensor thread (CPU busy, other GPU clients, clocks; low rate) and its samples.
+    _sensors: Option<crate::sensors::SensorThread>,
+    sensor_rx: Receiver<baro_telemetry::SensorSample>,
+    /// Labels every pass with its power mode and contention (telemetry crate's rules).
+    labeler: baro_telemetry::labels::PassLabeler,
 }
 
 /// What the loop does next.
@@ -710,6 +715,9 @@ impl Engine {
         let sampler = Sampler::new(b.model.config.vocab_size, b.temperature, b.topp, b.seed);
         budget.store(dec.watchdog().as_nanos() as u64, Ordering::Relaxed);
         let token = prompt[0];
+        let (sensor_tx, sensor_rx) = unbounded();
+        let sensors = spawn_sensors(&b.ctx, sensor_tx);
+        let labeler = baro_telemetry::labels::PassLabeler::for_run(&details);
         let mut e = Engine {
             b,
             dec,
@@ -727,6 +735,9 @@ impl Engine {
             failed_passes: 0,
             failed_checks: 0,
             checked: 0,
+            _sensors: sensors,
+            sensor_rx,
+            labeler,
         };
         e.emit(&Telemetry::Start(e.details.clone()));
         let c = e.sync(0)?;
@@ -926,6 +937,7 @@ impl Engine {
         self.budget
             .store(self.dec.watchdog().as_nanos() as u64, Ordering::Relaxed);
         self.restart();
+        self.labeler = baro_telemetry::labels::PassLabeler::for_run(&details);
         self.emit(&Telemetry::Start(details.clone()));
         Ok(Reply::Rebuilt(Box::new(details)))
     }
@@ -966,6 +978,15 @@ impl Engine {
             _ => CheckState::Off,
         };
         f.check_lag = self.shadow.as_ref().map_or(0, Shadow::lag);
+        // Sensor samples taken since the last pass go out before it, and label it: power
+        // mode (the pass's own latency, cross-checked with clocks) and contention (other GPU
+        // clients, a busy CPU, time the spans do not account for).
+        let samples: Vec<_> = self.sensor_rx.try_iter().collect();
+        for smp in samples {
+            self.labeler.observe(&smp);
+            self.emit(&Telemetry::Sensor(smp));
+        }
+        let _ = self.labeler.label(&mut f);
         let alive = self.emit(&Telemetry::Frame(Box::new(f)));
         self.n += 1;
         let wall = Duration::from_nanos(p.wall.as_nanos() as u64);
@@ -1151,4 +1172,26 @@ mod tests {
         drop(late);
         assert!(!s.emit(&frame(1, 0)), "every sink is gone");
     }
+}
+
+/// The sensor thread for this device: NVML on NVIDIA, sysfs on AMD, CPU and `/proc` clients
+/// everywhere; `None` (and the run goes on unlabelled by sensors) if it cannot start.
+fn spawn_sensors(
+    ctx: &GpuContext,
+    tx: Sender<baro_telemetry::SensorSample>,
+) -> Option<crate::sensors::SensorThread> {
+    use crate::sensors::{GpuSensor, SensorConfig, SensorThread};
+    let gpu = match ctx.info.vendor_id {
+        0x10de => GpuSensor::Nvidia { index: 0 },
+        0x1002 => GpuSensor::Amd { index: 0 },
+        _ => GpuSensor::None,
+    };
+    let cfg = SensorConfig {
+        gpu,
+        ..Default::default()
+    };
+    SensorThread::spawn_with(cfg, move |smp| {
+        let _ = tx.send(smp);
+    })
+    .ok()
 }
