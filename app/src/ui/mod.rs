@@ -7,7 +7,7 @@
 //! [`layout`] (layout files) · [`theme`] (colours, glyphs) · [`text`] (sanitising, clipped
 //! drawing) · [`panels`] (one module per panel) · [`screen`] (the whole screen) ·
 //! [`terminal`] (raw mode guard, panic hook, signals) · [`app`] (event loop, headless lines)
-//! · [`synthetic`] (a producer without a GPU).
+//! · [`synthetic`] (a producer without a GPU) · [`replay`] (a recording played back).
 #![deny(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -16,6 +16,7 @@ pub mod app;
 pub mod keymap;
 pub mod layout;
 pub mod panels;
+pub mod replay;
 pub mod screen;
 pub mod state;
 pub mod stats;
