@@ -131,8 +131,8 @@ static DEMO: &[u8] = include_bytes!(env!("BARO_DEMO_RECORDING"));
 pub const DEMO_NAME: &str = env!("BARO_DEMO_NAME");
 
 /// How to get a Vulkan device, for every message that says there is none.
-pub const LIVE_ADVICE: &str = "To run live, install the lavapipe CPU Vulkan device: \
-     `sudo apt-get install mesa-vulkan-drivers libvulkan1`, then run baro-top again";
+pub const LIVE_ADVICE: &str = "To run live: `sudo apt-get install mesa-vulkan-drivers libvulkan1` \
+     (lavapipe, the CPU Vulkan device), then run baro-top again";
 
 /// `baro-top` with no subcommand: live on the first Vulkan device; with no Vulkan loader or
 /// no device, the embedded recording replayed in the dashboard with a banner that says so
@@ -183,7 +183,7 @@ fn no_device(why: &str) -> anyhow::Result<std::process::ExitCode> {
     );
     let banner = vec![
         crate::ui::replay::banner(&label, &header),
-        format!("not live: {why}. {LIVE_ADVICE}."),
+        format!("NOT LIVE. {LIVE_ADVICE}. Why: {why}"),
     ];
     let cfg = crate::ui::replay::ReplayConfig {
         source,
