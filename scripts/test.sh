@@ -7,13 +7,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_pkgs=()
+command -v tmux >/dev/null || need_pkgs+=(tmux) # the end-to-end dashboard tests (app/tests/e2e_tmux.rs)
 [ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] || [ -e /usr/share/vulkan/icd.d/lvp_icd.aarch64.json ] || need_pkgs+=(mesa-vulkan-drivers)
 ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1' || need_pkgs+=(libvulkan1)
 # prometheus + promtool: the metrics tests scrape `baro-top serve` with a real Prometheus and
 # lint the exposition with `promtool check metrics` (app/tests/metrics_prometheus.rs).
 { command -v prometheus >/dev/null && command -v promtool >/dev/null; } || need_pkgs+=(prometheus)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
-  echo "installing ${need_pkgs[*]} (lavapipe, the Vulkan CPU device the tests run on; prometheus for the metrics tests)"
+  echo "installing ${need_pkgs[*]} (lavapipe, the Vulkan CPU device the tests run on; prometheus for the metrics tests; tmux for the terminal tests)"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}"

@@ -242,9 +242,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Model(ModelCommand::Import(a)) => cmd::model::import(a),
         Command::Model(ModelCommand::Info(a)) => cmd::model::info(a),
         Command::Replay(a) if a.headless => cmd::recording::replay_headless(&a),
-        Command::Replay(_) => anyhow::bail!(
-            "the replay dashboard is not wired yet: use --headless (or --headless --json)"
-        ),
+        Command::Replay(a) => cmd::recording::replay_dashboard(&a),
         Command::Record(a) => cmd::recording::record(a),
         Command::Export(a) => cmd::recording::export(&a),
         Command::Diff(a) => cmd::recording::diff(&a),

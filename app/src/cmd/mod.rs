@@ -78,22 +78,76 @@ impl baro_engine::generate::Decode for PassLogger {
     }
 }
 
-/// `baro-top` with no subcommand: live on the first Vulkan device.
+/// The recording embedded for machines without a Vulkan device (see build.rs): empty where
+/// none was found at build time.
+static DEMO: &[u8] = include_bytes!(env!("BARO_DEMO_RECORDING"));
+
+/// Its path in the repository (`recordings/…`), empty where none.
+pub const DEMO_NAME: &str = env!("BARO_DEMO_NAME");
+
+/// How to get a Vulkan device, for every message that says there is none.
+pub const LIVE_ADVICE: &str = "To run live: `sudo apt-get install mesa-vulkan-drivers libvulkan1` \
+     (lavapipe, the CPU Vulkan device), then run baro-top again";
+
+/// `baro-top` with no subcommand: live on the first Vulkan device; with no Vulkan loader or
+/// no device, the embedded recording replayed in the dashboard with a banner that says so
+/// (stdout not a terminal: the advice on stderr and exit status 2).
 pub fn default_run() -> anyhow::Result<std::process::ExitCode> {
     match Device::list() {
-        Ok(d) if !d.is_empty() => {
-            note!("baro-top: live decode on the first Vulkan device (the dashboard lands with a later issue; printing one line per pass). `baro-top --help` lists every command.");
-            run::run(default_run_args())
-        }
+        Ok(d) if !d.is_empty() => run_live_default(),
         other => {
             let why = match other {
-                Err(e) => e.to_string(),
+                Err(e) => format!("no Vulkan loader or driver: {e}"),
                 _ => "no Vulkan device found".into(),
             };
-            note!("baro-top: {why}.\nNo device to run on, and no recording is shipped yet to replay. Install the lavapipe CPU device with `apt-get install mesa-vulkan-drivers libvulkan1` and run again, or see `baro-top --help`.");
-            Ok(std::process::ExitCode::from(2))
+            no_device(&why)
         }
     }
+}
+
+/// The device case of `baro-top` with no subcommand. Until the live engine session feeds the
+/// dashboard, one line per pass (`run --headless`); replace this function to open the live
+/// dashboard.
+pub fn run_live_default() -> anyhow::Result<std::process::ExitCode> {
+    note!("baro-top: live decode on the first Vulkan device (the live dashboard is being wired; printing one line per pass). `baro-top --help` lists every command.");
+    run::run(default_run_args())
+}
+
+/// No device: the embedded recording in the dashboard, or exit 2 with the advice.
+fn no_device(why: &str) -> anyhow::Result<std::process::ExitCode> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || DEMO.is_empty() {
+        let replay = if DEMO.is_empty() {
+            "no recording is embedded in this build to replay".to_string()
+        } else {
+            format!("on a terminal, baro-top replays the embedded {DEMO_NAME} in the dashboard instead; stdout is not a terminal")
+        };
+        note!("baro-top: {why}.\nNo device to run on ({replay}). {LIVE_ADVICE}, or see `baro-top --help`.");
+        return Ok(std::process::ExitCode::from(2));
+    }
+    let source = crate::ui::replay::Source::Bytes(DEMO);
+    let header = source.open()?.header().clone();
+    let synthetic = DEMO_NAME.contains("synthetic") || header.run.device == "synthetic";
+    let label = format!(
+        "the embedded {DEMO_NAME}{}",
+        if synthetic {
+            " (SYNTHETIC telemetry, not measurements)"
+        } else {
+            ""
+        }
+    );
+    let banner = vec![
+        crate::ui::replay::banner(&label, &header),
+        format!("NOT LIVE. {LIVE_ADVICE}. Why: {why}"),
+    ];
+    let cfg = crate::ui::replay::ReplayConfig {
+        source,
+        label: DEMO_NAME.into(),
+        speed: 1.0,
+        hold_at_end: true,
+        banner,
+    };
+    recording::play(cfg, "default", 30, false)
 }
 
 fn default_run_args() -> run::RunArgs {

@@ -30,6 +30,85 @@ pub struct ReplayArgs {
     /// Dashboard layout preset name or TOML file (dashboard only).
     #[arg(long)]
     pub layout: Option<String>,
+    /// Dashboard redraws per second at most, 1..=240.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=240))]
+    pub fps: u32,
+    /// Dashboard: draw with ASCII only (no braille, block or box glyphs).
+    #[arg(long)]
+    pub ascii: bool,
+}
+
+/// `replay FILE` without --headless: the dashboard on a terminal (headless lines otherwise,
+/// said once on stderr). Exit status as `replay --headless` where stdout is not a terminal;
+/// 0 after the dashboard.
+pub fn replay_dashboard(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    let label = a.file.display().to_string();
+    // Check the file before the terminal changes (a file that is not a recording).
+    let r = open(&a.file)?;
+    let banner = vec![crate::ui::replay::banner(&label, r.header())];
+    drop(r);
+    let tty = std::io::stdout().is_terminal();
+    let cfg = crate::ui::replay::ReplayConfig {
+        source: crate::ui::replay::Source::File(a.file.clone()),
+        label,
+        speed: a.speed.unwrap_or(if tty { 1.0 } else { 0.0 }),
+        hold_at_end: tty,
+        banner,
+    };
+    play(
+        cfg,
+        a.layout.as_deref().unwrap_or("default"),
+        a.fps,
+        a.ascii,
+    )
+}
+
+/// Play a replay in the dashboard (or headless lines where stdout is not a terminal).
+pub fn play(
+    cfg: crate::ui::replay::ReplayConfig,
+    layout: &str,
+    fps: u32,
+    ascii: bool,
+) -> anyhow::Result<ExitCode> {
+    use crate::ui;
+    let layout = ui::layout::Layout::load(layout)?;
+    let (rx, ctl, producer, header) = ui::replay::spawn(cfg)?;
+    let depth = ui::theme::ColorDepth::detect(|k| std::env::var(k).ok());
+    let opts = ui::app::Options {
+        layout,
+        fps,
+        theme: ui::theme::Theme::new(depth, ascii),
+    };
+    let r = ui::app::run_or_headless(rx, &ctl, meta(&header), opts);
+    use ui::action::Control;
+    ctl.stop();
+    let _ = producer.join();
+    r.map(|()| ExitCode::SUCCESS)
+}
+
+/// Display extras from a recording's header: its quant, and a token decoder where one is
+/// known (the synthetic words for synthetic recordings, the embedded stories260K tokenizer
+/// for stories260K runs; otherwise token ids are shown).
+pub fn meta(h: &baro_telemetry::recording::RecordingHeader) -> crate::ui::state::Meta {
+    let model = h.run.model.to_lowercase();
+    let decoder: Option<crate::ui::state::Decoder> = if model.starts_with("synthetic") {
+        Some(std::sync::Arc::new(crate::ui::synthetic::word))
+    } else if model.contains("stories260k") {
+        baro_engine::model::Model::embedded().ok().map(|m| {
+            let t = m.tokenizer;
+            std::sync::Arc::new(move |id: u32| {
+                String::from_utf8_lossy(t.decode(0, id)).into_owned()
+            }) as crate::ui::state::Decoder
+        })
+    } else {
+        None
+    };
+    crate::ui::state::Meta {
+        quant: h.quant.clone(),
+        decoder,
+        ..Default::default()
+    }
 }
 
 /// `baro-top export`.

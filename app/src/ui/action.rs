@@ -18,6 +18,40 @@ pub trait Control {
     fn set_dispatch(&self, d: Dispatch);
     /// End the run (the producer sends `Telemetry::End`).
     fn stop(&self);
+    /// Whether the producer is a replay (seek, slowest, restart; the replay key bindings).
+    fn seekable(&self) -> bool {
+        false
+    }
+    /// Replay only: continue from pass `pass` (a producer that cannot seek says so in
+    /// [`ProducerStatus::notes`]).
+    fn seek(&self, _pass: u64) {}
+    /// Replay only: continue from the slowest pass of the whole recording.
+    fn seek_slowest(&self) {}
+    /// Replay only: start again from the first pass.
+    fn restart(&self) {}
+    /// What the producer wants on screen beside the stream (a replay's banner and position,
+    /// its notes for the log); `None` for a producer with nothing to add (live, synthetic).
+    /// Notes are handed over once: a second call returns only newer ones.
+    fn status(&self) -> Option<ProducerStatus> {
+        None
+    }
+}
+
+/// A producer's own state, for the header and the log (see [`Control::status`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProducerStatus {
+    /// Lines always shown under the header (e.g. `REPLAY of FILE (recorded on …)`).
+    pub banner: Vec<String>,
+    /// The pass last sent.
+    pub pass: Option<u64>,
+    /// Passes in the recording, where known (the index, or a scan up to the damage).
+    pub total: Option<u64>,
+    /// Where in the recording: frames sent since the start (or the last seek) … of `total`.
+    pub position: Option<u64>,
+    /// Speed relative to the recording (0 = as fast as possible).
+    pub speed: f64,
+    /// New log lines (warnings: damage, requests a replay cannot honour).
+    pub notes: Vec<String>,
 }
 
 /// A control that ignores every request (tests, and streams that cannot be steered).
@@ -91,6 +125,12 @@ pub enum Action {
     RangeStart,
     /// Range end at the shown pass.
     RangeEnd,
+    /// Replay: seek to a pass (opens a prompt in the footer: digits, Enter).
+    Seek,
+    /// Replay: jump to the slowest pass of the recording.
+    SeekSlowest,
+    /// Replay: start again from the first pass.
+    Restart,
 }
 
 impl Action {

@@ -48,6 +48,9 @@ pub fn handle_event(
     ctl: &dyn Control,
 ) -> bool {
     match ev {
+        Event::Key(k) if k.kind != KeyEventKind::Release && s.view.prompt.is_some() => {
+            prompt_key(s, k, ctl)
+        }
         Event::Key(k) if k.kind != KeyEventKind::Release => match keys.action(k) {
             Some(a) => {
                 // With the help open, any key but Ctrl-c (always quit) just closes it.
@@ -124,6 +127,52 @@ pub fn handle_event(
     }
 }
 
+/// A key while the seek prompt is open: digits, Backspace, Enter (seek), Esc (cancel);
+/// Ctrl-c still quits. Returns whether anything changed.
+fn prompt_key(s: &mut UiState, k: &event::KeyEvent, ctl: &dyn Control) -> bool {
+    let Some(p) = s.view.prompt.as_mut() else {
+        return false;
+    };
+    match k.code {
+        KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+            s.view.prompt = None;
+            s.apply(Action::Quit, ctl);
+        }
+        KeyCode::Char(c) if c.is_ascii_digit() && p.len() < 19 => p.push(c),
+        KeyCode::Backspace => {
+            p.pop();
+        }
+        KeyCode::Enter => {
+            if let Ok(pass) = p.parse::<u64>() {
+                ctl.seek(pass);
+            }
+            s.view.prompt = None;
+        }
+        KeyCode::Esc => s.view.prompt = None,
+        _ => return false,
+    }
+    s.view.generation += 1;
+    true
+}
+
+/// Take the producer's status (banner, position, notes) into the state. Returns whether
+/// anything changed.
+pub fn poll_status(s: &mut UiState, ctl: &dyn Control) -> bool {
+    let Some(mut st) = ctl.status() else {
+        return false;
+    };
+    let notes = std::mem::take(&mut st.notes);
+    for n in &notes {
+        s.live.note(crate::state::Severity::Warn, n.clone());
+    }
+    let changed = !notes.is_empty() || s.view.producer.as_ref() != Some(&st);
+    if changed {
+        s.view.producer = Some(st);
+        s.view.generation += 1;
+    }
+    changed
+}
+
 /// Time fraction of the pass at column `x` of the flame plot.
 fn frac(s: &UiState, p: Rect, x: u16) -> f64 {
     let rel = (x.saturating_sub(p.x) as f64 + 0.5) / p.width.max(1) as f64;
@@ -138,7 +187,12 @@ pub fn run(
     meta: Meta,
     opts: Options,
 ) -> anyhow::Result<()> {
-    let keys = Keymap::with_overrides(&opts.layout.keys).map_err(anyhow::Error::msg)?;
+    let keys = if ctl.seekable() {
+        Keymap::for_replay(&opts.layout.keys)
+    } else {
+        Keymap::with_overrides(&opts.layout.keys)
+    }
+    .map_err(anyhow::Error::msg)?;
     let mut s = new_state(meta, &opts.layout);
     let mut g = crate::terminal::Guard::enter()?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -194,6 +248,7 @@ pub fn run(
             },
             default(wait) => {}
         }
+        dirty |= poll_status(&mut s, ctl);
         if dirty && Instant::now() >= last + period {
             s.prepare();
             let ctx = Ctx {
@@ -264,7 +319,13 @@ pub fn headless(
     ctl: &dyn Control,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
+    let notes = |ctl: &dyn Control| {
+        for n in ctl.status().map(|s| s.notes).unwrap_or_default() {
+            eprintln!("baro-top: {n}");
+        }
+    };
     for m in rx {
+        notes(ctl);
         if let Some(l) = headless_line(&m) {
             if writeln!(out, "{l}").and_then(|_| out.flush()).is_err() {
                 ctl.stop();
@@ -272,6 +333,7 @@ pub fn headless(
             }
         }
     }
+    notes(ctl);
     Ok(())
 }
 

@@ -87,6 +87,29 @@ pub const DEFAULTS: &[Binding] = &[
         "range starts at the shown pass"
     ),
     b!(RangeEnd, "range_end", ["]"], "range ends at the shown pass"),
+    b!(Seek, "seek", [], "replay: seek to a pass (digits, Enter)"),
+    b!(
+        SeekSlowest,
+        "seek_slowest",
+        [],
+        "replay: jump to the slowest pass"
+    ),
+    b!(
+        Restart,
+        "restart",
+        [],
+        "replay: restart from the first pass"
+    ),
+];
+
+/// What a replay binds on top of [`DEFAULTS`] (a layout's `[keys]` still wins): `g` seeks
+/// (group toggle moves to `G`), `Z` jumps to the slowest pass, `R` restarts. Live runs leave
+/// the replay actions unbound (and out of the help).
+pub const REPLAY_KEYS: &[(&str, &[&str])] = &[
+    ("seek", &["g"]),
+    ("group", &["G"]),
+    ("seek_slowest", &["Z"]),
+    ("restart", &["R"]),
 ];
 
 /// A key: code plus whether Ctrl is held (Shift is part of the character).
@@ -228,6 +251,23 @@ impl Keymap {
             keys.retain(|k| by_key.get(k) == Some(a));
         }
         Ok(Keymap { by_key, by_action })
+    }
+
+    /// The bindings of a replay: [`REPLAY_KEYS`], then `overrides` on top.
+    pub fn for_replay(overrides: &BTreeMap<String, Vec<String>>) -> Result<Keymap, String> {
+        let mut all: BTreeMap<String, Vec<String>> = REPLAY_KEYS
+            .iter()
+            .map(|(a, ks)| (a.to_string(), ks.iter().map(|k| k.to_string()).collect()))
+            .collect();
+        all.extend(overrides.clone());
+        Keymap::with_overrides(&all)
+    }
+
+    /// Whether any key is bound to `a`.
+    pub fn bound(&self, a: Action) -> bool {
+        self.by_action
+            .iter()
+            .any(|(x, ks)| *x == a && !ks.is_empty())
     }
 
     /// The action bound to a key event.

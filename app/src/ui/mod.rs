@@ -7,15 +7,17 @@
 //! [`layout`] (layout files) · [`theme`] (colours, glyphs) · [`text`] (sanitising, clipped
 //! drawing) · [`panels`] (one module per panel) · [`screen`] (the whole screen) ·
 //! [`terminal`] (raw mode guard, panic hook, signals) · [`app`] (event loop, headless lines)
-//! · [`synthetic`] (a producer without a GPU).
+//! · [`synthetic`] (a producer without a GPU) · [`replay`] (a recording played back) · [`demo`] (the synthetic demo recording).
 #![deny(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod action;
 pub mod app;
+pub mod demo;
 pub mod keymap;
 pub mod layout;
 pub mod panels;
+pub mod replay;
 pub mod screen;
 pub mod state;
 pub mod stats;

@@ -66,8 +66,10 @@ impl Screen<'_> {
                 ..Default::default()
             };
         }
-        let header = Rect::new(area.x, area.y, area.width, 3);
-        let body = Rect::new(area.x, area.y + 3, area.width, area.height - 4);
+        let hh =
+            (3 + panels::header::producer_lines(self.ctx.s)).min(area.height.saturating_sub(2));
+        let header = Rect::new(area.x, area.y, area.width, hh);
+        let body = Rect::new(area.x, area.y + hh, area.width, area.height - hh - 1);
         let footer_y = area.bottom() - 1;
         let v = &self.ctx.s.view;
         let mut panels = vec![(PanelId::Header, header)];
@@ -127,7 +129,19 @@ impl Widget for &Screen<'_> {
                 PanelId::Log => panels::log::Log { ctx }.render(*r, buf),
             }
         }
-        for (a, r) in &hits.keys {
+        if let Some(p) = &ctx.s.view.prompt {
+            let y = area.bottom() - 1;
+            let txt = format!("seek to pass: {p}_   (Enter seeks, Esc cancels)");
+            put(
+                buf,
+                area,
+                area.x,
+                y,
+                &txt,
+                t.fg(Tone::Accent).add_modifier(Modifier::BOLD),
+            );
+        }
+        for (a, r) in hits.keys.iter().filter(|_| ctx.s.view.prompt.is_none()) {
             let k = ctx.keys.first_key(*a).unwrap_or_default();
             let label = FOOTER.iter().find(|f| f.0 == *a).map_or("", |f| f.1);
             let x = put(

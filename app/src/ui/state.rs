@@ -201,6 +201,12 @@ impl Data {
         }
     }
 
+    /// A line from the producer (a replay's damage, a request it cannot honour) into the log.
+    pub fn note(&mut self, sev: Severity, text: String) {
+        self.generation += 1;
+        self.log(None, sev, text);
+    }
+
     fn log(&mut self, pass: Option<u64>, sev: Severity, text: String) {
         if self.log.len() == LOG {
             self.log.pop_front();
@@ -221,6 +227,14 @@ impl Data {
         self.generation += 1;
         match msg {
             Telemetry::Start(d) => {
+                if self.run.is_some() {
+                    // A second start begins the stream again (a replay's seek or restart):
+                    // everything but the log and the display extras starts over.
+                    let (log, generation) = (std::mem::take(&mut self.log), self.generation);
+                    *self = Data::new(self.meta.clone());
+                    self.log = log;
+                    self.generation = generation;
+                }
                 self.kinds = d.stages.iter().map(|s| s.kind).collect();
                 self.stats = Some(Stats::new(self.kinds.clone(), d.levels.len()));
                 self.dispatch = Some(d.dispatch);

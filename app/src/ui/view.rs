@@ -123,6 +123,10 @@ pub struct View {
     pub quit: bool,
     /// Bumped on every change.
     pub generation: u64,
+    /// The seek prompt's digits while it is open (replay: `g`).
+    pub prompt: Option<String>,
+    /// The producer's own status (a replay's banner and position).
+    pub producer: Option<crate::action::ProducerStatus>,
 }
 
 impl Default for View {
@@ -143,6 +147,8 @@ impl Default for View {
             scope: Scope::Window,
             quit: false,
             generation: 0,
+            prompt: None,
+            producer: None,
         }
     }
 }
@@ -299,6 +305,9 @@ impl UiState {
                     Dispatch::Mega
                 });
             }
+            Action::Seek => v.prompt = Some(String::new()),
+            Action::SeekSlowest => ctl.seek_slowest(),
+            Action::Restart => ctl.restart(),
             Action::Expand => v.expanded = !v.expanded,
             Action::FocusNext | Action::FocusPrev if !v.panels.is_empty() => {
                 let n = v.panels.len();

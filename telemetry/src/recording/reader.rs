@@ -264,6 +264,18 @@ impl<R: Read + Seek> Reader<R> {
         }
     }
 
+    /// Move iteration to the record of pass `pass`, through the index (built by a scan where
+    /// the file has no footer): the next message iterated is that frame. `false` (iteration
+    /// unmoved) where the recording has no such pass.
+    pub fn seek_to_pass(&mut self, pass: u64) -> Result<bool> {
+        let Some(at) = self.ensure_index()?.offset_of(pass) else {
+            return Ok(false);
+        };
+        self.pos = at;
+        self.done = false;
+        Ok(true)
+    }
+
     /// Read every remaining message; the first error ends it.
     pub fn read_all(&mut self) -> Result<Vec<Telemetry>> {
         self.by_ref().collect()

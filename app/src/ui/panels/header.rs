@@ -14,6 +14,7 @@ use ratatui::widgets::Widget;
 use super::Ctx;
 use crate::text::{dur, put};
 use crate::theme::Tone;
+use crate::view::UiState;
 
 /// The header panel.
 pub struct Header<'a> {
@@ -177,6 +178,7 @@ impl Widget for &Header<'_> {
         if area.height < 3 {
             return;
         }
+        producer(self.ctx, area, buf);
         // Line 3: the last fail line, impossible to miss; quiet when clean.
         if let Some((pass, line)) = &live.last_fail {
             let txt = format!("{} pass {pass}: {line}", t.glyphs.bad);
@@ -198,4 +200,71 @@ impl Widget for &Header<'_> {
             );
         }
     }
+}
+
+/// Header lines the producer adds under the usual three: its banner, then a position bar.
+pub fn producer_lines(s: &UiState) -> u16 {
+    s.view
+        .producer
+        .as_ref()
+        .map_or(0, |p| p.banner.len() as u16 + 1)
+}
+
+/// The producer's banner (reverse video: a replay must never pass for a live run) and the
+/// position bar `pass k of N ▕████░░░░▏ speed 1×`.
+fn producer(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
+    let (s, t) = (ctx.s, ctx.theme);
+    let Some(p) = &s.view.producer else {
+        return;
+    };
+    let mut y = area.y + 3;
+    let warn = t.fg(Tone::Warn).add_modifier(Modifier::BOLD);
+    for (i, line) in p.banner.iter().enumerate() {
+        if y >= area.bottom() {
+            return;
+        }
+        let st = if i == 0 {
+            warn.add_modifier(Modifier::REVERSED)
+        } else {
+            warn
+        };
+        put(buf, area, area.x, y, line, st);
+        y += 1;
+    }
+    if y >= area.bottom() {
+        return;
+    }
+    let pass = p.pass.map_or("—".into(), |v| v.to_string());
+    let total = p.total.map_or("?".into(), |v| v.to_string());
+    let k = p.position.unwrap_or(0);
+    let label = format!("pass {pass} · {k} of {total} ");
+    let mut x = put(buf, area, area.x, y, &label, Default::default());
+    let w = 40u64;
+    let filled = match p.total {
+        Some(n) if n > 0 => (k.min(n) * w / n) as usize,
+        _ => 0,
+    };
+    let (full, empty) = (t.glyphs.bars[8], t.glyphs.wait);
+    let bar = full.repeat(filled) + &empty.repeat(w as usize - filled);
+    x = put(buf, area, x, y, &format!("[{bar}]"), t.fg(Tone::Accent));
+    let speed = if p.speed > 0.0 {
+        format!(" speed {}×", p.speed)
+    } else {
+        " speed max".into()
+    };
+    let keys = ctx.keys;
+    let hint = format!(
+        "{speed} · {} seek · {} slowest · {} restart · {} pause · {} step",
+        keys.first_key(crate::action::Action::Seek)
+            .unwrap_or_default(),
+        keys.first_key(crate::action::Action::SeekSlowest)
+            .unwrap_or_default(),
+        keys.first_key(crate::action::Action::Restart)
+            .unwrap_or_default(),
+        keys.first_key(crate::action::Action::PauseResume)
+            .unwrap_or_default(),
+        keys.first_key(crate::action::Action::Step)
+            .unwrap_or_default(),
+    );
+    put(buf, area, x, y, &hint, t.fg(Tone::Dim));
 }

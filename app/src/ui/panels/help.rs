@@ -22,7 +22,11 @@ impl Widget for &Help<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let t = self.ctx.theme;
         let w = area.width.min(110);
-        let h = area.height.min(DEFAULTS.len() as u16 + 6);
+        let shown: Vec<_> = DEFAULTS
+            .iter()
+            .filter(|b| self.ctx.keys.bound(b.action))
+            .collect();
+        let h = area.height.min(shown.len() as u16 + 6);
         let r = Rect::new(
             area.x + (area.width - w) / 2,
             area.y + (area.height - h) / 2,
@@ -42,9 +46,9 @@ impl Widget for &Help<'_> {
             t,
         );
         let mut y = inner.y;
-        let half = DEFAULTS.len().div_ceil(2);
+        let half = shown.len().div_ceil(2);
         let colw = inner.width / 2;
-        for (i, b) in DEFAULTS.iter().enumerate() {
+        for (i, b) in shown.iter().enumerate() {
             let (col, row) = (i / half, i % half);
             let x = inner.x + col as u16 * colw;
             let line = format!("{:>10} {}", self.ctx.keys.keys_of(b.action), b.help);
