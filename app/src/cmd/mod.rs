@@ -4,6 +4,7 @@ pub mod bench;
 pub mod devices;
 pub mod gate;
 pub mod generate;
+pub mod live;
 pub mod model;
 pub mod recording;
 pub mod run;
@@ -81,10 +82,7 @@ impl baro_engine::generate::Decode for PassLogger {
 /// `baro-top` with no subcommand: live on the first Vulkan device.
 pub fn default_run() -> anyhow::Result<std::process::ExitCode> {
     match Device::list() {
-        Ok(d) if !d.is_empty() => {
-            note!("baro-top: live decode on the first Vulkan device (the dashboard lands with a later issue; printing one line per pass). `baro-top --help` lists every command.");
-            run::run(default_run_args())
-        }
+        Ok(d) if !d.is_empty() => live_default(),
         other => {
             let why = match other {
                 Err(e) => e.to_string(),
@@ -96,12 +94,15 @@ pub fn default_run() -> anyhow::Result<std::process::ExitCode> {
     }
 }
 
-fn default_run_args() -> run::RunArgs {
+/// The device case of [`default_run`]: `baro-top live` with its defaults (the dashboard on a
+/// terminal, one line per pass otherwise).
+fn live_default() -> anyhow::Result<std::process::ExitCode> {
     use clap::Parser;
     #[derive(Parser)]
     struct P {
         #[command(flatten)]
-        r: run::RunArgs,
+        live: crate::LiveArgs,
     }
-    P::parse_from(["baro-top", "--headless"]).r
+    note!("baro-top: live decode on the first Vulkan device (`baro-top live`; q quits). `baro-top --help` lists every command.");
+    live::run(P::parse_from(["baro-top"]).live)
 }

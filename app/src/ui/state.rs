@@ -208,6 +208,12 @@ impl Data {
         self.log.push_back(LogEntry { pass, sev, text });
     }
 
+    /// A log line from outside the stream (the producer's answer to a request).
+    pub fn note(&mut self, sev: Severity, text: String) {
+        self.generation += 1;
+        self.log(None, sev, text);
+    }
+
     fn text(&self, id: u32) -> String {
         let raw = match &self.meta.decoder {
             Some(d) => d(id),
