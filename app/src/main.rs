@@ -107,6 +107,10 @@ pub struct LiveArgs {
     /// positions of every sequence) [default: auto].
     #[arg(long, value_parser = cmd::run::parse_check)]
     pub check: Option<baro_engine::session::Check>,
+    /// Turn the in-kernel event ring off (stage timings and the flame chart disappear; the
+    /// fail word stays).
+    #[arg(long)]
+    pub no_instrument: bool,
     /// Synthetic: passes per second, > 0 [default: 60].
     #[arg(long)]
     pub rate: Option<f64>,

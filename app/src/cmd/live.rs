@@ -245,6 +245,7 @@ fn engine_only(a: &LiveArgs) -> Vec<&'static str> {
         ("--seed", a.seed.is_some()),
         ("--ctx", a.ctx.is_some()),
         ("--check", a.check.is_some()),
+        ("--no-instrument", a.no_instrument),
     ]
     .into_iter()
     .filter_map(|(f, g)| g.then_some(f))
@@ -325,7 +326,9 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
     let bytes = StageBytes::of(&model);
     let quant = quant_name(&model);
     let decoder = token_decoder(&model);
-    let mut b = SessionBuilder::new(&dev, model, a.gpu.decoder_options(dispatch, positions))
+    let mut dopts = a.gpu.decoder_options(dispatch, positions);
+    dopts.instrument = !a.no_instrument;
+    let mut b = SessionBuilder::new(&dev, model, dopts)
         .passes(a.passes)
         .prompt(a.prompt.as_deref().unwrap_or("").as_bytes())
         .sampling(temp, topp, seed)
