@@ -397,3 +397,71 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::from(exit_code(&outcome)))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn outcome(reason: EndReason, failed_passes: u64, failed_checks: u64) -> Outcome {
+        Outcome {
+            reason,
+            passes: 10,
+            failed_passes,
+            failed_checks,
+            checked: 10,
+        }
+    }
+
+    #[test]
+    fn exit_status_is_0_clean_1_failed_pass_or_verdict_2_engine_error() {
+        assert_eq!(exit_code(&outcome(EndReason::Stopped, 0, 0)), 0);
+        assert_eq!(exit_code(&outcome(EndReason::Completed, 0, 0)), 0);
+        assert_eq!(exit_code(&outcome(EndReason::ConsumerGone, 0, 0)), 0);
+        assert_eq!(exit_code(&outcome(EndReason::Stopped, 1, 0)), 1);
+        assert_eq!(exit_code(&outcome(EndReason::Stopped, 0, 1)), 1);
+        assert_eq!(exit_code(&outcome(EndReason::ConsumerGone, 0, 2)), 1);
+        assert_eq!(exit_code(&outcome(EndReason::Watchdog, 1, 0)), 1);
+        let err = EndReason::Error {
+            message: "x".into(),
+        };
+        assert_eq!(exit_code(&outcome(err, 0, 0)), 2);
+        assert_eq!(exit_code(&outcome(EndReason::DeviceLost, 0, 0)), 2);
+    }
+
+    #[test]
+    fn a_commands_error_is_an_error_line_naming_the_request() {
+        let what = describe(&Command::SetDispatch(Dispatch::Multi));
+        let n = note_of(
+            &what,
+            Err(baro_engine::Error::EngineThread(
+                "the session has ended".into(),
+            )),
+        );
+        assert_eq!(n.sev, Severity::Error);
+        assert!(
+            n.text.starts_with("switching dispatch to multi failed: ")
+                && n.text.contains("the session has ended"),
+            "{}",
+            n.text
+        );
+        let n = note_of("pause", Ok(Reply::Paused { passes: 7 }));
+        assert_eq!(
+            (n.sev, n.text.as_str()),
+            (Severity::Info, "paused after 7 passes")
+        );
+    }
+
+    #[test]
+    fn the_embedded_models_meta_names_its_quant_and_decodes_tokens_with_spaces() {
+        let m = Model::embedded().unwrap();
+        assert_eq!(quant_name(&m), "f32");
+        let d = token_decoder(&m);
+        let once = m.tokenizer.encode(b"Once upon", false, false);
+        let text: String = once.iter().map(|&t| d(t)).collect();
+        assert_eq!(text.trim_start(), "Once upon");
+        let bytes = StageBytes::of(&m);
+        assert_eq!(bytes.layers.len(), m.config.n_layers);
+        assert!(bytes.head > 0 && bytes.layers[0].iter().all(|&b| b > 0));
+    }
+}
