@@ -69,15 +69,13 @@ pub struct LiveArgs {
     /// Feed the dashboard from the synthetic producer (no GPU, no model).
     #[arg(long)]
     pub synthetic: bool,
-    /// Model file (live engine; not wired to the dashboard yet).
-    #[arg(long, short = 'm')]
-    pub model: Option<PathBuf>,
-    /// Dispatch mode at the start [default: mega].
-    #[arg(long, value_enum)]
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Dispatch mode at the start [default: mega]; `m` switches it live.
+    #[arg(long, value_enum, alias = "mode")]
     pub dispatch: Option<DispatchArg>,
-    /// Workgroups in the grid, 1..=65535 (synthetic default 132).
-    #[arg(long, value_parser = validate::grid, allow_negative_numbers = true)]
-    pub grid: Option<u32>,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
     /// Layout preset name (default, flame, compact) or a layout file path.
     #[arg(long, default_value = "default")]
     pub layout: String,
@@ -87,10 +85,38 @@ pub struct LiveArgs {
     /// Draw with ASCII only (no braille, block or box glyphs).
     #[arg(long)]
     pub ascii: bool,
+    /// Also serve Prometheus/OpenMetrics metrics of the session on this IP:PORT (port 0: any
+    /// free port, printed at start).
+    #[arg(long, value_name = "ADDR", value_parser = metrics::cmd::parse_addr)]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// Prompt text (forced at the start of every sequence).
+    #[arg(long, short = 'i')]
+    pub prompt: Option<String>,
+    /// Temperature, a finite number >= 0 (0 = greedy) [default: 0].
+    #[arg(long, short = 't', value_parser = validate::temperature, allow_negative_numbers = true)]
+    pub temp: Option<f32>,
+    /// Top-p, 0..=1 [default: 0.9].
+    #[arg(long, short = 'p', value_parser = validate::top_p, allow_negative_numbers = true)]
+    pub topp: Option<f32>,
+    /// Sampler seed; 0 = the current time [default: 1].
+    #[arg(long, short = 's', value_parser = validate::seed, allow_negative_numbers = true)]
+    pub seed: Option<u64>,
+    /// Positions in the KV cache (the sequence restarts when full) [default: 256, or the
+    /// model's context if shorter].
+    #[arg(long, value_parser = validate::positions, allow_negative_numbers = true)]
+    pub ctx: Option<usize>,
+    /// Which passes the shadow CPU reference judges: auto, all, off, or N (the first N
+    /// positions of every sequence) [default: auto].
+    #[arg(long, value_parser = cmd::run::parse_check)]
+    pub check: Option<baro_engine::session::Check>,
+    /// Turn the in-kernel event ring off (stage timings and the flame chart disappear; the
+    /// fail word stays).
+    #[arg(long)]
+    pub no_instrument: bool,
     /// Synthetic: passes per second, > 0 [default: 60].
     #[arg(long)]
     pub rate: Option<f64>,
-    /// Synthetic: stop after N passes.
+    /// Stop after N passes (default: decode until quit).
     #[arg(long, value_parser = validate::repetitions, allow_negative_numbers = true)]
     pub passes: Option<u64>,
 }
@@ -251,40 +277,9 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
 }
 
 fn live(a: LiveArgs) -> anyhow::Result<ExitCode> {
-    use ui::synthetic::{self, Synth, SynthConfig};
-    if !a.synthetic {
-        anyhow::bail!(
-            "live decode on the engine is not wired to the dashboard yet: use `baro-top live --synthetic` \
-             (generated telemetry, no GPU) or `baro-top run --headless`"
-        );
+    if a.synthetic {
+        cmd::live::synthetic(a)
+    } else {
+        cmd::live::run(a)
     }
-    if a.model.is_some() {
-        anyhow::bail!(
-            "--model is not honoured with --synthetic (the synthetic producer has no model)"
-        );
-    }
-    if let Some(r) = a.rate {
-        if !(r.is_finite() && r > 0.0) {
-            anyhow::bail!("--rate must be a number of passes per second above 0 (got {r})");
-        }
-    }
-    let layout = ui::layout::Layout::load(&a.layout)?;
-    let cfg = SynthConfig {
-        grid: a.grid.unwrap_or(132),
-        dispatch: a.dispatch.unwrap_or(DispatchArg::Mega).dispatch(),
-        rate_hz: a.rate.unwrap_or(60.0),
-        passes: a.passes,
-        ..Default::default()
-    };
-    let meta = synthetic::meta(Synth::new(cfg.clone()).details());
-    let (rx, ctl, producer) = synthetic::spawn(cfg);
-    let depth = ui::theme::ColorDepth::detect(|k| std::env::var(k).ok());
-    let opts = ui::app::Options {
-        layout,
-        fps: a.fps,
-        theme: ui::theme::Theme::new(depth, a.ascii),
-    };
-    let r = ui::app::run_or_headless(rx, &ctl, meta, opts);
-    let _ = producer.join();
-    r.map(|()| ExitCode::SUCCESS)
 }

@@ -1,5 +1,5 @@
-//! `baro-top live` from the outside: flags not yet honoured are refused, never silently
-//! accepted; with stdout not a terminal it prints one line per pass and says so once.
+//! `baro-top live` from the outside: flags that would not be honoured are refused, never
+//! silently accepted; with stdout not a terminal it prints one line per pass and says so once.
 #![allow(clippy::unwrap_used)]
 
 use std::process::Command;
@@ -12,14 +12,32 @@ fn baro(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
-fn live_without_synthetic_is_refused_with_status_2_and_a_way_forward() {
-    let o = baro(&["live"]);
+fn synthetic_only_and_engine_only_flags_are_refused_where_they_would_be_ignored() {
+    // --rate paces the synthetic producer; the engine decodes as fast as it can.
+    let o = baro(&["live", "--rate", "10"]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("not wired") && err.contains("--synthetic"),
+        err.contains("--rate is only honoured with --synthetic"),
         "{err}"
     );
+    for (args, flag) in [
+        (&["--prompt", "Once"][..], "--prompt"),
+        (&["--wg-size", "64"][..], "--wg-size"),
+        (&["--device", "0"][..], "--device"),
+        (&["--metrics", "127.0.0.1:0"][..], "--metrics"),
+        (&["--no-instrument"][..], "--no-instrument"),
+    ] {
+        let mut a = vec!["live", "--synthetic"];
+        a.extend_from_slice(args);
+        let o = baro(&a);
+        assert_eq!(o.status.code(), Some(2), "{a:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("{flag} is not honoured with --synthetic")),
+            "{a:?}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -1102,6 +1102,28 @@ fn reason_of(e: &Error) -> EndReason {
     }
 }
 
+/// The sensor thread for this device: NVML on NVIDIA, sysfs on AMD, CPU and `/proc` clients
+/// everywhere; `None` (and the run goes on unlabelled by sensors) if it cannot start.
+fn spawn_sensors(
+    ctx: &GpuContext,
+    tx: Sender<baro_telemetry::SensorSample>,
+) -> Option<crate::sensors::SensorThread> {
+    use crate::sensors::{GpuSensor, SensorConfig, SensorThread};
+    let gpu = match ctx.info.vendor_id {
+        0x10de => GpuSensor::Nvidia { index: 0 },
+        0x1002 => GpuSensor::Amd { index: 0 },
+        _ => GpuSensor::None,
+    };
+    let cfg = SensorConfig {
+        gpu,
+        ..Default::default()
+    };
+    SensorThread::spawn_with(cfg, move |smp| {
+        let _ = tx.send(smp);
+    })
+    .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1172,26 +1194,4 @@ mod tests {
         drop(late);
         assert!(!s.emit(&frame(1, 0)), "every sink is gone");
     }
-}
-
-/// The sensor thread for this device: NVML on NVIDIA, sysfs on AMD, CPU and `/proc` clients
-/// everywhere; `None` (and the run goes on unlabelled by sensors) if it cannot start.
-fn spawn_sensors(
-    ctx: &GpuContext,
-    tx: Sender<baro_telemetry::SensorSample>,
-) -> Option<crate::sensors::SensorThread> {
-    use crate::sensors::{GpuSensor, SensorConfig, SensorThread};
-    let gpu = match ctx.info.vendor_id {
-        0x10de => GpuSensor::Nvidia { index: 0 },
-        0x1002 => GpuSensor::Amd { index: 0 },
-        _ => GpuSensor::None,
-    };
-    let cfg = SensorConfig {
-        gpu,
-        ..Default::default()
-    };
-    SensorThread::spawn_with(cfg, move |smp| {
-        let _ = tx.send(smp);
-    })
-    .ok()
 }

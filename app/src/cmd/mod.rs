@@ -4,6 +4,7 @@ pub mod bench;
 pub mod devices;
 pub mod gate;
 pub mod generate;
+pub mod live;
 pub mod model;
 pub mod recording;
 pub mod run;
@@ -94,7 +95,7 @@ pub const LIVE_ADVICE: &str = "To run live: `sudo apt-get install mesa-vulkan-dr
 /// (stdout not a terminal: the advice on stderr and exit status 2).
 pub fn default_run() -> anyhow::Result<std::process::ExitCode> {
     match Device::list() {
-        Ok(d) if !d.is_empty() => run_live_default(),
+        Ok(d) if !d.is_empty() => live_default(),
         other => {
             let why = match other {
                 Err(e) => format!("no Vulkan loader or driver: {e}"),
@@ -103,14 +104,6 @@ pub fn default_run() -> anyhow::Result<std::process::ExitCode> {
             no_device(&why)
         }
     }
-}
-
-/// The device case of `baro-top` with no subcommand. Until the live engine session feeds the
-/// dashboard, one line per pass (`run --headless`); replace this function to open the live
-/// dashboard.
-pub fn run_live_default() -> anyhow::Result<std::process::ExitCode> {
-    note!("baro-top: live decode on the first Vulkan device (the live dashboard is being wired; printing one line per pass). `baro-top --help` lists every command.");
-    run::run(default_run_args())
 }
 
 /// No device: the embedded recording in the dashboard, or exit 2 with the advice.
@@ -150,12 +143,15 @@ fn no_device(why: &str) -> anyhow::Result<std::process::ExitCode> {
     recording::play(cfg, "default", 30, false)
 }
 
-fn default_run_args() -> run::RunArgs {
+/// The device case of [`default_run`]: `baro-top live` with its defaults (the dashboard on a
+/// terminal, one line per pass otherwise).
+fn live_default() -> anyhow::Result<std::process::ExitCode> {
     use clap::Parser;
     #[derive(Parser)]
     struct P {
         #[command(flatten)]
-        r: run::RunArgs,
+        live: crate::LiveArgs,
     }
-    P::parse_from(["baro-top", "--headless"]).r
+    note!("baro-top: live decode on the first Vulkan device (`baro-top live`; q quits). `baro-top --help` lists every command.");
+    live::run(P::parse_from(["baro-top"]).live)
 }

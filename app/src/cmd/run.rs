@@ -59,7 +59,7 @@ pub struct RunArgs {
 }
 
 /// `--check`: which passes the shadow CPU reference judges.
-fn parse_check(v: &str) -> Result<Check, String> {
+pub(crate) fn parse_check(v: &str) -> Result<Check, String> {
     match v {
         "auto" => Ok(Check::Auto),
         "all" => Ok(Check::Plan(CheckPlan::All)),

@@ -4,6 +4,18 @@
 //! state in [`crate::state::UiState::apply`]; nothing here draws.
 
 use baro_telemetry::Dispatch;
+use crossbeam_channel::Receiver;
+
+use crate::state::Severity;
+
+/// A producer's answer to a request (or its error), for the dashboard's log.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Note {
+    /// How bad it is.
+    pub sev: Severity,
+    /// What happened.
+    pub text: String,
+}
 
 /// Steering the producer. Every call is a request: it must return at once and never block
 /// the UI (the producer answers through the telemetry stream).
@@ -33,6 +45,11 @@ pub trait Control {
     /// its notes for the log); `None` for a producer with nothing to add (live, synthetic).
     /// Notes are handed over once: a second call returns only newer ones.
     fn status(&self) -> Option<ProducerStatus> {
+        None
+    }
+    /// Where the producer answers requests (replies and errors go to the log); `None` when
+    /// it answers only through the telemetry stream.
+    fn notes(&self) -> Option<Receiver<Note>> {
         None
     }
 }

@@ -220,6 +220,7 @@ pub fn run(
     };
     let period = Duration::from_secs_f64(1.0 / opts.fps.clamp(1, 240) as f64);
     let mut rx = rx;
+    let mut notes = ctl.notes().unwrap_or_else(crossbeam_channel::never);
     let mut dirty = true;
     let mut last = Instant::now() - period;
     let mut hits = Hits::default();
@@ -242,6 +243,13 @@ pub fn run(
                     dirty |= s.frozen.is_none();
                 }
                 Err(_) => rx = crossbeam_channel::never(),
+            },
+            recv(notes) -> n => match n {
+                Ok(n) => {
+                    s.live.note(n.sev, n.text);
+                    dirty |= s.frozen.is_none();
+                }
+                Err(_) => notes = crossbeam_channel::never(),
             },
             recv(erx) -> e => if let Ok(e) = e {
                 dirty |= handle_event(&mut s, &keys, &hits, &e, ctl);

@@ -1,0 +1,467 @@
+//! `baro-top live`: the dashboard on a live decode session (or, with `--synthetic`, on
+//! generated telemetry). The session decodes until quit (the sequence restarts when the
+//! context is full: the engine does that), a lossy sink feeds the dashboard, the keys steer
+//! the session through [`SessionControl`] (every reply or error goes to the dashboard's log),
+//! and `--metrics ADDR` serves a second lossy sink. With stdout not a terminal it prints one
+//! line per pass instead (said once on stderr). The exit status comes from the engine's
+//! outcome: 0 clean, 1 a failed pass or verdict, 2 an error.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use crate::ui;
+use anyhow::Context;
+use baro_engine::model::Model;
+use baro_engine::session::{Check, Command, Outcome, Reply, Session, SessionBuilder, SinkKind};
+use baro_engine::telemetry::{Dispatch, EndReason, RunDetails, StageKind, Telemetry};
+use crossbeam_channel::{unbounded, Receiver, Sender};
+use ui::action::{Control, Note};
+use ui::state::{Meta, Severity};
+
+use crate::{DispatchArg, LiveArgs};
+
+/// Unread messages a dashboard or metrics sink holds before frames are dropped for it.
+const SINK_CAPACITY: usize = 256;
+
+/// Steers a running [`Session`] from the dashboard. Requests go to a worker thread that sends
+/// each command and waits for its reply (a command may take a pass, a rebuild much longer),
+/// so the UI never blocks; each reply or error comes back as a [`Note`] for the log.
+pub struct SessionControl<'s> {
+    session: &'s Session,
+    tx: Sender<Command>,
+    notes: Receiver<Note>,
+}
+
+impl<'s> SessionControl<'s> {
+    /// A control for `session` and its worker, on `scope`. The worker ends when the control
+    /// is dropped (after the command in flight).
+    pub fn new<'scope>(
+        session: &'s Session,
+        scope: &'scope std::thread::Scope<'scope, '_>,
+    ) -> anyhow::Result<SessionControl<'s>>
+    where
+        's: 'scope,
+    {
+        let (tx, rx) = unbounded::<Command>();
+        let (ntx, notes) = unbounded::<Note>();
+        std::thread::Builder::new()
+            .name("baro-control".into())
+            .spawn_scoped(scope, move || {
+                for cmd in rx {
+                    let what = describe(&cmd);
+                    let r = session.command(cmd);
+                    if ntx.send(note_of(&what, r)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .context("starting the control thread")?;
+        Ok(SessionControl { session, tx, notes })
+    }
+
+    fn send(&self, cmd: Command) {
+        // The worker lives as long as this control; a send fails only if it panicked.
+        let _ = self.tx.send(cmd);
+    }
+}
+
+impl Control for SessionControl<'_> {
+    fn pause(&self) {
+        self.send(Command::Pause);
+    }
+    fn resume(&self) {
+        self.send(Command::Resume);
+    }
+    fn step(&self) {
+        self.send(Command::Step);
+    }
+    fn set_dispatch(&self, d: Dispatch) {
+        self.send(Command::SetDispatch(d));
+    }
+    fn stop(&self) {
+        // Directly, not through the worker: a rebuild in flight must not delay quitting.
+        self.session.stop();
+    }
+    fn notes(&self) -> Option<Receiver<Note>> {
+        Some(self.notes.clone())
+    }
+}
+
+/// What a command asks, for its log line.
+fn describe(c: &Command) -> String {
+    match c {
+        Command::Pause => "pause".into(),
+        Command::Resume => "resume".into(),
+        Command::Step => "step".into(),
+        Command::Stop => "stop".into(),
+        Command::SetDispatch(d) => format!("switching dispatch to {d}"),
+        Command::SetGrid(g) => format!(
+            "changing the grid to {}",
+            g.map_or("the default".into(), |g| g.to_string())
+        ),
+        Command::Restart => "restart".into(),
+        Command::LoadModel(m) => format!("loading {}", m.source),
+    }
+}
+
+/// The log line of a command's reply or error.
+pub fn note_of(what: &str, r: baro_engine::Result<Reply>) -> Note {
+    let info = |text: String| Note {
+        sev: Severity::Info,
+        text,
+    };
+    match r {
+        Ok(Reply::Paused { passes }) => info(format!("paused after {passes} passes")),
+        Ok(Reply::Resumed) => info("resumed".into()),
+        Ok(Reply::Stepped { pass }) => info(format!("stepped: pass {pass}")),
+        Ok(Reply::Stopping) => info("stopping".into()),
+        Ok(Reply::Rebuilt(d)) => info(format!(
+            "dispatch switched to {} (grid {} x {} lanes); the sequence restarts",
+            d.dispatch, d.grid, d.wg_size
+        )),
+        Ok(Reply::Restarted { next_pass }) => {
+            info(format!("sequence restarts at pass {next_pass}"))
+        }
+        Err(e) => Note {
+            sev: Severity::Error,
+            text: format!("{what} failed: {e}"),
+        },
+    }
+}
+
+/// The exit status of a run: 0 clean, 1 a failed pass or verdict, 2 an engine error.
+pub fn exit_code(o: &Outcome) -> u8 {
+    match o.reason {
+        EndReason::Error { .. } | EndReason::DeviceLost => 2,
+        // The dashboard or the pipe went away: the run ended as its user asked.
+        EndReason::ConsumerGone if o.failed_passes == 0 && o.failed_checks == 0 => 0,
+        _ if o.clean() => 0,
+        _ => 1,
+    }
+}
+
+/// Weight bytes per (stage kind, layer) and the classifier's, taken before the model moves
+/// into the session; mapped onto the stage ids once the run's details are known.
+struct StageBytes {
+    /// Per layer: q, k, v, wo, gate+up, down.
+    layers: Vec<[u64; 6]>,
+    head: u64,
+}
+
+impl StageBytes {
+    fn of(m: &Model) -> StageBytes {
+        let b = |t: &baro_engine::model::Tensor| t.data.len() as u64;
+        StageBytes {
+            layers: m
+                .weights
+                .layers
+                .iter()
+                .map(|l| {
+                    [
+                        b(&l.wq),
+                        b(&l.wk),
+                        b(&l.wv),
+                        b(&l.wo),
+                        b(&l.w_gate) + b(&l.w_up),
+                        b(&l.w_down),
+                    ]
+                })
+                .collect(),
+            head: b(m.weights.classifier()),
+        }
+    }
+
+    /// Bytes each stage of `d` reads, by stage id (layer from the `kind.lN` name).
+    fn per_stage(&self, d: &RunDetails) -> Vec<u64> {
+        d.stages
+            .iter()
+            .map(|s| {
+                let layer = s
+                    .name
+                    .rsplit_once(".l")
+                    .and_then(|(_, n)| n.parse::<usize>().ok());
+                let at = |i: usize| layer.and_then(|l| self.layers.get(l)).map_or(0, |w| w[i]);
+                match s.kind {
+                    StageKind::Q => at(0),
+                    StageKind::K => at(1),
+                    StageKind::V => at(2),
+                    StageKind::Wo => at(3),
+                    StageKind::Ffn => at(4),
+                    StageKind::Down => at(5),
+                    StageKind::Head => self.head,
+                    StageKind::Attn | StageKind::Argmax => 0,
+                }
+            })
+            .collect()
+    }
+}
+
+/// The weights' quantisation: the types of the layer matrices (`Q4_0`, or `Q4_0+Q6_K` when
+/// mixed), else the embedding's.
+fn quant_name(m: &Model) -> String {
+    let mut names: Vec<String> = vec![];
+    for l in &m.weights.layers {
+        for t in [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down] {
+            let n = t.ty.to_string();
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+    }
+    if names.is_empty() {
+        names.push(m.weights.token_embd.ty.to_string());
+    }
+    names.join("+")
+}
+
+/// Token id → its text, as run.c's decode gives it (mid-sequence: leading spaces kept).
+fn token_decoder(m: &Model) -> ui::state::Decoder {
+    let tok = m.tokenizer.clone();
+    let prev = tok.eos_id();
+    Arc::new(move |id| {
+        baro_engine::tokenizer::printable(tok.decode(prev, id))
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default()
+    })
+}
+
+/// Flags that only the synthetic producer honours (refused on the engine).
+fn synthetic_only(a: &LiveArgs) -> Vec<&'static str> {
+    [("--rate", a.rate.is_some())]
+        .into_iter()
+        .filter_map(|(f, g)| g.then_some(f))
+        .collect()
+}
+
+/// Flags that only the engine honours (refused with `--synthetic`).
+fn engine_only(a: &LiveArgs) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = [
+        ("--model", a.model.model.is_some()),
+        ("--tokenizer", a.model.tokenizer.is_some()),
+        ("--metrics", a.metrics.is_some()),
+        ("--prompt", a.prompt.is_some()),
+        ("--temp", a.temp.is_some()),
+        ("--topp", a.topp.is_some()),
+        ("--seed", a.seed.is_some()),
+        ("--ctx", a.ctx.is_some()),
+        ("--check", a.check.is_some()),
+        ("--no-instrument", a.no_instrument),
+    ]
+    .into_iter()
+    .filter_map(|(f, g)| g.then_some(f))
+    .collect();
+    v.extend(a.gpu.given().into_iter().filter(|f| *f != "--grid"));
+    v
+}
+
+fn dashboard_options(a: &LiveArgs) -> anyhow::Result<ui::app::Options> {
+    let layout = ui::layout::Layout::load(&a.layout)?;
+    let depth = ui::theme::ColorDepth::detect(|k| std::env::var(k).ok());
+    Ok(ui::app::Options {
+        layout,
+        fps: a.fps,
+        theme: ui::theme::Theme::new(depth, a.ascii),
+    })
+}
+
+/// `baro-top live --synthetic`: the dashboard on generated telemetry, no GPU.
+pub fn synthetic(a: LiveArgs) -> anyhow::Result<ExitCode> {
+    use ui::synthetic::{self, Synth, SynthConfig};
+    if let Some(f) = engine_only(&a).first() {
+        match *f {
+            "--model" => anyhow::bail!(
+                "--model is not honoured with --synthetic (the synthetic producer has no model)"
+            ),
+            "--metrics" => anyhow::bail!(
+                "--metrics is not honoured with --synthetic: use `baro-top serve --metrics ADDR --synthetic`"
+            ),
+            f => anyhow::bail!(
+                "{f} is not honoured with --synthetic (it applies to the live engine only)"
+            ),
+        }
+    }
+    if let Some(r) = a.rate {
+        if !(r.is_finite() && r > 0.0) {
+            anyhow::bail!("--rate must be a number of passes per second above 0 (got {r})");
+        }
+    }
+    let opts = dashboard_options(&a)?;
+    let cfg = SynthConfig {
+        grid: a.gpu.grid.unwrap_or(132),
+        dispatch: a.dispatch.unwrap_or(DispatchArg::Mega).dispatch(),
+        rate_hz: a.rate.unwrap_or(60.0),
+        passes: a.passes,
+        ..Default::default()
+    };
+    let meta = synthetic::meta(Synth::new(cfg.clone()).details());
+    let (rx, ctl, producer) = synthetic::spawn(cfg);
+    let r = ui::app::run_or_headless(rx, &ctl, meta, opts);
+    let _ = producer.join();
+    r.map(|()| ExitCode::SUCCESS)
+}
+
+/// `baro-top live`: the dashboard on a live decode session.
+pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
+    if let Some(f) = synthetic_only(&a).first() {
+        anyhow::bail!(
+            "{f} is only honoured with --synthetic (the engine decodes as fast as it can)"
+        );
+    }
+    let opts = dashboard_options(&a)?;
+    let model = super::load_model(&a.model)?;
+    let positions = match a.ctx {
+        Some(n) => {
+            crate::validate::positions_fit("--ctx", n, model.config.seq_len)?;
+            n
+        }
+        None => model.config.seq_len.min(256),
+    };
+    let (temp, topp) = (a.temp.unwrap_or(0.0), a.topp.unwrap_or(0.9));
+    let seed = crate::validate::resolve_seed(a.seed.unwrap_or(1));
+    if a.seed == Some(0) && temp > 0.0 {
+        note!("live: seed 0 = the current time: seed {seed} (pass -s {seed} to repeat this run)");
+    }
+    let dev = super::open_gpu(&a.gpu)?;
+    let dispatch = a.dispatch.unwrap_or(DispatchArg::Mega).dispatch();
+    let bytes = StageBytes::of(&model);
+    let quant = quant_name(&model);
+    let decoder = token_decoder(&model);
+    let mut dopts = a.gpu.decoder_options(dispatch, positions);
+    dopts.instrument = !a.no_instrument;
+    let mut b = SessionBuilder::new(&dev, model, dopts)
+        .passes(a.passes)
+        .prompt(a.prompt.as_deref().unwrap_or("").as_bytes())
+        .sampling(temp, topp, seed)
+        .check(a.check.unwrap_or(Check::Auto))
+        // A monitor keeps decoding after a failed pass (shown, logged, and counted in the
+        // exit status); the sequence restarts.
+        .stop_on_fail(false);
+    let rx = b.subscribe(SinkKind::Lossy {
+        capacity: SINK_CAPACITY,
+    });
+    let metrics_rx = a.metrics.map(|_| {
+        b.subscribe(SinkKind::Lossy {
+            capacity: SINK_CAPACITY,
+        })
+    });
+    let session = b.spawn().context("starting the decode session")?;
+    let server = match (a.metrics, metrics_rx) {
+        (Some(addr), Some(mrx)) => {
+            let s = crate::metrics::serve(addr, mrx)?;
+            note!("live: metrics on http://{}/metrics", s.local_addr());
+            Some(s)
+        }
+        _ => None,
+    };
+    // The run's stage list (a late sink gets the current Start at once).
+    let details = match session
+        .subscribe(SinkKind::Lossy { capacity: 1 })
+        .recv_timeout(std::time::Duration::from_secs(5))
+    {
+        Ok(Telemetry::Start(d)) => Some(d),
+        _ => None,
+    };
+    let meta = Meta {
+        quant: Some(quant),
+        peak_bytes_per_s: None,
+        weight_bytes: details.as_ref().map_or(vec![], |d| bytes.per_stage(d)),
+        decoder: Some(decoder),
+    };
+    let shown = std::thread::scope(|scope| -> anyhow::Result<()> {
+        let ctl = SessionControl::new(&session, scope)?;
+        let r = ui::app::run_or_headless(rx, &ctl, meta, opts);
+        if r.is_err() {
+            ctl.stop();
+        }
+        r
+    });
+    // Whatever happened to the display, the session is stopped (if it has not ended) and
+    // waited for: the exit status is the engine's.
+    session.stop();
+    let outcome = session.wait().context("decode session")?;
+    drop(server);
+    shown?;
+    if outcome.failed_passes > 0 || outcome.failed_checks > 0 {
+        note!(
+            "live: {} failed passes, {} of {} checked passes failed against the CPU reference",
+            outcome.failed_passes,
+            outcome.failed_checks,
+            outcome.checked
+        );
+    }
+    if !matches!(
+        outcome.reason,
+        EndReason::Completed | EndReason::Stopped | EndReason::ConsumerGone
+    ) {
+        note!("live: the run ended: {}", outcome.reason);
+    }
+    Ok(ExitCode::from(exit_code(&outcome)))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn outcome(reason: EndReason, failed_passes: u64, failed_checks: u64) -> Outcome {
+        Outcome {
+            reason,
+            passes: 10,
+            failed_passes,
+            failed_checks,
+            checked: 10,
+        }
+    }
+
+    #[test]
+    fn exit_status_is_0_clean_1_failed_pass_or_verdict_2_engine_error() {
+        assert_eq!(exit_code(&outcome(EndReason::Stopped, 0, 0)), 0);
+        assert_eq!(exit_code(&outcome(EndReason::Completed, 0, 0)), 0);
+        assert_eq!(exit_code(&outcome(EndReason::ConsumerGone, 0, 0)), 0);
+        assert_eq!(exit_code(&outcome(EndReason::Stopped, 1, 0)), 1);
+        assert_eq!(exit_code(&outcome(EndReason::Stopped, 0, 1)), 1);
+        assert_eq!(exit_code(&outcome(EndReason::ConsumerGone, 0, 2)), 1);
+        assert_eq!(exit_code(&outcome(EndReason::Watchdog, 1, 0)), 1);
+        let err = EndReason::Error {
+            message: "x".into(),
+        };
+        assert_eq!(exit_code(&outcome(err, 0, 0)), 2);
+        assert_eq!(exit_code(&outcome(EndReason::DeviceLost, 0, 0)), 2);
+    }
+
+    #[test]
+    fn a_commands_error_is_an_error_line_naming_the_request() {
+        let what = describe(&Command::SetDispatch(Dispatch::Multi));
+        let n = note_of(
+            &what,
+            Err(baro_engine::Error::EngineThread(
+                "the session has ended".into(),
+            )),
+        );
+        assert_eq!(n.sev, Severity::Error);
+        assert!(
+            n.text.starts_with("switching dispatch to multi failed: ")
+                && n.text.contains("the session has ended"),
+            "{}",
+            n.text
+        );
+        let n = note_of("pause", Ok(Reply::Paused { passes: 7 }));
+        assert_eq!(
+            (n.sev, n.text.as_str()),
+            (Severity::Info, "paused after 7 passes")
+        );
+    }
+
+    #[test]
+    fn the_embedded_models_meta_names_its_quant_and_decodes_tokens_with_spaces() {
+        let m = Model::embedded().unwrap();
+        assert_eq!(quant_name(&m), "f32");
+        let d = token_decoder(&m);
+        let once = m.tokenizer.encode(b"Once upon", false, false);
+        let text: String = once.iter().map(|&t| d(t)).collect();
+        assert_eq!(text.trim_start(), "Once upon");
+        let bytes = StageBytes::of(&m);
+        assert_eq!(bytes.layers.len(), m.config.n_layers);
+        assert!(bytes.head > 0 && bytes.layers[0].iter().all(|&b| b > 0));
+    }
+}
