@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-of-session verification on the H200: gates, throughput at the default workgroup size,
-# event-ring overhead, run --headless/--json. Carry .gl and .bin.
+# event-ring overhead, run/--json. Carry .gl and .bin.
 set -u
 . bench/h200_env.sh
 {
@@ -17,8 +17,8 @@ for s in llama-1b llama-8b; do
   echo "== bench $s"; $B bench -m /tmp/$s.gguf --tokens 128 --runs 5 2>&1 | tail -6
   echo "== overhead $s"; $B bench -m /tmp/$s.gguf --tokens 128 --runs 7 --arms mega+instr,mega 2>&1 | tail -5
 done
-echo "== run 8b ring on"; $B run --headless --passes 3 -m /tmp/llama-8b.gguf 2>&1 | tail -4
-echo "== run 8b ring off"; $B run --headless --passes 3 --no-instrument -m /tmp/llama-8b.gguf 2>&1 | tail -4
+echo "== run 8b ring on"; $B run --passes 3 -m /tmp/llama-8b.gguf 2>&1 | tail -4
+echo "== run 8b ring off"; $B run --passes 3 --no-instrument -m /tmp/llama-8b.gguf 2>&1 | tail -4
 echo "== probe 1b"; $B devices --probe --probe-max 1024 -m /tmp/llama-1b.gguf 2>&1 | tail -1
 } > "$O/final.txt" 2>&1
 $B run --json --passes 2 -m /tmp/llama-1b.gguf > "$O/run_1b.jsonl" 2>/dev/null

@@ -19,7 +19,7 @@ for s in llama-1b llama-8b; do
   echo "== bench $s instrumentation overhead (multi)"; $B bench -m /tmp/$s.gguf --tokens 128 --runs 5 --dispatch multi --instrument both 2>&1 | tail -6
 done
 echo "== run --json llama-1b (3 passes)"; $B run --json --passes 3 -m /tmp/llama-1b.gguf 2>&1 | cut -c1-1500
-echo "== run --headless llama-8b"; $B run --headless --passes 4 -m /tmp/llama-8b.gguf 2>&1 | tail -5
+echo "== run llama-8b"; $B run --passes 4 -m /tmp/llama-8b.gguf 2>&1 | tail -5
 } > "$O/issue4.txt" 2>&1
 $B run --json --spans --passes 2 -m /tmp/llama-1b.gguf > "$O/run_1b.jsonl" 2>/dev/null
 tail -c 9000 "$O/issue4.txt"

@@ -11,6 +11,6 @@ for s in llama-1b llama-8b; do
     echo "== bench $s wg $w"; $B bench -m /tmp/$s.gguf --tokens 128 --runs 5 --wg-size $w 2>&1 | tail -6
   done
 done
-echo "== run --headless llama-8b"; $B run --headless --passes 3 -m /tmp/llama-8b.gguf 2>&1 | tail -4
+echo "== run llama-8b"; $B run --passes 3 -m /tmp/llama-8b.gguf 2>&1 | tail -4
 } > "$O/round4.txt" 2>&1
 cat "$O/round4.txt"

@@ -178,7 +178,7 @@ fn closed_stdout_ends_gpu_subcommands_quietly_with_status_0() {
     quiet_exit(&["devices"]);
     quiet_exit(&["devices", "--probe", "--probe-max", "1"]);
     quiet_exit(&["gate", "--steps", "2", "--dispatch", "multi"]);
-    quiet_exit(&["run", "--headless", "--passes", "2", "--dispatch", "multi"]);
+    quiet_exit(&["run", "--passes", "2", "--dispatch", "multi"]);
     quiet_exit(&[
         "generate",
         "--backend",
@@ -350,7 +350,6 @@ fn seed_0_means_the_current_time_in_run_as_in_generate() {
     let Some(_turn) = vulkan() else { return };
     let o = baro(&[
         "run",
-        "--headless",
         "--dispatch",
         "multi",
         "--passes",
@@ -585,7 +584,7 @@ fn gpu_commands_print_no_debug_values() {
     for args in [
         &["devices"][..],
         &["gate", "--steps", "2"][..],
-        &["run", "--headless", "--passes", "2", "--dispatch", "multi"][..],
+        &["run", "--passes", "2", "--dispatch", "multi"][..],
         &[
             "generate",
             "--backend",

@@ -1,4 +1,4 @@
-//! `baro-top run`: live decode with telemetry. `--headless` prints one line per pass (the fail
+//! `baro-top run`: headless live decode with telemetry: one line per pass (the fail
 //! word on every line); `--json` one JSON object per line (schema in README.md).
 
 use std::process::ExitCode;
@@ -14,11 +14,8 @@ use crate::{GpuArgs, ModelArgs};
 pub struct RunArgs {
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Print lines instead of the dashboard.
-    #[arg(long)]
-    pub headless: bool,
     /// One JSON object per line, the telemetry stream itself: start, frames, verdicts, end
-    /// (implies --headless; schema in README.md).
+    /// (schema in README.md).
     #[arg(long)]
     pub json: bool,
     /// Include every workgroup's span in the JSON.
