@@ -1,0 +1,127 @@
+//! Clock calibration: device clock ↔ timestamp queries ↔ host CLOCK_MONOTONIC.
+
+use super::*;
+
+/// Device clock ↔ timestamp-query calibration (see [`VulkanDecoder::calibrate`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// `timestamp_ns − clock_ns` at the sample (low 32 bits of the clock are what moves on
+    /// lavapipe: apply with wrapping arithmetic).
+    pub offset_ns: i64,
+    /// Half the width of the timestamp window around the clock sample.
+    pub uncertainty_ns: u64,
+    /// Timestamp (ns) at which it was taken.
+    pub at_ts_ns: u64,
+}
+
+impl VulkanDecoder {
+    /// Calibrate the shader's device clock against the timestamp-query domain: `samples`
+    /// single-workgroup dispatches that read the clock between two timestamps; the tightest
+    /// window wins. Returns `None` without a device clock or timestamps.
+    pub fn calibrate(&mut self, samples: usize) -> Result<Option<Calibration>> {
+        if !self.has_clock() || self.ctx.info.timestamp_bits == 0 {
+            return Ok(None);
+        }
+        let period = self.ctx.info.timestamp_period as f64;
+        let mut best: Option<Calibration> = None;
+        let (pipeline, layout, set, qpool, sync, readback) = (
+            self.pipeline,
+            self.layout,
+            self.set,
+            self.qpool,
+            self.sync.buffer,
+            self.readback.buffer,
+        );
+        for _ in 0..samples.max(1) {
+            let push: [u32; 8] = [0, 0, 0, 0, 0, 0, 0, 1];
+            // SAFETY: `cb` is recording (one_shot begins it); the query pool, pipeline,
+            // layout, set and buffers are this decoder's live handles; the copy reads 8 bytes
+            // inside `sync` and writes them at the start of `readback`.
+            self.one_shot(|d, cb| unsafe {
+                d.cmd_reset_query_pool(cb, qpool, 0, 2);
+                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
+                d.cmd_bind_descriptor_sets(
+                    cb,
+                    vk::PipelineBindPoint::COMPUTE,
+                    layout,
+                    0,
+                    &[set],
+                    &[],
+                );
+                d.cmd_push_constants(
+                    cb,
+                    layout,
+                    vk::ShaderStageFlags::COMPUTE,
+                    0,
+                    unsafe_words_as_bytes(&push),
+                );
+                d.cmd_write_timestamp(cb, vk::PipelineStageFlags::TOP_OF_PIPE, qpool, 0);
+                d.cmd_dispatch(cb, 1, 1, 1);
+                d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, qpool, 1);
+                barrier(
+                    d,
+                    cb,
+                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::AccessFlags::SHADER_WRITE,
+                    vk::AccessFlags::TRANSFER_READ,
+                );
+                d.cmd_copy_buffer(
+                    cb,
+                    sync,
+                    readback,
+                    &[vk::BufferCopy {
+                        src_offset: sy::CALIB as u64 * 4,
+                        dst_offset: 0,
+                        size: 8,
+                    }],
+                );
+                barrier(
+                    d,
+                    cb,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::PipelineStageFlags::HOST,
+                    vk::AccessFlags::TRANSFER_WRITE,
+                    vk::AccessFlags::HOST_READ,
+                );
+            })?;
+            let mut ts = [0u64; 2];
+            // SAFETY: the queries were written by the submission waited on above.
+            let got = unsafe {
+                self.ctx.device.get_query_pool_results(
+                    qpool,
+                    0,
+                    &mut ts,
+                    vk::QueryResultFlags::TYPE_64,
+                )
+            };
+            vkr("vkGetQueryPoolResults", got)?;
+            let map = self
+                .readback
+                .alloc
+                .as_ref()
+                .and_then(|a| a.mapped_slice())
+                .ok_or_else(|| Error::Vulkan("readback buffer is not host-mapped".into()))?;
+            let clock = u64::from_le_bytes([
+                map[0], map[1], map[2], map[3], map[4], map[5], map[6], map[7],
+            ]);
+            let t0 = (ts[0] as f64 * period) as u64;
+            let t1 = (ts[1] as f64 * period) as u64;
+            let mid = t0 / 2 + t1 / 2;
+            let c = Calibration {
+                offset_ns: mid as i64 - clock as i64,
+                uncertainty_ns: t1.saturating_sub(t0) / 2,
+                at_ts_ns: mid,
+            };
+            if best.is_none_or(|b| c.uncertainty_ns < b.uncertainty_ns) {
+                best = Some(c);
+            }
+        }
+        Ok(best)
+    }
+
+    /// The last pass's timestamp window `(start, end)` in ns of the timestamp domain.
+    pub fn last_pass_window(&self) -> Option<(u64, u64)> {
+        self.last_window
+    }
+}

@@ -1,0 +1,137 @@
+//! What a decoder reports: run details, the frame of a pass (ring decoding), accessors.
+
+use super::*;
+
+impl VulkanDecoder {
+    /// The device this decoder runs on.
+    pub fn context(&self) -> &Arc<GpuContext> {
+        &self.ctx
+    }
+
+    /// Whether the kernel reads the device clock (VK_KHR_shader_clock present and not
+    /// disabled).
+    pub fn has_clock(&self) -> bool {
+        self.ctx.info.device_clock && !self.opts.no_device_clock
+    }
+
+    /// Name of level `i`.
+    pub fn level_name(&self, i: u32) -> String {
+        self.program
+            .levels
+            .get(i as usize)
+            .map_or_else(|| format!("#{i}"), |l| l.name.clone())
+    }
+
+    /// Logits of the last pass (valid when `read_logits` is on).
+    pub fn logits(&self) -> &[f32] {
+        &self.logits
+    }
+
+    /// Static details of this decoder's program for the telemetry stream.
+    pub fn run_details(&self, model: &str) -> RunDetails {
+        let p = &self.program;
+        RunDetails {
+            schema_version: baro_telemetry::SCHEMA_VERSION,
+            device: self.ctx.info.name.clone(),
+            driver: self.ctx.info.driver.clone(),
+            device_kind: self.ctx.info.kind,
+            model: model.to_string(),
+            dispatch: self.opts.dispatch,
+            grid: self.grid,
+            wg_size: self.wg_size,
+            stages: p
+                .stages
+                .iter()
+                .enumerate()
+                .map(|(i, s)| StageDetails {
+                    id: i as u32,
+                    name: s.name.as_str().into(),
+                    level: s.level,
+                    kind: baro_telemetry::StageKind::from_code(s.kind as u32)
+                        .unwrap_or(baro_telemetry::StageKind::Argmax),
+                    rows: s.rows,
+                    units: s.units,
+                })
+                .collect(),
+            levels: p
+                .levels
+                .iter()
+                .enumerate()
+                .map(|(i, l)| LevelDetails {
+                    index: i as u32,
+                    name: l.name.as_str().into(),
+                    stages: (l.first..l.first + l.count).collect(),
+                })
+                .collect(),
+            instrumented: self.opts.instrument,
+            check: None,
+        }
+    }
+
+    /// Build the telemetry frame of the pass just run (`p` is what [`Self::step`] returned).
+    /// Stage timings come from the in-kernel ring when instrumentation is on; a torn ring
+    /// frame is flagged, never read.
+    pub fn frame(
+        &self,
+        details: &RunDetails,
+        pass_no: u64,
+        pos: usize,
+        token: u32,
+        next: u32,
+        p: &Pass,
+    ) -> Frame {
+        let mut f = Frame {
+            pass: pass_no,
+            pos: pos as u32,
+            token,
+            next,
+            wall_ns: p.wall.as_nanos() as u64,
+            gpu_ns: p.gpu_ns,
+            fail: FailReport::new(p.fail, |l| details.level_name(l)),
+            dispatch_ns: p.dispatch_ns.clone(),
+            timestamp_start_ns: self.last_window.map(|(t0, _)| t0),
+            ..Default::default()
+        };
+        // Without a device clock every stamp reads 0: there is nothing to decode (not torn).
+        if let Some(words) = self.last_frame().filter(|_| self.has_clock()) {
+            let mega = self.opts.dispatch == Dispatch::Mega;
+            // The sequence word is pass_id + 1 of the pass just run (`passes` was bumped).
+            match details.ring_layout().decode(&words, self.passes, mega) {
+                Ok(r) => {
+                    let disp: &[u64] = if mega { &[] } else { &p.dispatch_ns };
+                    f.stages = r
+                        .spans
+                        .stage_timings(&details.stages, &details.levels, disp);
+                    f.barriers = r.spans.barrier_timings();
+                    f.device_start_ns = Some(r.device_start_ns);
+                    f.spans = r.spans;
+                }
+                Err(_) => f.torn = true,
+            }
+        }
+        f
+    }
+
+    /// Logits of the last pass, mutable (samplers scale them in place).
+    pub fn logits_mut(&mut self) -> &mut [f32] {
+        &mut self.logits
+    }
+
+    /// The raw telemetry frame of the last pass (instrumented decoders), as words.
+    pub fn last_frame(&self) -> Option<Vec<u32>> {
+        if !self.opts.instrument {
+            return None;
+        }
+        let sync_words = 16 + self.grid as usize;
+        let out_words = self.vocab + 2 + 2 * self.grid as usize;
+        let map = self.readback.alloc.as_ref()?.mapped_slice()?;
+        let start = (sync_words + out_words) * 4;
+        let n = self.ring_frame_words as usize * 4;
+        Some(
+            map[start..start + n]
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+        )
+    }
+}

@@ -1,0 +1,370 @@
+//! `VulkanDecoder`: uploads a model, builds the decode pipeline and runs one pass per token,
+//! as one persistent dispatch (`Dispatch::Mega`) or one dispatch per stage (`Dispatch::Multi`).
+//!
+//! Safety is always on: every pass resets the sync words and poisons the logits and argmax,
+//! the kernel's spins are bounded and raise the fail word, each workgroup stamps its
+//! residency, and the host waits on the fence with a watchdog timeout. A pass's [`FailWord`]
+//! is returned with its result, pass or fail, for the caller to print.
+//!
+//! Files: this one (options, the decoder's state, buffers, drop), `setup` (buffers, upload,
+//! pipeline and specialisation, warm-up, submission), `frame` (run details, frame building,
+//! ring readback), `pass` (one pass: recording, submission under the watchdog, fail word and
+//! logits readback), `calibrate` (device clock ↔ timestamps ↔ host).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ash::vk;
+use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
+use gpu_allocator::MemoryLocation;
+
+use super::context::{vkr, DeviceKind, GpuContext};
+use super::program::{repack, Program, StageKind, TensorPlace};
+use crate::model::Model;
+use crate::{Error, Result};
+use baro_telemetry::{FailReport, Frame, LevelDetails, RunDetails, StageDetails};
+
+static SPV_CLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode.spv"));
+static SPV_NOCLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_noclock.spv"));
+static SPV_CPU: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_cpu.spv"));
+static SPV_CPU_NOCLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_cpu_noclock.spv"));
+
+use super::interface::{spec, sy};
+
+/// Poison written over the logits before each pass (a NaN no arithmetic produces).
+pub const POISON: u32 = 0x7FC0_0BAD;
+/// Weight buffers bound (shader `NCHUNK`).
+const NCHUNK: usize = 8;
+
+/// Fail-word bits (the telemetry crate's definition, shared with the shader's `FAIL_*`).
+pub use baro_telemetry::fail::bits as fail;
+/// The decoded fail word of one pass (the telemetry crate's type).
+pub use baro_telemetry::FailWord;
+
+/// How a pass is dispatched (the telemetry crate's type: `mega` or `multi`; "mode" is kept
+/// for the GPU's power states).
+pub use baro_telemetry::Dispatch;
+
+/// Decoder options.
+#[derive(Clone, Debug)]
+pub struct DecoderOptions {
+    /// Dispatch style.
+    pub dispatch: Dispatch,
+    /// Workgroups; default from the device ([`default_grid`]).
+    pub grid: Option<u32>,
+    /// Workgroup size; default 512 (dim < 4096) or 1024 lanes on GPUs, 64 on CPU devices.
+    pub wg_size: Option<u32>,
+    /// Positions the KV cache holds (clamped to the model's context).
+    pub max_seq: usize,
+    /// Write the telemetry ring.
+    pub instrument: bool,
+    /// Grid-barrier spin bound.
+    pub spin_timeout: Duration,
+    /// Host watchdog on each pass's fence; `None`: automatic ([`VulkanDecoder::watchdog`]:
+    /// the expected pass time plus the spin timeout plus a second on GPUs, more slack on CPU
+    /// devices, whose passes are at the mercy of the OS scheduler).
+    pub fence_timeout: Option<Duration>,
+    /// Copy the logits back every pass (needed for sampling and checks).
+    pub read_logits: bool,
+    /// Test only: make this stage kind do extra work.
+    pub test_slow_kind: Option<StageKind>,
+    /// Test only: this workgroup never arrives at a barrier.
+    pub test_stall_wg: Option<u32>,
+    /// Run the documented fallback for devices without VK_KHR_shader_clock even where the
+    /// clock exists: spins are bounded by the iteration budget alone and stamps read 0.
+    pub no_device_clock: bool,
+}
+
+impl Default for DecoderOptions {
+    fn default() -> Self {
+        DecoderOptions {
+            dispatch: Dispatch::Mega,
+            grid: None,
+            wg_size: None,
+            max_seq: 2048,
+            instrument: false,
+            spin_timeout: Duration::from_secs(1),
+            fence_timeout: None,
+            read_logits: true,
+            test_slow_kind: None,
+            test_stall_wg: None,
+            no_device_clock: false,
+        }
+    }
+}
+
+/// Result of one pass.
+#[derive(Clone, Debug)]
+pub struct Pass {
+    /// Argmax of the logits (lowest index on ties), `u32::MAX` if never written.
+    pub argmax: u32,
+    /// Its logit.
+    pub argmax_value: f32,
+    /// The fail word.
+    pub fail: FailWord,
+    /// GPU time of the whole pass from timestamps, ns.
+    pub gpu_ns: Option<u64>,
+    /// Per-dispatch GPU times (multi mode), ns.
+    pub dispatch_ns: Vec<u64>,
+    /// Host wall time from submit to fence.
+    pub wall: Duration,
+}
+
+struct Buffer {
+    buffer: vk::Buffer,
+    alloc: Option<Allocation>,
+}
+
+impl Buffer {
+    fn null() -> Self {
+        Buffer {
+            buffer: vk::Buffer::null(),
+            alloc: None,
+        }
+    }
+}
+
+/// Default grid for a device: NVIDIA SM count (one 256-lane workgroup per SM fits beside the
+/// decoder's registers and shared memory); CPU devices: LP_NUM_THREADS or the core count
+/// (lavapipe runs one workgroup per pool thread); otherwise 64.
+pub fn default_grid(ctx: &GpuContext) -> u32 {
+    let i = &ctx.info;
+    if i.kind == DeviceKind::Cpu {
+        let env = std::env::var("LP_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|&n| n > 0);
+        return env
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32));
+    }
+    i.sm_count.unwrap_or(64)
+}
+
+/// The largest workgroup size the decoder runs on a device: min(max workgroup size, 60
+/// subgroups), rounded down to a multiple of the subgroup size.
+pub fn max_wg_size(info: &super::context::DeviceInfo) -> u32 {
+    let sg = info.subgroup_size.max(1);
+    info.max_wg.min(60 * sg) / sg * sg
+}
+
+/// The decoder.
+pub struct VulkanDecoder {
+    ctx: Arc<GpuContext>,
+    /// The program it runs.
+    pub program: Program,
+    /// Options in force.
+    pub opts: DecoderOptions,
+    /// Workgroups.
+    pub grid: u32,
+    /// Workgroup size.
+    pub wg_size: u32,
+    vocab: usize,
+    mat_type: u32,
+    chunks: Vec<Buffer>,
+    state: Buffer,
+    kv: Buffer,
+    out: Buffer,
+    sync: Buffer,
+    prog: Buffer,
+    ring: Buffer,
+    readback: Buffer,
+    ring_frame_words: u32,
+    dsl: vk::DescriptorSetLayout,
+    layout: vk::PipelineLayout,
+    pipeline: vk::Pipeline,
+    dpool: vk::DescriptorPool,
+    set: vk::DescriptorSet,
+    /// This decoder's own command pool (a pool must be externally synchronized; one per
+    /// decoder lets decoders run on different threads without a lock).
+    pool: vk::CommandPool,
+    cmd: vk::CommandBuffer,
+    fence: vk::Fence,
+    qpool: vk::QueryPool,
+    n_queries: u32,
+    passes: u32,
+    last_window: Option<(u64, u64)>,
+    broken: Option<String>,
+    /// Wall times of the last completed passes (the watchdog's expectation).
+    recent_walls: std::collections::VecDeque<Duration>,
+    /// Weight bytes (the first pass's expectation on CPU devices).
+    weight_bytes: u64,
+    logits: Vec<f32>,
+}
+
+/// Passes the watchdog's expectation looks back over.
+const RECENT_WALLS: usize = 32;
+
+fn create_buffer(
+    ctx: &GpuContext,
+    name: &str,
+    size: u64,
+    usage: vk::BufferUsageFlags,
+    loc: MemoryLocation,
+) -> Result<Buffer> {
+    let size = size.max(16);
+    let ci = vk::BufferCreateInfo::default()
+        .size(size)
+        .usage(usage)
+        .sharing_mode(vk::SharingMode::EXCLUSIVE);
+    let d = &ctx.device;
+    // SAFETY: valid device and create info.
+    let buffer = vkr(&format!("vkCreateBuffer {name}"), unsafe {
+        d.create_buffer(&ci, None)
+    })?;
+    // SAFETY: buffer just created.
+    let requirements = unsafe { d.get_buffer_memory_requirements(buffer) };
+    let alloc = ctx
+        .allocator
+        .lock()
+        .map_err(|_| Error::Vulkan("allocator lock poisoned".into()))?
+        .allocate(&AllocationCreateDesc {
+            name,
+            requirements,
+            location: loc,
+            linear: true,
+            allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+        });
+    let alloc = match alloc {
+        Ok(a) => a,
+        Err(e) => {
+            // SAFETY: unbound buffer.
+            unsafe { d.destroy_buffer(buffer, None) };
+            return Err(Error::Vulkan(format!(
+                "allocating {name} ({:.1} MB): {e}",
+                size as f64 / 1e6
+            )));
+        }
+    };
+    // SAFETY: memory from the allocator satisfies the requirements.
+    if let Err(e) = unsafe { d.bind_buffer_memory(buffer, alloc.memory(), alloc.offset()) } {
+        let _ = ctx.allocator.lock().map(|mut a| a.free(alloc));
+        // SAFETY: buffer unused.
+        unsafe { d.destroy_buffer(buffer, None) };
+        return Err(Error::Vulkan(format!("binding {name}: {e:?}")));
+    }
+    Ok(Buffer {
+        buffer,
+        alloc: Some(alloc),
+    })
+}
+
+fn destroy_buffer(ctx: &GpuContext, b: &mut Buffer) {
+    if let Some(a) = b.alloc.take() {
+        if let Ok(mut al) = ctx.allocator.lock() {
+            let _ = al.free(a);
+        }
+        // SAFETY: the device is idle (callers wait) and the buffer is no longer used.
+        unsafe { ctx.device.destroy_buffer(b.buffer, None) };
+    }
+}
+
+const STORAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
+    vk::BufferUsageFlags::STORAGE_BUFFER.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_DST.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_SRC.as_raw(),
+);
+
+mod calibrate;
+mod frame;
+mod pass;
+mod setup;
+
+pub use calibrate::Calibration;
+
+/// One global memory barrier from (`src`, `src_access`) to (`dst`, `dst_access`).
+///
+/// # Safety
+/// `cb` must be a command buffer of `d` in the recording state.
+unsafe fn barrier(
+    d: &ash::Device,
+    cb: vk::CommandBuffer,
+    src: vk::PipelineStageFlags,
+    dst: vk::PipelineStageFlags,
+    src_access: vk::AccessFlags,
+    dst_access: vk::AccessFlags,
+) {
+    let b = [vk::MemoryBarrier::default()
+        .src_access_mask(src_access)
+        .dst_access_mask(dst_access)];
+    // SAFETY: guaranteed by the caller.
+    unsafe { d.cmd_pipeline_barrier(cb, src, dst, vk::DependencyFlags::empty(), &b, &[], &[]) };
+}
+
+/// View u32 words as bytes (little-endian hosts only, which is all Vulkan runs on here).
+fn unsafe_words_as_bytes(w: &[u32]) -> &[u8] {
+    // SAFETY: u8 has no alignment or validity requirements; the length is exact.
+    unsafe { std::slice::from_raw_parts(w.as_ptr() as *const u8, std::mem::size_of_val(w)) }
+}
+
+impl crate::generate::Decode for VulkanDecoder {
+    fn max_seq(&self) -> usize {
+        self.program.max_seq as usize
+    }
+
+    fn forward(&mut self, token: u32, pos: usize) -> Result<&mut [f32]> {
+        let p = self.step(token, pos)?;
+        if !p.fail.ok() {
+            return Err(Error::Vulkan(format!(
+                "pass at position {pos}: {}",
+                p.fail.line(|l| self.level_name(l))
+            )));
+        }
+        Ok(&mut self.logits)
+    }
+}
+
+impl Drop for VulkanDecoder {
+    fn drop(&mut self) {
+        let ctx = self.ctx.clone();
+        if ctx.is_hung() {
+            // Some work on this device missed its watchdog and may never finish: waiting for
+            // the device could block for minutes, and freeing what it may still use is
+            // undefined. Leak every handle (the process exit reclaims them).
+            return;
+        }
+        let d = &ctx.device;
+        // SAFETY: wait for the device, then destroy every handle this decoder created.
+        unsafe {
+            ctx.wait_idle();
+            if self.qpool != vk::QueryPool::null() {
+                d.destroy_query_pool(self.qpool, None);
+            }
+            if self.dpool != vk::DescriptorPool::null() {
+                d.destroy_descriptor_pool(self.dpool, None);
+            }
+            if self.pipeline != vk::Pipeline::null() {
+                d.destroy_pipeline(self.pipeline, None);
+            }
+            if self.layout != vk::PipelineLayout::null() {
+                d.destroy_pipeline_layout(self.layout, None);
+            }
+            if self.dsl != vk::DescriptorSetLayout::null() {
+                d.destroy_descriptor_set_layout(self.dsl, None);
+            }
+            if self.fence != vk::Fence::null() {
+                d.destroy_fence(self.fence, None);
+            }
+            if self.cmd != vk::CommandBuffer::null() {
+                d.free_command_buffers(self.pool, &[self.cmd]);
+            }
+            if self.pool != vk::CommandPool::null() {
+                d.destroy_command_pool(self.pool, None);
+            }
+        }
+        let mut bufs = std::mem::take(&mut self.chunks);
+        for b in [
+            &mut self.state,
+            &mut self.kv,
+            &mut self.out,
+            &mut self.sync,
+            &mut self.prog,
+            &mut self.ring,
+            &mut self.readback,
+        ] {
+            destroy_buffer(&ctx, b);
+        }
+        for b in bufs.iter_mut() {
+            destroy_buffer(&ctx, b);
+        }
+    }
+}

@@ -1,0 +1,627 @@
+//! Creating a decoder: buffers, upload, the pipeline with its specialisation, warm-up, and
+//! the submit/wait path every command buffer goes through.
+
+use super::*;
+
+impl VulkanDecoder {
+    /// Upload `model` and build the pipeline.
+    pub fn new(ctx: Arc<GpuContext>, model: &Model, opts: DecoderOptions) -> Result<VulkanDecoder> {
+        let info = ctx.info.clone();
+        let cpu = info.kind == DeviceKind::Cpu;
+        if opts.grid == Some(0) {
+            return Err(Error::Invalid(
+                "grid 0: a pass needs at least one workgroup".into(),
+            ));
+        }
+        let grid = opts.grid.unwrap_or_else(|| default_grid(&ctx)).max(1);
+        // Measured on the H200 (bench/RESULTS.md, round 4): more warps per SM keep more weight
+        // loads in flight; 512 lanes are best for d 2048, 1024 for d 4096. CPU devices: 64.
+        // A default is clamped to the device; a size the caller asked for is refused when the
+        // device cannot run it, naming the real limit.
+        let sg = info.subgroup_size.max(1);
+        let limit = max_wg_size(&info);
+        let wg_size = match opts.wg_size {
+            Some(w) => w,
+            None => (if cpu {
+                64
+            } else if model.config.dim >= 4096 {
+                1024
+            } else {
+                512
+            })
+            .min(limit.max(sg)),
+        };
+        if wg_size == 0 || wg_size > limit || !wg_size.is_multiple_of(sg) {
+            return Err(Error::Invalid(format!(
+                "workgroup size {wg_size}: this device runs multiples of its subgroup size {sg} up to {limit} lanes (min(max workgroup {}, 60 subgroups), rounded down to the subgroup size)",
+                info.max_wg
+            )));
+        }
+        if grid > 65535 {
+            return Err(Error::Invalid(format!("grid {grid} is larger than 65535")));
+        }
+        let c = &model.config;
+        let max_seq = opts.max_seq.clamp(1, c.seq_len);
+        // Shared memory: the input vector, plus small reduction arrays.
+        // Usable floats of the skewed input vector (one pad per 32), beside the small arrays.
+        let shared_floats = ((info.max_shared as usize).saturating_sub(1024)) / 4 * 32 / 33;
+        if c.dim > shared_floats {
+            return Err(Error::Invalid(format!(
+                "model dim {} needs {} bytes of shared memory; the device has {}",
+                c.dim,
+                c.dim * 4 + 1024,
+                info.max_shared
+            )));
+        }
+        // The FFN input goes through shared memory whole when it fits, else in as few
+        // block-aligned chunks as the shared memory allows (see stage_down_chunked).
+        let sx_cap = if c.hidden_dim <= shared_floats {
+            c.hidden_dim.max(c.dim)
+        } else {
+            (shared_floats / 32 * 32).max(c.dim)
+        };
+        let program = Program::new(model, max_seq);
+
+        let mut dec = VulkanDecoder {
+            ctx: ctx.clone(),
+            opts: DecoderOptions {
+                max_seq,
+                ..opts.clone()
+            },
+            grid,
+            wg_size,
+            vocab: c.vocab_size,
+            mat_type: {
+                let w = &model.weights;
+                let mut tys = w
+                    .layers
+                    .iter()
+                    .flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_down, &l.w_up])
+                    .chain([w.classifier()])
+                    .map(|t| t.ty);
+                let first = tys.next();
+                match first {
+                    Some(f) if tys.all(|t| t == f) => f.id(),
+                    _ => 0xFFFF,
+                }
+            },
+            chunks: vec![],
+            state: Buffer::null(),
+            kv: Buffer::null(),
+            out: Buffer::null(),
+            sync: Buffer::null(),
+            prog: Buffer::null(),
+            ring: Buffer::null(),
+            readback: Buffer::null(),
+            ring_frame_words: 0,
+            dsl: vk::DescriptorSetLayout::null(),
+            layout: vk::PipelineLayout::null(),
+            pipeline: vk::Pipeline::null(),
+            dpool: vk::DescriptorPool::null(),
+            set: vk::DescriptorSet::null(),
+            pool: vk::CommandPool::null(),
+            cmd: vk::CommandBuffer::null(),
+            fence: vk::Fence::null(),
+            qpool: vk::QueryPool::null(),
+            n_queries: 0,
+            passes: 0,
+            last_window: None,
+            broken: None,
+            recent_walls: Default::default(),
+            weight_bytes: model
+                .weights
+                .tensors()
+                .iter()
+                .map(|t| t.data.len() as u64)
+                .sum(),
+            logits: vec![0.0; c.vocab_size],
+            program,
+        };
+        // From here on, Drop cleans up whatever was created if a step fails.
+        dec.setup(c, sx_cap as u32, cpu)?;
+        Ok(dec)
+    }
+
+    pub(super) fn setup(
+        &mut self,
+        cfg: &crate::model::Config,
+        sx_cap: u32,
+        cpu: bool,
+    ) -> Result<()> {
+        let ctx = self.ctx.clone();
+        let d = &ctx.device;
+        // SAFETY: every handle is created from `d` and stored in `self`, which destroys them
+        // in Drop after waiting for the device (or leaks them when the device hung).
+        unsafe {
+            self.pool = vkr(
+                "vkCreateCommandPool",
+                d.create_command_pool(
+                    &vk::CommandPoolCreateInfo::default()
+                        .queue_family_index(ctx.info.queue_family)
+                        .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
+                    None,
+                ),
+            )?;
+            let ci = vk::CommandBufferAllocateInfo::default()
+                .command_pool(self.pool)
+                .level(vk::CommandBufferLevel::PRIMARY)
+                .command_buffer_count(1);
+            self.cmd = vkr("vkAllocateCommandBuffers", d.allocate_command_buffers(&ci))?[0];
+            self.fence = vkr(
+                "vkCreateFence",
+                d.create_fence(&vk::FenceCreateInfo::default(), None),
+            )?;
+        }
+        // Weights: pack tensors into chunks no larger than the storage range.
+        let cap_words = (ctx.info.max_storage_range.min(1 << 31) / 4).saturating_sub(64);
+        let mut places = vec![];
+        let mut chunk_words: Vec<u64> = vec![0];
+        let mut packed = vec![];
+        for t in &self.program.tensors {
+            let (words, row_words, sc) = repack(t);
+            let n = words.len() as u64;
+            if n > cap_words {
+                return Err(Error::Invalid(format!(
+                    "{}: {} MB is larger than one storage buffer can hold",
+                    t.name,
+                    n * 4 / 1_000_000
+                )));
+            }
+            if chunk_words.last().copied().unwrap_or(0) + n > cap_words {
+                chunk_words.push(0);
+            }
+            if chunk_words.len() > NCHUNK {
+                return Err(Error::Invalid(format!(
+                    "model needs more than {NCHUNK} weight buffers of {} MB",
+                    cap_words * 4 / 1_000_000
+                )));
+            }
+            let chunk = chunk_words.len() - 1;
+            let base = chunk_words[chunk];
+            places.push(TensorPlace {
+                chunk: chunk as u32,
+                qs: base as u32,
+                sc: base as u32 + sc,
+                row_words,
+                words: n,
+            });
+            // Keep each tensor 16-byte aligned.
+            chunk_words[chunk] = (base + n).div_ceil(4) * 4;
+            packed.push(words);
+        }
+        for (i, &w) in chunk_words.iter().enumerate() {
+            let b = create_buffer(
+                &ctx,
+                &format!("weights.chunk{i}"),
+                w * 4,
+                STORAGE,
+                MemoryLocation::GpuOnly,
+            )?;
+            self.chunks.push(b);
+        }
+        let c_state = self.program.state_floats * 4;
+        // These are bound whole: each must fit one storage-buffer range.
+        let range = ctx.info.max_storage_range;
+        for (name, bytes) in [
+            ("state", c_state),
+            ("kv_cache", self.program.kv_floats * 4),
+            ("logits", (self.vocab as u64 + 2 + 2 * self.grid as u64) * 4),
+        ] {
+            if bytes > range {
+                return Err(Error::Invalid(format!(
+                    "{name} needs {:.1} MiB but the device binds at most {:.1} MiB per storage buffer: use a shorter context (max_seq {})",
+                    bytes as f64 / 1048576.0,
+                    range as f64 / 1048576.0,
+                    self.program.max_seq
+                )));
+            }
+        }
+        self.state = create_buffer(&ctx, "state", c_state, STORAGE, MemoryLocation::GpuOnly)?;
+        self.kv = create_buffer(
+            &ctx,
+            "kv_cache",
+            self.program.kv_floats * 4,
+            STORAGE,
+            MemoryLocation::GpuOnly,
+        )?;
+        let out_words = self.vocab as u64 + 2 + 2 * self.grid as u64;
+        self.out = create_buffer(
+            &ctx,
+            "logits",
+            out_words * 4,
+            STORAGE,
+            MemoryLocation::GpuOnly,
+        )?;
+        let sync_words = 16 + self.grid as u64;
+        self.sync = create_buffer(
+            &ctx,
+            "sync",
+            sync_words * 4,
+            STORAGE,
+            MemoryLocation::GpuOnly,
+        )?;
+        let n_stages = self.program.stages.len() as u32;
+        let n_levels = self.program.levels.len() as u32;
+        self.ring_frame_words = 4 + (n_stages + n_levels) * self.grid * 4;
+        let ring_slots = 1u32;
+        self.ring = create_buffer(
+            &ctx,
+            "telemetry.ring",
+            self.ring_frame_words as u64 * 4 * ring_slots as u64,
+            STORAGE,
+            MemoryLocation::GpuOnly,
+        )?;
+        let prog_words = self
+            .program
+            .words(&places, (self.ring_frame_words, ring_slots));
+        self.prog = create_buffer(
+            &ctx,
+            "program",
+            prog_words.len() as u64 * 4,
+            STORAGE,
+            MemoryLocation::GpuOnly,
+        )?;
+        let rb = (sync_words + out_words + self.ring_frame_words as u64) * 4;
+        self.readback = create_buffer(
+            &ctx,
+            "readback",
+            rb,
+            vk::BufferUsageFlags::TRANSFER_DST,
+            MemoryLocation::GpuToCpu,
+        )?;
+
+        // Uploads.
+        let rope: Vec<u32> = Program::rope_table(cfg, self.program.max_seq as usize)
+            .iter()
+            .map(|f| f.to_bits())
+            .collect();
+        let off_rope = prog_words[crate::vulkan::program::h::OFF_ROPE] as u64;
+        let mut uploads: Vec<(usize, u64, Vec<u32>)> = vec![]; // (buffer id, word offset, words)
+        for (p, w) in places.iter().zip(packed) {
+            uploads.push((p.chunk as usize, p.qs as u64, w));
+        }
+        uploads.push((100, 0, prog_words));
+        uploads.push((101, off_rope, rope));
+        self.upload(uploads)?;
+        self.build_pipeline(sx_cap, cpu)?;
+        self.warm_up()?;
+        Ok(())
+    }
+
+    /// Write `(buffer, word offset, words)` through a staging buffer. Buffer ids: chunk index,
+    /// 100 program, 101 state.
+    pub(super) fn upload(&mut self, items: Vec<(usize, u64, Vec<u32>)>) -> Result<()> {
+        let ctx = self.ctx.clone();
+        let stage_bytes: u64 = 64 << 20;
+        let mut staging = create_buffer(
+            &ctx,
+            "staging",
+            stage_bytes,
+            vk::BufferUsageFlags::TRANSFER_SRC,
+            MemoryLocation::CpuToGpu,
+        )?;
+        let r = (|| -> Result<()> {
+            for (id, off, words) in items {
+                let dst = match id {
+                    100 => self.prog.buffer,
+                    101 => self.state.buffer,
+                    i => self.chunks[i].buffer,
+                };
+                let bytes: &[u8] = unsafe_words_as_bytes(&words);
+                let mut done = 0usize;
+                while done < bytes.len() {
+                    let n = (bytes.len() - done).min(stage_bytes as usize);
+                    let map = staging
+                        .alloc
+                        .as_mut()
+                        .and_then(|a| a.mapped_slice_mut())
+                        .ok_or_else(|| Error::Vulkan("staging buffer is not host-mapped".into()))?;
+                    map[..n].copy_from_slice(&bytes[done..done + n]);
+                    let region = vk::BufferCopy {
+                        src_offset: 0,
+                        dst_offset: off * 4 + done as u64,
+                        size: n as u64,
+                    };
+                    // SAFETY: `cb` is this decoder's command buffer in the recording state
+                    // (one_shot begins it); both buffers are live and the region lies inside
+                    // each (staging holds n bytes, dst was sized for the whole upload).
+                    self.one_shot(|d, cb| unsafe {
+                        d.cmd_copy_buffer(cb, staging.buffer, dst, &[region])
+                    })?;
+                    done += n;
+                }
+            }
+            Ok(())
+        })();
+        if self.broken.is_none() {
+            destroy_buffer(&ctx, &mut staging);
+        } // else: a copy may still be reading it; leak it rather than free it under the GPU
+
+        r
+    }
+
+    /// Dispatch the pipeline once (one workgroup, the calibration branch) so its JIT compile
+    /// happens here and not under the first pass's watchdog: llvmpipe compiles a pipeline at
+    /// its first dispatch, which for this kernel takes seconds on a small CPU.
+    pub(super) fn warm_up(&mut self) -> Result<()> {
+        let saved = self.opts.fence_timeout;
+        self.opts.fence_timeout = Some(Duration::from_secs(600));
+        let (pipeline, layout, set) = (self.pipeline, self.layout, self.set);
+        let push: [u32; 8] = [0, 0, 0, 0, 0, 0, 0, 1];
+        // SAFETY: `cb` is recording (one_shot begins it); pipeline, layout and set are this
+        // decoder's live handles, and the push constants match the layout's 32-byte range.
+        let r = self.one_shot(|d, cb| unsafe {
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
+            d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
+            d.cmd_push_constants(
+                cb,
+                layout,
+                vk::ShaderStageFlags::COMPUTE,
+                0,
+                unsafe_words_as_bytes(&push),
+            );
+            d.cmd_dispatch(cb, 1, 1, 1);
+        });
+        self.opts.fence_timeout = saved;
+        r.map_err(|e| {
+            Error::Vulkan(format!(
+                "compiling the decode pipeline (first dispatch): {e}"
+            ))
+        })
+    }
+
+    /// Reset and begin the decoder's command buffer.
+    pub(super) fn begin_commands(&self) -> Result<vk::CommandBuffer> {
+        let d = &self.ctx.device;
+        // SAFETY: the command buffer is ours and idle (every submission is waited on).
+        unsafe {
+            vkr(
+                "vkResetCommandBuffer",
+                d.reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty()),
+            )?;
+            vkr(
+                "vkBeginCommandBuffer",
+                d.begin_command_buffer(
+                    self.cmd,
+                    &vk::CommandBufferBeginInfo::default()
+                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+                ),
+            )?;
+        }
+        Ok(self.cmd)
+    }
+
+    /// End, submit and wait up to `timeout` (the watchdog). `Ok(false)`: it timed out; the
+    /// caller reports it and the decoder refuses further work.
+    pub(super) fn submit_and_wait(&mut self, timeout: Duration, what: &str) -> Result<bool> {
+        let d = &self.ctx.device;
+        // SAFETY: the command buffer was recorded by begin_commands and its users; the fence is
+        // unsignalled (reset after every completed wait).
+        unsafe {
+            vkr("vkEndCommandBuffer", d.end_command_buffer(self.cmd))?;
+            let cbs = [self.cmd];
+            let si = [vk::SubmitInfo::default().command_buffers(&cbs)];
+            self.ctx.submit(&si, self.fence)?;
+            let r = d.wait_for_fences(&[self.fence], true, timeout.as_nanos() as u64);
+            if r == Err(vk::Result::TIMEOUT) {
+                self.broken = Some(format!(
+                    "{what} did not finish within {:.1} s (watchdog); the device is abandoned",
+                    timeout.as_secs_f64()
+                ));
+                // The GPU may never finish it: from now on nothing waits for this device.
+                self.ctx.mark_hung();
+                return Ok(false);
+            }
+            vkr("vkWaitForFences", r)?;
+            vkr("vkResetFences", d.reset_fences(&[self.fence]))?;
+        }
+        Ok(true)
+    }
+
+    pub(super) fn one_shot(
+        &mut self,
+        rec: impl FnOnce(&ash::Device, vk::CommandBuffer),
+    ) -> Result<()> {
+        let cb = self.begin_commands()?;
+        rec(&self.ctx.device, cb);
+        let limit = self.opts.fence_timeout.unwrap_or(Duration::from_secs(60));
+        if !self.submit_and_wait(limit, "a transfer")? {
+            return Err(Error::Watchdog(format!(
+                "a transfer did not complete within {} s",
+                limit.as_secs_f64()
+            )));
+        }
+        Ok(())
+    }
+
+    pub(super) fn build_pipeline(&mut self, sx_cap: u32, cpu: bool) -> Result<()> {
+        let ctx = self.ctx.clone();
+        let d = &ctx.device;
+        let spv = match (cpu, self.has_clock()) {
+            (false, true) => SPV_CLOCK,
+            (false, false) => SPV_NOCLOCK,
+            (true, true) => SPV_CPU,
+            (true, false) => SPV_CPU_NOCLOCK,
+        };
+        let code = ash::util::read_spv(&mut std::io::Cursor::new(spv))
+            .map_err(|e| Error::Vulkan(format!("embedded SPIR-V: {e}")))?;
+        let n_chunks = self.chunks.len();
+        // SAFETY: all create infos reference live locals; handles are stored for Drop.
+        unsafe {
+            let mut bindings = vec![vk::DescriptorSetLayoutBinding::default()
+                .binding(0)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(NCHUNK as u32)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)];
+            for b in 1..=6 {
+                bindings.push(
+                    vk::DescriptorSetLayoutBinding::default()
+                        .binding(b)
+                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                        .descriptor_count(1)
+                        .stage_flags(vk::ShaderStageFlags::COMPUTE),
+                );
+            }
+            self.dsl = vkr(
+                "vkCreateDescriptorSetLayout",
+                d.create_descriptor_set_layout(
+                    &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
+                    None,
+                ),
+            )?;
+            let pcr = [vk::PushConstantRange {
+                stage_flags: vk::ShaderStageFlags::COMPUTE,
+                offset: 0,
+                size: 32,
+            }];
+            let dsls = [self.dsl];
+            self.layout = vkr(
+                "vkCreatePipelineLayout",
+                d.create_pipeline_layout(
+                    &vk::PipelineLayoutCreateInfo::default()
+                        .set_layouts(&dsls)
+                        .push_constant_ranges(&pcr),
+                    None,
+                ),
+            )?;
+            let mega = self.opts.dispatch == Dispatch::Mega;
+            // Back-edge budget: lavapipe ends loops silently at 65,535; a GPU without a
+            // device clock bounds its spins by count (~1 s at ~50 ns per poll). Counted
+            // conservatively (quantised blocks' inner loops included), so the budget can sit
+            // just under the limit.
+            let budget = if cpu {
+                64_000
+            } else if !self.has_clock() {
+                20_000_000
+            } else {
+                0
+            };
+            // Indexed by the interface table's ids, so no value can land on another's id.
+            let mut spec = [0u32; spec::COUNT as usize];
+            for (id, value) in [
+                (spec::WG_SIZE, self.wg_size),
+                (spec::MEGA, mega as u32),
+                (spec::GRID, self.grid),
+                (spec::SX_CAP, sx_cap),
+                (spec::INSTR, self.opts.instrument as u32),
+                (spec::HAS_CLOCK, self.has_clock() as u32),
+                (spec::ITER_BUDGET, budget),
+                (spec::CPU_PAUSE, cpu as u32),
+                (
+                    spec::TEST_SLOW_KIND,
+                    self.opts.test_slow_kind.map_or(0xFFFF, |k| k as u32),
+                ),
+                (
+                    spec::TEST_STALL_WG,
+                    self.opts.test_stall_wg.unwrap_or(u32::MAX),
+                ),
+                (spec::NCHUNK_USED, n_chunks as u32),
+                (spec::MAX_WG, 1024),
+                (spec::MAT_TY, self.mat_type),
+            ] {
+                spec[id as usize] = value;
+            }
+            let entries: Vec<vk::SpecializationMapEntry> = (0..spec::COUNT)
+                .map(|i| vk::SpecializationMapEntry {
+                    constant_id: i,
+                    offset: i * 4,
+                    size: 4,
+                })
+                .collect();
+            let spec_bytes = unsafe_words_as_bytes(&spec);
+            let si = vk::SpecializationInfo::default()
+                .map_entries(&entries)
+                .data(spec_bytes);
+            // Created last, so no error path above leaks it; destroyed right after use.
+            let module = vkr(
+                "vkCreateShaderModule",
+                d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None),
+            )?;
+            let stage = vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::COMPUTE)
+                .module(module)
+                .name(c"main")
+                .specialization_info(&si);
+            let pci = [vk::ComputePipelineCreateInfo::default()
+                .stage(stage)
+                .layout(self.layout)];
+            let p = d.create_compute_pipelines(vk::PipelineCache::null(), &pci, None);
+            d.destroy_shader_module(module, None);
+            self.pipeline = match p {
+                Ok(v) => v[0],
+                Err((_, e)) => {
+                    return Err(Error::Vulkan(format!(
+                        "creating the decode pipeline: {e:?}"
+                    )))
+                }
+            };
+            let sizes = [vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::STORAGE_BUFFER,
+                descriptor_count: NCHUNK as u32 + 6,
+            }];
+            self.dpool = vkr(
+                "vkCreateDescriptorPool",
+                d.create_descriptor_pool(
+                    &vk::DescriptorPoolCreateInfo::default()
+                        .max_sets(1)
+                        .pool_sizes(&sizes),
+                    None,
+                ),
+            )?;
+            self.set = vkr(
+                "vkAllocateDescriptorSets",
+                d.allocate_descriptor_sets(
+                    &vk::DescriptorSetAllocateInfo::default()
+                        .descriptor_pool(self.dpool)
+                        .set_layouts(&dsls),
+                ),
+            )?[0];
+            let chunk_infos: Vec<vk::DescriptorBufferInfo> = (0..NCHUNK)
+                .map(|i| {
+                    let b = &self.chunks[i.min(n_chunks - 1)];
+                    vk::DescriptorBufferInfo {
+                        buffer: b.buffer,
+                        offset: 0,
+                        range: vk::WHOLE_SIZE,
+                    }
+                })
+                .collect();
+            let one = |b: &Buffer| {
+                [vk::DescriptorBufferInfo {
+                    buffer: b.buffer,
+                    offset: 0,
+                    range: vk::WHOLE_SIZE,
+                }]
+            };
+            let infos = [
+                one(&self.state),
+                one(&self.kv),
+                one(&self.out),
+                one(&self.sync),
+                one(&self.prog),
+                one(&self.ring),
+            ];
+            let mut writes = vec![vk::WriteDescriptorSet::default()
+                .dst_set(self.set)
+                .dst_binding(0)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .buffer_info(&chunk_infos)];
+            for (i, inf) in infos.iter().enumerate() {
+                writes.push(
+                    vk::WriteDescriptorSet::default()
+                        .dst_set(self.set)
+                        .dst_binding(i as u32 + 1)
+                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                        .buffer_info(inf),
+                );
+            }
+            d.update_descriptor_sets(&writes, &[]);
+            self.n_queries = 2 + self.program.stages.len() as u32 * 2;
+            let qci = vk::QueryPoolCreateInfo::default()
+                .query_type(vk::QueryType::TIMESTAMP)
+                .query_count(self.n_queries);
+            self.qpool = vkr("vkCreateQueryPool", d.create_query_pool(&qci, None))?;
+        }
+        Ok(())
+    }
+}
