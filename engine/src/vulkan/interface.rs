@@ -294,23 +294,22 @@ mod tests {
     }
 
     #[test]
-    fn stage_kind_codes_equal_the_program_and_telemetry_kinds() {
-        use super::super::program::StageKind as P;
+    fn stage_kind_codes_equal_the_telemetry_kinds() {
         use baro_telemetry::StageKind as T;
         let table = [
-            (super::k::Q, P::Q as u32, T::Q),
-            (super::k::K, P::K as u32, T::K),
-            (super::k::V, P::V as u32, T::V),
-            (super::k::ATTN, P::Attn as u32, T::Attn),
-            (super::k::WO, P::Wo as u32, T::Wo),
-            (super::k::FFN, P::Ffn as u32, T::Ffn),
-            (super::k::DOWN, P::Down as u32, T::Down),
-            (super::k::HEAD, P::Head as u32, T::Head),
-            (super::k::ARGMAX, P::Argmax as u32, T::Argmax),
+            (super::k::Q, T::Q),
+            (super::k::K, T::K),
+            (super::k::V, T::V),
+            (super::k::ATTN, T::Attn),
+            (super::k::WO, T::Wo),
+            (super::k::FFN, T::Ffn),
+            (super::k::DOWN, T::Down),
+            (super::k::HEAD, T::Head),
+            (super::k::ARGMAX, T::Argmax),
         ];
-        for (k, p, t) in table {
-            assert_eq!(k, p);
+        for (k, t) in table {
             assert_eq!(k, t.code());
+            assert_eq!(T::from_code(k), Some(t));
         }
     }
 

@@ -16,46 +16,9 @@
 use crate::model::{Config, Model, Tensor};
 use crate::quant::GgmlType;
 
-/// Stage kinds (shader `K_*`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum StageKind {
-    /// Query rows with RoPE.
-    Q = 0,
-    /// Key rows with RoPE, into the cache.
-    K = 1,
-    /// Value rows, into the cache.
-    V = 2,
-    /// Attention, one head per workgroup.
-    Attn = 3,
-    /// Output projection plus residual.
-    Wo = 4,
-    /// FFN gate and up with SiLU product.
-    Ffn = 5,
-    /// FFN down plus residual.
-    Down = 6,
-    /// Classifier rows and argmax partials.
-    Head = 7,
-    /// Final argmax over the partials.
-    Argmax = 8,
-}
-
-impl StageKind {
-    /// Short name.
-    pub fn name(self) -> &'static str {
-        match self {
-            StageKind::Q => "q",
-            StageKind::K => "k",
-            StageKind::V => "v",
-            StageKind::Attn => "attn",
-            StageKind::Wo => "wo",
-            StageKind::Ffn => "ffn_up",
-            StageKind::Down => "ffn_down",
-            StageKind::Head => "head",
-            StageKind::Argmax => "argmax",
-        }
-    }
-}
+/// Stage kinds: the telemetry crate's, whose `code()` is the shader's `K_*` (held equal to
+/// the interface table by a test).
+pub use baro_telemetry::StageKind;
 
 /// One stage of the program.
 #[derive(Clone, Debug)]
@@ -409,7 +372,7 @@ impl Program {
             }
             let (t0, t1) = self.stage_tensors(i);
             let mut r = [0u32; srec::WORDS];
-            r[srec::KIND] = s.kind as u32;
+            r[srec::KIND] = s.kind.code();
             r[srec::LAYER] = s.layer;
             r[srec::UNITS] = s.units;
             r[srec::OFF] = unit_off;

@@ -47,8 +47,7 @@ impl VulkanDecoder {
                     id: i as u32,
                     name: s.name.as_str().into(),
                     level: s.level,
-                    kind: baro_telemetry::StageKind::from_code(s.kind as u32)
-                        .unwrap_or(baro_telemetry::StageKind::Argmax),
+                    kind: s.kind,
                     rows: s.rows,
                     units: s.units,
                 })

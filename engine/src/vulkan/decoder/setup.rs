@@ -509,7 +509,7 @@ impl VulkanDecoder {
                 (spec::CPU_PAUSE, cpu as u32),
                 (
                     spec::TEST_SLOW_KIND,
-                    self.opts.test_slow_kind.map_or(0xFFFF, |k| k as u32),
+                    self.opts.test_slow_kind.map_or(0xFFFF, |k| k.code()),
                 ),
                 (
                     spec::TEST_STALL_WG,
