@@ -190,3 +190,17 @@ fn a_file_that_is_not_a_recording_is_refused_by_name() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("x.baro"), "{}", stderr(&o));
 }
+
+#[test]
+fn dashboard_only_flags_are_refused_with_headless_not_ignored() {
+    let d = tmpdir("dashflags");
+    let f = d.join("a.baro");
+    write_recording(&f, 2, 6, true);
+    for extra in [&["--layout", "compact"][..], &["--fps", "10"], &["--ascii"]] {
+        let mut args = vec!["replay", f.to_str().expect("utf-8 path"), "--headless"];
+        args.extend_from_slice(extra);
+        let o = baro(&args);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+    }
+}

@@ -28,13 +28,13 @@ pub struct ReplayArgs {
     #[arg(long, requires = "headless")]
     pub json: bool,
     /// Dashboard layout preset name or TOML file (dashboard only).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "headless")]
     pub layout: Option<String>,
     /// Dashboard redraws per second at most, 1..=240.
-    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=240))]
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=240), conflicts_with = "headless")]
     pub fps: u32,
     /// Dashboard: draw with ASCII only (no braille, block or box glyphs).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "headless")]
     pub ascii: bool,
 }
 
