@@ -170,7 +170,9 @@ fn replay_in_tmux_shows_every_panel_banner_help_and_quits_cleanly() {
         &[],
     );
     // Decoded token text: synthetic recordings decode to the synthetic words.
-    let pane = s.wait_for(&["tokens ·", " the"], Duration::from_secs(20));
+    // Wait for the end of the replay: " the" alone also matches "waiting for the telemetry
+    // stream" on the first frame drawn, which raced the assertions below.
+    let pane = s.wait_for(&["tokens ·", "64 of 64"], Duration::from_secs(30));
     for p in PANELS {
         assert!(pane.contains(p), "no panel {p:?}:\n{pane}");
     }
