@@ -226,6 +226,83 @@ DEFINE_DOT(dot_range, XS)
 // Whole row against the vector in sx.
 float dot_sx(uint t, uint row) { return dot_range(t, row, 0u, T(t, T_COLS)); }
 
+// ---- several rows at once (ROWS > 1) ----
+// A team streams up to RMAX rows together: every row's loads are issued before any is used
+// and each element of sx, read once, feeds every row. Per row the arithmetic is dot_sx's
+// Q4_0 loop exactly: lane l adds blocks l, l+S, l+2S, ... in ascending order (the grouping of
+// blocks into iterations never changes that sequence), lo/hi in element order, then one
+// subgroupAdd — so the values are bit-identical to ROWS = 1. The rows must share a column
+// count; `valid` is uniform over the team. Other types run dot_sx per row.
+#define RMAX 4u
+void dot_rows(bool valid[RMAX], uint ts[RMAX], uint rs[RMAX], out float res[RMAX]) {
+    bool q4 = true;
+    [[unroll]] for (uint r = 0u; r < RMAX; ++r) {
+        uint ty = MAT_TY != 0xFFFFu ? MAT_TY : T(ts[r], T_TYPE);
+        if (valid[r] && ty != TY_Q4_0) q4 = false;
+    }
+    if (!q4) {
+        [[unroll]] for (uint r = 0u; r < RMAX; ++r) res[r] = valid[r] ? dot_sx(ts[r], rs[r]) : 0.0;
+        return;
+    }
+    uint nb = T(ts[0], T_COLS) / 32u, S = gl_SubgroupSize;
+    uint ch[RMAX], base[RMAX], sc[RMAX];
+    float acc[RMAX];
+    [[unroll]] for (uint r = 0u; r < RMAX; ++r) {
+        ch[r] = T(ts[r], T_CHUNK);
+        base[r] = T(ts[r], T_QS) + rs[r] * T(ts[r], T_ROWW);
+        sc[r] = T(ts[r], T_SC);
+        acc[r] = 0.0;
+    }
+    for (uint b0 = 0u; b0 < nb; b0 += 2u * S) {
+        TICK();
+        uint ba = b0 + tlane(), bb = ba + S;
+        bool ha = ba < nb, hb = bb < nb;
+        uvec4 qa[RMAX], qb[RMAX];
+        float da[RMAX], db[RMAX];
+        [[unroll]] for (uint r = 0u; r < RMAX; ++r) {
+            bool la = valid[r] && ha, lb = valid[r] && hb;
+            qa[r] = la ? wld4(ch[r], base[r] + ba * 4u) : uvec4(0u);
+            qb[r] = lb ? wld4(ch[r], base[r] + bb * 4u) : uvec4(0u);
+            da[r] = la ? qscale(ch[r], sc[r], rs[r] * nb + ba) : 0.0;
+            db[r] = lb ? qscale(ch[r], sc[r], rs[r] * nb + bb) : 0.0;
+            if (valid[r]) TICK_N(40u);
+        }
+        if (ha) {
+            float lo[RMAX], hi[RMAX];
+            [[unroll]] for (uint r = 0u; r < RMAX; ++r) { lo[r] = 0.0; hi[r] = 0.0; }
+            [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+                [[unroll]] for (uint e = 0u; e < 4u; ++e) {
+                    uint j = ba * 32u + k * 4u + e;
+                    float xl = XS(j), xh = XS(j + 16u);
+                    [[unroll]] for (uint r = 0u; r < RMAX; ++r) {
+                        uint byte = (qa[r][k] >> (e * 8u)) & 255u;
+                        lo[r] += Q4_VAL(byte & 15u) * xl;
+                        hi[r] += Q4_VAL(byte >> 4u) * xh;
+                    }
+                }
+            }
+            [[unroll]] for (uint r = 0u; r < RMAX; ++r) acc[r] += (lo[r] + hi[r]) * da[r];
+        }
+        if (hb) {
+            float lo[RMAX], hi[RMAX];
+            [[unroll]] for (uint r = 0u; r < RMAX; ++r) { lo[r] = 0.0; hi[r] = 0.0; }
+            [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+                [[unroll]] for (uint e = 0u; e < 4u; ++e) {
+                    uint j = bb * 32u + k * 4u + e;
+                    float xl = XS(j), xh = XS(j + 16u);
+                    [[unroll]] for (uint r = 0u; r < RMAX; ++r) {
+                        uint byte = (qb[r][k] >> (e * 8u)) & 255u;
+                        lo[r] += Q4_VAL(byte & 15u) * xl;
+                        hi[r] += Q4_VAL(byte >> 4u) * xh;
+                    }
+                }
+            }
+            [[unroll]] for (uint r = 0u; r < RMAX; ++r) acc[r] += (lo[r] + hi[r]) * db[r];
+        }
+    }
+    [[unroll]] for (uint r = 0u; r < RMAX; ++r) res[r] = subgroupAdd(acc[r]);
+}
+
 // ---- level prologues: fill sx ----
 void prologue(uint lvl) {
     uint base = P(H_LEVELS) + lvl * L_WORDS;
@@ -264,11 +341,8 @@ void prologue(uint lvl) {
 float rope_cos(uint pair) { return st.s[P(H_OFF_ROPE) + (pc.pos * (P(H_HEAD_SIZE) / 2u) + pair) * 2u]; }
 float rope_sin(uint pair) { return st.s[P(H_OFF_ROPE) + (pc.pos * (P(H_HEAD_SIZE) / 2u) + pair) * 2u + 1u]; }
 
-// Q and K: unit = a pair of rows (2u, 2u+1), rotated together.
-void unit_rope(uint kind, uint t, uint layer, uint u) {
-    uint r = 2u * u;
-    float v0 = dot_sx(t, r), v1 = dot_sx(t, r + 1u);
-    if (tlane() != 0u) return;
+// Q and K: unit = a pair of rows (r, r+1), rotated together; lane 0 stores.
+void store_rope(uint kind, uint layer, uint r, float v0, float v1) {
     uint pair = (r % P(H_HEAD_SIZE)) / 2u;
     float c = rope_cos(pair), s = rope_sin(pair);
     float a = v0 * c - v1 * s, b = v0 * s + v1 * c;
@@ -282,27 +356,39 @@ void unit_rope(uint kind, uint t, uint layer, uint u) {
         kvc.kv[o + 1u] = b;
     }
 }
+void unit_rope(uint kind, uint t, uint layer, uint u) {
+    uint r = 2u * u;
+    float v0 = dot_sx(t, r), v1 = dot_sx(t, r + 1u);
+    if (tlane() == 0u) store_rope(kind, layer, r, v0, v1);
+}
 
+void store_v(uint layer, uint r, float v) {
+    kvc.kv[P(H_V_BASE) + layer * P(H_KV_LAYER) + pc.pos * P(H_KV_DIM) + r] = v;
+}
 void unit_v(uint t, uint layer, uint r) {
     float v = dot_sx(t, r);
-    if (tlane() == 0u) kvc.kv[P(H_V_BASE) + layer * P(H_KV_LAYER) + pc.pos * P(H_KV_DIM) + r] = v;
+    if (tlane() == 0u) store_v(layer, r, v);
 }
 
 // Residual row: x[r] = base[r] + W[r]·in, base = x, or the token embedding in layer 0.
-void unit_residual(uint kind, uint t, uint layer, uint r) {
-    float v = dot_sx(t, r);
-    if (tlane() != 0u) return;
+void store_residual(uint kind, uint layer, uint r, float v) {
     uint o = P(H_OFF_X) + r;
     float base = (kind == K_WO && layer == 0u) ? welem(P(H_EMBED), pc.token, r) : st.s[o];
     st.s[o] = base + v;
 }
+void unit_residual(uint kind, uint t, uint layer, uint r) {
+    float v = dot_sx(t, r);
+    if (tlane() == 0u) store_residual(kind, layer, r, v);
+}
 
-void unit_ffn(uint t0, uint t1, uint r) {
-    float g = dot_sx(t0, r), u = dot_sx(t1, r);
-    if (tlane() != 0u) return;
+void store_ffn(uint r, float g, float u) {
     g *= 1.0 / (1.0 + exp(-g));
     g *= u;
     st.s[P(H_OFF_HB) + r] = g;
+}
+void unit_ffn(uint t0, uint t1, uint r) {
+    float g = dot_sx(t0, r), u = dot_sx(t1, r);
+    if (tlane() == 0u) store_ffn(r, g, u);
 }
 
 // Attention for head h, by the whole workgroup.
@@ -422,6 +508,46 @@ void run_stage(uint si, bool first, bool last) {
         uint NT = G * nteams(), me = wg_id() * nteams() + team();
         float best = -3.402823e38;
         uint bi = 0xFFFFFFFFu;
+        if (ROWS > 1u) {
+            // A team takes the same units as below (u, u + NT, ...), ROWS rows at a time:
+            // a unit of Q/K (a rope pair) or FFN (gate and up) is two rows, else one.
+            bool pair = kind == K_Q || kind == K_K || kind == K_FFN;
+            uint per = pair ? max(ROWS / 2u, 1u) : ROWS;
+            for (uint u = (me + NT - off % NT) % NT; u < n; u += NT * per) {
+                TICK();
+                if (!budget_ok()) break;
+                bool valid[RMAX];
+                uint ts[RMAX], rs[RMAX];
+                [[unroll]] for (uint i = 0u; i < RMAX; ++i) {
+                    uint ui = u + (pair ? i / 2u : i) * NT;
+                    valid[i] = (pair ? i / 2u : i) < per && ui < n;
+                    ts[i] = (kind == K_FFN && (i & 1u) != 0u) ? t1 : t0;
+                    rs[i] = (kind == K_Q || kind == K_K) ? 2u * ui + (i & 1u) : ui;
+                }
+                float v[RMAX];
+                dot_rows(valid, ts, rs, v);
+                if (tlane() == 0u) {
+                    [[unroll]] for (uint i = 0u; i < RMAX; ++i) {
+                        uint ui = rs[i];
+                        if (!valid[i]) {
+                        } else if (pair) {
+                            // Even slots hold a unit's first row, odd slots its second.
+                            if ((i & 1u) != 0u) {
+                            } else if (kind == K_FFN) store_ffn(ui, v[i], v[i | 1u]);
+                            else store_rope(kind, layer, ui, v[i], v[i | 1u]);
+                        } else if (kind == K_V) store_v(layer, ui, v[i]);
+                        else if (kind == K_WO || kind == K_DOWN) store_residual(kind, layer, ui, v[i]);
+                        else if (kind == K_HEAD) {
+                            // As below: a non-finite logit fails the pass; ascending rows keep
+                            // the lowest index on ties.
+                            if (isnan(v[i]) || isinf(v[i])) raise_fail(FAIL_NON_FINITE, P(b + S_LEVEL), ui);
+                            outb.o[ui] = floatBitsToUint(v[i]);
+                            if (bi == 0xFFFFFFFFu || v[i] > best) { best = v[i]; bi = ui; }
+                        }
+                    }
+                }
+            }
+        } else
         for (uint u = (me + NT - off % NT) % NT; u < n; u += NT) {
             TICK();
             if (!budget_ok()) break;

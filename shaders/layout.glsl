@@ -41,6 +41,7 @@ layout(constant_id = SPEC_TEST_STALL_WG) const uint TEST_STALL_WG = 0xFFFFFFFFu;
 layout(constant_id = SPEC_NCHUNK_USED) const uint NCHUNK_USED = 1;     // weight chunks bound
 layout(constant_id = SPEC_MAX_WG) const uint MAX_WG = 1024;       // upper bound of the workgroup size (array sizes)
 layout(constant_id = SPEC_MAT_TY) const uint MAT_TY = 0xFFFFu;    // the one type of every matrix, or 0xFFFF (read per tensor)
+layout(constant_id = SPEC_ROWS) const uint ROWS = 1;             // weight rows a team streams at once (1, 2, 4)
 
 #define NCHUNK 8
 layout(set = 0, binding = B_WEIGHTS) readonly buffer Weights { uint w[]; } weights[NCHUNK];

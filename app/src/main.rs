@@ -146,6 +146,10 @@ pub struct GpuArgs {
     /// (default on GPUs: 512 lanes for dim < 4096, else 1024; CPU devices 64).
     #[arg(long, value_parser = validate::wg_size, allow_negative_numbers = true)]
     pub wg_size: Option<u32>,
+    /// Weight rows each team (subgroup) streams at once in the matvec stages: 1, 2 or 4
+    /// [default: the engine's]. Logits are bit-identical for every value; only speed differs.
+    #[arg(long, value_parser = validate::rows, allow_negative_numbers = true)]
+    pub rows: Option<u32>,
     /// Grid-barrier spin timeout, milliseconds, at least 1 [default: 1000].
     #[arg(long, value_parser = validate::spin_timeout_ms, allow_negative_numbers = true)]
     pub spin_timeout_ms: Option<u64>,
@@ -207,6 +211,7 @@ impl GpuArgs {
             ("--device", self.device.is_some()),
             ("--grid", self.grid.is_some()),
             ("--wg-size", self.wg_size.is_some()),
+            ("--rows", self.rows.is_some()),
             ("--spin-timeout-ms", self.spin_timeout_ms.is_some()),
             ("--watchdog-ms", self.watchdog_ms.is_some()),
             ("--inject-stall-wg", self.inject_stall_wg.is_some()),
@@ -222,6 +227,7 @@ impl GpuArgs {
             dispatch,
             grid: self.grid,
             wg_size: self.wg_size,
+            rows: self.rows,
             max_seq,
             spin_timeout: std::time::Duration::from_millis(self.spin_timeout_ms.unwrap_or(1000)),
             test_stall_wg: self.inject_stall_wg,

@@ -103,6 +103,14 @@ pub fn wg_size(s: &str) -> Result<u32, String> {
     whole(s, 1, u32::MAX.into(), "lanes in a workgroup").map(|v| v as u32)
 }
 
+/// `--rows`: weight rows a team streams at once, 1, 2 or 4.
+pub fn rows(s: &str) -> Result<u32, String> {
+    match whole(s, 1, 4, "rows a team streams at once")? {
+        v @ (1 | 2 | 4) => Ok(v as u32),
+        v => Err(format!("{v}: a team streams 1, 2 or 4 rows at once")),
+    }
+}
+
 /// `--spin-timeout-ms`: 1 ms to 2000 ms. The kernel compares the low 32 bits of the device
 /// clock (ns), which wrap every 4.29 s; a difference is only unambiguous below half of that.
 pub fn spin_timeout_ms(s: &str) -> Result<u64, String> {

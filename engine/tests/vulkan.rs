@@ -385,3 +385,73 @@ fn the_megakernel_stays_clean_with_two_cpu_burners_running() {
         std::panic::resume_unwind(e);
     }
 }
+
+/// Logits bits of `steps` greedy passes from BOS.
+fn logit_bits(
+    ctx: &Arc<GpuContext>,
+    model: &Model,
+    opts: DecoderOptions,
+    steps: usize,
+) -> Vec<Vec<u32>> {
+    let mut dec = VulkanDecoder::new(ctx.clone(), model, opts).expect("decoder");
+    let mut token = model.tokenizer.bos_id();
+    let mut out = Vec::new();
+    for pos in 0..steps {
+        let p = dec.step(token, pos).expect("pass");
+        assert!(p.fail.ok(), "pass {pos}: fail word {:#x}", p.fail.bits);
+        out.push(dec.logits().iter().map(|v| v.to_bits()).collect());
+        token = p.argmax;
+    }
+    out
+}
+
+#[test]
+fn streaming_1_2_or_4_rows_per_team_gives_bit_identical_logits_in_q4_0_and_f16() {
+    let Some((ctx, _turn)) = device() else { return };
+    let (mut cfg, tied) = Shape::Tiny.config();
+    cfg.n_layers = 2;
+    // Q4_0 streams rows together; the other types run one row at a time inside the group.
+    for ty in [GgmlType::Q4_0, GgmlType::F16] {
+        let model = synth::generate(&cfg, tied, ty, 7, |_, _| {}).expect("model");
+        let mut want = None;
+        for dispatch in [Dispatch::Mega, Dispatch::Multi] {
+            for rows in [1, 2, 4] {
+                let opts = DecoderOptions {
+                    dispatch,
+                    rows: Some(rows),
+                    max_seq: 8,
+                    ..Default::default()
+                };
+                let got = logit_bits(&ctx, &model, opts, 6);
+                match &want {
+                    None => want = Some(got),
+                    Some(w) => assert!(
+                        *w == got,
+                        "{ty} {} rows {rows}: logits differ from mega rows 1",
+                        dispatch.name()
+                    ),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn rows_in_flight_other_than_1_2_or_4_are_refused_naming_the_value() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = Model::embedded().expect("model");
+    for rows in [0, 3, 8] {
+        let opts = DecoderOptions {
+            rows: Some(rows),
+            max_seq: 4,
+            ..Default::default()
+        };
+        let err = VulkanDecoder::new(ctx.clone(), &model, opts)
+            .err()
+            .unwrap_or_else(|| panic!("rows {rows} was accepted"));
+        assert!(
+            err.to_string().contains(&format!("rows in flight {rows}")),
+            "{err}"
+        );
+    }
+}

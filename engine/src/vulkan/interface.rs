@@ -75,8 +75,10 @@ interface! {
         MAX_WG = 11,
         /// The one type of every matrix, or 0xFFFF (read per tensor).
         MAT_TY = 12,
+        /// Weight rows a team streams at once in the matvec stages (1, 2 or 4).
+        ROWS = 13,
         /// How many there are.
-        COUNT = 13,
+        COUNT = 14,
     }
 
     /// Program header word indices (`H_*`).

@@ -54,6 +54,9 @@ pub struct DecoderOptions {
     pub grid: Option<u32>,
     /// Workgroup size; default 512 (dim < 4096) or 1024 lanes on GPUs, 64 on CPU devices.
     pub wg_size: Option<u32>,
+    /// Weight rows a team streams at once in the matvec stages: 1, 2 or 4 (default
+    /// [`DEFAULT_ROWS`]). Every value gives bit-identical logits; only the speed differs.
+    pub rows: Option<u32>,
     /// Positions the KV cache holds (clamped to the model's context).
     pub max_seq: usize,
     /// Write the telemetry ring.
@@ -81,6 +84,7 @@ impl Default for DecoderOptions {
             dispatch: Dispatch::Mega,
             grid: None,
             wg_size: None,
+            rows: None,
             max_seq: 2048,
             instrument: false,
             spin_timeout: Duration::from_secs(1),
@@ -147,6 +151,9 @@ pub fn max_wg_size(info: &super::context::DeviceInfo) -> u32 {
     info.max_wg.min(60 * sg) / sg * sg
 }
 
+/// Rows a team streams at once unless asked otherwise (bench/README.md, round 7).
+pub const DEFAULT_ROWS: u32 = 1;
+
 /// The decoder.
 pub struct VulkanDecoder {
     ctx: Arc<GpuContext>,
@@ -158,6 +165,8 @@ pub struct VulkanDecoder {
     pub grid: u32,
     /// Workgroup size.
     pub wg_size: u32,
+    /// Weight rows a team streams at once.
+    pub rows: u32,
     vocab: usize,
     mat_type: u32,
     chunks: Vec<Buffer>,

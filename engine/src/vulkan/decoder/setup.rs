@@ -40,6 +40,12 @@ impl VulkanDecoder {
         if grid > 65535 {
             return Err(Error::Invalid(format!("grid {grid} is larger than 65535")));
         }
+        let rows = opts.rows.unwrap_or(DEFAULT_ROWS);
+        if ![1, 2, 4].contains(&rows) {
+            return Err(Error::Invalid(format!(
+                "rows in flight {rows}: the matvec streams 1, 2 or 4 rows per team"
+            )));
+        }
         let c = &model.config;
         let max_seq = opts.max_seq.clamp(1, c.seq_len);
         // Shared memory: the input vector, plus small reduction arrays.
@@ -70,6 +76,7 @@ impl VulkanDecoder {
             },
             grid,
             wg_size,
+            rows,
             vocab: c.vocab_size,
             mat_type: {
                 let w = &model.weights;
@@ -518,6 +525,7 @@ impl VulkanDecoder {
                 (spec::NCHUNK_USED, n_chunks as u32),
                 (spec::MAX_WG, 1024),
                 (spec::MAT_TY, self.mat_type),
+                (spec::ROWS, self.rows),
             ] {
                 spec[id as usize] = value;
             }
