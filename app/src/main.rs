@@ -119,6 +119,10 @@ pub struct LiveArgs {
     /// Stop after N passes (default: decode until quit).
     #[arg(long, value_parser = validate::repetitions, allow_negative_numbers = true)]
     pub passes: Option<u64>,
+    /// Where `r` writes recordings (`baro-<UTC yyyymmdd-hhmmss>.baro`) [default: the current
+    /// directory]; checked for writing at startup.
+    #[arg(long, value_name = "DIR")]
+    pub record_dir: Option<std::path::PathBuf>,
 }
 
 /// Which model to load: a GGUF or llama2.c file, or the embedded stories260K.

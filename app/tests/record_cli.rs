@@ -72,3 +72,38 @@ fn record_refuses_a_directory_and_a_zero_span_interval_before_writing() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--spans-every"));
 }
+
+#[test]
+fn record_check_off_records_frames_without_reference_checks_and_a_bad_check_is_refused() {
+    if skip_without_vulkan() {
+        eprintln!("SKIPPED (BARO_SKIP_VULKAN set)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("baro-record-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let f = dir.join("r.baro");
+    let fs = f.to_str().expect("utf-8");
+    let o = baro(&["record", "-o", fs, "--passes", "3", "--check", "bogus"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("--check") && e.contains("bogus"), "{e}");
+    assert!(!f.exists(), "nothing written");
+    let o = baro(&["record", "-o", fs, "--passes", "3", "--check", "off"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("writer backlog at most"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = baro(&["replay", fs, "--headless", "--json"]);
+    let frames: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
+        .filter(|v| v["type"] == "frame")
+        .collect();
+    assert_eq!(frames.len(), 3);
+    for fr in &frames {
+        assert_eq!(fr["check"], "off", "{fr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

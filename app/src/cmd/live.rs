@@ -30,6 +30,8 @@ pub struct SessionControl<'s> {
     session: &'s Session,
     tx: Sender<Command>,
     notes: Receiver<Note>,
+    note_tx: Sender<Note>,
+    recorder: Option<super::live_record::LiveRecorder>,
 }
 
 impl<'s> SessionControl<'s> {
@@ -44,6 +46,7 @@ impl<'s> SessionControl<'s> {
     {
         let (tx, rx) = unbounded::<Command>();
         let (ntx, notes) = unbounded::<Note>();
+        let note_tx = ntx.clone();
         std::thread::Builder::new()
             .name("baro-control".into())
             .spawn_scoped(scope, move || {
@@ -56,7 +59,28 @@ impl<'s> SessionControl<'s> {
                 }
             })
             .context("starting the control thread")?;
-        Ok(SessionControl { session, tx, notes })
+        Ok(SessionControl {
+            session,
+            tx,
+            notes,
+            note_tx,
+            recorder: None,
+        })
+    }
+
+    /// Let `r` record the session to files in `dir` (their outcome goes to the log).
+    pub fn with_recorder(mut self, dir: std::path::PathBuf, quant: Option<String>) -> Self {
+        self.recorder = Some(super::live_record::LiveRecorder::new(
+            dir,
+            quant,
+            self.note_tx.clone(),
+        ));
+        self
+    }
+
+    /// The recordings' writers (joined once the session has ended).
+    pub fn into_writers(self) -> Option<super::live_record::Writers> {
+        self.recorder.map(|r| r.into_writers())
     }
 
     fn send(&self, cmd: Command) {
@@ -84,6 +108,18 @@ impl Control for SessionControl<'_> {
     }
     fn notes(&self) -> Option<Receiver<Note>> {
         Some(self.notes.clone())
+    }
+    fn toggle_record(&self) -> bool {
+        match &self.recorder {
+            Some(r) => {
+                r.toggle(self.session);
+                true
+            }
+            None => false,
+        }
+    }
+    fn recording(&self) -> Option<ui::action::RecStatus> {
+        self.recorder.as_ref().and_then(|r| r.status())
     }
 }
 
@@ -246,6 +282,7 @@ fn engine_only(a: &LiveArgs) -> Vec<&'static str> {
         ("--ctx", a.ctx.is_some()),
         ("--check", a.check.is_some()),
         ("--no-instrument", a.no_instrument),
+        ("--record-dir", a.record_dir.is_some()),
     ]
     .into_iter()
     .filter_map(|(f, g)| g.then_some(f))
@@ -308,6 +345,8 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let opts = dashboard_options(&a)?;
+    let record_dir = a.record_dir.clone().unwrap_or_else(|| ".".into());
+    super::live_record::check_dir(&record_dir)?;
     let model = super::load_model(&a.model)?;
     let positions = match a.ctx {
         Some(n) => {
@@ -362,24 +401,34 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     let meta = Meta {
-        quant: Some(quant),
+        quant: Some(quant.clone()),
         peak_bytes_per_s: None,
         weight_bytes: details.as_ref().map_or(vec![], |d| bytes.per_stage(d)),
         decoder: Some(decoder),
     };
-    let shown = std::thread::scope(|scope| -> anyhow::Result<()> {
-        let ctl = SessionControl::new(&session, scope)?;
+    let (shown, writers) = std::thread::scope(|scope| {
+        let ctl = match SessionControl::new(&session, scope) {
+            Ok(c) => c.with_recorder(record_dir, Some(quant)),
+            Err(e) => return (Err(e), None),
+        };
         let r = ui::app::run_or_headless(rx, &ctl, meta, opts);
         if r.is_err() {
             ctl.stop();
         }
-        r
+        (r, ctl.into_writers())
     });
     // Whatever happened to the display, the session is stopped (if it has not ended) and
     // waited for: the exit status is the engine's.
     session.stop();
     let outcome = session.wait().context("decode session")?;
     drop(server);
+    // A recording still running takes everything up to the session's End, then its footer.
+    for r in writers.map(|w| w.join()).unwrap_or_default() {
+        match r {
+            Ok(s) => note!("live: {}", s.line()),
+            Err(e) => note!("live: {e:#}"),
+        }
+    }
     shown?;
     if outcome.failed_passes > 0 || outcome.failed_checks > 0 {
         note!(

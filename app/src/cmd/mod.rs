@@ -5,6 +5,7 @@ pub mod devices;
 pub mod gate;
 pub mod generate;
 pub mod live;
+pub mod live_record;
 pub mod model;
 pub mod recording;
 pub mod run;

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use baro_engine::session::Check;
 use baro_telemetry::recording::{diff, export, Reader};
 use baro_telemetry::Telemetry;
 use clap::Args;
@@ -359,6 +360,10 @@ pub struct RecordArgs {
     /// Also serve Prometheus/OpenMetrics metrics of the run at ADDR (e.g. 127.0.0.1:9464).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<String>,
+    /// Which passes the shadow CPU reference judges, as `run --check`: auto, all, off, or N
+    /// (the first N positions of every sequence). Its verdicts are recorded.
+    #[arg(long, default_value = "auto", value_parser = super::run::parse_check)]
+    pub check: Check,
     #[command(flatten)]
     pub gpu: crate::GpuArgs,
 }
@@ -368,7 +373,7 @@ pub struct RecordArgs {
 /// pass or a verdict failed (the recording is kept: it shows the failure), 2 on errors.
 pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     use baro_engine::sensors::host_lock::{self, HostLock, LockError};
-    use baro_engine::session::{Check, SessionBuilder, SinkKind};
+    use baro_engine::session::{SessionBuilder, SinkKind};
     if a.out.is_dir() {
         bail!(
             "{} is a directory: -o names the recording to write",
@@ -422,7 +427,7 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     let mut b = SessionBuilder::new(&dev, model, opts)
         .passes(Some(a.passes))
         .prompt(a.prompt.as_bytes())
-        .check(Check::Auto);
+        .check(a.check);
     let rx = b.subscribe(SinkKind::Lossless);
     let metrics_rx = a
         .metrics
@@ -444,7 +449,11 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     let t0 = Instant::now();
     let mut last_note = Instant::now();
     let mut frames = 0u64;
+    // Messages queued for this thread at most (the engine never waits for it: its sink is
+    // unbounded; this says how far behind the writer fell).
+    let mut backlog = 0usize;
     for mut msg in rx.iter() {
+        backlog = backlog.max(rx.len());
         if let Telemetry::Start(run) = &msg {
             if writer.is_none() {
                 let mut h = baro_telemetry::recording::RecordingHeader::new(
@@ -486,11 +495,12 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
         note!("");
     }
     note!(
-        "record: {}: {} passes, {:.1} MiB, {:.1} s; {}",
+        "record: {}: {} passes, {:.1} MiB, {:.1} s; writer backlog at most {} messages; {}",
         a.out.display(),
         frames,
         stats.bytes as f64 / (1 << 20) as f64,
         t0.elapsed().as_secs_f64(),
+        backlog,
         outcome.reason
     );
     Ok(if outcome.clean() {

@@ -52,6 +52,25 @@ pub trait Control {
     fn notes(&self) -> Option<Receiver<Note>> {
         None
     }
+    /// Start a recording of the stream to a file, or stop the one in progress. Returns false
+    /// when this producer cannot record (a replay, the synthetic producer); the outcome of a
+    /// recording (its file, passes, errors) comes back through [`Control::notes`].
+    fn toggle_record(&self) -> bool {
+        false
+    }
+    /// The recording in progress, for the header's `REC` badge.
+    fn recording(&self) -> Option<RecStatus> {
+        None
+    }
+}
+
+/// A recording in progress (see [`Control::recording`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecStatus {
+    /// The file being written, as given to the user.
+    pub file: String,
+    /// Bytes written so far.
+    pub bytes: u64,
 }
 
 /// A producer's own state, for the header and the log (see [`Control::status`]).
@@ -148,6 +167,8 @@ pub enum Action {
     SeekSlowest,
     /// Replay: start again from the first pass.
     Restart,
+    /// Live: start / stop recording the session to a `.baro` file.
+    Record,
 }
 
 impl Action {

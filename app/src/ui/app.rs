@@ -158,8 +158,14 @@ fn prompt_key(s: &mut UiState, k: &event::KeyEvent, ctl: &dyn Control) -> bool {
 /// Take the producer's status (banner, position, notes) into the state. Returns whether
 /// anything changed.
 pub fn poll_status(s: &mut UiState, ctl: &dyn Control) -> bool {
+    let rec = ctl.recording();
+    let recording = rec != s.view.recording;
+    if recording {
+        s.view.recording = rec;
+        s.view.generation += 1;
+    }
     let Some(mut st) = ctl.status() else {
-        return false;
+        return recording;
     };
     let notes = std::mem::take(&mut st.notes);
     for n in &notes {
@@ -170,7 +176,7 @@ pub fn poll_status(s: &mut UiState, ctl: &dyn Control) -> bool {
         s.view.producer = Some(st);
         s.view.generation += 1;
     }
-    changed
+    changed || recording
 }
 
 /// Time fraction of the pass at column `x` of the flame plot.

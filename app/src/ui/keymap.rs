@@ -77,7 +77,7 @@ pub const DEFAULTS: &[Binding] = &[
         "flame rows: workgroups / stages"
     ),
     b!(Sort, "sort", ["s"], "stage table: sort column"),
-    b!(SortReverse, "reverse", ["r"], "stage table: reverse sort"),
+    b!(SortReverse, "reverse", ["v"], "stage table: reverse sort"),
     b!(ByKind, "by_kind", ["K"], "stage table: by stage / by kind"),
     b!(Scope, "scope", ["w"], "statistics: all / window / range"),
     b!(
@@ -100,16 +100,24 @@ pub const DEFAULTS: &[Binding] = &[
         [],
         "replay: restart from the first pass"
     ),
+    b!(
+        Record,
+        "record",
+        ["r"],
+        "live: start / stop recording to a .baro file"
+    ),
 ];
 
 /// What a replay binds on top of [`DEFAULTS`] (a layout's `[keys]` still wins): `g` seeks
-/// (group toggle moves to `G`), `Z` jumps to the slowest pass, `R` restarts. Live runs leave
-/// the replay actions unbound (and out of the help).
+/// (group toggle moves to `G`), `Z` jumps to the slowest pass, `R` restarts; recording (a
+/// live session's) is unbound. Live runs leave the replay actions unbound (and out of the
+/// help).
 pub const REPLAY_KEYS: &[(&str, &[&str])] = &[
     ("seek", &["g"]),
     ("group", &["G"]),
     ("seek_slowest", &["Z"]),
     ("restart", &["R"]),
+    ("record", &[]),
 ];
 
 /// A key: code plus whether Ctrl is held (Shift is part of the character).

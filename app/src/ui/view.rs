@@ -127,6 +127,8 @@ pub struct View {
     pub prompt: Option<String>,
     /// The producer's own status (a replay's banner and position).
     pub producer: Option<crate::action::ProducerStatus>,
+    /// The recording in progress (header `REC file size`).
+    pub recording: Option<crate::action::RecStatus>,
 }
 
 impl Default for View {
@@ -149,6 +151,7 @@ impl Default for View {
             generation: 0,
             prompt: None,
             producer: None,
+            recording: None,
         }
     }
 }
@@ -308,6 +311,14 @@ impl UiState {
             Action::Seek => v.prompt = Some(String::new()),
             Action::SeekSlowest => ctl.seek_slowest(),
             Action::Restart => ctl.restart(),
+            Action::Record => {
+                if !ctl.toggle_record() {
+                    self.live.note(
+                        crate::state::Severity::Warn,
+                        "recording: only a live session can be recorded (use `baro-top record` or the recording itself)".into(),
+                    );
+                }
+            }
             Action::Expand => v.expanded = !v.expanded,
             Action::FocusNext | Action::FocusPrev if !v.panels.is_empty() => {
                 let n = v.panels.len();

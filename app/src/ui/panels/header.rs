@@ -174,7 +174,17 @@ impl Widget for &Header<'_> {
             Default::default()
         };
         seg(&mut x, &format!("dropped ui {}", live.dropped), dst);
-        seg(&mut x, "power — contention — rec —", dim);
+        seg(&mut x, "power — contention —", dim);
+        match &s.view.recording {
+            Some(r) => {
+                let st = t.fg(Tone::Bad).add_modifier(Modifier::BOLD);
+                let x = put(buf, area, x, y, " ", dim);
+                put(buf, area, x, y, &rec_badge(r), st);
+            }
+            None => {
+                put(buf, area, x, y, " rec —", dim);
+            }
+        }
         if area.height < 3 {
             return;
         }
@@ -200,6 +210,17 @@ impl Widget for &Header<'_> {
             );
         }
     }
+}
+
+/// The header's recording badge: `REC file 12.3 MiB`.
+pub fn rec_badge(r: &crate::action::RecStatus) -> String {
+    let b = r.bytes as f64;
+    let size = if b >= (1 << 20) as f64 {
+        format!("{:.1} MiB", b / (1 << 20) as f64)
+    } else {
+        format!("{:.0} KiB", b / 1024.0)
+    };
+    format!("REC {} {size}", r.file)
 }
 
 /// Header lines the producer adds under the usual three: its banner, then a position bar.

@@ -1,0 +1,485 @@
+//! Recording a live session from the dashboard (`r` starts, `r` again stops). The dashboard's
+//! sink is lossy; a recording gets its own lossless sink, subscribed when it starts (a late
+//! sink gets the current `Start` first, which becomes the file's header) and dropped when it
+//! stops. A writer thread per recording encodes and writes, so neither the engine nor the UI
+//! waits for the disk. Quitting while recording lets the writer take everything up to the
+//! session's `End` and write the footer.
+
+use std::fs::{File, OpenOptions};
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use anyhow::Context;
+use baro_engine::session::{Session, SinkKind};
+use baro_engine::telemetry::Telemetry;
+use baro_telemetry::recording::{RecordingHeader, Writer};
+use crossbeam_channel::{select, Receiver, Sender};
+
+use crate::ui::action::{Note, RecStatus};
+use crate::ui::state::Severity;
+
+/// What a finished recording holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Summary {
+    /// The file.
+    pub path: PathBuf,
+    /// Frame records (passes).
+    pub passes: u64,
+    /// Bytes of the file.
+    pub bytes: u64,
+}
+
+impl Summary {
+    /// The log line of a finished recording.
+    pub fn line(&self) -> String {
+        format!(
+            "recorded {}: {} passes, {:.1} MiB (replay: baro-top replay {})",
+            self.path.display(),
+            self.passes,
+            self.bytes as f64 / (1 << 20) as f64,
+            self.path.display()
+        )
+    }
+}
+
+/// Check that recordings can be written to `dir` (exists, is a directory, accepts a new
+/// file): a bad `--record-dir` is refused at startup, not when `r` is pressed.
+pub fn check_dir(dir: &Path) -> anyhow::Result<()> {
+    let meta = std::fs::metadata(dir)
+        .with_context(|| format!("--record-dir {}: cannot be read", dir.display()))?;
+    if !meta.is_dir() {
+        anyhow::bail!("--record-dir {}: not a directory", dir.display());
+    }
+    let probe = dir.join(format!(".baro-top-write-test-{}", std::process::id()));
+    File::create(&probe)
+        .with_context(|| format!("--record-dir {}: not writable", dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// `baro-YYYYMMDD-HHMMSS.baro` for `unix_s` seconds since the epoch, in UTC.
+pub fn file_name(unix_s: u64) -> String {
+    let (days, secs) = (unix_s / 86_400, unix_s % 86_400);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian; eras of 400 years).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "baro-{year:04}{month:02}{day:02}-{:02}{:02}{:02}.baro",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// Create a new file for a recording in `dir` named for now (`-2`, `-3`, … when that name is
+/// taken: an existing file is never overwritten).
+fn create_file(dir: &Path) -> anyhow::Result<(PathBuf, File)> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let name = file_name(now);
+    let stem = name.trim_end_matches(".baro");
+    for n in 1..1000 {
+        let path = if n == 1 {
+            dir.join(&name)
+        } else {
+            dir.join(format!("{stem}-{n}.baro"))
+        };
+        match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
+        }
+    }
+    anyhow::bail!(
+        "{}: 999 recordings named {stem}-N.baro exist",
+        dir.display()
+    )
+}
+
+/// Write the stream `rx` to `file` until `stop` fires (what is queued by then is written) or
+/// the stream ends (its `End` is written); then the footer. `bytes` and `passes` follow the
+/// file as it grows.
+pub fn write_stream(
+    rx: Receiver<Telemetry>,
+    stop: Receiver<()>,
+    path: &Path,
+    file: File,
+    quant: Option<String>,
+    bytes: &AtomicU64,
+) -> anyhow::Result<Summary> {
+    let shown = path.display();
+    let mut writer: Option<Writer<BufWriter<File>>> = None;
+    let mut file = Some(file);
+    let mut put = |m: Telemetry, writer: &mut Option<Writer<BufWriter<File>>>| {
+        if writer.is_none() {
+            let Telemetry::Start(run) = &m else {
+                // A late sink's first message is the current Start; nothing comes before it.
+                return Ok(());
+            };
+            let mut h = RecordingHeader::new(run.clone(), env!("BARO_COMMIT"));
+            h.quant = quant.clone();
+            let f = file.take().context("the file is already in use")?;
+            *writer = Some(
+                Writer::new(BufWriter::with_capacity(1 << 20, f), &h)
+                    .with_context(|| format!("writing the header of {shown}"))?,
+            );
+        }
+        let w = writer.as_mut().context("no writer")?;
+        w.write(&m).with_context(|| format!("writing {shown}"))?;
+        bytes.store(w.stats().bytes, Ordering::Relaxed);
+        anyhow::Ok(())
+    };
+    loop {
+        select! {
+            recv(rx) -> m => match m {
+                Ok(m) => {
+                    let end = matches!(m, Telemetry::End { .. });
+                    put(m, &mut writer)?;
+                    if end {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            },
+            recv(stop) -> _ => {
+                for m in rx.try_iter() {
+                    put(m, &mut writer)?;
+                }
+                break;
+            }
+        }
+    }
+    let Some(w) = writer else {
+        anyhow::bail!("{shown}: the session sent nothing to record (it had not started)");
+    };
+    let passes = w.stats().frames;
+    let out = w.finish().with_context(|| format!("finishing {shown}"))?;
+    let f = out
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .with_context(|| format!("flushing {shown}"))?;
+    f.sync_all()
+        .with_context(|| format!("syncing {shown} to disk"))?;
+    let bytes_now = f.metadata().map_or(0, |m| m.len());
+    bytes.store(bytes_now, Ordering::Relaxed);
+    Ok(Summary {
+        path: path.to_path_buf(),
+        passes,
+        bytes: bytes_now,
+    })
+}
+
+/// The recording in progress.
+struct Active {
+    path: PathBuf,
+    bytes: Arc<AtomicU64>,
+    stop: Sender<()>,
+    join: JoinHandle<anyhow::Result<Summary>>,
+}
+
+/// Starts and stops recordings of one session (module doc).
+pub struct LiveRecorder {
+    dir: PathBuf,
+    quant: Option<String>,
+    notes: Sender<Note>,
+    active: Mutex<Option<Active>>,
+    /// Stopped recordings whose writers may still be finishing.
+    done: Mutex<Vec<JoinHandle<anyhow::Result<Summary>>>>,
+}
+
+impl LiveRecorder {
+    /// Recordings go to `dir`; their outcome goes to `notes` (the dashboard's log).
+    pub fn new(dir: PathBuf, quant: Option<String>, notes: Sender<Note>) -> LiveRecorder {
+        LiveRecorder {
+            dir,
+            quant,
+            notes,
+            active: Mutex::new(None),
+            done: Mutex::new(vec![]),
+        }
+    }
+
+    /// Start a recording of `session`, or stop the one in progress.
+    pub fn toggle(&self, session: &Session) {
+        let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(a) = active.take() {
+            // The writer writes what is queued, the footer, then says so in the log.
+            let _ = a.stop.send(());
+            self.done
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(a.join);
+            return;
+        }
+        match self.start(session) {
+            Ok(a) => {
+                self.note(Severity::Info, format!("recording to {}", a.path.display()));
+                *active = Some(a);
+            }
+            Err(e) => self.note(Severity::Error, format!("recording failed to start: {e:#}")),
+        }
+    }
+
+    fn start(&self, session: &Session) -> anyhow::Result<Active> {
+        let (path, file) = create_file(&self.dir)?;
+        let rx = session.subscribe(SinkKind::Lossless);
+        let (stop, stop_rx) = crossbeam_channel::bounded(1);
+        let bytes = Arc::new(AtomicU64::new(0));
+        let (p, b, q, notes) = (
+            path.clone(),
+            bytes.clone(),
+            self.quant.clone(),
+            self.notes.clone(),
+        );
+        let join = std::thread::Builder::new()
+            .name("baro-recorder".into())
+            .spawn(move || {
+                let r = write_stream(rx, stop_rx, &p, file, q, &b);
+                let note = match &r {
+                    Ok(s) => Note {
+                        sev: Severity::Info,
+                        text: s.line(),
+                    },
+                    Err(e) => Note {
+                        sev: Severity::Error,
+                        text: format!("recording {} failed: {e:#}", p.display()),
+                    },
+                };
+                let _ = notes.send(note);
+                r
+            })
+            .context("starting the recorder thread")?;
+        Ok(Active {
+            path,
+            bytes,
+            stop,
+            join,
+        })
+    }
+
+    /// The recording in progress, for the header.
+    pub fn status(&self) -> Option<RecStatus> {
+        let active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        active.as_ref().map(|a| RecStatus {
+            file: a.path.display().to_string(),
+            bytes: a.bytes.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Every writer, the one still recording included (not stopped: once the session has
+    /// ended it writes up to the `End` and the footer). Join them after the session ended.
+    pub fn into_writers(self) -> Writers {
+        let mut w = Writers {
+            joins: self.done.into_inner().unwrap_or_else(|p| p.into_inner()),
+            stops: vec![],
+        };
+        if let Some(a) = self.active.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            w.stops.push(a.stop);
+            w.joins.push(a.join);
+        }
+        w
+    }
+
+    fn note(&self, sev: Severity, text: String) {
+        let _ = self.notes.send(Note { sev, text });
+    }
+}
+
+/// The writers of a session's recordings (see [`LiveRecorder::into_writers`]).
+pub struct Writers {
+    joins: Vec<JoinHandle<anyhow::Result<Summary>>>,
+    /// Held, not sent: a writer still recording ends with the session's `End`.
+    stops: Vec<Sender<()>>,
+}
+
+impl Writers {
+    /// Wait for every writer; each recording's summary or error, in the order started.
+    pub fn join(self) -> Vec<anyhow::Result<Summary>> {
+        let r = self
+            .joins
+            .into_iter()
+            .map(|j| {
+                j.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the recorder thread panicked")))
+            })
+            .collect();
+        drop(self.stops);
+        r
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::cmd::live::SessionControl;
+    use crate::ui::action::Control;
+    use baro_engine::device::Device;
+    use baro_engine::model::Model;
+    use baro_engine::session::{Check, SessionBuilder};
+    use baro_engine::vulkan::{DecoderOptions, Dispatch};
+    use baro_telemetry::recording::Reader;
+    use std::time::{Duration, Instant};
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("baro-live-rec-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// Wait for `n` frames on `rx` (other messages skipped).
+    fn frames(rx: &Receiver<Telemetry>, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut got = 0;
+        while got < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let Telemetry::Frame(_) = rx.recv_timeout(left).expect("frames keep coming") {
+                got += 1;
+            }
+        }
+    }
+
+    #[test]
+    fn file_names_are_baro_utc_yyyymmdd_hhmmss() {
+        assert_eq!(file_name(0), "baro-19700101-000000.baro");
+        assert_eq!(file_name(1_796_042_096), "baro-20261130-123456.baro");
+        assert_eq!(file_name(951_868_799), "baro-20000229-235959.baro");
+    }
+
+    #[test]
+    fn a_missing_or_non_directory_record_dir_is_refused_naming_it() {
+        let d = temp_dir("refused");
+        let missing = d.join("nope");
+        let e = format!("{:#}", check_dir(&missing).unwrap_err());
+        assert!(e.contains("--record-dir") && e.contains("nope"), "{e}");
+        let file = d.join("f");
+        std::fs::write(&file, b"x").unwrap();
+        let e = format!("{:#}", check_dir(&file).unwrap_err());
+        assert!(e.contains("not a directory"), "{e}");
+        check_dir(&d).unwrap();
+        assert_eq!(
+            std::fs::read_dir(&d).unwrap().count(),
+            1,
+            "the probe is gone"
+        );
+    }
+
+    fn session(dev: &Device) -> (Session, Receiver<Telemetry>) {
+        let model = Model::embedded().unwrap();
+        let o = DecoderOptions {
+            dispatch: Dispatch::Mega,
+            instrument: true,
+            max_seq: 32,
+            ..Default::default()
+        };
+        let mut b = SessionBuilder::new(dev, model, o)
+            .check(Check::Off)
+            .stop_on_fail(false);
+        let ui = b.subscribe(SinkKind::Lossy { capacity: 1 << 16 });
+        (b.spawn().unwrap(), ui)
+    }
+
+    #[test]
+    fn r_records_the_live_session_until_r_again_and_the_file_replays_its_frames_and_run() {
+        let dev = Device::open(None).expect("a Vulkan device (lavapipe in CI)");
+        let dir = temp_dir("toggle");
+        let (s, ui) = session(&dev);
+        let start = match ui.recv_timeout(Duration::from_secs(60)).unwrap() {
+            Telemetry::Start(d) => d,
+            other => panic!("first message {other:?}"),
+        };
+        let (summary, shown) = std::thread::scope(|scope| {
+            let ctl = SessionControl::new(&s, scope)
+                .unwrap()
+                .with_recorder(dir.clone(), Some("f32".into()));
+            assert!(ctl.recording().is_none());
+            assert!(ctl.toggle_record());
+            let shown = ctl.recording().expect("recording");
+            frames(&ui, 5);
+            assert!(ctl.toggle_record());
+            assert!(ctl.recording().is_none(), "stopped");
+            let notes = ctl.notes().unwrap();
+            let mut w = ctl.into_writers().unwrap().join();
+            assert_eq!(w.len(), 1);
+            let sum = w.remove(0).unwrap();
+            let texts: Vec<String> = notes.try_iter().map(|n| n.text).collect();
+            assert!(
+                texts.iter().any(|t| t.starts_with("recording to "))
+                    && texts
+                        .iter()
+                        .any(|t| t == &sum.line() && t.contains(" passes")),
+                "{texts:?}"
+            );
+            (sum, shown)
+        });
+        s.stop();
+        s.wait().unwrap();
+        assert!(summary.passes >= 1, "{summary:?}");
+        assert_eq!(shown.file, summary.path.display().to_string());
+        let name = summary
+            .path
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            name.starts_with("baro-") && name.ends_with(".baro"),
+            "{name}"
+        );
+        let mut r = Reader::open(&summary.path).unwrap();
+        assert_eq!(r.header().run, start, "the run details");
+        assert_eq!(r.header().quant.as_deref(), Some("f32"));
+        let msgs: Vec<Telemetry> = r.by_ref().map(|m| m.unwrap()).collect();
+        assert!(r.finished(), "the footer was written");
+        let n = msgs
+            .iter()
+            .filter(|m| matches!(m, Telemetry::Frame(_)))
+            .count();
+        assert_eq!(n as u64, summary.passes);
+        assert!(matches!(msgs[0], Telemetry::Start(_)));
+        assert_eq!(
+            summary.bytes,
+            std::fs::metadata(&summary.path).unwrap().len()
+        );
+    }
+
+    #[test]
+    fn quitting_while_recording_finishes_the_file_up_to_the_sessions_end() {
+        let dev = Device::open(None).expect("a Vulkan device (lavapipe in CI)");
+        let dir = temp_dir("quit");
+        let (s, ui) = session(&dev);
+        let writers = std::thread::scope(|scope| {
+            let ctl = SessionControl::new(&s, scope)
+                .unwrap()
+                .with_recorder(dir.clone(), None);
+            assert!(ctl.toggle_record());
+            frames(&ui, 3);
+            // What quitting does: stop the session while the recording runs.
+            ctl.stop();
+            ctl.into_writers().unwrap()
+        });
+        let outcome = s.wait().unwrap();
+        let sum = writers.join().remove(0).unwrap();
+        let mut r = Reader::open(&sum.path).unwrap();
+        let msgs: Vec<Telemetry> = r.by_ref().map(|m| m.unwrap()).collect();
+        assert!(r.finished(), "the footer was written");
+        match msgs.last() {
+            Some(Telemetry::End { passes, .. }) => assert_eq!(*passes, outcome.passes),
+            other => panic!("last message {other:?}"),
+        }
+        assert!(sum.passes >= 3, "{sum:?}");
+    }
+}
