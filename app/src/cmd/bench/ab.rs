@@ -25,10 +25,20 @@ pub struct AbArgs {
     pub work: Workload,
     /// Arm A's options: --dispatch mega|multi, --instrument off|on, --grid, --wg-size,
     /// --spin-timeout-ms, --watchdog-ms (with --a-binary: any options of that binary's bench).
-    #[arg(long = "a", value_name = "ARGS", default_value = "", allow_hyphen_values = true)]
+    #[arg(
+        long = "a",
+        value_name = "ARGS",
+        default_value = "",
+        allow_hyphen_values = true
+    )]
     pub a: String,
     /// Arm B's options (as --a).
-    #[arg(long = "b", value_name = "ARGS", default_value = "", allow_hyphen_values = true)]
+    #[arg(
+        long = "b",
+        value_name = "ARGS",
+        default_value = "",
+        allow_hyphen_values = true
+    )]
     pub b: String,
     /// Run arm A as this binary's `bench` (the other arm defaults to this binary).
     #[arg(long, value_name = "PATH")]
@@ -73,14 +83,18 @@ pub struct PctRange {
 /// Parse "LO%..HI%" (the `%` signs optional; negative bounds allowed).
 pub fn parse_range(s: &str) -> Result<PctRange, String> {
     let Some((lo, hi)) = s.split_once("..") else {
-        return Err(format!("{s:?} is not a range: write LO%..HI%, e.g. 5%..15%"));
+        return Err(format!(
+            "{s:?} is not a range: write LO%..HI%, e.g. 5%..15%"
+        ));
     };
     let num = |t: &str| -> Result<f64, String> {
         let t = t.trim();
         let v = t.strip_suffix('%').unwrap_or(t).trim();
         match v.parse::<f64>() {
             Ok(x) if x.is_finite() => Ok(x),
-            _ => Err(format!("{t:?} in {s:?} is not a percentage (LO%..HI%, e.g. 5%..15%)")),
+            _ => Err(format!(
+                "{t:?} in {s:?} is not a percentage (LO%..HI%, e.g. 5%..15%)"
+            )),
         }
     };
     let (lo, hi) = (num(lo)?, num(hi)?);
@@ -109,7 +123,10 @@ pub fn delta_pct(a: f64, b: f64) -> f64 {
 /// The parity line of two arms' logits checksums: whether they are bitwise identical.
 pub fn parity(a: u64, b: u64) -> (bool, String) {
     if a == b {
-        (true, format!("OK (bitwise identical logits, checksum {a:016x})"))
+        (
+            true,
+            format!("OK (bitwise identical logits, checksum {a:016x})"),
+        )
     } else {
         (false, format!("DIFFER (A {a:016x}, B {b:016x})"))
     }
@@ -344,17 +361,21 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
     lines.push(format!("parity of logits: {pline}"));
     if let Some(r) = a.predict {
         let v = verdict(r, d_gen);
-        let line = format!(
-            "verdict: {v} — predicted {:+}%..{:+}%, measured {d_gen:+.2}% (A {ta:.2}, B {tb:.2} generation tok/s, mode {})",
+        let judged = format!(
+            "{v} — predicted {:+}%..{:+}%, measured {d_gen:+.2}% (A {ta:.2}, B {tb:.2} generation tok/s, mode {})",
             r.lo,
             r.hi,
             mode_label(mode)
         );
         append_log(
             &a.log,
-            &format!("{} commit={commit} VERDICT {line}; parity {}", now_utc(), if same { "OK" } else { "DIFFER" }),
+            &format!(
+                "{} commit={commit} VERDICT {judged}; parity {}",
+                now_utc(),
+                if same { "OK" } else { "DIFFER" }
+            ),
         )?;
-        lines.push(line);
+        lines.push(format!("verdict: {judged}"));
     }
     for l in lines {
         if a.work.output == Format::Text {
@@ -406,7 +427,10 @@ fn run_binaries(a: &AbArgs) -> anyhow::Result<(BenchReport, Vec<ArmInfo>)> {
     for (flag, s) in [("--a", &a.a), ("--b", &a.b)] {
         let mut w = split_args(s).with_context(|| flag.to_string())?;
         // A child arm is one configuration: plain bench's default is both dispatch styles.
-        if !w.iter().any(|x| x == "--dispatch" || x.starts_with("--dispatch=")) {
+        if !w
+            .iter()
+            .any(|x| x == "--dispatch" || x.starts_with("--dispatch="))
+        {
             w.extend(["--dispatch".into(), "mega".into()]);
         }
         arm_words.push(w);
@@ -442,7 +466,13 @@ fn run_binaries(a: &AbArgs) -> anyhow::Result<(BenchReport, Vec<ArmInfo>)> {
                 .filter(|l| !l.trim().is_empty())
                 .map(serde_json::from_str)
                 .collect::<Result<_, _>>()
-                .with_context(|| format!("arm {} ({}): reading its JSON rows", names[i], bins[i].display()))?;
+                .with_context(|| {
+                    format!(
+                        "arm {} ({}): reading its JSON rows",
+                        names[i],
+                        bins[i].display()
+                    )
+                })?;
             let (res, info) = child_arm(names[i], pair, &rows)
                 .with_context(|| format!("arm {} ({})", names[i], bins[i].display()))?;
             match &mut results[i] {
@@ -481,9 +511,14 @@ pub fn child_arm(name: &str, run: u64, rows: &[Row]) -> anyhow::Result<(ArmResul
         );
     };
     let n = pp.samples_ns.len();
-    if [tg.samples_ns.len(), pp.samples_n.len(), tg.samples_n.len(), pp.samples_mode.len()]
-        .iter()
-        .any(|&m| m != n)
+    if [
+        tg.samples_ns.len(),
+        pp.samples_n.len(),
+        tg.samples_n.len(),
+        pp.samples_mode.len(),
+    ]
+    .iter()
+    .any(|&m| m != n)
     {
         bail!("the child's rows disagree on the number of samples");
     }
@@ -491,7 +526,9 @@ pub fn child_arm(name: &str, run: u64, rows: &[Row]) -> anyhow::Result<(ArmResul
         "fast" => Ok(PowerMode::Fast),
         "slow" => Ok(PowerMode::Slow),
         "unknown" => Ok(PowerMode::Unknown),
-        other => Err(anyhow::anyhow!("unknown power mode {other:?} in the child's rows")),
+        other => Err(anyhow::anyhow!(
+            "unknown power mode {other:?} in the child's rows"
+        )),
     };
     let samples = (0..n)
         .map(|k| {
@@ -540,12 +577,22 @@ mod tests {
 
     #[test]
     fn percent_ranges_parse_and_bad_ones_say_why() {
-        assert_eq!(parse_range("5%..15%").unwrap(), PctRange { lo: 5.0, hi: 15.0 });
-        assert_eq!(parse_range("-3..2.5%").unwrap(), PctRange { lo: -3.0, hi: 2.5 });
+        assert_eq!(
+            parse_range("5%..15%").unwrap(),
+            PctRange { lo: 5.0, hi: 15.0 }
+        );
+        assert_eq!(
+            parse_range("-3..2.5%").unwrap(),
+            PctRange { lo: -3.0, hi: 2.5 }
+        );
         assert!(parse_range("15%..5%").unwrap_err().contains("above"));
         assert!(parse_range("5%").unwrap_err().contains("LO%..HI%"));
-        assert!(parse_range("x%..5%").unwrap_err().contains("not a percentage"));
-        assert!(parse_range("nan..5").unwrap_err().contains("not a percentage"));
+        assert!(parse_range("x%..5%")
+            .unwrap_err()
+            .contains("not a percentage"));
+        assert!(parse_range("nan..5")
+            .unwrap_err()
+            .contains("not a percentage"));
     }
 
     #[test]
@@ -564,13 +611,23 @@ mod tests {
         assert!(ok && line.starts_with("OK"), "{line}");
         let (ok, line) = parity(0xab, 0xac);
         assert!(!ok, "{line}");
-        assert!(line.contains("DIFFER") && line.contains("00000000000000ab") && line.contains("00000000000000ac"));
+        assert!(
+            line.contains("DIFFER")
+                && line.contains("00000000000000ab")
+                && line.contains("00000000000000ac")
+        );
     }
 
     #[test]
     fn options_strings_split_on_spaces_and_honour_quotes() {
-        assert_eq!(split_args(" --grid 2  --wg-size 64 ").unwrap(), ["--grid", "2", "--wg-size", "64"]);
-        assert_eq!(split_args("-m 'a b.gguf' \"\"").unwrap(), ["-m", "a b.gguf", ""]);
+        assert_eq!(
+            split_args(" --grid 2  --wg-size 64 ").unwrap(),
+            ["--grid", "2", "--wg-size", "64"]
+        );
+        assert_eq!(
+            split_args("-m 'a b.gguf' \"\"").unwrap(),
+            ["-m", "a b.gguf", ""]
+        );
         assert!(split_args("--x 'open").is_err());
         assert!(split_args("").unwrap().is_empty());
     }
@@ -584,8 +641,14 @@ mod tests {
 
     #[test]
     fn arm_strings_refuse_a_device_and_both_instrument_settings() {
-        assert!(arm_options("--a", "--device 0").unwrap_err().to_string().contains("one device"));
-        assert!(arm_options("--b", "--instrument both").unwrap_err().to_string().contains("one configuration"));
+        assert!(arm_options("--a", "--device 0")
+            .unwrap_err()
+            .to_string()
+            .contains("one device"));
+        assert!(arm_options("--b", "--instrument both")
+            .unwrap_err()
+            .to_string()
+            .contains("one configuration"));
         let e = arm_options("--a", "--frobnicate").unwrap_err().to_string();
         assert!(e.contains("--a") && e.contains("--frobnicate"), "{e}");
         let (x, _) = arm_options("--a", "--dispatch multi --wg-size 64").unwrap();

@@ -262,7 +262,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         Instrument::On => &[true],
         Instrument::Both => &[true, false],
     };
-    let base = a.gpu.decoder_options(baro_engine::device::Dispatch::Mega, 0);
+    let base = a
+        .gpu
+        .decoder_options(baro_engine::device::Dispatch::Mega, 0);
     let arms: Vec<Arm> = a
         .dispatch
         .dispatches()
@@ -318,11 +320,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             if parity { "yes" } else { "NO" }
         )?;
     }
-    Ok(
-        if parity && report.nondeterministic_samples() == 0 {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        },
-    )
+    Ok(if parity && report.nondeterministic_samples() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
