@@ -250,20 +250,25 @@ fn bench_prompts_file_errors_name_the_file_and_line() {
     );
 }
 
+/// A quick `bench ab` (one pair unless `extra` says otherwise).
 fn ab<'a>(prompts: &'a str, log: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let pairs = if extra.contains(&"--pairs") {
+        &[][..]
+    } else {
+        &["--pairs", "1"][..]
+    };
     let mut a = vec![
         "bench",
         "ab",
         "--allow-cpu",
         "--tokens",
         "2",
-        "--pairs",
-        "1",
         "--prompts",
         prompts,
         "--log",
         log,
     ];
+    a.extend_from_slice(pairs);
     a.extend_from_slice(extra);
     a
 }
@@ -284,7 +289,8 @@ fn bench_ab_mega_against_multi_prints_both_arms_delta_parity_ok_and_the_verdict(
                 "--b",
                 "--dispatch multi",
                 "--predict",
-                "-1000%..1000%",
+                // Any Δ is inside (mega on a busy CPU device may be many times slower).
+                "-100%..1000000%",
             ],
         ),
     );

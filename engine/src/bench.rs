@@ -124,9 +124,9 @@ pub struct BenchReport {
 impl BenchReport {
     /// Every arm's logits were bitwise identical (and so were its tokens).
     pub fn parity(&self) -> bool {
-        self.arms.windows(2).all(|w| {
-            w[0].logits_checksum == w[1].logits_checksum && w[0].tokens == w[1].tokens
-        })
+        self.arms
+            .windows(2)
+            .all(|w| w[0].logits_checksum == w[1].logits_checksum && w[0].tokens == w[1].tokens)
     }
 
     /// Samples (over every arm) whose tokens differed from their arm's parity sweep.
@@ -206,9 +206,7 @@ impl ArmState {
             ..Default::default()
         };
         if self.dec.opts.instrument {
-            let full = self
-                .dec
-                .frame(&self.details, 0, pos, token, p.argmax, p);
+            let full = self.dec.frame(&self.details, 0, pos, token, p.argmax, p);
             f.torn = full.torn;
             let busy: u64 = full
                 .stages
@@ -254,7 +252,9 @@ pub fn run_bench(
     }
     let longest = cfg.prompts.iter().map(Vec::len).max().unwrap_or(0);
     if cfg.prompts.iter().any(Vec::is_empty) {
-        return Err(Error::Invalid("bench: an empty prompt (not even BOS)".into()));
+        return Err(Error::Invalid(
+            "bench: an empty prompt (not even BOS)".into(),
+        ));
     }
     let steps = longest + cfg.gen_tokens;
     let mut st = vec![];
@@ -322,7 +322,7 @@ pub fn run_bench(
     for r in 0..cfg.runs {
         for (pi, prompt) in cfg.prompts.iter().enumerate() {
             // Alternate the order every sample: A B, B A, A B, ...
-            let order: Vec<usize> = if k % 2 == 0 {
+            let order: Vec<usize> = if k.is_multiple_of(2) {
                 (0..st.len()).collect()
             } else {
                 (0..st.len()).rev().collect()
@@ -339,7 +339,13 @@ pub fn run_bench(
                 for (pos, &t) in prompt.iter().enumerate() {
                     let p = s.dec.step(t, pos)?;
                     if !p.fail.ok() {
-                        return Err(failed(&format!("run {r} prompt {pi}"), arm, pos, &s.dec, &p));
+                        return Err(failed(
+                            &format!("run {r} prompt {pi}"),
+                            arm,
+                            pos,
+                            &s.dec,
+                            &p,
+                        ));
                     }
                     next = p.argmax;
                     let a0 = Instant::now();
@@ -353,7 +359,13 @@ pub fn run_bench(
                 for pos in prompt.len()..prompt.len() + cfg.gen_tokens {
                     let p = s.dec.step(next, pos)?;
                     if !p.fail.ok() {
-                        return Err(failed(&format!("run {r} prompt {pi}"), arm, pos, &s.dec, &p));
+                        return Err(failed(
+                            &format!("run {r} prompt {pi}"),
+                            arm,
+                            pos,
+                            &s.dec,
+                            &p,
+                        ));
                     }
                     let a0 = Instant::now();
                     s.keep_frame(pos, next, &p);

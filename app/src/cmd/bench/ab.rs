@@ -104,9 +104,11 @@ pub fn parse_range(s: &str) -> Result<PctRange, String> {
     Ok(PctRange { lo, hi })
 }
 
-/// Where a measured Δ falls against the prediction.
+/// Where a measured Δ falls against the prediction (`unmeasured` for no number).
 pub fn verdict(r: PctRange, delta: f64) -> &'static str {
-    if delta < r.lo {
+    if !delta.is_finite() {
+        "unmeasured"
+    } else if delta < r.lo {
         "below"
     } else if delta > r.hi {
         "above"
@@ -205,7 +207,7 @@ fn append_log(path: &Path, line: &str) -> anyhow::Result<()> {
 
 /// Parse one in-process arm's options.
 fn arm_options(flag: &str, s: &str) -> anyhow::Result<(ArmArgs, Vec<String>)> {
-    let words = split_args(s).with_context(|| format!("{flag}"))?;
+    let words = split_args(s).with_context(|| flag.to_string())?;
     let a = ArmArgs::try_parse_from(&words)
         .map_err(|e| anyhow::anyhow!("{flag} {s:?}: {}", e.render().to_string().trim()))?;
     if a.gpu.device.is_some() {
@@ -439,7 +441,11 @@ fn run_binaries(a: &AbArgs) -> anyhow::Result<(BenchReport, Vec<ArmInfo>)> {
     let mut results: Vec<Option<ArmResult>> = vec![None, None];
     let mut infos: Vec<Option<ArmInfo>> = vec![None, None];
     for pair in 0..a.pairs {
-        let order = if pair % 2 == 0 { [0, 1] } else { [1, 0] };
+        let order = if pair.is_multiple_of(2) {
+            [0, 1]
+        } else {
+            [1, 0]
+        };
         for i in order {
             let o = Command::new(&bins[i])
                 .args(&common)
@@ -602,6 +608,7 @@ mod tests {
         assert_eq!(verdict(r, 5.0), "inside");
         assert_eq!(verdict(r, 15.0), "inside");
         assert_eq!(verdict(r, 15.1), "above");
+        assert_eq!(verdict(r, f64::NAN), "unmeasured");
         assert!((delta_pct(100.0, 110.0) - 10.0).abs() < 1e-9);
     }
 

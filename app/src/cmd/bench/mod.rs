@@ -202,7 +202,7 @@ pub fn meta(
             .first()
             .map_or(model.weights.classifier().ty, |l| l.wq.ty)
             .to_string(),
-        model_size: model.weight_bytes() as u64,
+        model_size: model.weight_bytes(),
         model_n_params: params,
         device: dev.info().name.clone(),
         driver: dev.info().driver.clone(),

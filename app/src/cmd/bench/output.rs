@@ -469,6 +469,10 @@ mod tests {
         assert!((a_pp.avg_ns - 2_000_000.0).abs() < 1e-6);
         assert!((a_pp.max_ts - 10_000.0).abs() < 1e-6);
         assert_eq!(a_pp.contended_passes, 3 * 14);
+        let fields = serde_json::to_value(&r[0]).unwrap();
+        let fields = fields.as_object().unwrap();
+        assert_eq!(fields.len(), COLUMNS.len(), "csv has a column per field");
+        assert!(COLUMNS.iter().all(|c| fields.contains_key(*c)));
         let csv = render(Format::Csv, &r).unwrap();
         let mut lines = csv.lines();
         let header: Vec<&str> = lines.next().unwrap().split(',').collect();

@@ -110,6 +110,7 @@ pub fn tokenize(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
