@@ -32,7 +32,8 @@ enum Command {
     Generate(cmd::generate::GenerateArgs),
     /// Decode on the GPU next to the CPU reference; exit 0 only if every pass is clean.
     Gate(cmd::gate::GateArgs),
-    /// Decode throughput, paired and alternating between modes.
+    /// Decode throughput over prompts (prompt and generation), paired and alternating arms;
+    /// `bench ab` A/Bs two arms or two binaries.
     Bench(cmd::bench::BenchArgs),
     /// List Vulkan devices, their capabilities and (with --probe) the largest resident grid.
     Devices(cmd::devices::DevicesArgs),

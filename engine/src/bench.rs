@@ -1,48 +1,98 @@
-//! Decode throughput, paired and alternating between arms (dispatch style, event ring on or
-//! off), so every arm sees the same machine conditions (DESIGN: "paired, alternating A/B
-//! runs, medians (and minimum), and a bitwise parity check of both arms' outputs").
+//! Decode throughput over a set of prompts, paired and alternating between arms (each arm a
+//! set of decoder options: dispatch style, event ring, grid, workgroup size), so every arm
+//! sees the same machine conditions (DESIGN: "paired, alternating A/B runs, medians (and
+//! minimum), and a bitwise parity check of both arms' outputs").
 //!
-//! Every run of every arm decodes greedily from BOS; a failing pass voids the bench (an
-//! error naming the arm and position), never a number.
+//! A *sample* is one prompt in one arm: its prompt tokens fed one pass each (prefill, timed
+//! on its own), then `gen_tokens` passes each feeding the previous output (generation). The
+//! arms' order alternates every sample (A B, B A, A B, ...).
+//!
+//! Before timing, an untimed sweep per arm (which is also the warm-up) runs every prompt with
+//! the logits read back and folds every pass's logits bits into one checksum: equal checksums
+//! across arms mean bitwise-identical logits. Timed passes do not read the logits back.
+//!
+//! Every pass is labelled fast, slow or unknown by [`classify_offline`] (the in-kernel stage
+//! busy time where the ring is on, else GPU time, else wall time); a sample takes the mode of
+//! most of its passes. A failing pass voids the bench (an error naming the arm and position),
+//! never a number.
 
 use std::time::Instant;
+
+use baro_telemetry::labels::{classify_offline, ModeConfig, ModeTally};
+use baro_telemetry::{Frame, PowerMode, StageKind, StageTiming};
 
 use crate::device::Device;
 use crate::model::Model;
 use crate::vulkan::{DecoderOptions, Dispatch, VulkanDecoder};
 use crate::{Error, Result};
 
-/// One arm: a dispatch style, with or without the in-kernel event ring.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One arm: a name and its decoder options.
+#[derive(Clone, Debug)]
 pub struct Arm {
-    /// Dispatch style.
-    pub dispatch: Dispatch,
-    /// Event ring on.
-    pub instrument: bool,
+    /// What reports call it (`mega`, `multi+instr`, `A`).
+    pub name: String,
+    /// Its decoder options (`max_seq` and `read_logits` are set by the bench).
+    pub options: DecoderOptions,
 }
 
 impl Arm {
-    /// `mega`, `multi`, `mega+instr`, `multi+instr`.
-    pub fn name(&self) -> String {
-        format!(
-            "{}{}",
-            self.dispatch,
-            if self.instrument { "+instr" } else { "" }
-        )
+    /// The arm of a dispatch style with or without the event ring, named `mega`, `multi`,
+    /// `mega+instr`, `multi+instr`.
+    pub fn of(dispatch: Dispatch, instrument: bool, base: &DecoderOptions) -> Arm {
+        Arm {
+            name: format!("{dispatch}{}", if instrument { "+instr" } else { "" }),
+            options: DecoderOptions {
+                dispatch,
+                instrument,
+                ..base.clone()
+            },
+        }
     }
 }
 
 /// What to measure.
 #[derive(Clone, Debug)]
 pub struct BenchConfig {
-    /// Tokens generated per run (after BOS).
-    pub tokens: usize,
-    /// Runs per arm.
+    /// The prompts' tokens, BOS first (each at least one token).
+    pub prompts: Vec<Vec<u32>>,
+    /// Generation passes per sample, after the prompt.
+    pub gen_tokens: usize,
+    /// Repetitions of the whole prompt set per arm.
     pub runs: u64,
-    /// The arms, in the order of the first run (later runs alternate the order).
+    /// The arms, in the order of the first sample.
     pub arms: Vec<Arm>,
-    /// Decoder options (dispatch, instrumentation, read-back are set per arm).
-    pub decoder: DecoderOptions,
+    /// The power-mode classifier's tuning.
+    pub mode: ModeConfig,
+}
+
+/// One prompt in one arm.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    /// Repetition.
+    pub run: u64,
+    /// Prompt index.
+    pub prompt: usize,
+    /// Prompt passes (BOS included).
+    pub prompt_tokens: usize,
+    /// Host time of the prompt passes, ns.
+    pub prompt_ns: u64,
+    /// Generation passes.
+    pub gen_tokens: usize,
+    /// Host time of the generation passes, ns.
+    pub gen_ns: u64,
+    /// The mode of most of its passes (unknown where none has a majority).
+    pub mode: PowerMode,
+}
+
+impl Sample {
+    /// Prompt tokens per second.
+    pub fn prompt_tok_s(&self) -> f64 {
+        self.prompt_tokens as f64 / (self.prompt_ns.max(1) as f64 / 1e9)
+    }
+    /// Generated tokens per second.
+    pub fn gen_tok_s(&self) -> f64 {
+        self.gen_tokens as f64 / (self.gen_ns.max(1) as f64 / 1e9)
+    }
 }
 
 /// One arm's measurements.
@@ -50,14 +100,16 @@ pub struct BenchConfig {
 pub struct ArmResult {
     /// The arm.
     pub arm: Arm,
-    /// Tokens per second of each run.
-    pub tok_s: Vec<f64>,
-    /// Mean GPU time per token of each run, µs (0 without timestamps).
-    pub gpu_us: Vec<f64>,
-    /// The tokens of run 0.
-    pub tokens: Vec<u32>,
-    /// Runs whose tokens differed from run 0 (nondeterminism).
-    pub differing_runs: Vec<u64>,
+    /// Every sample, in the order run.
+    pub samples: Vec<Sample>,
+    /// Passes per mode.
+    pub modes: ModeTally,
+    /// FNV-1a over the bits of every pass's logits of the parity sweep.
+    pub logits_checksum: u64,
+    /// The tokens each prompt generated in the parity sweep.
+    pub tokens: Vec<Vec<u32>>,
+    /// Samples (run, prompt) whose tokens differed from the sweep's (nondeterminism).
+    pub differing: Vec<(u64, usize)>,
 }
 
 /// The bench's result.
@@ -65,19 +117,21 @@ pub struct ArmResult {
 pub struct BenchReport {
     /// Per arm, in [`BenchConfig::arms`] order.
     pub arms: Vec<ArmResult>,
-    /// The grid the decoders ran with.
-    pub grid: u32,
+    /// The grid of each arm's decoder.
+    pub grids: Vec<u32>,
 }
 
 impl BenchReport {
-    /// Every arm produced the same tokens.
+    /// Every arm's logits were bitwise identical (and so were its tokens).
     pub fn parity(&self) -> bool {
-        self.arms.windows(2).all(|w| w[0].tokens == w[1].tokens)
+        self.arms
+            .windows(2)
+            .all(|w| w[0].logits_checksum == w[1].logits_checksum && w[0].tokens == w[1].tokens)
     }
 
-    /// Runs (over every arm) whose tokens differed from their arm's run 0.
-    pub fn nondeterministic_runs(&self) -> usize {
-        self.arms.iter().map(|a| a.differing_runs.len()).sum()
+    /// Samples (over every arm) whose tokens differed from their arm's parity sweep.
+    pub fn nondeterministic_samples(&self) -> usize {
+        self.arms.iter().map(|a| a.differing.len()).sum()
     }
 }
 
@@ -97,99 +151,256 @@ pub fn stats(v: &[f64]) -> (f64, f64, f64) {
     (med, lo, hi)
 }
 
-/// Run the bench. `on_ready(grid)` is called once the decoders are built and warmed up.
+/// Mean and sample standard deviation (0 for one value; NaN for none).
+pub fn mean_stddev(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    if v.len() < 2 {
+        return (mean, 0.0);
+    }
+    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
+    (mean, var.sqrt())
+}
+
+/// FNV-1a step over a slice of logits' bits.
+fn fold_logits(h: u64, logits: &[f32]) -> u64 {
+    logits.iter().fold(h, |h, v| {
+        (h ^ u64::from(v.to_bits())).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The mode most of `modes` have (unknown without a majority).
+pub fn majority(modes: &[PowerMode]) -> PowerMode {
+    let t = ModeTally::of(modes.iter().copied());
+    let half = modes.len() as u64 / 2;
+    if t.fast > half {
+        PowerMode::Fast
+    } else if t.slow > half {
+        PowerMode::Slow
+    } else {
+        PowerMode::Unknown
+    }
+}
+
+struct ArmState {
+    dec: VulkanDecoder,
+    /// Stage ids whose busy time counts toward the mode indicator (not attention: it grows
+    /// with the position).
+    counted: Vec<bool>,
+    details: baro_telemetry::RunDetails,
+    /// One reduced frame per timed pass (wall, GPU and counted busy time only).
+    frames: Vec<Frame>,
+    /// Index of each sample's first pass in `frames`, and its pass count.
+    sample_passes: Vec<(usize, usize)>,
+}
+
+impl ArmState {
+    /// The reduced frame of the pass just run, for the mode classifier.
+    fn keep_frame(&mut self, pos: usize, token: u32, p: &crate::vulkan::Pass) {
+        let mut f = Frame {
+            wall_ns: p.wall.as_nanos() as u64,
+            gpu_ns: p.gpu_ns,
+            ..Default::default()
+        };
+        if self.dec.opts.instrument {
+            let full = self.dec.frame(&self.details, 0, pos, token, p.argmax, p);
+            f.torn = full.torn;
+            let busy: u64 = full
+                .stages
+                .iter()
+                .filter(|s| self.counted.get(s.stage as usize).copied().unwrap_or(false))
+                .map(|s| s.busy_ns)
+                .sum();
+            if busy > 0 {
+                f.stages = vec![StageTiming {
+                    stage: 0,
+                    name: "busy".into(),
+                    level: 0,
+                    busy_ns: busy,
+                    charged_ns: busy,
+                    max_busy_ns: busy,
+                }];
+            }
+        }
+        self.frames.push(f);
+    }
+}
+
+fn failed(what: &str, arm: &Arm, pos: usize, d: &VulkanDecoder, p: &crate::vulkan::Pass) -> Error {
+    Error::Invalid(format!(
+        "{what} arm {} pos {pos}: {} — refusing to report throughput of a failing kernel",
+        arm.name,
+        p.fail.line(|l| d.level_name(l))
+    ))
+}
+
+/// Run the bench. `on_ready(grids)` is called once the decoders are built and the parity
+/// sweep (the warm-up) is done.
 pub fn run_bench(
     device: &Device,
     model: &Model,
     cfg: &BenchConfig,
-    on_ready: impl FnOnce(u32),
+    on_ready: impl FnOnce(&[u32]),
 ) -> Result<BenchReport> {
-    if cfg.arms.is_empty() || cfg.runs == 0 || cfg.tokens == 0 {
+    if cfg.arms.is_empty() || cfg.runs == 0 || cfg.gen_tokens == 0 || cfg.prompts.is_empty() {
         return Err(Error::Invalid(
-            "bench: at least one arm, one run and one token".into(),
+            "bench: at least one arm, one run, one prompt and one generated token".into(),
         ));
     }
-    // Position 0 is BOS; each token after it takes one more position.
-    let steps = cfg.tokens + 1;
-    let mut decs = vec![];
+    let longest = cfg.prompts.iter().map(Vec::len).max().unwrap_or(0);
+    if cfg.prompts.iter().any(Vec::is_empty) {
+        return Err(Error::Invalid(
+            "bench: an empty prompt (not even BOS)".into(),
+        ));
+    }
+    let steps = longest + cfg.gen_tokens;
+    let mut st = vec![];
     for arm in &cfg.arms {
         let opts = DecoderOptions {
-            dispatch: arm.dispatch,
-            read_logits: false,
-            instrument: arm.instrument,
+            read_logits: true,
             max_seq: steps,
-            ..cfg.decoder.clone()
+            ..arm.options.clone()
         };
-        decs.push(VulkanDecoder::new(device.context().clone(), model, opts)?);
-    }
-    // Warm-up: one short run per arm (pipeline caches, clocks); its passes must be clean too.
-    for (arm, d) in cfg.arms.iter().zip(decs.iter_mut()) {
-        let mut t = model.tokenizer.bos_id();
-        for pos in 0..steps.min(8) {
-            let p = d.step(t, pos)?;
-            if !p.fail.ok() {
-                return Err(Error::Invalid(format!(
-                    "warm-up arm {} pos {pos}: {} — refusing to benchmark a failing kernel",
-                    arm.name(),
-                    p.fail.line(|l| d.level_name(l))
-                )));
-            }
-            t = p.argmax;
+        let dec = VulkanDecoder::new(device.context().clone(), model, opts)?;
+        let details = dec.run_details(&model.source);
+        let mut counted = vec![false; details.stages.len()];
+        for s in &details.stages {
+            counted[s.id as usize] = s.kind != StageKind::Attn;
         }
+        st.push(ArmState {
+            dec,
+            counted,
+            details,
+            frames: vec![],
+            sample_passes: vec![],
+        });
     }
-    on_ready(decs[0].grid);
     let mut out: Vec<ArmResult> = cfg
         .arms
         .iter()
         .map(|a| ArmResult {
             arm: a.clone(),
-            tok_s: vec![],
-            gpu_us: vec![],
+            samples: vec![],
+            modes: ModeTally::default(),
+            logits_checksum: 0xcbf2_9ce4_8422_2325,
             tokens: vec![],
-            differing_runs: vec![],
+            differing: vec![],
         })
         .collect();
-    for r in 0..cfg.runs {
-        // Alternate the order each run: ABAB, BABA, ...
-        let order: Vec<usize> = if r % 2 == 0 {
-            (0..decs.len()).collect()
-        } else {
-            (0..decs.len()).rev().collect()
-        };
-        for &i in &order {
-            let d = &mut decs[i];
-            let mut t = model.tokenizer.bos_id();
+    // The parity sweep (and warm-up): every prompt, logits read back and folded.
+    for ((arm, s), o) in cfg.arms.iter().zip(st.iter_mut()).zip(out.iter_mut()) {
+        for prompt in &cfg.prompts {
             let mut toks = vec![];
-            let mut gsum = 0u64;
-            let t0 = Instant::now();
-            for pos in 0..steps - 1 {
-                let p = d.step(t, pos)?;
+            let mut next = 0;
+            for (pos, &t) in prompt.iter().enumerate() {
+                let p = s.dec.step(t, pos)?;
                 if !p.fail.ok() {
-                    // A failed pass has no token to feed back: the arm's numbers are void.
-                    return Err(Error::Invalid(format!(
-                        "run {r} arm {} pos {pos}: {} — refusing to report throughput of a failing kernel",
-                        out[i].arm.name(),
-                        p.fail.line(|l| d.level_name(l))
-                    )));
+                    return Err(failed("parity sweep", arm, pos, &s.dec, &p));
                 }
-                gsum += p.gpu_ns.unwrap_or(0);
-                t = p.argmax;
-                toks.push(t);
+                o.logits_checksum = fold_logits(o.logits_checksum, s.dec.logits());
+                next = p.argmax;
             }
-            let el = t0.elapsed().as_secs_f64();
-            let a = &mut out[i];
-            a.tok_s.push((steps - 1) as f64 / el);
-            a.gpu_us.push(gsum as f64 / 1e3 / (steps - 1) as f64);
-            if r == 0 {
-                a.tokens = toks;
-            } else if a.tokens != toks {
-                a.differing_runs.push(r);
+            for pos in prompt.len()..prompt.len() + cfg.gen_tokens {
+                let p = s.dec.step(next, pos)?;
+                if !p.fail.ok() {
+                    return Err(failed("parity sweep", arm, pos, &s.dec, &p));
+                }
+                o.logits_checksum = fold_logits(o.logits_checksum, s.dec.logits());
+                next = p.argmax;
+                toks.push(next);
             }
+            o.tokens.push(toks);
+        }
+        // Timed passes leave the logits on the GPU (the argmax comes back regardless).
+        s.dec.opts.read_logits = false;
+    }
+    on_ready(&st.iter().map(|s| s.dec.grid).collect::<Vec<_>>());
+    let mut k = 0u64;
+    for r in 0..cfg.runs {
+        for (pi, prompt) in cfg.prompts.iter().enumerate() {
+            // Alternate the order every sample: A B, B A, A B, ...
+            let order: Vec<usize> = if k.is_multiple_of(2) {
+                (0..st.len()).collect()
+            } else {
+                (0..st.len()).rev().collect()
+            };
+            k += 1;
+            for &i in &order {
+                let s = &mut st[i];
+                let arm = &cfg.arms[i];
+                let first = s.frames.len();
+                // Host time spent building classifier frames is not the decoder's.
+                let mut aside = 0u64;
+                let mut next = 0;
+                let t0 = Instant::now();
+                for (pos, &t) in prompt.iter().enumerate() {
+                    let p = s.dec.step(t, pos)?;
+                    if !p.fail.ok() {
+                        return Err(failed(
+                            &format!("run {r} prompt {pi}"),
+                            arm,
+                            pos,
+                            &s.dec,
+                            &p,
+                        ));
+                    }
+                    next = p.argmax;
+                    let a0 = Instant::now();
+                    s.keep_frame(pos, t, &p);
+                    aside += a0.elapsed().as_nanos() as u64;
+                }
+                let prompt_ns = (t0.elapsed().as_nanos() as u64).saturating_sub(aside);
+                let mut toks = Vec::with_capacity(cfg.gen_tokens);
+                aside = 0;
+                let t1 = Instant::now();
+                for pos in prompt.len()..prompt.len() + cfg.gen_tokens {
+                    let p = s.dec.step(next, pos)?;
+                    if !p.fail.ok() {
+                        return Err(failed(
+                            &format!("run {r} prompt {pi}"),
+                            arm,
+                            pos,
+                            &s.dec,
+                            &p,
+                        ));
+                    }
+                    let a0 = Instant::now();
+                    s.keep_frame(pos, next, &p);
+                    aside += a0.elapsed().as_nanos() as u64;
+                    next = p.argmax;
+                    toks.push(next);
+                }
+                let gen_ns = (t1.elapsed().as_nanos() as u64).saturating_sub(aside);
+                s.sample_passes.push((first, s.frames.len() - first));
+                let o = &mut out[i];
+                if toks != o.tokens[pi] {
+                    o.differing.push((r, pi));
+                }
+                o.samples.push(Sample {
+                    run: r,
+                    prompt: pi,
+                    prompt_tokens: prompt.len(),
+                    prompt_ns,
+                    gen_tokens: cfg.gen_tokens,
+                    gen_ns,
+                    mode: PowerMode::Unknown,
+                });
+            }
+        }
+    }
+    for (s, o) in st.iter().zip(out.iter_mut()) {
+        let modes = classify_offline(&cfg.mode, None, &s.frames, &[]);
+        o.modes = ModeTally::of(modes.iter().copied());
+        for (sample, &(first, n)) in o.samples.iter_mut().zip(&s.sample_passes) {
+            sample.mode = majority(&modes[first..first + n]);
         }
     }
     Ok(BenchReport {
         arms: out,
-        grid: decs[0].grid,
+        grids: st.iter().map(|s| s.dec.grid).collect(),
     })
 }
 
@@ -205,19 +416,38 @@ mod tests {
     }
 
     #[test]
+    fn mean_stddev_is_the_sample_deviation_and_zero_for_one_value() {
+        let (m, s) = mean_stddev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        assert_eq!(m, 5.0);
+        assert!((s - 2.138_089_935).abs() < 1e-6, "{s}");
+        assert_eq!(mean_stddev(&[3.0]), (3.0, 0.0));
+        assert!(mean_stddev(&[]).0.is_nan());
+    }
+
+    #[test]
+    fn a_sample_takes_the_mode_of_most_of_its_passes_else_unknown() {
+        use PowerMode::*;
+        assert_eq!(majority(&[Fast, Fast, Slow]), Fast);
+        assert_eq!(majority(&[Slow, Slow, Unknown]), Slow);
+        assert_eq!(majority(&[Fast, Slow]), Unknown);
+        assert_eq!(majority(&[]), Unknown);
+    }
+
+    #[test]
     fn arm_names_say_dispatch_and_instrumentation() {
-        let a = Arm {
-            dispatch: Dispatch::Multi,
-            instrument: true,
-        };
-        assert_eq!(a.name(), "multi+instr");
-        assert_eq!(
-            Arm {
-                dispatch: Dispatch::Mega,
-                instrument: false
-            }
-            .name(),
-            "mega"
-        );
+        let base = DecoderOptions::default();
+        assert_eq!(Arm::of(Dispatch::Multi, true, &base).name, "multi+instr");
+        let a = Arm::of(Dispatch::Mega, false, &base);
+        assert_eq!(a.name, "mega");
+        assert!(!a.options.instrument);
+    }
+
+    #[test]
+    fn the_logits_checksum_sees_a_single_bit() {
+        let h0 = 0xcbf2_9ce4_8422_2325;
+        let a = fold_logits(h0, &[1.0, 2.0]);
+        let b = fold_logits(h0, &[1.0, f32::from_bits(2.0f32.to_bits() ^ 1)]);
+        assert_ne!(a, b);
+        assert_eq!(a, fold_logits(h0, &[1.0, 2.0]));
     }
 }
