@@ -227,81 +227,69 @@ DEFINE_DOT(dot_range, XS)
 float dot_sx(uint t, uint row) { return dot_range(t, row, 0u, T(t, T_COLS)); }
 
 // ---- several rows at once (ROWS > 1) ----
-// A team streams up to RMAX rows together: every row's loads are issued before any is used
-// and each element of sx, read once, feeds every row. Per row the arithmetic is dot_sx's
-// Q4_0 loop exactly: lane l adds blocks l, l+S, l+2S, ... in ascending order (the grouping of
-// blocks into iterations never changes that sequence), lo/hi in element order, then one
-// subgroupAdd — so the values are bit-identical to ROWS = 1. The rows must share a column
-// count; `valid` is uniform over the team. Other types run dot_sx per row.
-#define RMAX 4u
-void dot_rows(bool valid[RMAX], uint ts[RMAX], uint rs[RMAX], out float res[RMAX]) {
-    bool q4 = true;
-    [[unroll]] for (uint r = 0u; r < RMAX; ++r) {
-        uint ty = MAT_TY != 0xFFFFu ? MAT_TY : T(ts[r], T_TYPE);
-        if (valid[r] && ty != TY_Q4_0) q4 = false;
+// A team streams R rows together (R = 2 or 4, every row present: no predicated slots, which
+// measured 2x slower than one row at a time in round 7): every row's loads are issued before
+// any is used and each element of sx, read once, feeds every row. Per row the arithmetic is
+// dot_sx's Q4_0 loop exactly: lane l adds blocks l, l+S, l+2S, ... in ascending order, lo/hi
+// in element order, then one subgroupAdd — bit-identical to one row at a time. The rows share
+// a column count. Other types run dot_sx per row.
+#define Q4_ROWS_BLOCK(Q, D, B, R)                                                            \
+    {                                                                                        \
+        float lo[R], hi[R];                                                                  \
+        [[unroll]] for (uint r = 0u; r < R; ++r) { lo[r] = 0.0; hi[r] = 0.0; }               \
+        [[unroll]] for (uint k = 0u; k < 4u; ++k) {                                          \
+            [[unroll]] for (uint e = 0u; e < 4u; ++e) {                                      \
+                uint j = (B) * 32u + k * 4u + e;                                             \
+                float xl = XS(j), xh = XS(j + 16u);                                          \
+                [[unroll]] for (uint r = 0u; r < R; ++r) {                                   \
+                    uint byte = (Q[r][k] >> (e * 8u)) & 255u;                                \
+                    lo[r] += Q4_VAL(byte & 15u) * xl;                                        \
+                    hi[r] += Q4_VAL(byte >> 4u) * xh;                                        \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
+        [[unroll]] for (uint r = 0u; r < R; ++r) acc[r] += (lo[r] + hi[r]) * D[r];           \
     }
-    if (!q4) {
-        [[unroll]] for (uint r = 0u; r < RMAX; ++r) res[r] = valid[r] ? dot_sx(ts[r], rs[r]) : 0.0;
-        return;
-    }
-    uint nb = T(ts[0], T_COLS) / 32u, S = gl_SubgroupSize;
-    uint ch[RMAX], base[RMAX], sc[RMAX];
-    float acc[RMAX];
-    [[unroll]] for (uint r = 0u; r < RMAX; ++r) {
-        ch[r] = T(ts[r], T_CHUNK);
-        base[r] = T(ts[r], T_QS) + rs[r] * T(ts[r], T_ROWW);
-        sc[r] = T(ts[r], T_SC);
-        acc[r] = 0.0;
-    }
-    for (uint b0 = 0u; b0 < nb; b0 += 2u * S) {
-        TICK();
-        uint ba = b0 + tlane(), bb = ba + S;
-        bool ha = ba < nb, hb = bb < nb;
-        uvec4 qa[RMAX], qb[RMAX];
-        float da[RMAX], db[RMAX];
-        [[unroll]] for (uint r = 0u; r < RMAX; ++r) {
-            bool la = valid[r] && ha, lb = valid[r] && hb;
-            qa[r] = la ? wld4(ch[r], base[r] + ba * 4u) : uvec4(0u);
-            qb[r] = lb ? wld4(ch[r], base[r] + bb * 4u) : uvec4(0u);
-            da[r] = la ? qscale(ch[r], sc[r], rs[r] * nb + ba) : 0.0;
-            db[r] = lb ? qscale(ch[r], sc[r], rs[r] * nb + bb) : 0.0;
-            if (valid[r]) TICK_N(40u);
-        }
-        if (ha) {
-            float lo[RMAX], hi[RMAX];
-            [[unroll]] for (uint r = 0u; r < RMAX; ++r) { lo[r] = 0.0; hi[r] = 0.0; }
-            [[unroll]] for (uint k = 0u; k < 4u; ++k) {
-                [[unroll]] for (uint e = 0u; e < 4u; ++e) {
-                    uint j = ba * 32u + k * 4u + e;
-                    float xl = XS(j), xh = XS(j + 16u);
-                    [[unroll]] for (uint r = 0u; r < RMAX; ++r) {
-                        uint byte = (qa[r][k] >> (e * 8u)) & 255u;
-                        lo[r] += Q4_VAL(byte & 15u) * xl;
-                        hi[r] += Q4_VAL(byte >> 4u) * xh;
-                    }
-                }
-            }
-            [[unroll]] for (uint r = 0u; r < RMAX; ++r) acc[r] += (lo[r] + hi[r]) * da[r];
-        }
-        if (hb) {
-            float lo[RMAX], hi[RMAX];
-            [[unroll]] for (uint r = 0u; r < RMAX; ++r) { lo[r] = 0.0; hi[r] = 0.0; }
-            [[unroll]] for (uint k = 0u; k < 4u; ++k) {
-                [[unroll]] for (uint e = 0u; e < 4u; ++e) {
-                    uint j = bb * 32u + k * 4u + e;
-                    float xl = XS(j), xh = XS(j + 16u);
-                    [[unroll]] for (uint r = 0u; r < RMAX; ++r) {
-                        uint byte = (qb[r][k] >> (e * 8u)) & 255u;
-                        lo[r] += Q4_VAL(byte & 15u) * xl;
-                        hi[r] += Q4_VAL(byte >> 4u) * xh;
-                    }
-                }
-            }
-            [[unroll]] for (uint r = 0u; r < RMAX; ++r) acc[r] += (lo[r] + hi[r]) * db[r];
-        }
-    }
-    [[unroll]] for (uint r = 0u; r < RMAX; ++r) res[r] = subgroupAdd(acc[r]);
+
+#define DEFINE_DOT_ROWS(NAME, R)                                                             \
+void NAME(uint ts[R], uint rs[R], out float res[R]) {                                        \
+    bool q4 = true;                                                                          \
+    [[unroll]] for (uint r = 0u; r < R; ++r)                                                 \
+        if ((MAT_TY != 0xFFFFu ? MAT_TY : T(ts[r], T_TYPE)) != TY_Q4_0) q4 = false;          \
+    if (!q4) {                                                                               \
+        [[unroll]] for (uint r = 0u; r < R; ++r) res[r] = dot_sx(ts[r], rs[r]);              \
+        return;                                                                              \
+    }                                                                                        \
+    uint nb = T(ts[0], T_COLS) / 32u, S = gl_SubgroupSize;                                   \
+    uint ch[R], base[R], sc[R];                                                              \
+    float acc[R];                                                                            \
+    [[unroll]] for (uint r = 0u; r < R; ++r) {                                               \
+        ch[r] = T(ts[r], T_CHUNK);                                                           \
+        base[r] = T(ts[r], T_QS) + rs[r] * T(ts[r], T_ROWW);                                 \
+        sc[r] = T(ts[r], T_SC) ;                                                             \
+        acc[r] = 0.0;                                                                        \
+    }                                                                                        \
+    for (uint b0 = 0u; b0 < nb; b0 += 2u * S) {                                             \
+        TICK();                                                                              \
+        TICK_N(40u * R);                                                                     \
+        uint ba = b0 + tlane(), bb = ba + S;                                                 \
+        bool ha = ba < nb, hb = bb < nb;                                                     \
+        uvec4 qa[R], qb[R];                                                                  \
+        float da[R], db[R];                                                                  \
+        [[unroll]] for (uint r = 0u; r < R; ++r) {                                           \
+            qa[r] = ha ? wld4(ch[r], base[r] + ba * 4u) : uvec4(0u);                         \
+            qb[r] = hb ? wld4(ch[r], base[r] + bb * 4u) : uvec4(0u);                         \
+            da[r] = ha ? qscale(ch[r], sc[r], rs[r] * nb + ba) : 0.0;                        \
+            db[r] = hb ? qscale(ch[r], sc[r], rs[r] * nb + bb) : 0.0;                        \
+        }                                                                                    \
+        if (ha) Q4_ROWS_BLOCK(qa, da, ba, R)                                                 \
+        if (hb) Q4_ROWS_BLOCK(qb, db, bb, R)                                                 \
+    }                                                                                        \
+    [[unroll]] for (uint r = 0u; r < R; ++r) res[r] = subgroupAdd(acc[r]);                   \
 }
+
+DEFINE_DOT_ROWS(dot_rows2, 2u)
+DEFINE_DOT_ROWS(dot_rows4, 4u)
 
 // ---- level prologues: fill sx ----
 void prologue(uint lvl) {
@@ -509,43 +497,73 @@ void run_stage(uint si, bool first, bool last) {
         float best = -3.402823e38;
         uint bi = 0xFFFFFFFFu;
         if (ROWS > 1u) {
-            // A team takes the same units as below (u, u + NT, ...), ROWS rows at a time:
-            // a unit of Q/K (a rope pair) or FFN (gate and up) is two rows, else one.
+            // A team takes the same units as below (u, u + NT, ...), up to ROWS rows at a
+            // time: a unit of Q/K (a rope pair) or FFN (gate and up) is two rows, else one.
+            // Results are stored unit by unit in ascending order (the head's argmax order).
             bool pair = kind == K_Q || kind == K_K || kind == K_FFN;
-            uint per = pair ? max(ROWS / 2u, 1u) : ROWS;
-            for (uint u = (me + NT - off % NT) % NT; u < n; u += NT * per) {
+            uint u = (me + NT - off % NT) % NT;
+            while (u < n) {
                 TICK();
                 if (!budget_ok()) break;
-                bool valid[RMAX];
-                uint ts[RMAX], rs[RMAX];
-                [[unroll]] for (uint i = 0u; i < RMAX; ++i) {
-                    uint ui = u + (pair ? i / 2u : i) * NT;
-                    valid[i] = (pair ? i / 2u : i) < per && ui < n;
-                    ts[i] = (kind == K_FFN && (i & 1u) != 0u) ? t1 : t0;
-                    rs[i] = (kind == K_Q || kind == K_K) ? 2u * ui + (i & 1u) : ui;
-                }
-                float v[RMAX];
-                dot_rows(valid, ts, rs, v);
-                if (tlane() == 0u) {
-                    [[unroll]] for (uint i = 0u; i < RMAX; ++i) {
-                        uint ui = rs[i];
-                        if (!valid[i]) {
-                        } else if (pair) {
-                            // Even slots hold a unit's first row, odd slots its second.
-                            if ((i & 1u) != 0u) {
-                            } else if (kind == K_FFN) store_ffn(ui, v[i], v[i | 1u]);
-                            else store_rope(kind, layer, ui, v[i], v[i | 1u]);
-                        } else if (kind == K_V) store_v(layer, ui, v[i]);
-                        else if (kind == K_WO || kind == K_DOWN) store_residual(kind, layer, ui, v[i]);
-                        else if (kind == K_HEAD) {
-                            // As below: a non-finite logit fails the pass; ascending rows keep
-                            // the lowest index on ties.
-                            if (isnan(v[i]) || isinf(v[i])) raise_fail(FAIL_NON_FINITE, P(b + S_LEVEL), ui);
-                            outb.o[ui] = floatBitsToUint(v[i]);
-                            if (bi == 0xFFFFFFFFu || v[i] > best) { best = v[i]; bi = ui; }
+                // Units this team still has: u, u + NT, ...
+                uint left = (n - u + NT - 1u) / NT;
+                float v[4];
+                uint us[4];
+                uint nu;
+                if (pair) {
+                    nu = (ROWS >= 4u && left >= 2u) ? 2u : 1u;
+                    uint ts[4], rs[4];
+                    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+                        us[i] = u + (i / 2u) * NT;
+                        ts[i] = (kind == K_FFN && (i & 1u) != 0u) ? t1 : t0;
+                        rs[i] = kind == K_FFN ? us[i] : 2u * us[i] + (i & 1u);
+                    }
+                    if (nu == 2u) {
+                        dot_rows4(ts, rs, v);
+                    } else {
+                        uint t2[2] = uint[2](ts[0], ts[1]), r2[2] = uint[2](rs[0], rs[1]);
+                        float v2[2];
+                        dot_rows2(t2, r2, v2);
+                        v[0] = v2[0]; v[1] = v2[1];
+                    }
+                    if (tlane() == 0u) {
+                        [[unroll]] for (uint i = 0u; i < 2u; ++i) {
+                            if (i < nu) {
+                                if (kind == K_FFN) store_ffn(us[2u * i], v[2u * i], v[2u * i + 1u]);
+                                else store_rope(kind, layer, 2u * us[2u * i], v[2u * i], v[2u * i + 1u]);
+                            }
+                        }
+                    }
+                } else {
+                    nu = (ROWS >= 4u && left >= 4u) ? 4u : (left >= 2u ? 2u : 1u);
+                    [[unroll]] for (uint i = 0u; i < 4u; ++i) us[i] = u + i * NT;
+                    if (nu == 4u) {
+                        uint ts[4] = uint[4](t0, t0, t0, t0);
+                        dot_rows4(ts, us, v);
+                    } else if (nu == 2u) {
+                        uint t2[2] = uint[2](t0, t0), r2[2] = uint[2](us[0], us[1]);
+                        float v2[2];
+                        dot_rows2(t2, r2, v2);
+                        v[0] = v2[0]; v[1] = v2[1];
+                    } else {
+                        v[0] = dot_sx(t0, us[0]);
+                    }
+                    if (tlane() == 0u) {
+                        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+                            if (i >= nu) {
+                            } else if (kind == K_V) store_v(layer, us[i], v[i]);
+                            else if (kind == K_WO || kind == K_DOWN) store_residual(kind, layer, us[i], v[i]);
+                            else if (kind == K_HEAD) {
+                                // As below: a non-finite logit fails the pass; ascending rows
+                                // keep the lowest index on ties.
+                                if (isnan(v[i]) || isinf(v[i])) raise_fail(FAIL_NON_FINITE, P(b + S_LEVEL), us[i]);
+                                outb.o[us[i]] = floatBitsToUint(v[i]);
+                                if (bi == 0xFFFFFFFFu || v[i] > best) { best = v[i]; bi = us[i]; }
+                            }
                         }
                     }
                 }
+                u += nu * NT;
             }
         } else
         for (uint u = (me + NT - off % NT) % NT; u < n; u += NT) {
