@@ -379,7 +379,16 @@ void unit_ffn(uint t0, uint t1, uint r) {
     if (tlane() == 0u) store_ffn(r, g, u);
 }
 
-// Attention for head h, by the whole workgroup.
+// Attention for head h, by the whole workgroup (the attention level has no prologue, so sx
+// is free scratch here). The op's reduction order, fixed for a given team count:
+// - score(t) = (sum over i of q[i]·k[t][i]) / scale: lane l of a team adds i = l, l+S, ... in
+//   ascending order, then subgroupAdd; team j takes positions j, j+nteams, ...
+// - softmax max and sum as wg_max / wg_sum over lanes taking t = lid, lid+wg, ... ascending;
+// - out[i] = sum over g < PG of partial_g[i], g ascending, where position group g (team g,
+//   PG = min(nteams, SX_CAP / head size)) adds (att[t] / sum)·v[t][i] over t = g, g+PG, ...
+//   ascending, lane l taking i = l, l+S, ...
+// Positions are taken four at a time so four loads are in flight per lane; each position's
+// terms are still added in ascending order.
 void unit_attn(uint layer, uint h) {
     uint hs = P(H_HEAD_SIZE), kvd = P(H_KV_DIM), ms = P(H_MAX_SEQ);
     uint kvh = h / (P(H_N_HEADS) / P(H_N_KV_HEADS));
@@ -389,16 +398,33 @@ void unit_attn(uint layer, uint h) {
     uint ao = P(H_OFF_ATT) + h * ms;
     float scale = uintBitsToFloat(P(H_ATT_SCALE));
     uint n = pc.pos + 1u;
+    uint S = gl_SubgroupSize, nt = nteams(), g = team(), l = tlane();
     float m = -3.402823e38;
-    for (uint t0 = 0u; t0 < n; t0 += gl_WorkGroupSize.x) { uint t = t0 + lid(); if (t >= n) continue;
+    for (uint t0 = g; t0 < n; t0 += 4u * nt) {
         TICK();
-        float sc = 0.0;
-        for (uint i = 0u; i < hs; ++i) { TICK(); sc += st.s[qo + i] * kvc.kv[kb + t * kvd + i]; }
-        sc /= scale;
-        st.s[ao + t] = sc;
-        m = max(m, sc);
+        float sc[4] = float[4](0.0, 0.0, 0.0, 0.0);
+        for (uint i = l; i < hs; i += S) {
+            TICK();
+            float qi = st.s[qo + i];
+            float k0 = kvc.kv[kb + t0 * kvd + i];
+            float k1 = t0 + nt < n ? kvc.kv[kb + (t0 + nt) * kvd + i] : 0.0;
+            float k2 = t0 + 2u * nt < n ? kvc.kv[kb + (t0 + 2u * nt) * kvd + i] : 0.0;
+            float k3 = t0 + 3u * nt < n ? kvc.kv[kb + (t0 + 3u * nt) * kvd + i] : 0.0;
+            sc[0] += qi * k0;
+            sc[1] += qi * k1;
+            sc[2] += qi * k2;
+            sc[3] += qi * k3;
+        }
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+            float v = subgroupAdd(sc[j]) / scale;
+            uint t = t0 + j * nt;
+            if (t < n) {
+                if (l == 0u) st.s[ao + t] = v;
+                m = max(m, v);
+            }
+        }
     }
-    m = wg_max(m);
+    m = wg_max(m);   // also orders the score writes above before the reads below
     float sum = 0.0;
     for (uint t0 = 0u; t0 < n; t0 += gl_WorkGroupSize.x) { uint t = t0 + lid(); if (t >= n) continue;
         TICK();
@@ -407,10 +433,31 @@ void unit_attn(uint layer, uint h) {
         sum += e;
     }
     sum = wg_sum(sum);   // also orders the att writes above before the reads below
+    uint pg = min(nt, SX_CAP / hs);
+    if (g < pg) {
+        for (uint i = l; i < hs; i += S) {
+            TICK();
+            float acc = 0.0;
+            for (uint t = g; t < n; t += 4u * pg) {
+                TICK();
+                uint t1 = t + pg, t2 = t + 2u * pg, t3 = t + 3u * pg;
+                float v0 = kvc.kv[vb + t * kvd + i];
+                float v1 = t1 < n ? kvc.kv[vb + t1 * kvd + i] : 0.0;
+                float v2 = t2 < n ? kvc.kv[vb + t2 * kvd + i] : 0.0;
+                float v3 = t3 < n ? kvc.kv[vb + t3 * kvd + i] : 0.0;
+                acc += (st.s[ao + t] / sum) * v0;
+                if (t1 < n) acc += (st.s[ao + t1] / sum) * v1;
+                if (t2 < n) acc += (st.s[ao + t2] / sum) * v2;
+                if (t3 < n) acc += (st.s[ao + t3] / sum) * v3;
+            }
+            sx[g * hs + i] = acc;
+        }
+    }
+    wg_sync();
     for (uint i0 = 0u; i0 < hs; i0 += gl_WorkGroupSize.x) { uint i = i0 + lid(); if (i >= hs) continue;
         TICK();
         float acc = 0.0;
-        for (uint t = 0u; t < n; ++t) { TICK(); acc += (st.s[ao + t] / sum) * kvc.kv[vb + t * kvd + i]; }
+        for (uint k = 0u; k < pg; ++k) { TICK(); acc += sx[k * hs + i]; }
         st.s[P(H_OFF_XB) + h * hs + i] = acc;
     }
     wg_sync();
