@@ -227,81 +227,69 @@ DEFINE_DOT(dot_range, XS)
 float dot_sx(uint t, uint row) { return dot_range(t, row, 0u, T(t, T_COLS)); }
 
 // ---- several rows at once (ROWS > 1) ----
-// A team streams up to RMAX rows together: every row's loads are issued before any is used
-// and each element of sx, read once, feeds every row. Per row the arithmetic is dot_sx's
-// Q4_0 loop exactly: lane l adds blocks l, l+S, l+2S, ... in ascending order (the grouping of
-// blocks into iterations never changes that sequence), lo/hi in element order, then one
-// subgroupAdd — so the values are bit-identical to ROWS = 1. The rows must share a column
-// count; `valid` is uniform over the team. Other types run dot_sx per row.
-#define RMAX 4u
-void dot_rows(bool valid[RMAX], uint ts[RMAX], uint rs[RMAX], out float res[RMAX]) {
-    bool q4 = true;
-    [[unroll]] for (uint r = 0u; r < RMAX; ++r) {
-        uint ty = MAT_TY != 0xFFFFu ? MAT_TY : T(ts[r], T_TYPE);
-        if (valid[r] && ty != TY_Q4_0) q4 = false;
+// A team streams R rows together (R = 2 or 4, every row present: no predicated slots, which
+// measured 2x slower than one row at a time in round 7): every row's loads are issued before
+// any is used and each element of sx, read once, feeds every row. Per row the arithmetic is
+// dot_sx's Q4_0 loop exactly: lane l adds blocks l, l+S, l+2S, ... in ascending order, lo/hi
+// in element order, then one subgroupAdd — bit-identical to one row at a time. The rows share
+// a column count. Other types run dot_sx per row.
+#define Q4_ROWS_BLOCK(Q, D, B, R)                                                            \
+    {                                                                                        \
+        float lo[R], hi[R];                                                                  \
+        [[unroll]] for (uint r = 0u; r < R; ++r) { lo[r] = 0.0; hi[r] = 0.0; }               \
+        [[unroll]] for (uint k = 0u; k < 4u; ++k) {                                          \
+            [[unroll]] for (uint e = 0u; e < 4u; ++e) {                                      \
+                uint j = (B) * 32u + k * 4u + e;                                             \
+                float xl = XS(j), xh = XS(j + 16u);                                          \
+                [[unroll]] for (uint r = 0u; r < R; ++r) {                                   \
+                    uint byte = (Q[r][k] >> (e * 8u)) & 255u;                                \
+                    lo[r] += Q4_VAL(byte & 15u) * xl;                                        \
+                    hi[r] += Q4_VAL(byte >> 4u) * xh;                                        \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
+        [[unroll]] for (uint r = 0u; r < R; ++r) acc[r] += (lo[r] + hi[r]) * D[r];           \
     }
-    if (!q4) {
-        [[unroll]] for (uint r = 0u; r < RMAX; ++r) res[r] = valid[r] ? dot_sx(ts[r], rs[r]) : 0.0;
-        return;
-    }
-    uint nb = T(ts[0], T_COLS) / 32u, S = gl_SubgroupSize;
-    uint ch[RMAX], base[RMAX], sc[RMAX];
-    float acc[RMAX];
-    [[unroll]] for (uint r = 0u; r < RMAX; ++r) {
-        ch[r] = T(ts[r], T_CHUNK);
-        base[r] = T(ts[r], T_QS) + rs[r] * T(ts[r], T_ROWW);
-        sc[r] = T(ts[r], T_SC);
-        acc[r] = 0.0;
-    }
-    for (uint b0 = 0u; b0 < nb; b0 += 2u * S) {
-        TICK();
-        uint ba = b0 + tlane(), bb = ba + S;
-        bool ha = ba < nb, hb = bb < nb;
-        uvec4 qa[RMAX], qb[RMAX];
-        float da[RMAX], db[RMAX];
-        [[unroll]] for (uint r = 0u; r < RMAX; ++r) {
-            bool la = valid[r] && ha, lb = valid[r] && hb;
-            qa[r] = la ? wld4(ch[r], base[r] + ba * 4u) : uvec4(0u);
-            qb[r] = lb ? wld4(ch[r], base[r] + bb * 4u) : uvec4(0u);
-            da[r] = la ? qscale(ch[r], sc[r], rs[r] * nb + ba) : 0.0;
-            db[r] = lb ? qscale(ch[r], sc[r], rs[r] * nb + bb) : 0.0;
-            if (valid[r]) TICK_N(40u);
-        }
-        if (ha) {
-            float lo[RMAX], hi[RMAX];
-            [[unroll]] for (uint r = 0u; r < RMAX; ++r) { lo[r] = 0.0; hi[r] = 0.0; }
-            [[unroll]] for (uint k = 0u; k < 4u; ++k) {
-                [[unroll]] for (uint e = 0u; e < 4u; ++e) {
-                    uint j = ba * 32u + k * 4u + e;
-                    float xl = XS(j), xh = XS(j + 16u);
-                    [[unroll]] for (uint r = 0u; r < RMAX; ++r) {
-                        uint byte = (qa[r][k] >> (e * 8u)) & 255u;
-                        lo[r] += Q4_VAL(byte & 15u) * xl;
-                        hi[r] += Q4_VAL(byte >> 4u) * xh;
-                    }
-                }
-            }
-            [[unroll]] for (uint r = 0u; r < RMAX; ++r) acc[r] += (lo[r] + hi[r]) * da[r];
-        }
-        if (hb) {
-            float lo[RMAX], hi[RMAX];
-            [[unroll]] for (uint r = 0u; r < RMAX; ++r) { lo[r] = 0.0; hi[r] = 0.0; }
-            [[unroll]] for (uint k = 0u; k < 4u; ++k) {
-                [[unroll]] for (uint e = 0u; e < 4u; ++e) {
-                    uint j = bb * 32u + k * 4u + e;
-                    float xl = XS(j), xh = XS(j + 16u);
-                    [[unroll]] for (uint r = 0u; r < RMAX; ++r) {
-                        uint byte = (qb[r][k] >> (e * 8u)) & 255u;
-                        lo[r] += Q4_VAL(byte & 15u) * xl;
-                        hi[r] += Q4_VAL(byte >> 4u) * xh;
-                    }
-                }
-            }
-            [[unroll]] for (uint r = 0u; r < RMAX; ++r) acc[r] += (lo[r] + hi[r]) * db[r];
-        }
-    }
-    [[unroll]] for (uint r = 0u; r < RMAX; ++r) res[r] = subgroupAdd(acc[r]);
+
+#define DEFINE_DOT_ROWS(NAME, R)                                                             \
+void NAME(uint ts[R], uint rs[R], out float res[R]) {                                        \
+    bool q4 = true;                                                                          \
+    [[unroll]] for (uint r = 0u; r < R; ++r)                                                 \
+        if ((MAT_TY != 0xFFFFu ? MAT_TY : T(ts[r], T_TYPE)) != TY_Q4_0) q4 = false;          \
+    if (!q4) {                                                                               \
+        [[unroll]] for (uint r = 0u; r < R; ++r) res[r] = dot_sx(ts[r], rs[r]);              \
+        return;                                                                              \
+    }                                                                                        \
+    uint nb = T(ts[0], T_COLS) / 32u, S = gl_SubgroupSize;                                   \
+    uint ch[R], base[R], sc[R];                                                              \
+    float acc[R];                                                                            \
+    [[unroll]] for (uint r = 0u; r < R; ++r) {                                               \
+        ch[r] = T(ts[r], T_CHUNK);                                                           \
+        base[r] = T(ts[r], T_QS) + rs[r] * T(ts[r], T_ROWW);                                 \
+        sc[r] = T(ts[r], T_SC) ;                                                             \
+        acc[r] = 0.0;                                                                        \
+    }                                                                                        \
+    for (uint b0 = 0u; b0 < nb; b0 += 2u * S) {                                             \
+        TICK();                                                                              \
+        TICK_N(40u * R);                                                                     \
+        uint ba = b0 + tlane(), bb = ba + S;                                                 \
+        bool ha = ba < nb, hb = bb < nb;                                                     \
+        uvec4 qa[R], qb[R];                                                                  \
+        float da[R], db[R];                                                                  \
+        [[unroll]] for (uint r = 0u; r < R; ++r) {                                           \
+            qa[r] = ha ? wld4(ch[r], base[r] + ba * 4u) : uvec4(0u);                         \
+            qb[r] = hb ? wld4(ch[r], base[r] + bb * 4u) : uvec4(0u);                         \
+            da[r] = ha ? qscale(ch[r], sc[r], rs[r] * nb + ba) : 0.0;                        \
+            db[r] = hb ? qscale(ch[r], sc[r], rs[r] * nb + bb) : 0.0;                        \
+        }                                                                                    \
+        if (ha) Q4_ROWS_BLOCK(qa, da, ba, R)                                                 \
+        if (hb) Q4_ROWS_BLOCK(qb, db, bb, R)                                                 \
+    }                                                                                        \
+    [[unroll]] for (uint r = 0u; r < R; ++r) res[r] = subgroupAdd(acc[r]);                   \
 }
+
+DEFINE_DOT_ROWS(dot_rows2, 2u)
+DEFINE_DOT_ROWS(dot_rows4, 4u)
 
 // ---- level prologues: fill sx ----
 void prologue(uint lvl) {
@@ -391,7 +379,16 @@ void unit_ffn(uint t0, uint t1, uint r) {
     if (tlane() == 0u) store_ffn(r, g, u);
 }
 
-// Attention for head h, by the whole workgroup.
+// Attention for head h, by the whole workgroup (the attention level has no prologue, so sx
+// is free scratch here). The op's reduction order, fixed for a given team count:
+// - score(t) = (sum over i of q[i]·k[t][i]) / scale: lane l of a team adds i = l, l+S, ... in
+//   ascending order, then subgroupAdd; team j takes positions j, j+nteams, ...
+// - softmax max and sum as wg_max / wg_sum over lanes taking t = lid, lid+wg, ... ascending;
+// - out[i] = sum over g < PG of partial_g[i], g ascending, where position group g (team g,
+//   PG = min(nteams, SX_CAP / head size)) adds (att[t] / sum)·v[t][i] over t = g, g+PG, ...
+//   ascending, lane l taking i = l, l+S, ...
+// Positions are taken four at a time so four loads are in flight per lane; each position's
+// terms are still added in ascending order.
 void unit_attn(uint layer, uint h) {
     uint hs = P(H_HEAD_SIZE), kvd = P(H_KV_DIM), ms = P(H_MAX_SEQ);
     uint kvh = h / (P(H_N_HEADS) / P(H_N_KV_HEADS));
@@ -401,16 +398,33 @@ void unit_attn(uint layer, uint h) {
     uint ao = P(H_OFF_ATT) + h * ms;
     float scale = uintBitsToFloat(P(H_ATT_SCALE));
     uint n = pc.pos + 1u;
+    uint S = gl_SubgroupSize, nt = nteams(), g = team(), l = tlane();
     float m = -3.402823e38;
-    for (uint t0 = 0u; t0 < n; t0 += gl_WorkGroupSize.x) { uint t = t0 + lid(); if (t >= n) continue;
+    for (uint t0 = g; t0 < n; t0 += 4u * nt) {
         TICK();
-        float sc = 0.0;
-        for (uint i = 0u; i < hs; ++i) { TICK(); sc += st.s[qo + i] * kvc.kv[kb + t * kvd + i]; }
-        sc /= scale;
-        st.s[ao + t] = sc;
-        m = max(m, sc);
+        float sc[4] = float[4](0.0, 0.0, 0.0, 0.0);
+        for (uint i = l; i < hs; i += S) {
+            TICK();
+            float qi = st.s[qo + i];
+            float k0 = kvc.kv[kb + t0 * kvd + i];
+            float k1 = t0 + nt < n ? kvc.kv[kb + (t0 + nt) * kvd + i] : 0.0;
+            float k2 = t0 + 2u * nt < n ? kvc.kv[kb + (t0 + 2u * nt) * kvd + i] : 0.0;
+            float k3 = t0 + 3u * nt < n ? kvc.kv[kb + (t0 + 3u * nt) * kvd + i] : 0.0;
+            sc[0] += qi * k0;
+            sc[1] += qi * k1;
+            sc[2] += qi * k2;
+            sc[3] += qi * k3;
+        }
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+            float v = subgroupAdd(sc[j]) / scale;
+            uint t = t0 + j * nt;
+            if (t < n) {
+                if (l == 0u) st.s[ao + t] = v;
+                m = max(m, v);
+            }
+        }
     }
-    m = wg_max(m);
+    m = wg_max(m);   // also orders the score writes above before the reads below
     float sum = 0.0;
     for (uint t0 = 0u; t0 < n; t0 += gl_WorkGroupSize.x) { uint t = t0 + lid(); if (t >= n) continue;
         TICK();
@@ -419,10 +433,31 @@ void unit_attn(uint layer, uint h) {
         sum += e;
     }
     sum = wg_sum(sum);   // also orders the att writes above before the reads below
+    uint pg = min(nt, SX_CAP / hs);
+    if (g < pg) {
+        for (uint i = l; i < hs; i += S) {
+            TICK();
+            float acc = 0.0;
+            for (uint t = g; t < n; t += 4u * pg) {
+                TICK();
+                uint t1 = t + pg, t2 = t + 2u * pg, t3 = t + 3u * pg;
+                float v0 = kvc.kv[vb + t * kvd + i];
+                float v1 = t1 < n ? kvc.kv[vb + t1 * kvd + i] : 0.0;
+                float v2 = t2 < n ? kvc.kv[vb + t2 * kvd + i] : 0.0;
+                float v3 = t3 < n ? kvc.kv[vb + t3 * kvd + i] : 0.0;
+                acc += (st.s[ao + t] / sum) * v0;
+                if (t1 < n) acc += (st.s[ao + t1] / sum) * v1;
+                if (t2 < n) acc += (st.s[ao + t2] / sum) * v2;
+                if (t3 < n) acc += (st.s[ao + t3] / sum) * v3;
+            }
+            sx[g * hs + i] = acc;
+        }
+    }
+    wg_sync();
     for (uint i0 = 0u; i0 < hs; i0 += gl_WorkGroupSize.x) { uint i = i0 + lid(); if (i >= hs) continue;
         TICK();
         float acc = 0.0;
-        for (uint t = 0u; t < n; ++t) { TICK(); acc += (st.s[ao + t] / sum) * kvc.kv[vb + t * kvd + i]; }
+        for (uint k = 0u; k < pg; ++k) { TICK(); acc += sx[k * hs + i]; }
         st.s[P(H_OFF_XB) + h * hs + i] = acc;
     }
     wg_sync();
@@ -509,43 +544,73 @@ void run_stage(uint si, bool first, bool last) {
         float best = -3.402823e38;
         uint bi = 0xFFFFFFFFu;
         if (ROWS > 1u) {
-            // A team takes the same units as below (u, u + NT, ...), ROWS rows at a time:
-            // a unit of Q/K (a rope pair) or FFN (gate and up) is two rows, else one.
+            // A team takes the same units as below (u, u + NT, ...), up to ROWS rows at a
+            // time: a unit of Q/K (a rope pair) or FFN (gate and up) is two rows, else one.
+            // Results are stored unit by unit in ascending order (the head's argmax order).
             bool pair = kind == K_Q || kind == K_K || kind == K_FFN;
-            uint per = pair ? max(ROWS / 2u, 1u) : ROWS;
-            for (uint u = (me + NT - off % NT) % NT; u < n; u += NT * per) {
+            uint u = (me + NT - off % NT) % NT;
+            while (u < n) {
                 TICK();
                 if (!budget_ok()) break;
-                bool valid[RMAX];
-                uint ts[RMAX], rs[RMAX];
-                [[unroll]] for (uint i = 0u; i < RMAX; ++i) {
-                    uint ui = u + (pair ? i / 2u : i) * NT;
-                    valid[i] = (pair ? i / 2u : i) < per && ui < n;
-                    ts[i] = (kind == K_FFN && (i & 1u) != 0u) ? t1 : t0;
-                    rs[i] = (kind == K_Q || kind == K_K) ? 2u * ui + (i & 1u) : ui;
-                }
-                float v[RMAX];
-                dot_rows(valid, ts, rs, v);
-                if (tlane() == 0u) {
-                    [[unroll]] for (uint i = 0u; i < RMAX; ++i) {
-                        uint ui = rs[i];
-                        if (!valid[i]) {
-                        } else if (pair) {
-                            // Even slots hold a unit's first row, odd slots its second.
-                            if ((i & 1u) != 0u) {
-                            } else if (kind == K_FFN) store_ffn(ui, v[i], v[i | 1u]);
-                            else store_rope(kind, layer, ui, v[i], v[i | 1u]);
-                        } else if (kind == K_V) store_v(layer, ui, v[i]);
-                        else if (kind == K_WO || kind == K_DOWN) store_residual(kind, layer, ui, v[i]);
-                        else if (kind == K_HEAD) {
-                            // As below: a non-finite logit fails the pass; ascending rows keep
-                            // the lowest index on ties.
-                            if (isnan(v[i]) || isinf(v[i])) raise_fail(FAIL_NON_FINITE, P(b + S_LEVEL), ui);
-                            outb.o[ui] = floatBitsToUint(v[i]);
-                            if (bi == 0xFFFFFFFFu || v[i] > best) { best = v[i]; bi = ui; }
+                // Units this team still has: u, u + NT, ...
+                uint left = (n - u + NT - 1u) / NT;
+                float v[4];
+                uint us[4];
+                uint nu;
+                if (pair) {
+                    nu = (ROWS >= 4u && left >= 2u) ? 2u : 1u;
+                    uint ts[4], rs[4];
+                    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+                        us[i] = u + (i / 2u) * NT;
+                        ts[i] = (kind == K_FFN && (i & 1u) != 0u) ? t1 : t0;
+                        rs[i] = kind == K_FFN ? us[i] : 2u * us[i] + (i & 1u);
+                    }
+                    if (nu == 2u) {
+                        dot_rows4(ts, rs, v);
+                    } else {
+                        uint t2[2] = uint[2](ts[0], ts[1]), r2[2] = uint[2](rs[0], rs[1]);
+                        float v2[2];
+                        dot_rows2(t2, r2, v2);
+                        v[0] = v2[0]; v[1] = v2[1];
+                    }
+                    if (tlane() == 0u) {
+                        [[unroll]] for (uint i = 0u; i < 2u; ++i) {
+                            if (i < nu) {
+                                if (kind == K_FFN) store_ffn(us[2u * i], v[2u * i], v[2u * i + 1u]);
+                                else store_rope(kind, layer, 2u * us[2u * i], v[2u * i], v[2u * i + 1u]);
+                            }
+                        }
+                    }
+                } else {
+                    nu = (ROWS >= 4u && left >= 4u) ? 4u : (left >= 2u ? 2u : 1u);
+                    [[unroll]] for (uint i = 0u; i < 4u; ++i) us[i] = u + i * NT;
+                    if (nu == 4u) {
+                        uint ts[4] = uint[4](t0, t0, t0, t0);
+                        dot_rows4(ts, us, v);
+                    } else if (nu == 2u) {
+                        uint t2[2] = uint[2](t0, t0), r2[2] = uint[2](us[0], us[1]);
+                        float v2[2];
+                        dot_rows2(t2, r2, v2);
+                        v[0] = v2[0]; v[1] = v2[1];
+                    } else {
+                        v[0] = dot_sx(t0, us[0]);
+                    }
+                    if (tlane() == 0u) {
+                        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+                            if (i >= nu) {
+                            } else if (kind == K_V) store_v(layer, us[i], v[i]);
+                            else if (kind == K_WO || kind == K_DOWN) store_residual(kind, layer, us[i], v[i]);
+                            else if (kind == K_HEAD) {
+                                // As below: a non-finite logit fails the pass; ascending rows
+                                // keep the lowest index on ties.
+                                if (isnan(v[i]) || isinf(v[i])) raise_fail(FAIL_NON_FINITE, P(b + S_LEVEL), us[i]);
+                                outb.o[us[i]] = floatBitsToUint(v[i]);
+                                if (bi == 0xFFFFFFFFu || v[i] > best) { best = v[i]; bi = us[i]; }
+                            }
                         }
                     }
                 }
+                u += nu * NT;
             }
         } else
         for (uint u = (me + NT - off % NT) % NT; u < n; u += NT) {

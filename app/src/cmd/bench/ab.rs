@@ -23,7 +23,7 @@ use crate::{DispatchArg, GpuArgs};
 pub struct AbArgs {
     #[command(flatten)]
     pub work: Workload,
-    /// Arm A's options: --dispatch mega|multi, --instrument off|on, --grid, --wg-size,
+    /// Arm A's options: --dispatch mega|multi, --instrument off|on, --grid, --wg-size, --rows,
     /// --spin-timeout-ms, --watchdog-ms (with --a-binary: any options of that binary's bench).
     #[arg(
         long = "a",
@@ -257,6 +257,7 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
         device: a.device.clone(),
         grid: None,
         wg_size: None,
+        rows: None,
         spin_timeout_ms: None,
         watchdog_ms: None,
         inject_stall_wg: None,
