@@ -202,6 +202,21 @@ impl Spans {
         (v != MISSING).then_some(v)
     }
 
+    /// `stage`'s start and end stamps, one per workgroup ([`MISSING`] where not stamped):
+    /// the flat rows, for sweeps that must not pay a bounds check per span.
+    pub fn stage_stamps(&self, stage: StageId) -> Option<(&[u32], &[u32])> {
+        let g = self.grid as usize;
+        let r = stage as usize * g..(stage as usize + 1) * g;
+        Some((self.start.get(r.clone())?, self.end.get(r)?))
+    }
+
+    /// The arrive and exit stamps of the barrier after `level`, one per workgroup.
+    pub fn level_stamps(&self, level: u32) -> Option<(&[u32], &[u32])> {
+        let g = self.grid as usize;
+        let r = level as usize * g..(level as usize + 1) * g;
+        Some((self.arrive.get(r.clone())?, self.exit.get(r)?))
+    }
+
     /// Every present span, stage-major.
     pub fn iter(&self) -> impl Iterator<Item = Span> + '_ {
         let g = self.grid;

@@ -225,6 +225,8 @@ pub struct UiState {
     pub view: View,
     /// Derived rows for the shown data.
     pub derived: Derived,
+    /// What the flame chart derived from its pass, kept between draws.
+    pub flame: crate::panels::flame::FlameCache,
 }
 
 impl UiState {
@@ -246,6 +248,7 @@ impl UiState {
             frozen: None,
             view,
             derived: Derived::default(),
+            flame: Default::default(),
         }
     }
 
