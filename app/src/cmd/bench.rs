@@ -22,8 +22,19 @@ pub enum Instrument {
     Both,
 }
 
+/// `bench` subcommands (without one: decode throughput, the flags below).
+#[derive(clap::Subcommand, Debug)]
+pub enum BenchSub {
+    /// The dashboard's cost: render and ingest on synthetic telemetry, or (--live) tok/s
+    /// with and without the dashboard on a live session.
+    Ui(super::bench_ui::UiBenchArgs),
+}
+
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    pub sub: Option<BenchSub>,
     #[command(flatten)]
     pub model: ModelArgs,
     /// Tokens generated per run (greedy, from BOS), at least 1 and less than the model's context.
@@ -53,6 +64,9 @@ pub struct BenchArgs {
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
+    if let Some(BenchSub::Ui(u)) = a.sub {
+        return super::bench_ui::run(u);
+    }
     let model = super::load_model(&a.model)?;
     // Position 0 is BOS; each token after it takes one more position.
     if a.tokens >= model.config.seq_len {

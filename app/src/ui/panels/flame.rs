@@ -143,6 +143,16 @@ struct CacheInner {
     extents: Option<(usize, u64, Arc<Extents>)>,
     raster: Option<(Key, Arc<Vec<u8>>)>,
     rasterised: u64,
+    /// Coverage arrays reused from raster to raster (megabytes at 400×100: allocating them
+    /// afresh costs a page fault per page).
+    scratch: Scratch,
+}
+
+/// A raster's working arrays.
+#[derive(Default)]
+struct Scratch {
+    part: Vec<u32>,
+    full: Vec<i32>,
 }
 
 impl FlameCache {
@@ -161,7 +171,7 @@ impl FlameCache {
         &self,
         f: &Arc<Frame>,
         key: Key,
-        make: impl FnOnce(&Extents) -> Vec<u8>,
+        make: impl FnOnce(&Extents, &mut Scratch) -> Vec<u8>,
     ) -> Arc<Vec<u8>> {
         let mut c = self.lock();
         if let Some((k, r)) = &c.raster {
@@ -178,7 +188,7 @@ impl FlameCache {
                 e
             }
         };
-        let r = Arc::new(make(&ext));
+        let r = Arc::new(make(&ext, &mut c.scratch));
         c.raster = Some((key, r.clone()));
         c.rasterised += 1;
         r
@@ -195,6 +205,7 @@ impl FlameCache {
 fn raster(
     f: &Frame,
     ext: &Extents,
+    scratch: &mut Scratch,
     kinds: &[StageKind],
     by_stage: bool,
     band: u32,
@@ -212,8 +223,12 @@ fn raster(
         .collect();
     let scale = cols as f64 / span as f64;
     // Partial columns, ns; whole columns as +1/-1 counts to be prefix-summed per row.
-    let mut part = vec![0u32; nrows * cols * SLOTS];
-    let mut full = vec![0i32; nrows * (cols + 1) * SLOTS];
+    let part = &mut scratch.part;
+    part.clear();
+    part.resize(nrows * cols * SLOTS, 0);
+    let full = &mut scratch.full;
+    full.clear();
+    full.resize(nrows * (cols + 1) * SLOTS, 0);
     let mut add = |row: usize, a: u32, b: u32, k: usize| {
         let (a, b) = ((a as u64).max(t0), (b as u64).min(t1));
         if b <= a {
@@ -456,10 +471,11 @@ impl Widget for &Flame<'_> {
             by_stage: v.by_stage,
             band,
         };
-        let raster = s.flame.raster(f, key, |ext| {
+        let raster = s.flame.raster(f, key, |ext, scratch| {
             raster(
                 f,
                 ext,
+                scratch,
                 &s.shown().kinds,
                 v.by_stage,
                 band,
