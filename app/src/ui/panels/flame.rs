@@ -195,11 +195,52 @@ impl FlameCache {
     }
 }
 
+/// One raster row's coverage being summed: partial columns in ns (`part`) and whole columns
+/// as +1/-1 counts (`full`, prefix-summed afterwards), [`SLOTS`] per column.
+struct Row<'a> {
+    part: &'a mut Vec<u32>,
+    full: &'a mut Vec<i32>,
+    bounds: &'a [u64],
+    t0: u64,
+    t1: u64,
+    mul: u64,
+    last: usize,
+}
+
+impl Row<'_> {
+    /// Add the interval `a..b` (ns from the pass start) to slot `k`.
+    #[inline(always)]
+    fn add(&mut self, a: u32, b: u32, k: usize) {
+        let (a, b) = ((a as u64).max(self.t0), (b as u64).min(self.t1));
+        if b <= a {
+            return;
+        }
+        let ca = (((a - self.t0) * self.mul) >> 32).min(self.last as u64) as usize;
+        let cb = (((b - 1 - self.t0) * self.mul) >> 32).min(self.last as u64) as usize;
+        if ca == cb {
+            let p = &mut self.part[ca * SLOTS + k];
+            *p = p.saturating_add((b - a) as u32);
+            return;
+        }
+        let bounds = self.bounds;
+        let over = |c: usize| b.min(bounds[c + 1]).saturating_sub(a.max(bounds[c])) as u32;
+        let p = &mut self.part[ca * SLOTS + k];
+        *p = p.saturating_add(over(ca));
+        let p = &mut self.part[cb * SLOTS + k];
+        *p = p.saturating_add(over(cb));
+        if cb > ca + 1 {
+            self.full[(ca + 1) * SLOTS + k] += 1;
+            self.full[cb * SLOTS + k] -= 1;
+        }
+    }
+}
+
 /// Cell codes per visible row × column: the dominant stage kind's code, [`WAIT`] for a
 /// barrier wait, or [`BLANK`] where the row's workgroups were busy less than a quarter of
-/// the column. One sweep over the spans that can reach the window (stages outside it are
-/// skipped by their extents): a span adds its partial first and last columns directly and
-/// its whole columns to a difference array, so the cost is spans + cells, never
+/// the column. Row by row, so the row's coverage sums stay in the L1 cache (a 400-column row
+/// is 16 KiB); per row one pass over the spans that can reach the window (stages outside it
+/// are skipped by their extents). A span adds its partial first and last columns directly
+/// and its whole columns to a difference array, so the cost is spans + cells, never
 /// spans × columns.
 #[allow(clippy::too_many_arguments)]
 fn raster(
@@ -221,104 +262,86 @@ fn raster(
     let bounds: Vec<u64> = (0..=cols as u64)
         .map(|c| t0 + c * span / cols as u64)
         .collect();
-    let scale = cols as f64 / span as f64;
-    // Partial columns, ns; whole columns as +1/-1 counts to be prefix-summed per row.
-    let part = &mut scratch.part;
-    part.clear();
-    part.resize(nrows * cols * SLOTS, 0);
-    let full = &mut scratch.full;
-    full.clear();
-    full.resize(nrows * (cols + 1) * SLOTS, 0);
-    let mut add = |row: usize, a: u32, b: u32, k: usize| {
-        let (a, b) = ((a as u64).max(t0), (b as u64).min(t1));
-        if b <= a {
-            return;
-        }
-        // Multiplications, not divisions: this runs for every span in the window.
-        let ca = (((a - t0) as f64 * scale) as usize).min(cols - 1);
-        let cb = (((b - 1 - t0) as f64 * scale) as usize).min(cols - 1);
-        let at = |c: usize| ((row * cols + c) * SLOTS) + k;
-        if ca == cb {
-            part[at(ca)] = part[at(ca)].saturating_add((b - a) as u32);
-            return;
-        }
-        let over = |c: usize| b.min(bounds[c + 1]).saturating_sub(a.max(bounds[c])) as u32;
-        part[at(ca)] = part[at(ca)].saturating_add(over(ca));
-        part[at(cb)] = part[at(cb)].saturating_add(over(cb));
-        if cb > ca + 1 {
-            let fb = row * (cols + 1);
-            full[(fb + ca + 1) * SLOTS + k] += 1;
-            full[(fb + cb) * SLOTS + k] -= 1;
-        }
-    };
+    // Column of an offset d < span: (d * mul) >> 32, a multiplication, not a division (this
+    // runs for every span in the window); d * mul < cols * 2^32, no overflow.
+    let mul = ((cols as u64) << 32) / span;
+    let ns_per_col = span as f64 / cols as f64;
     let hits = |(lo, hi): (u32, u32)| lo <= hi && (hi as u64) > t0 && (lo as u64) < t1;
-    // By workgroup, only the visible rows' workgroups are read.
-    let wgs = if by_stage {
-        0..g
-    } else {
-        (scroll * band).min(g)..((scroll + nrows) * band).min(g)
-    };
-    for st in 0..sp.stages() {
-        let r = st as usize;
-        if (by_stage && (r < scroll || r >= scroll + nrows)) || !hits(ext.stage[r]) {
-            continue;
-        }
-        let Some((s, e)) = sp.stage_stamps(st) else {
-            continue;
+    let stages: Vec<(u32, usize)> = (0..sp.stages())
+        .filter(|&st| hits(ext.stage[st as usize]))
+        .map(|st| (st, kinds.get(st as usize).map_or(0, |k| k.code() as usize)))
+        .collect();
+    let levels: Vec<u32> = (0..sp.levels())
+        .filter(|&l| !by_stage && hits(ext.level[l as usize]))
+        .collect();
+    // One row's partial columns, ns, and whole columns as +1/-1 counts (prefix-summed).
+    let Scratch { part, full } = scratch;
+    let mut out = vec![BLANK; nrows * cols];
+    for row in 0..nrows {
+        let r = row + scroll;
+        part.clear();
+        part.resize(cols * SLOTS, 0);
+        full.clear();
+        full.resize((cols + 1) * SLOTS, 0);
+        let mut acc = Row {
+            part,
+            full,
+            bounds: &bounds,
+            t0,
+            t1,
+            mul,
+            last: cols - 1,
         };
-        let k = kinds.get(r).map_or(0, |k| k.code() as usize);
-        for w in wgs.clone() {
-            let (a, b) = (s[w], e[w]);
-            if a == MISSING || b == MISSING {
+        let wgs = if by_stage {
+            0..g
+        } else {
+            (r * band).min(g)..((r + 1) * band).min(g)
+        };
+        let one;
+        let row_stages: &[(u32, usize)] = if by_stage {
+            one = stages.iter().find(|&&(st, _)| st as usize == r).copied();
+            one.as_slice()
+        } else {
+            &stages
+        };
+        for &(st, k) in row_stages {
+            let Some((s, e)) = sp.stage_stamps(st) else {
                 continue;
+            };
+            for (&a, &b) in s[wgs.clone()].iter().zip(&e[wgs.clone()]) {
+                if a != MISSING && b != MISSING {
+                    acc.add(a, b, k);
+                }
             }
-            let row = (if by_stage { r } else { w / band }) - scroll;
-            add(row, a, b, k);
         }
-    }
-    if !by_stage {
-        for l in 0..sp.levels() {
-            if !hits(ext.level[l as usize]) {
-                continue;
-            }
+        for &l in &levels {
             let Some((s, e)) = sp.level_stamps(l) else {
                 continue;
             };
-            for w in wgs.clone() {
-                let (a, b) = (s[w], e[w]);
-                if a == MISSING || b == MISSING {
-                    continue;
+            for (&a, &b) in s[wgs.clone()].iter().zip(&e[wgs.clone()]) {
+                if a != MISSING && b != MISSING {
+                    acc.add(a, b, WAIT);
                 }
-                add(w / band - scroll, a, b, WAIT);
             }
         }
-    }
-    let ns_per_col = span as f64 / cols as f64;
-    let mut out = vec![BLANK; nrows * cols];
-    for row in 0..nrows {
-        let n = if by_stage {
-            g
-        } else {
-            let lo = ((row + scroll) * band).min(g);
-            (lo + band).min(g) - lo
-        }
-        .max(1);
+        let n = wgs.len().max(1);
+        let Row { part, full, .. } = acc;
         let min_used = 0.25 * n as f64 * if by_stage { 0.1 } else { 1.0 } * ns_per_col;
         let mut run = [0i64; SLOTS];
-        for c in 0..cols {
+        for (c, code) in out[row * cols..(row + 1) * cols].iter_mut().enumerate() {
             let width = bounds[c + 1] - bounds[c];
             let (mut best, mut used) = ((0usize, 0u32), 0f64);
             for (k, run) in run.iter_mut().enumerate() {
-                *run += full[(row * (cols + 1) + c) * SLOTS + k] as i64;
+                *run += full[c * SLOTS + k] as i64;
                 let whole = ((*run).max(0).unsigned_abs() * width).min(u32::MAX as u64) as u32;
-                let v = part[(row * cols + c) * SLOTS + k].saturating_add(whole);
+                let v = part[c * SLOTS + k].saturating_add(whole);
                 used += v as f64;
                 if v > best.1 {
                     best = (k, v);
                 }
             }
             if used >= min_used && best.1 > 0 {
-                out[row * cols + c] = best.0 as u8;
+                *code = best.0 as u8;
             }
         }
     }
