@@ -11,7 +11,6 @@ use baro_telemetry::Telemetry;
 use baro_top_ui::bench::{self, Config};
 use baro_top_ui::keymap::Keymap;
 use baro_top_ui::layout::Layout;
-use baro_top_ui::panels::Ctx;
 use baro_top_ui::synthetic::{self, Synth, SynthConfig};
 use baro_top_ui::theme::Theme;
 

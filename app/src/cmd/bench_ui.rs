@@ -317,7 +317,9 @@ impl Measure<'_> {
         let end = t0 + len;
         let mut next_draw = t0;
         let mut dirty = false;
-        let (mut first, mut last): (Option<(u64, Instant)>, Option<(u64, Instant)>) = (None, None);
+        // (pass, arrival) of the first and last frame received.
+        let mut first: Option<(u64, Instant)> = None;
+        let mut last: Option<(u64, Instant)> = None;
         let mut draws = 0u64;
         loop {
             let now = Instant::now();
