@@ -433,6 +433,21 @@ mod tests {
     }
 
     #[test]
+    fn stage_and_level_stamps_are_the_flat_rows_and_none_past_the_end() {
+        let mut s = Spans::new(3, 2, 1);
+        s.set_span(1, 2, 10, 20);
+        s.set_barrier(0, 1, 30, 40);
+        let (a, b) = s.stage_stamps(1).unwrap();
+        assert_eq!(
+            (a, b),
+            (&[MISSING, MISSING, 10][..], &[MISSING, MISSING, 20][..])
+        );
+        let (a, e) = s.level_stamps(0).unwrap();
+        assert_eq!((a[1], e[1]), (30, 40));
+        assert!(s.stage_stamps(2).is_none() && s.level_stamps(1).is_none());
+    }
+
+    #[test]
     fn span_and_barrier_timing_round_trip() {
         let s = Span {
             stage: 3,

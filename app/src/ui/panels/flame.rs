@@ -1,7 +1,10 @@
 //! Flame chart: one pass as a timeline, a row per workgroup (zoomed out: bands of
 //! workgroups per row) or, toggled, a row per stage; spans coloured by stage kind (a letter
 //! per kind without colour), barrier waits drawn as waits, level boundaries ticked on the
-//! ruler, a cursor that names the span under it.
+//! ruler, a cursor that names the span under it. Zoomed out, rows are bands of consecutive
+//! workgroups, not SMs: the telemetry carries no SM id (a workgroup's SM is not observable
+//! from the shader portably), and a persistent grid of one workgroup per SM makes a band of
+//! workgroups the nearest stand-in.
 //!
 //! ```text
 //! ┌ flame · pass 812 latest · 132 wg, 17/row · 0–1.55 ms ──────────────┐
