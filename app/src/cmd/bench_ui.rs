@@ -381,7 +381,7 @@ impl Measure<'_> {
 }
 
 fn print_live(runs: &[(Arm, ArmRun)]) -> anyhow::Result<()> {
-    let secs_total = |arm: Arm| runs.iter().filter(|r| r.0 == arm).count();
+    let runs_of = |arm: Arm| runs.iter().filter(|r| r.0 == arm).count();
     outln!(
         "{:<10} {:>12} {:>9} {:>9} {:>14} {:>8} {:>5}",
         "arm",
@@ -413,7 +413,7 @@ fn print_live(runs: &[(Arm, ArmRun)]) -> anyhow::Result<()> {
             tok.max,
             cpu.p50 * 100.0,
             draws,
-            secs_total(arm)
+            runs_of(arm)
         )?;
     }
     outln!(
