@@ -202,6 +202,21 @@ impl Spans {
         (v != MISSING).then_some(v)
     }
 
+    /// `stage`'s start and end stamps, one per workgroup ([`MISSING`] where not stamped):
+    /// the flat rows, for sweeps that must not pay a bounds check per span.
+    pub fn stage_stamps(&self, stage: StageId) -> Option<(&[u32], &[u32])> {
+        let g = self.grid as usize;
+        let r = stage as usize * g..(stage as usize + 1) * g;
+        Some((self.start.get(r.clone())?, self.end.get(r)?))
+    }
+
+    /// The arrive and exit stamps of the barrier after `level`, one per workgroup.
+    pub fn level_stamps(&self, level: u32) -> Option<(&[u32], &[u32])> {
+        let g = self.grid as usize;
+        let r = level as usize * g..(level as usize + 1) * g;
+        Some((self.arrive.get(r.clone())?, self.exit.get(r)?))
+    }
+
     /// Every present span, stage-major.
     pub fn iter(&self) -> impl Iterator<Item = Span> + '_ {
         let g = self.grid;
@@ -415,6 +430,21 @@ mod tests {
         assert!(serde_json::from_str::<Spans>(j).is_err());
         let j = r#"{"grid":2,"start":[1,2],"end":[4],"arrive":[],"exit":[]}"#;
         assert!(serde_json::from_str::<Spans>(j).is_err());
+    }
+
+    #[test]
+    fn stage_and_level_stamps_are_the_flat_rows_and_none_past_the_end() {
+        let mut s = Spans::new(3, 2, 1);
+        s.set_span(1, 2, 10, 20);
+        s.set_barrier(0, 1, 30, 40);
+        let (a, b) = s.stage_stamps(1).unwrap();
+        assert_eq!(
+            (a, b),
+            (&[MISSING, MISSING, 10][..], &[MISSING, MISSING, 20][..])
+        );
+        let (a, e) = s.level_stamps(0).unwrap();
+        assert_eq!((a[1], e[1]), (30, 40));
+        assert!(s.stage_stamps(2).is_none() && s.level_stamps(1).is_none());
     }
 
     #[test]

@@ -178,14 +178,14 @@ pub fn exit_code(o: &Outcome) -> u8 {
 
 /// Weight bytes per (stage kind, layer) and the classifier's, taken before the model moves
 /// into the session; mapped onto the stage ids once the run's details are known.
-struct StageBytes {
+pub(crate) struct StageBytes {
     /// Per layer: q, k, v, wo, gate+up, down.
     layers: Vec<[u64; 6]>,
     head: u64,
 }
 
 impl StageBytes {
-    fn of(m: &Model) -> StageBytes {
+    pub(crate) fn of(m: &Model) -> StageBytes {
         let b = |t: &baro_engine::model::Tensor| t.data.len() as u64;
         StageBytes {
             layers: m
@@ -208,7 +208,7 @@ impl StageBytes {
     }
 
     /// Bytes each stage of `d` reads, by stage id (layer from the `kind.lN` name).
-    fn per_stage(&self, d: &RunDetails) -> Vec<u64> {
+    pub(crate) fn per_stage(&self, d: &RunDetails) -> Vec<u64> {
         d.stages
             .iter()
             .map(|s| {
@@ -234,7 +234,7 @@ impl StageBytes {
 
 /// The weights' quantisation: the types of the layer matrices (`Q4_0`, or `Q4_0+Q6_K` when
 /// mixed), else the embedding's.
-fn quant_name(m: &Model) -> String {
+pub(crate) fn quant_name(m: &Model) -> String {
     let mut names: Vec<String> = vec![];
     for l in &m.weights.layers {
         for t in [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down] {
@@ -251,7 +251,7 @@ fn quant_name(m: &Model) -> String {
 }
 
 /// Token id → its text, as run.c's decode gives it (mid-sequence: leading spaces kept).
-fn token_decoder(m: &Model) -> ui::state::Decoder {
+pub(crate) fn token_decoder(m: &Model) -> ui::state::Decoder {
     let tok = m.tokenizer.clone();
     let prev = tok.eos_id();
     Arc::new(move |id| {

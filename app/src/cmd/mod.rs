@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bench_ui;
 pub mod devices;
 pub mod gate;
 pub mod generate;

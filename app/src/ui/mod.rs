@@ -7,12 +7,14 @@
 //! [`layout`] (layout files) · [`theme`] (colours, glyphs) · [`text`] (sanitising, clipped
 //! drawing) · [`panels`] (one module per panel) · [`screen`] (the whole screen) ·
 //! [`terminal`] (raw mode guard, panic hook, signals) · [`app`] (event loop, headless lines)
-//! · [`synthetic`] (a producer without a GPU) · [`replay`] (a recording played back) · [`demo`] (the synthetic demo recording).
+//! · [`synthetic`] (a producer without a GPU) · [`replay`] (a recording played back) · [`demo`] (the synthetic demo recording) ·
+//! [`bench`] (the dashboard's own cost, for `cargo bench` and `baro-top bench ui`).
 #![deny(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod action;
 pub mod app;
+pub mod bench;
 pub mod demo;
 pub mod keymap;
 pub mod layout;

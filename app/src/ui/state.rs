@@ -114,20 +114,24 @@ pub struct Geometry {
 impl Geometry {
     /// Of one frame.
     pub fn of(f: &Frame) -> Geometry {
+        use baro_telemetry::spans::MISSING;
         let sp = &f.spans;
         let mut hi = 0u32;
+        // Flat rows, not a lookup per span: this runs for every pass ingested.
         for s in 0..sp.stages() {
-            for w in 0..sp.grid() {
-                if let Some((_, b)) = sp.span(s, w) {
-                    hi = hi.max(b);
+            if let Some((a, b)) = sp.stage_stamps(s) {
+                for (&a, &b) in a.iter().zip(b) {
+                    if a != MISSING && b != MISSING {
+                        hi = hi.max(b);
+                    }
                 }
             }
         }
         let mut level_exit = vec![];
         for l in 0..sp.levels() {
             let mut first = u32::MAX;
-            for w in 0..sp.grid() {
-                if let Some(e) = sp.exit(l, w) {
+            if let Some((_, e)) = sp.level_stamps(l) {
+                for &e in e.iter().filter(|&&e| e != MISSING) {
                     hi = hi.max(e);
                     first = first.min(e);
                 }

@@ -228,6 +228,8 @@ pub struct UiState {
     pub view: View,
     /// Derived rows for the shown data.
     pub derived: Derived,
+    /// What the flame chart derived from its pass, kept between draws.
+    pub flame: crate::panels::flame::FlameCache,
 }
 
 impl UiState {
@@ -249,6 +251,7 @@ impl UiState {
             frozen: None,
             view,
             derived: Derived::default(),
+            flame: Default::default(),
         }
     }
 

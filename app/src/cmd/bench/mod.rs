@@ -97,6 +97,9 @@ pub enum BenchSub {
     /// A/B two arms (option strings, or two binaries) in alternating pairs: medians, Δ%,
     /// logits parity, and a frozen prediction's verdict.
     Ab(ab::AbArgs),
+    /// The dashboard's cost: render and ingest on synthetic telemetry, or (--live) tok/s
+    /// with and without the dashboard on a live session.
+    Ui(super::bench_ui::UiBenchArgs),
 }
 
 /// The model, its prompts' tokens and the open device, checked for the workload.
@@ -246,8 +249,10 @@ pub fn note_nondeterminism(report: &BenchReport) {
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
-    if let Some(BenchSub::Ab(x)) = a.sub {
-        return ab::run(x);
+    match a.sub {
+        Some(BenchSub::Ab(x)) => return ab::run(x),
+        Some(BenchSub::Ui(u)) => return super::bench_ui::run(u),
+        None => {}
     }
     let format = if a.json { Format::Json } else { a.work.output };
     let p = prepare(&a.work, &a.gpu)?;

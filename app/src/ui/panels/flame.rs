@@ -1,7 +1,10 @@
 //! Flame chart: one pass as a timeline, a row per workgroup (zoomed out: bands of
 //! workgroups per row) or, toggled, a row per stage; spans coloured by stage kind (a letter
 //! per kind without colour), barrier waits drawn as waits, level boundaries ticked on the
-//! ruler, a cursor that names the span under it.
+//! ruler, a cursor that names the span under it. Zoomed out, rows are bands of consecutive
+//! workgroups, not SMs: the telemetry carries no SM id (a workgroup's SM is not observable
+//! from the shader portably), and a persistent grid of one workgroup per SM makes a band of
+//! workgroups the nearest stand-in.
 //!
 //! ```text
 //! ┌ flame · pass 812 latest · 132 wg, 17/row · 0–1.55 ms ──────────────┐
@@ -17,6 +20,9 @@ use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::widgets::Widget;
 
+use std::sync::{Arc, Mutex};
+
+use baro_telemetry::spans::MISSING;
 use baro_telemetry::{Frame, StageKind};
 
 use super::Ctx;
@@ -75,11 +81,175 @@ fn rows(f: &Frame, by_stage: bool, n: u16) -> Vec<(String, u32, u32)> {
         .collect()
 }
 
-/// Coverage (ns) per visible row × column × kind (the last kind slot is barrier wait), in
-/// one stage-major sweep over the span arrays (sequential memory: 200k spans in ~1 ms).
+/// A raster cell with too little work in it to draw (a level tick or a space).
+const BLANK: u8 = u8::MAX;
+/// Coverage slots per cell: one per stage kind, the last for barrier waits.
+const SLOTS: usize = WAIT + 1;
+
+/// Each stage's and each barrier level's time extent in one pass (first stamp, last stamp;
+/// `(u32::MAX, 0)` where nothing was stamped), computed once per pass so a zoomed-in window
+/// skips every stage that cannot reach it without reading its spans.
+struct Extents {
+    stage: Vec<(u32, u32)>,
+    level: Vec<(u32, u32)>,
+}
+
+impl Extents {
+    fn of(f: &Frame) -> Extents {
+        let sp = &f.spans;
+        let ext = |(a, b): (&[u32], &[u32])| {
+            a.iter().zip(b).fold((u32::MAX, 0), |(lo, hi), (&a, &b)| {
+                if a == MISSING || b == MISSING {
+                    (lo, hi)
+                } else {
+                    (lo.min(a), hi.max(b))
+                }
+            })
+        };
+        Extents {
+            stage: (0..sp.stages())
+                .map(|s| sp.stage_stamps(s).map_or((u32::MAX, 0), ext))
+                .collect(),
+            level: (0..sp.levels())
+                .map(|l| sp.level_stamps(l).map_or((u32::MAX, 0), ext))
+                .collect(),
+        }
+    }
+}
+
+/// Everything a raster depends on: the frame (by identity and pass), the time window, the
+/// plot size, the grouping and the scroll position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Key {
+    frame: usize,
+    pass: u64,
+    kinds: (usize, usize),
+    window: (u64, u64),
+    cols: usize,
+    scroll: usize,
+    nrows: usize,
+    by_stage: bool,
+    band: u32,
+}
+
+/// What the flame chart derived from the pass it last drew, kept between draws (in
+/// [`crate::view::UiState`]): the pass's [`Extents`] and the raster of cell codes for one
+/// window. A redraw with nothing changed (a cursor move, another panel's update) reuses the
+/// raster; a new pass, zoom, pan, resize, scroll or grouping rasterises once.
+#[derive(Default)]
+pub struct FlameCache {
+    inner: Mutex<CacheInner>,
+}
+
+#[derive(Default)]
+struct CacheInner {
+    extents: Option<(usize, u64, Arc<Extents>)>,
+    raster: Option<(Key, Arc<Vec<u8>>)>,
+    rasterised: u64,
+    /// Coverage arrays reused from raster to raster (megabytes at 400×100: allocating them
+    /// afresh costs a page fault per page).
+    scratch: Scratch,
+}
+
+/// A raster's working arrays.
+#[derive(Default)]
+struct Scratch {
+    part: Vec<u32>,
+    full: Vec<i32>,
+}
+
+impl FlameCache {
+    /// Rasters computed so far (a redraw served from the cache adds none).
+    pub fn rasterised(&self) -> u64 {
+        self.lock().rasterised
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheInner> {
+        // The cache holds no invariant a panic elsewhere could break.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The raster for `key`, computed by `make` from the pass's extents only when missing.
+    fn raster(
+        &self,
+        f: &Arc<Frame>,
+        key: Key,
+        make: impl FnOnce(&Extents, &mut Scratch) -> Vec<u8>,
+    ) -> Arc<Vec<u8>> {
+        let mut c = self.lock();
+        if let Some((k, r)) = &c.raster {
+            if *k == key {
+                return r.clone();
+            }
+        }
+        let id = Arc::as_ptr(f) as usize;
+        let ext = match &c.extents {
+            Some((i, p, e)) if *i == id && *p == f.pass => e.clone(),
+            _ => {
+                let e = Arc::new(Extents::of(f));
+                c.extents = Some((id, f.pass, e.clone()));
+                e
+            }
+        };
+        let r = Arc::new(make(&ext, &mut c.scratch));
+        c.raster = Some((key, r.clone()));
+        c.rasterised += 1;
+        r
+    }
+}
+
+/// One raster row's coverage being summed: partial columns in ns (`part`) and whole columns
+/// as +1/-1 counts (`full`, prefix-summed afterwards), [`SLOTS`] per column.
+struct Row<'a> {
+    part: &'a mut Vec<u32>,
+    full: &'a mut Vec<i32>,
+    bounds: &'a [u64],
+    t0: u64,
+    t1: u64,
+    mul: u64,
+    last: usize,
+}
+
+impl Row<'_> {
+    /// Add the interval `a..b` (ns from the pass start) to slot `k`.
+    #[inline(always)]
+    fn add(&mut self, a: u32, b: u32, k: usize) {
+        let (a, b) = ((a as u64).max(self.t0), (b as u64).min(self.t1));
+        if b <= a {
+            return;
+        }
+        let ca = (((a - self.t0) * self.mul) >> 32).min(self.last as u64) as usize;
+        let cb = (((b - 1 - self.t0) * self.mul) >> 32).min(self.last as u64) as usize;
+        if ca == cb {
+            let p = &mut self.part[ca * SLOTS + k];
+            *p = p.saturating_add((b - a) as u32);
+            return;
+        }
+        let bounds = self.bounds;
+        let over = |c: usize| b.min(bounds[c + 1]).saturating_sub(a.max(bounds[c])) as u32;
+        let p = &mut self.part[ca * SLOTS + k];
+        *p = p.saturating_add(over(ca));
+        let p = &mut self.part[cb * SLOTS + k];
+        *p = p.saturating_add(over(cb));
+        if cb > ca + 1 {
+            self.full[(ca + 1) * SLOTS + k] += 1;
+            self.full[cb * SLOTS + k] -= 1;
+        }
+    }
+}
+
+/// Cell codes per visible row × column: the dominant stage kind's code, [`WAIT`] for a
+/// barrier wait, or [`BLANK`] where the row's workgroups were busy less than a quarter of
+/// the column. Row by row, so the row's coverage sums stay in the L1 cache (a 400-column row
+/// is 16 KiB); per row one pass over the spans that can reach the window (stages outside it
+/// are skipped by their extents). A span adds its partial first and last columns directly
+/// and its whole columns to a difference array, so the cost is spans + cells, never
+/// spans × columns.
 #[allow(clippy::too_many_arguments)]
 fn raster(
     f: &Frame,
+    ext: &Extents,
+    scratch: &mut Scratch,
     kinds: &[StageKind],
     by_stage: bool,
     band: u32,
@@ -87,68 +257,98 @@ fn raster(
     nrows: usize,
     (t0, t1): (u64, u64),
     cols: usize,
-) -> Vec<[u32; WAIT + 1]> {
-    let mut cov = vec![[0u32; WAIT + 1]; nrows * cols];
+) -> Vec<u8> {
     let sp = &f.spans;
+    let g = sp.grid() as usize;
+    let band = band.max(1) as usize;
     let span = (t1 - t0).max(1);
     let bounds: Vec<u64> = (0..=cols as u64)
         .map(|c| t0 + c * span / cols as u64)
         .collect();
-    let scale = cols as f64 / span as f64;
-    let row_of: Vec<usize> = (0..sp.grid()).map(|w| (w / band) as usize).collect();
-    let mut add = |row: usize, a: u32, b: u32, k: usize| {
-        let (a, b) = ((a as u64).max(t0), (b as u64).min(t1));
-        if b <= a {
-            return;
-        }
-        // Multiplications, not divisions: this runs for every span of the pass.
-        let ca = (((a - t0) as f64 * scale) as usize).min(cols - 1);
-        let cb = (((b - 1 - t0) as f64 * scale) as usize).min(cols - 1);
-        let line = &mut cov[row * cols..(row + 1) * cols];
-        if ca == cb {
-            line[ca][k] = line[ca][k].saturating_add((b - a) as u32);
-            return;
-        }
-        for (c, cell) in line.iter_mut().enumerate().take(cb + 1).skip(ca) {
-            let lo = a.max(bounds[c]);
-            let hi = b.min(bounds[c + 1]);
-            cell[k] = cell[k].saturating_add(hi.saturating_sub(lo) as u32);
-        }
-    };
-    let visible = |r: usize| r >= scroll && r < scroll + nrows;
-    for st in 0..sp.stages() {
-        if by_stage && !visible(st as usize) {
-            continue;
-        }
-        let k = kinds.get(st as usize).map_or(0, |k| k.code() as usize);
-        for w in 0..sp.grid() {
-            let r = if by_stage {
-                st as usize
-            } else {
-                (w / band) as usize
-            };
-            if !visible(r) {
+    // Column of an offset d < span: (d * mul) >> 32, a multiplication, not a division (this
+    // runs for every span in the window); d * mul < cols * 2^32, no overflow.
+    let mul = ((cols as u64) << 32) / span;
+    let ns_per_col = span as f64 / cols as f64;
+    let hits = |(lo, hi): (u32, u32)| lo <= hi && (hi as u64) > t0 && (lo as u64) < t1;
+    let stages: Vec<(u32, usize)> = (0..sp.stages())
+        .filter(|&st| hits(ext.stage[st as usize]))
+        .map(|st| (st, kinds.get(st as usize).map_or(0, |k| k.code() as usize)))
+        .collect();
+    let levels: Vec<u32> = (0..sp.levels())
+        .filter(|&l| !by_stage && hits(ext.level[l as usize]))
+        .collect();
+    // One row's partial columns, ns, and whole columns as +1/-1 counts (prefix-summed).
+    let Scratch { part, full } = scratch;
+    let mut out = vec![BLANK; nrows * cols];
+    for row in 0..nrows {
+        let r = row + scroll;
+        part.clear();
+        part.resize(cols * SLOTS, 0);
+        full.clear();
+        full.resize((cols + 1) * SLOTS, 0);
+        let mut acc = Row {
+            part,
+            full,
+            bounds: &bounds,
+            t0,
+            t1,
+            mul,
+            last: cols - 1,
+        };
+        let wgs = if by_stage {
+            0..g
+        } else {
+            (r * band).min(g)..((r + 1) * band).min(g)
+        };
+        let one;
+        let row_stages: &[(u32, usize)] = if by_stage {
+            one = stages.iter().find(|&&(st, _)| st as usize == r).copied();
+            one.as_slice()
+        } else {
+            &stages
+        };
+        for &(st, k) in row_stages {
+            let Some((s, e)) = sp.stage_stamps(st) else {
                 continue;
-            }
-            if let Some((a, b)) = sp.span(st, w) {
-                add(r - scroll, a, b, k);
-            }
-        }
-    }
-    if !by_stage {
-        for l in 0..sp.levels() {
-            for w in 0..sp.grid() {
-                let r = row_of[w as usize];
-                if !visible(r) {
-                    continue;
-                }
-                if let (Some(a), Some(e)) = (sp.arrive(l, w), sp.exit(l, w)) {
-                    add(r - scroll, a, e, WAIT);
+            };
+            for (&a, &b) in s[wgs.clone()].iter().zip(&e[wgs.clone()]) {
+                if a != MISSING && b != MISSING {
+                    acc.add(a, b, k);
                 }
             }
         }
+        for &l in &levels {
+            let Some((s, e)) = sp.level_stamps(l) else {
+                continue;
+            };
+            for (&a, &b) in s[wgs.clone()].iter().zip(&e[wgs.clone()]) {
+                if a != MISSING && b != MISSING {
+                    acc.add(a, b, WAIT);
+                }
+            }
+        }
+        let n = wgs.len().max(1);
+        let Row { part, full, .. } = acc;
+        let min_used = 0.25 * n as f64 * if by_stage { 0.1 } else { 1.0 } * ns_per_col;
+        let mut run = [0i64; SLOTS];
+        for (c, code) in out[row * cols..(row + 1) * cols].iter_mut().enumerate() {
+            let width = bounds[c + 1] - bounds[c];
+            let (mut best, mut used) = ((0usize, 0u32), 0f64);
+            for (k, run) in run.iter_mut().enumerate() {
+                *run += full[c * SLOTS + k] as i64;
+                let whole = ((*run).max(0).unsigned_abs() * width).min(u32::MAX as u64) as u32;
+                let v = part[c * SLOTS + k].saturating_add(whole);
+                used += v as f64;
+                if v > best.1 {
+                    best = (k, v);
+                }
+            }
+            if used >= min_used && best.1 > 0 {
+                *code = best.0 as u8;
+            }
+        }
     }
-    cov
+    out
 }
 
 /// What is under time `t` on a row: (label, start, duration).
@@ -286,25 +486,34 @@ impl Widget for &Flame<'_> {
 
         let nrows = (plot.height as usize).min(rows.len().saturating_sub(scroll));
         let band = rows.first().map_or(1, |r| (r.2 - r.1).max(1));
-        let raster = raster(
-            f,
-            &s.shown().kinds,
-            v.by_stage,
-            band,
+        let key = Key {
+            frame: Arc::as_ptr(f) as usize,
+            pass: f.pass,
+            kinds: (s.shown().kinds.as_ptr() as usize, s.shown().kinds.len()),
+            window: (t0, t1),
+            cols,
             scroll,
             nrows,
-            (t0, t1),
-            cols,
-        );
+            by_stage: v.by_stage,
+            band,
+        };
+        let raster = s.flame.raster(f, key, |ext, scratch| {
+            raster(
+                f,
+                ext,
+                scratch,
+                &s.shown().kinds,
+                v.by_stage,
+                band,
+                scroll,
+                nrows,
+                (t0, t1),
+                cols,
+            )
+        });
         for (ri, row) in rows.iter().enumerate().skip(scroll).take(nrows) {
             let y = plot.y + (ri - scroll) as u16;
-            let cov = &raster[(ri - scroll) * cols..(ri - scroll + 1) * cols];
-            let wgs = if v.by_stage {
-                0..sp.grid()
-            } else {
-                row.1..row.2
-            };
-            let n = wgs.len().max(1) as f64;
+            let codes = &raster[(ri - scroll) * cols..(ri - scroll + 1) * cols];
             let label = if v.by_stage {
                 s.shown()
                     .run
@@ -327,16 +536,12 @@ impl Widget for &Flame<'_> {
                 &label,
                 lst,
             );
-            for (i, c) in cov.iter().enumerate() {
+            for (i, &code) in codes.iter().enumerate() {
                 let x = plot.x + i as u16;
-                let (k, amt) =
-                    c.iter()
-                        .enumerate()
-                        .fold((0, 0u32), |m, (k, &a)| if a > m.1 { (k, a) } else { m });
-                let used = c.iter().map(|&x| x as f64).sum::<f64>() / ns_per_col;
+                let k = code as usize;
                 let mut st;
                 let sym: &str;
-                if used < 0.25 * n * if v.by_stage { 0.1 } else { 1.0 } || amt == 0 {
+                if code == BLANK {
                     st = t.fg(Tone::Dim);
                     sym = if level_cols.contains(&(i as u16)) {
                         t.glyphs.level
