@@ -314,8 +314,9 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// `diff A B`: per stage kind, median busy and charged side by side with Δ%, and whether the
-/// two token streams agree. Exit 0 when the token streams agree, 1 when they differ.
+/// `diff A B`: per stage kind, median busy and charged side by side with Δ%, over the passes
+/// of one power mode common to both (no Δ where none is), and whether the two token streams
+/// agree. Exit 0 when the token streams agree, 1 when they differ.
 pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     let mut ra = open(&a.a)?;
     let mut rb = open(&a.b)?;
