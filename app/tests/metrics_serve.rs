@@ -202,3 +202,58 @@ fn serve_synthetic_exposes_passes_and_stops_cleanly_on_sigterm_and_sigint() {
         assert!(TcpStream::connect(addr).is_err(), "still listening");
     }
 }
+
+#[test]
+fn record_metrics_serves_the_recorded_runs_passes_while_it_records() {
+    let dir = std::env::temp_dir().join(format!("baro-rec-metrics-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("run.baro");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_baro-top"))
+        .args(["record", "--device", "0", "--passes", "100000", "--metrics"])
+        .arg("127.0.0.1:0")
+        .arg("-o")
+        .arg(&out)
+        .env("LP_NUM_THREADS", "2")
+        .env("BARO_TOP_LOCK_DIR", &dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("baro-top runs");
+    let stderr = child.stderr.take().unwrap();
+    let guard = Guard(child);
+    let mut lines = BufReader::new(stderr).lines().map_while(Result::ok);
+    let addr: SocketAddr = lines
+        .find_map(|l| {
+            l.split("record: serving metrics on http://")
+                .nth(1)
+                .map(|r| r.trim_end_matches("/metrics").to_string())
+        })
+        .expect("record printed its metrics address")
+        .parse()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (head, body) = get(addr, "/metrics");
+        assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+        let passes: f64 = body
+            .lines()
+            .filter(|l| l.starts_with("baro_passes_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        if passes >= 3.0 {
+            assert!(body.contains("model=\"stories260K (embedded)\""), "{body}");
+            assert!(
+                body.contains("baro_stage_busy_seconds_count{stage_kind=\"q\""),
+                "{body}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no 3 passes within 60 s:\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(guard);
+    let _ = std::fs::remove_dir_all(&dir);
+}
