@@ -48,7 +48,8 @@ enum Command {
     Replay(cmd::recording::ReplayArgs),
     /// Export a recording as a Perfetto (Chrome trace JSON) timeline and/or CSV.
     Export(cmd::recording::ExportArgs),
-    /// Compare two recordings: per stage kind busy/charged medians, and their tokens.
+    /// Compare two recordings within one power mode: per stage kind busy/charged medians, and
+    /// their tokens.
     Diff(cmd::recording::DiffArgs),
     /// Serve Prometheus/OpenMetrics metrics of the telemetry stream (--metrics ADDR).
     Serve(metrics::cmd::ServeArgs),

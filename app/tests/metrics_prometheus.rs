@@ -1,5 +1,6 @@
-//! A real Prometheus scrapes `baro-top serve --synthetic` on loopback, and its HTTP API finds
-//! the series; `promtool check metrics` accepts the live exposition.
+//! A real Prometheus scrapes `baro-top serve` decoding stories260K on the first Vulkan device
+//! (lavapipe in CI) on loopback, and its HTTP API finds the series; `promtool check metrics`
+//! accepts the live exposition.
 //!
 //! Needs `prometheus` and `promtool` (Debian's `prometheus` package; scripts/test.sh installs
 //! it). Missing, they fail the test in CI (CI=true) and by default; outside CI,
@@ -118,14 +119,8 @@ fn wait_for<T>(what: &str, limit: Duration, log: &Path, mut f: impl FnMut() -> O
 
 fn start_serve() -> (Guard, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_baro-top"))
-        .args([
-            "serve",
-            "--metrics",
-            "127.0.0.1:0",
-            "--synthetic",
-            "--rate",
-            "50",
-        ])
+        .args(["serve", "--metrics", "127.0.0.1:0", "--device", "0"])
+        .env("LP_NUM_THREADS", "2")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -140,22 +135,32 @@ fn start_serve() -> (Guard, SocketAddr) {
             }
         }
     });
+    // The decoder is built before the endpoint starts (seconds on lavapipe).
     let addr = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("serve printed its address within 30 s");
+        .recv_timeout(Duration::from_secs(120))
+        .expect("serve printed its address within 120 s");
     (guard, addr.parse().expect("an address"))
 }
 
 #[test]
-fn prometheus_scrapes_serve_and_its_api_finds_the_series_and_promtool_accepts_them() {
+fn prometheus_scrapes_a_live_lavapipe_serve_finding_stage_histograms_tok_s_and_labels_and_promtool_accepts_it(
+) {
     let (Some(prometheus), Some(promtool)) = (tool("prometheus"), tool("promtool")) else {
         return;
     };
     let (_serve, target) = start_serve();
 
-    // The live exposition passes promtool's parser and linter.
-    let (status, text) = get(target, "/metrics").expect("GET /metrics");
-    assert_eq!(status, 200);
+    // The live exposition, once passes are in it, passes promtool's parser and linter.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let text = loop {
+        let (status, text) = get(target, "/metrics").expect("GET /metrics");
+        assert_eq!(status, 200);
+        if text.contains("baro_stage_busy_seconds_bucket{") {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "no pass within 60 s:\n{text}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
     let mut lint = Command::new(promtool)
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -216,25 +221,46 @@ fn prometheus_scrapes_serve_and_its_api_finds_the_series_and_promtool_accepts_th
         },
     );
 
-    // The counter by its labels, from our job.
+    // The counter by its labels, from our job: every pass has a power mode and a
+    // contention label (their values depend on the machine's load).
     let labels: Vec<&Value> = passes.iter().map(|s| &s["metric"]).collect();
     assert!(
-        labels.iter().any(|m| m["job"] == "baro-top"
+        labels.iter().all(|m| m["job"] == "baro-top"
             && m["dispatch"] == "mega"
-            && m["mode"] == "fast"
-            && m["contention"] == "quiet"),
+            && ["fast", "slow", "unknown"].contains(&m["mode"].as_str().unwrap_or(""))
+            && !m["contention"].as_str().unwrap_or("").is_empty()),
         "{passes:?}"
     );
-    // Histograms by stage kind, the info labels, fail bits at 0, sensors in base units.
-    let inf = query(
-        prom,
-        r#"baro_stage_busy_seconds_bucket{stage_kind="ffn_up",mode="fast",le="+Inf"}"#,
+    // Per stage kind busy histograms of the real decode (every kind stories260K runs).
+    let kinds = wait_for(
+        "stage busy histograms in prometheus",
+        Duration::from_secs(20),
+        &log,
+        || {
+            let r = query(
+                prom,
+                r#"count by (stage_kind) (baro_stage_busy_seconds_bucket{le="+Inf"})"#,
+            );
+            let kinds: Vec<String> = r
+                .iter()
+                .filter_map(|s| s["metric"]["stage_kind"].as_str().map(String::from))
+                .collect();
+            ["q", "k", "v", "attn", "wo", "ffn_up", "ffn_down", "head"]
+                .iter()
+                .all(|k| kinds.iter().any(|x| x == k))
+                .then_some(kinds)
+        },
     );
-    assert_eq!(inf.len(), 1, "{inf:?}");
+    assert!(!kinds.is_empty());
+    let tps = query(prom, "baro_tokens_per_second");
+    let tok_s: f64 = tps
+        .first()
+        .and_then(|s| s["value"][1].as_str()?.parse().ok())
+        .unwrap_or(0.0);
+    assert!(tok_s > 0.0, "{tps:?}");
     let info = query(prom, "baro_info");
     assert_eq!(info.len(), 1, "{info:?}");
-    assert_eq!(info[0]["metric"]["device"], "synthetic");
-    assert_eq!(info[0]["metric"]["quant"], "q4_0");
+    assert_eq!(info[0]["metric"]["model"], "stories260K (embedded)");
     assert_eq!(info[0]["metric"]["dispatch"], "mega");
     let up = query(prom, "baro_up");
     assert_eq!(
@@ -244,11 +270,9 @@ fn prometheus_scrapes_serve_and_its_api_finds_the_series_and_promtool_accepts_th
     );
     let fails = query(prom, "baro_failed_passes_total");
     assert_eq!(fails.len(), 8, "{fails:?}");
-    let clock = query(prom, "baro_gpu_sm_clock_hertz");
-    assert_eq!(
-        clock.first().map(|s| &s["value"][1]),
-        Some(&Value::from("1980000000"))
-    );
+    // The CPU sensor reads /proc everywhere (GPU clocks need NVML or AMD sysfs).
+    let cpu = query(prom, "baro_cpu_busy_ratio");
+    assert_eq!(cpu.len(), 1, "{cpu:?}");
     let spreads = query(prom, "baro_barrier_arrival_spread_seconds_count");
     assert!(!spreads.is_empty(), "{spreads:?}");
 

@@ -1,5 +1,5 @@
-//! `baro-top serve` as a user runs it: refusals with status 2, the endpoint, a clean stop on
-//! SIGINT and SIGTERM.
+//! `baro-top serve` as a user runs it: refusals with status 2, the endpoint on synthetic
+//! telemetry and on a live lavapipe decode, a clean stop on SIGINT and SIGTERM.
 
 #![allow(clippy::unwrap_used)]
 
@@ -26,17 +26,13 @@ impl Drop for Guard {
     }
 }
 
-/// Start `serve --synthetic` on a free port; the address it printed, and the rest of stderr.
-fn start_serve() -> (Guard, SocketAddr, mpsc::Receiver<String>) {
+/// Start `serve --metrics 127.0.0.1:0` with `extra` arguments; the address it printed, and
+/// the rest of stderr.
+fn start_serve(extra: &[&str]) -> (Guard, SocketAddr, mpsc::Receiver<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_baro-top"))
-        .args([
-            "serve",
-            "--metrics",
-            "127.0.0.1:0",
-            "--synthetic",
-            "--rate",
-            "50",
-        ])
+        .args(["serve", "--metrics", "127.0.0.1:0"])
+        .args(extra)
+        .env("LP_NUM_THREADS", "2")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -51,12 +47,13 @@ fn start_serve() -> (Guard, SocketAddr, mpsc::Receiver<String>) {
             }
         }
     });
-    let deadline = Instant::now() + Duration::from_secs(30);
+    // A live session builds its decoder first (seconds on lavapipe).
+    let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let line = rx
             .recv_timeout(left)
-            .expect("serve printed its address within 30 s");
+            .expect("serve printed its address within 120 s");
         if let Some(rest) = line.split("serving metrics on http://").nth(1) {
             let addr = rest
                 .split('/')
@@ -80,11 +77,79 @@ fn get(addr: SocketAddr, path: &str) -> (String, String) {
 }
 
 #[test]
-fn serve_without_synthetic_refuses_with_status_2_and_says_what_works() {
-    let out = baro(&["serve", "--metrics", "127.0.0.1:0"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--synthetic"), "{err}");
+fn serve_synthetic_refuses_engine_flags_with_status_2_naming_the_flag() {
+    for (flag, value) in [("--model", "x.gguf"), ("--device", "0"), ("--temp", "0.5")] {
+        let out = baro(&[
+            "serve",
+            "--metrics",
+            "127.0.0.1:0",
+            "--synthetic",
+            flag,
+            value,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("{flag} is not honoured with --synthetic")),
+            "{flag}: {err}"
+        );
+    }
+}
+
+/// Signal `guard`'s process and wait (20 s at most) for its exit status.
+fn stop_with(guard: &mut Guard, signal: libc::c_int) -> std::process::ExitStatus {
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(guard.0.id() as i32, signal) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(s) = guard.0.try_wait().unwrap() {
+            return s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running 20 s after signal {signal}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn serve_live_decodes_stories260k_into_stage_histograms_and_exits_0_on_sigterm() {
+    let (mut guard, addr, lines) = start_serve(&["--device", "0"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let body = loop {
+        let (head, body) = get(addr, "/metrics");
+        assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+        // Five passes in: the stage histograms of a real decode, not a synthetic run.
+        if body.contains("baro_stage_busy_seconds_count{stage_kind=\"ffn_up\"")
+            && body.contains("baro_passes_total{dispatch=\"mega\"")
+            && body
+                .lines()
+                .filter(|l| l.starts_with("baro_passes_total{"))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum::<f64>()
+                >= 5.0
+        {
+            break body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not 5 passes within 60 s:\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(body.contains("model=\"stories260K (embedded)\""), "{body}");
+    assert!(body.contains("device_kind=\"cpu\""), "{body}");
+    assert!(body.contains("baro_tokens_per_second "), "{body}");
+    let status = stop_with(&mut guard, libc::SIGTERM);
+    assert_eq!(status.code(), Some(0));
+    let said: Vec<String> = lines.try_iter().collect();
+    assert!(
+        said.iter()
+            .any(|l| l.contains("metrics endpoint stopped after") && l.contains("(stopped)")),
+        "{said:?}"
+    );
+    assert!(TcpStream::connect(addr).is_err(), "still listening");
 }
 
 #[test]
@@ -114,7 +179,7 @@ fn serve_on_a_port_in_use_exits_2_naming_the_address() {
 #[test]
 fn serve_synthetic_exposes_passes_and_stops_cleanly_on_sigterm_and_sigint() {
     for signal in [libc::SIGTERM, libc::SIGINT] {
-        let (mut guard, addr, lines) = start_serve();
+        let (mut guard, addr, lines) = start_serve(&["--synthetic", "--rate", "50"]);
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let (head, body) = get(addr, "/metrics");
@@ -126,19 +191,7 @@ fn serve_synthetic_exposes_passes_and_stops_cleanly_on_sigterm_and_sigint() {
             assert!(Instant::now() < deadline, "no passes within 30 s:\n{body}");
             std::thread::sleep(Duration::from_millis(100));
         }
-        // SAFETY: kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(guard.0.id() as i32, signal) }, 0);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let status = loop {
-            if let Some(s) = guard.0.try_wait().unwrap() {
-                break s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "still running 20 s after signal {signal}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let status = stop_with(&mut guard, signal);
         assert_eq!(status.code(), Some(0), "signal {signal}");
         let said: Vec<String> = lines.try_iter().collect();
         assert!(
@@ -148,4 +201,59 @@ fn serve_synthetic_exposes_passes_and_stops_cleanly_on_sigterm_and_sigint() {
         );
         assert!(TcpStream::connect(addr).is_err(), "still listening");
     }
+}
+
+#[test]
+fn record_metrics_serves_the_recorded_runs_passes_while_it_records() {
+    let dir = std::env::temp_dir().join(format!("baro-rec-metrics-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("run.baro");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_baro-top"))
+        .args(["record", "--device", "0", "--passes", "100000", "--metrics"])
+        .arg("127.0.0.1:0")
+        .arg("-o")
+        .arg(&out)
+        .env("LP_NUM_THREADS", "2")
+        .env("BARO_TOP_LOCK_DIR", &dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("baro-top runs");
+    let stderr = child.stderr.take().unwrap();
+    let guard = Guard(child);
+    let mut lines = BufReader::new(stderr).lines().map_while(Result::ok);
+    let addr: SocketAddr = lines
+        .find_map(|l| {
+            l.split("record: serving metrics on http://")
+                .nth(1)
+                .map(|r| r.trim_end_matches("/metrics").to_string())
+        })
+        .expect("record printed its metrics address")
+        .parse()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (head, body) = get(addr, "/metrics");
+        assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+        let passes: f64 = body
+            .lines()
+            .filter(|l| l.starts_with("baro_passes_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        if passes >= 3.0 {
+            assert!(body.contains("model=\"stories260K (embedded)\""), "{body}");
+            assert!(
+                body.contains("baro_stage_busy_seconds_count{stage_kind=\"q\""),
+                "{body}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no 3 passes within 60 s:\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(guard);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -44,14 +44,15 @@
 //! Decoding follows run.c's loop (prompt forced, then argmax or the seeded sampler). When the
 //! context is full, the sequence restarts from the prompt: a live monitor keeps running.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use baro_telemetry::{
-    CheckPlan, CheckState, ClockSync, Correctness, EndReason, HostClock, Judge, RunDetails,
-    Telemetry,
+    CheckPlan, CheckState, ClockSync, Correctness, EndReason, HostClock, Judge, LockHolder,
+    RunDetails, Telemetry,
 };
 use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
 
@@ -202,6 +203,7 @@ pub struct SessionBuilder {
     near_tie: f32,
     reference_hook: Option<ReferenceHook>,
     sinks: Vec<(SinkKind, Sender<Telemetry>)>,
+    host_lock: Option<(PathBuf, Option<LockHolder>)>,
 }
 
 impl SessionBuilder {
@@ -222,7 +224,17 @@ impl SessionBuilder {
             near_tie: baro_telemetry::judge::NEAR_TIE,
             reference_hook: None,
             sinks: vec![],
+            host_lock: None,
         }
+    }
+    /// Watch this GPU's host lock file: the sensors report its holder, and every pass run
+    /// while another process holds it is labelled contended, naming the holder. `holder` is
+    /// who held it when the caller looked (a `--no-wait` run): it labels the first passes,
+    /// before the sensor thread's first sample; `None` where the caller holds it or did not
+    /// look.
+    pub fn host_lock(mut self, path: PathBuf, holder: Option<LockHolder>) -> Self {
+        self.host_lock = Some((path, holder));
+        self
     }
     /// Stop after this many passes (default: until stopped).
     pub fn passes(mut self, n: Option<u64>) -> Self {
@@ -401,6 +413,11 @@ impl Session {
         self.stop.store(true, Ordering::SeqCst);
         let (tx, _rx) = bounded(1);
         let _ = self.cmd_tx.send((Command::Stop, tx));
+    }
+
+    /// Whether the run has ended (the engine thread is done): [`Session::wait`] will not block.
+    pub fn is_finished(&self) -> bool {
+        self.join.as_ref().is_none_or(|j| j.is_finished())
     }
 
     /// Wait for the run to end and return its outcome.
@@ -716,8 +733,10 @@ impl Engine {
         budget.store(dec.watchdog().as_nanos() as u64, Ordering::Relaxed);
         let token = prompt[0];
         let (sensor_tx, sensor_rx) = unbounded();
-        let sensors = spawn_sensors(&b.ctx, sensor_tx);
-        let labeler = baro_telemetry::labels::PassLabeler::for_run(&details);
+        let lock_path = b.host_lock.as_ref().map(|(p, _)| p.clone());
+        let sensors = spawn_sensors(&b.ctx, lock_path, sensor_tx);
+        let mut labeler = baro_telemetry::labels::PassLabeler::for_run(&details);
+        labeler.sensors.lock_holder = b.host_lock.as_ref().and_then(|(_, h)| h.clone());
         let mut e = Engine {
             b,
             dec,
@@ -937,7 +956,11 @@ impl Engine {
         self.budget
             .store(self.dec.watchdog().as_nanos() as u64, Ordering::Relaxed);
         self.restart();
+        // The sensors' state survives the rebuild: a reading is sent when it changes, so a
+        // fresh state would forget, e.g., the lock holder until it changes again.
+        let sensors = std::mem::take(&mut self.labeler.sensors);
         self.labeler = baro_telemetry::labels::PassLabeler::for_run(&details);
+        self.labeler.sensors = sensors;
         self.emit(&Telemetry::Start(details.clone()));
         Ok(Reply::Rebuilt(Box::new(details)))
     }
@@ -1106,6 +1129,7 @@ fn reason_of(e: &Error) -> EndReason {
 /// everywhere; `None` (and the run goes on unlabelled by sensors) if it cannot start.
 fn spawn_sensors(
     ctx: &GpuContext,
+    lock_path: Option<PathBuf>,
     tx: Sender<baro_telemetry::SensorSample>,
 ) -> Option<crate::sensors::SensorThread> {
     use crate::sensors::{GpuSensor, SensorConfig, SensorThread};
@@ -1116,6 +1140,7 @@ fn spawn_sensors(
     };
     let cfg = SensorConfig {
         gpu,
+        lock_path,
         ..Default::default()
     };
     SensorThread::spawn_with(cfg, move |smp| {

@@ -374,7 +374,15 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
         .check(a.check.unwrap_or(Check::Auto))
         // A monitor keeps decoding after a failed pass (shown, logged, and counted in the
         // exit status); the sequence restarts.
-        .stop_on_fail(false);
+        .stop_on_fail(false)
+        // Not a timing run: no lock taken, but a timing run holding it is shown.
+        .host_lock(
+            baro_engine::sensors::host_lock::lock_path(
+                &baro_engine::sensors::host_lock::default_dir(),
+                &dev.info().name,
+            ),
+            None,
+        );
     let rx = b.subscribe(SinkKind::Lossy {
         capacity: SINK_CAPACITY,
     });

@@ -315,8 +315,9 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// `diff A B`: per stage kind, median busy and charged side by side with Δ%, and whether the
-/// two token streams agree. Exit 0 when the token streams agree, 1 when they differ.
+/// `diff A B`: per stage kind, median busy and charged side by side with Δ%, over the passes
+/// of one power mode common to both (no Δ where none is), and whether the two token streams
+/// agree. Exit 0 when the token streams agree, 1 when they differ.
 pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     let mut ra = open(&a.a)?;
     let mut rb = open(&a.b)?;
@@ -357,13 +358,14 @@ pub struct RecordArgs {
     /// and say so (the other run is named).
     #[arg(long)]
     pub no_wait: bool,
-    /// Also serve Prometheus/OpenMetrics metrics of the run at ADDR (e.g. 127.0.0.1:9464).
-    #[arg(long, value_name = "ADDR")]
-    pub metrics: Option<String>,
     /// Which passes the shadow CPU reference judges, as `run --check`: auto, all, off, or N
     /// (the first N positions of every sequence). Its verdicts are recorded.
     #[arg(long, default_value = "auto", value_parser = super::run::parse_check)]
     pub check: Check,
+    /// Also serve Prometheus/OpenMetrics metrics of the run at ADDR (e.g. 127.0.0.1:9464; port
+    /// 0: any free port, printed at start) while it records.
+    #[arg(long, value_name = "ADDR", value_parser = crate::metrics::cmd::parse_addr)]
+    pub metrics: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub gpu: crate::GpuArgs,
 }
@@ -392,14 +394,19 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     let dev = super::open_gpu(&a.gpu)?;
     // Two timing runs on one GPU must know of each other: hold the host lock for the run.
     let lock_file = host_lock::lock_path(&host_lock::default_dir(), &dev.info().name);
+    // `--no-wait` with another holder: the holder labels every pass (from the first, before
+    // the sensor thread's first look at the lock).
+    let mut other_holder = None;
     let _lock = if a.no_wait {
         match HostLock::try_lock(&lock_file, host_lock::this_process()) {
             Ok(l) => Some(l),
             Err(LockError::Held { holder, .. }) => {
+                let h = holder.unwrap_or_default();
                 note!(
-                    "record: --no-wait: another timing run holds this GPU ({}): recording anyway; its passes are disturbed",
-                    holder.map_or("an unknown process".into(), |h| h.to_string())
+                    "record: --no-wait: another timing run holds this GPU ({}): recording anyway; every pass is labelled contended",
+                    holder_name(&h)
                 );
+                other_holder = Some(h);
                 None
             }
             Err(e) => return Err(e).context("taking the GPU's host lock"),
@@ -413,8 +420,9 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
                 Duration::from_millis(200),
                 |h| {
                     note!(
-                        "record: waiting for the GPU's host lock, held by {} (--no-wait records anyway)",
-                        h.map_or("an unknown process".into(), |h| h.to_string())
+                        "record: waiting for the GPU's host lock {}, held by {} (--no-wait records anyway)",
+                        lock_file.display(),
+                        h.map_or("an unknown process".into(), holder_name)
                     )
                 },
             )
@@ -427,19 +435,22 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     let mut b = SessionBuilder::new(&dev, model, opts)
         .passes(Some(a.passes))
         .prompt(a.prompt.as_bytes())
-        .check(a.check);
+        .check(a.check)
+        .host_lock(lock_file.clone(), other_holder);
     let rx = b.subscribe(SinkKind::Lossless);
     let metrics_rx = a
         .metrics
         .as_ref()
         .map(|_| b.subscribe(SinkKind::Lossy { capacity: 1024 }));
     let session = b.spawn().context("starting the decode session")?;
-    let _metrics = match (&a.metrics, metrics_rx) {
+    let _metrics = match (a.metrics, metrics_rx) {
         (Some(addr), Some(rx)) => {
-            let sa: std::net::SocketAddr = addr.parse().map_err(|e| {
-                anyhow::anyhow!("--metrics {addr}: not an address like 127.0.0.1:9464 ({e})")
-            })?;
-            Some(crate::metrics::http::serve(sa, rx)?)
+            let s = crate::metrics::serve(addr, rx)?;
+            note!(
+                "record: serving metrics on http://{}/metrics",
+                s.local_addr()
+            );
+            Some(s)
         }
         _ => None,
     };
@@ -513,6 +524,15 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
         );
         ExitCode::from(1)
     })
+}
+
+/// A lock holder as the user reads it: `pid 4242 (baro-top bench -m x.gguf)`.
+fn holder_name(h: &baro_telemetry::LockHolder) -> String {
+    if h.pid == 0 {
+        "an unknown process".into()
+    } else {
+        h.to_string()
+    }
 }
 
 fn note_progress(frames: u64, total: u64, bytes: u64, t: Duration) {

@@ -1,6 +1,7 @@
 //! `baro-top serve --metrics ADDR [--synthetic]`: the endpoint as a command, until SIGINT or
-//! SIGTERM. The live engine is wired to it later (see the module doc of `metrics`); until then
-//! the only producer is `--synthetic`, and without it the command refuses to start.
+//! SIGTERM. Without `--synthetic` a live session decodes continuously on the chosen GPU (model
+//! and sampling flags as `live` takes them) and a lossy sink feeds the endpoint; with it,
+//! synthetic telemetry does (no GPU), and the engine's flags are refused.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -28,6 +29,58 @@ pub struct ServeArgs {
     /// Synthetic passes per second, 1..=2000.
     #[arg(long, default_value_t = 100, requires = "synthetic", value_parser = clap::value_parser!(u32).range(1..=2000))]
     pub rate: u32,
+    #[command(flatten)]
+    pub model: crate::ModelArgs,
+    /// Dispatch style [default: mega].
+    #[arg(long, value_enum, alias = "mode")]
+    pub dispatch: Option<crate::DispatchArg>,
+    #[command(flatten)]
+    pub gpu: crate::GpuArgs,
+    /// Prompt text (forced at the start of every sequence).
+    #[arg(long, short = 'i')]
+    pub prompt: Option<String>,
+    /// Temperature, a finite number >= 0 (0 = greedy) [default: 0].
+    #[arg(long, short = 't', value_parser = crate::validate::temperature, allow_negative_numbers = true)]
+    pub temp: Option<f32>,
+    /// Top-p, 0..=1 [default: 0.9].
+    #[arg(long, short = 'p', value_parser = crate::validate::top_p, allow_negative_numbers = true)]
+    pub topp: Option<f32>,
+    /// Sampler seed; 0 = the current time [default: 1].
+    #[arg(long, short = 's', value_parser = crate::validate::seed, allow_negative_numbers = true)]
+    pub seed: Option<u64>,
+    /// Positions in the KV cache (the sequence restarts when full) [default: 256, or the
+    /// model's context if shorter].
+    #[arg(long, value_parser = crate::validate::positions, allow_negative_numbers = true)]
+    pub ctx: Option<usize>,
+    /// Which passes the shadow CPU reference judges: auto, all, off, or N [default: auto].
+    #[arg(long, value_parser = crate::cmd::run::parse_check)]
+    pub check: Option<baro_engine::session::Check>,
+    /// Turn the in-kernel event ring off (no per-stage histograms).
+    #[arg(long)]
+    pub no_instrument: bool,
+}
+
+impl ServeArgs {
+    /// The flags only the live engine honours, given (refused with `--synthetic`).
+    fn engine_flags(&self) -> Vec<&'static str> {
+        let mut v: Vec<&'static str> = [
+            ("--model", self.model.model.is_some()),
+            ("--tokenizer", self.model.tokenizer.is_some()),
+            ("--dispatch", self.dispatch.is_some()),
+            ("--prompt", self.prompt.is_some()),
+            ("--temp", self.temp.is_some()),
+            ("--topp", self.topp.is_some()),
+            ("--seed", self.seed.is_some()),
+            ("--ctx", self.ctx.is_some()),
+            ("--check", self.check.is_some()),
+            ("--no-instrument", self.no_instrument),
+        ]
+        .into_iter()
+        .filter_map(|(f, g)| g.then_some(f))
+        .collect();
+        v.extend(self.gpu.given());
+        v
+    }
 }
 
 /// `IP:PORT` with a message that says so.
@@ -67,10 +120,10 @@ fn install_signal_handlers() -> anyhow::Result<()> {
 /// Run `serve`.
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     if !a.synthetic {
-        bail!(
-            "serve: the live engine does not feed the metrics endpoint yet; run `baro-top serve --metrics {} --synthetic` for synthetic telemetry",
-            a.metrics
-        );
+        return run_live(a);
+    }
+    if let Some(f) = a.engine_flags().first() {
+        bail!("serve: {f} is not honoured with --synthetic (it applies to the live engine only)");
     }
     install_signal_handlers()?;
     let (tx, rx) = bounded(1024);
@@ -93,6 +146,72 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         Err(_) => bail!("the synthetic telemetry thread panicked"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Unread messages the metrics sink holds before the session drops frames for it.
+const LIVE_SINK_CAPACITY: usize = 1024;
+
+/// `serve` on a live session: decode on the GPU until SIGINT/SIGTERM (the sequence restarts
+/// when the context is full; a failed pass is counted and decoding goes on). Exit status as
+/// `live`'s: 0 clean, 1 a failed pass or verdict, 2 an error.
+fn run_live(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    use baro_engine::sensors::host_lock;
+    use baro_engine::session::{Check, SessionBuilder, SinkKind};
+    install_signal_handlers()?;
+    let model = crate::cmd::load_model(&a.model)?;
+    let positions = match a.ctx {
+        Some(n) => {
+            crate::validate::positions_fit("--ctx", n, model.config.seq_len)?;
+            n
+        }
+        None => model.config.seq_len.min(256),
+    };
+    let (temp, topp) = (a.temp.unwrap_or(0.0), a.topp.unwrap_or(0.9));
+    let seed = crate::validate::resolve_seed(a.seed.unwrap_or(1));
+    let dev = crate::cmd::open_gpu(&a.gpu)?;
+    let dispatch = a.dispatch.unwrap_or(crate::DispatchArg::Mega).dispatch();
+    let mut dopts = a.gpu.decoder_options(dispatch, positions);
+    dopts.instrument = !a.no_instrument;
+    let source = model.source.clone();
+    // Not a timing run: it does not take the host lock, but a holder labels its passes.
+    let lock = host_lock::lock_path(&host_lock::default_dir(), &dev.info().name);
+    let mut b = SessionBuilder::new(&dev, model, dopts)
+        .prompt(a.prompt.as_deref().unwrap_or("").as_bytes())
+        .sampling(temp, topp, seed)
+        .check(a.check.unwrap_or(Check::Auto))
+        .stop_on_fail(false)
+        .host_lock(lock, None);
+    let rx = b.subscribe(SinkKind::Lossy {
+        capacity: LIVE_SINK_CAPACITY,
+    });
+    let session = b.spawn().context("starting the decode session")?;
+    let server = super::serve(a.metrics, rx)?;
+    note!(
+        "baro-top: serving metrics on http://{}/metrics (decoding {} on {}); SIGINT or SIGTERM stops",
+        server.local_addr(),
+        source,
+        dev.info().name
+    );
+    while !STOP.load(Ordering::SeqCst) && !session.is_finished() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    session.stop();
+    let outcome = session.wait().context("the decode session")?;
+    server.shutdown();
+    note!(
+        "baro-top: metrics endpoint stopped after {} passes ({})",
+        outcome.passes,
+        outcome.reason
+    );
+    if outcome.failed_passes > 0 || outcome.failed_checks > 0 {
+        note!(
+            "serve: {} failed passes, {} of {} checked passes failed against the CPU reference",
+            outcome.failed_passes,
+            outcome.failed_checks,
+            outcome.checked
+        );
+    }
+    Ok(ExitCode::from(crate::cmd::live::exit_code(&outcome)))
 }
 
 /// Synthetic telemetry at `rate` passes/s, as the engine sends it: a start, a sensor round

@@ -14,7 +14,7 @@
 //! - [`expose`]: the Prometheus text format 0.0.4 and OpenMetrics 1.0 (when the scraper's
 //!   `Accept` ranks `application/openmetrics-text` first, as Prometheus does), label escaping;
 //! - [`http`]: the small HTTP/1.1 server ([`serve`], [`http::MetricsServer`]);
-//! - [`cmd`]: `baro-top serve`.
+//! - [`cmd`]: `baro-top serve` (a live session, or `--synthetic`).
 //!
 //! # Conventions
 //!
@@ -25,7 +25,7 @@
 //! database). Histograms share one bucket ladder, [`catalog::BUCKETS_NS`]: 250 ns to 10 s in
 //! 1–2.5–5 steps. Sensor gauges are absent until their sensor reports (absent, not 0).
 //!
-//! # Wiring a live session (`--metrics ADDR` on `live` and `record`)
+//! # Wiring a live session (`serve`, and `--metrics ADDR` on `live` and `record`)
 //!
 //! ```ignore
 //! let server = metrics::serve(addr, session_sink)?; // Receiver<baro_telemetry::Telemetry>

@@ -8,7 +8,11 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use baro_telemetry::fail::bits;
-use baro_telemetry::{EndReason, Frame, RunDetails, StageKind, Telemetry, Verdict};
+use baro_telemetry::labels::mode_name;
+use baro_telemetry::{
+    Contention, EndReason, Frame, LockHolder, PowerMode, RunDetails, SensorReading, StageKind,
+    Telemetry, Verdict,
+};
 
 use crate::stats::{Stats, WINDOW};
 use crate::text::sanitize;
@@ -50,6 +54,10 @@ pub struct PassSummary {
     pub wall_ns: u64,
     /// Fail word fired or the token failed.
     pub failed: bool,
+    /// Power-state mode label.
+    pub mode: PowerMode,
+    /// Contention label: anything but quiet.
+    pub contended: bool,
 }
 
 /// One decoded token.
@@ -100,6 +108,40 @@ pub struct LogEntry {
     pub sev: Severity,
     /// Text.
     pub text: String,
+}
+
+/// What disturbed the run, for the header and the log: the newest pass's labels and the
+/// sensor readings that explain them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Disturbance {
+    /// The newest pass's power mode.
+    pub mode: PowerMode,
+    /// The newest pass's contention label.
+    pub contention: Contention,
+    /// Another process holding this GPU's host lock (a timing run), where one does.
+    pub lock_holder: Option<LockHolder>,
+    /// The latest shader clock and its maximum, MHz (NVML, AMD sysfs), where sampled.
+    pub clocks: Option<(u32, Option<u32>)>,
+}
+
+/// Passes in each mode and contended, over the newest [`WINDOW`] passes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DisturbanceCounts {
+    /// Passes counted.
+    pub passes: usize,
+    /// Fast passes.
+    pub fast: usize,
+    /// Slow passes.
+    pub slow: usize,
+    /// Unclassified passes.
+    pub unknown: usize,
+    /// Contended passes.
+    pub contended: usize,
+}
+
+/// The kinds of a label's reasons (a change of cause is logged again).
+fn reason_kinds(c: &Contention) -> Vec<std::mem::Discriminant<baro_telemetry::ContentionReason>> {
+    c.reasons.iter().map(std::mem::discriminant).collect()
 }
 
 /// A retained frame's time geometry, computed once at ingest (not every redraw).
@@ -194,6 +236,8 @@ pub struct Data {
     pub generation: u64,
     /// Geometry of the retained frames, by pass.
     pub geometry: Vec<(u64, Arc<Geometry>)>,
+    /// Power mode, contention and the lock holder.
+    pub disturbance: Disturbance,
 }
 
 impl Data {
@@ -274,8 +318,98 @@ impl Data {
                 self.ref_lag = self.ref_lag.saturating_sub(1);
                 self.correctness(pass, correctness);
             }
-            Telemetry::Clock(_) | Telemetry::Sensor(_) => {}
+            Telemetry::Sensor(smp) => self.sensor(smp.reading),
+            Telemetry::Clock(_) => {}
         }
+    }
+
+    /// A sensor reading: the lock holder and clocks are kept (the header shows them), a
+    /// holder appearing or leaving and a source that is off are logged.
+    fn sensor(&mut self, r: SensorReading) {
+        match r {
+            SensorReading::HostLock { holder, ours } => {
+                let other = if ours { None } else { holder };
+                if other == self.disturbance.lock_holder {
+                    return;
+                }
+                match &other {
+                    Some(h) => self.log(
+                        None,
+                        Severity::Warn,
+                        format!(
+                            "another timing run holds this GPU's host lock: {h}; passes are \
+                             contended while it runs (its work shares the GPU)"
+                        ),
+                    ),
+                    None => self.log(None, Severity::Info, "the GPU's host lock is free".into()),
+                }
+                self.disturbance.lock_holder = other;
+            }
+            SensorReading::GpuClocks {
+                sm_mhz, max_sm_mhz, ..
+            } => self.disturbance.clocks = Some((sm_mhz, max_sm_mhz)),
+            SensorReading::SourceOff { source, reason } => self.log(
+                None,
+                Severity::Info,
+                format!("sensor {source} off: {reason}"),
+            ),
+            _ => {}
+        }
+    }
+
+    /// Mode switches and contention starting, changing cause and ending, into the log.
+    fn disturbance(&mut self, f: &Frame) {
+        let clocks = match self.disturbance.clocks {
+            Some((sm, Some(max))) => format!(" (SM clock {sm} of {max} MHz)"),
+            Some((sm, None)) => format!(" (SM clock {sm} MHz)"),
+            None => String::new(),
+        };
+        // The first classification is news only when it is slow; later, every switch is.
+        let (was, now) = (self.disturbance.mode, f.mode);
+        if now != PowerMode::Unknown
+            && now != was
+            && !(was == PowerMode::Unknown && now == PowerMode::Fast)
+        {
+            let t = if was == PowerMode::Unknown {
+                format!("slow power mode: clocks not at speed{clocks}")
+            } else {
+                format!("power mode {} → {}{clocks}", mode_name(was), mode_name(now))
+            };
+            let sev = if now == PowerMode::Slow {
+                Severity::Warn
+            } else {
+                Severity::Info
+            };
+            self.log(Some(f.pass), sev, t);
+        }
+        if now != PowerMode::Unknown {
+            self.disturbance.mode = now;
+        }
+        let (old, new) = (&self.disturbance.contention, &f.contention);
+        let started = old.is_quiet() && !new.is_quiet();
+        let changed = !old.is_quiet() && !new.is_quiet() && reason_kinds(old) != reason_kinds(new);
+        if started || changed {
+            let t = format!("contended: {}{clocks}", new.summary());
+            self.log(Some(f.pass), Severity::Warn, t);
+        } else if !old.is_quiet() && new.is_quiet() {
+            self.log(Some(f.pass), Severity::Info, "quiet again".into());
+        }
+        self.disturbance.contention = f.contention.clone();
+    }
+
+    /// Passes in each mode and contended over the newest [`WINDOW`] passes.
+    pub fn disturbance_counts(&self) -> DisturbanceCounts {
+        let mut c = DisturbanceCounts::default();
+        for p in self.passes.iter().rev().take(WINDOW) {
+            c.passes += 1;
+            match p.mode {
+                PowerMode::Fast => c.fast += 1,
+                PowerMode::Slow => c.slow += 1,
+                PowerMode::Unknown => c.unknown += 1,
+            }
+            c.contended += usize::from(p.contended);
+        }
+        c
     }
 
     /// A verdict on pass `pass`, in its frame or later from the live reference.
@@ -371,7 +505,10 @@ impl Data {
             dur_ns,
             wall_ns: f.wall_ns,
             failed,
+            mode: f.mode,
+            contended: !f.contention.is_quiet(),
         });
+        self.disturbance(&f);
 
         // Fail word, torn frames, dropped frames.
         if !f.fail.word.ok() {

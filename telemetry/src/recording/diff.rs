@@ -2,15 +2,22 @@
 //! and charged time on that kind (the sum over the kind's stages, e.g. every `q.l*`), Δ%,
 //! and whether the two token streams agree.
 //!
-//! Medians are over all passes of each recording; compare recordings of like power modes
-//! (the CSV export has the mode per row) before reading much into a few percent.
+//! Medians are taken within one power mode: a slow-mode pass costs ≈ 2× on latency-bound
+//! stages, so a mix would show a "regression" that is only a clock. Each pass's mode is the
+//! offline classification ([`classify_offline`], clock hints from the recorded sensor
+//! samples), except that a pass the live labeler recorded as slow stays slow (it saw the
+//! clocks and the run's history, which an all-slow recording cannot show offline). The
+//! compared mode is fast where both recordings have fast passes, else slow where both have
+//! slow ones; the other passes are excluded and counted. Where no mode is common, the medians
+//! are over all passes and no Δ is given ([`Compared::Incomparable`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{Read, Seek};
 
 use super::{Reader, Result};
-use crate::{StageKind, Telemetry};
+use crate::labels::{classify_offline, mode_name, ModeConfig, ModeTally, SensorState};
+use crate::{Frame, PowerMode, StageKind, Telemetry};
 
 /// One side of a comparison.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,8 +30,26 @@ pub struct Side {
     pub dispatch: String,
     /// Frames read.
     pub passes: u64,
+    /// Passes in each power mode.
+    pub modes: ModeTally,
     /// Where the recording was damaged or cut (it was read up to there).
     pub damage: Option<String>,
+}
+
+/// Which passes the medians are over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compared {
+    /// The passes of one mode on both sides; the rest excluded.
+    Mode {
+        /// The mode.
+        mode: PowerMode,
+        /// A's passes excluded (another mode).
+        a_excluded: u64,
+        /// B's passes excluded.
+        b_excluded: u64,
+    },
+    /// No mode is common to both: medians over all passes, no Δ.
+    Incomparable,
 }
 
 /// One stage kind's medians, ns per pass (`None`: the kind never ran on that side).
@@ -94,18 +119,92 @@ pub struct DiffReport {
     pub a: Side,
     /// Recording B.
     pub b: Side,
+    /// Which passes the medians are over.
+    pub compared: Compared,
     /// Per stage kind, in shader order (kinds neither side ran are left out).
     pub kinds: Vec<KindDiff>,
     /// Token agreement.
     pub tokens: Tokens,
 }
 
+impl DiffReport {
+    /// Busy Δ% of a kind, `None` where the modes are not comparable.
+    pub fn busy_delta_pct(&self, k: &KindDiff) -> Option<f64> {
+        (self.compared != Compared::Incomparable)
+            .then(|| k.busy_delta_pct())
+            .flatten()
+    }
+
+    /// Charged Δ% of a kind, `None` where the modes are not comparable.
+    pub fn charged_delta_pct(&self, k: &KindDiff) -> Option<f64> {
+        (self.compared != Compared::Incomparable)
+            .then(|| k.charged_delta_pct())
+            .flatten()
+    }
+}
+
+/// One pass's sums per stage kind code.
+struct PassKinds {
+    busy: BTreeMap<u32, u64>,
+    charged: BTreeMap<u32, u64>,
+}
+
 struct Summary {
     side: Side,
-    busy: BTreeMap<u32, Vec<u64>>,
-    charged: BTreeMap<u32, Vec<u64>>,
+    run: Option<crate::RunDetails>,
+    /// Frames without spans (the mode needs only their timings).
+    frames: Vec<Frame>,
+    clocks: Vec<Option<crate::labels::ClockHint>>,
+    kinds: Vec<PassKinds>,
     tokens: Vec<(u64, u32)>,
 }
+
+impl Summary {
+    /// Each pass's mode (see the module doc).
+    fn modes(&self) -> Vec<PowerMode> {
+        let offline = classify_offline(
+            &ModeConfig::default(),
+            self.run.as_ref(),
+            &self.frames,
+            &self.clocks,
+        );
+        self.frames
+            .iter()
+            .zip(offline)
+            .map(|(f, m)| {
+                if f.mode == PowerMode::Slow {
+                    PowerMode::Slow
+                } else {
+                    m
+                }
+            })
+            .collect()
+    }
+
+    /// Per kind code, the values of the passes in `mode` (all passes: `None`).
+    fn values(
+        &self,
+        modes: &[PowerMode],
+        mode: Option<PowerMode>,
+    ) -> (BTreeMap<u32, Vec<u64>>, BTreeMap<u32, Vec<u64>>) {
+        let (mut busy, mut charged) = (BTreeMap::new(), BTreeMap::new());
+        for (p, m) in self.kinds.iter().zip(modes) {
+            if mode.is_some_and(|want| want != *m) {
+                continue;
+            }
+            for (k, v) in &p.busy {
+                busy.entry(*k).or_insert_with(Vec::new).push(*v);
+            }
+            for (k, v) in &p.charged {
+                charged.entry(*k).or_insert_with(Vec::new).push(*v);
+            }
+        }
+        (busy, charged)
+    }
+}
+
+/// Clock samples older than this are no hint for a pass, ns.
+const MAX_CLOCK_AGE_NS: u64 = 1_000_000_000;
 
 fn summarise<R: Read + Seek>(r: &mut Reader<R>) -> Summary {
     let mut run = r.header().run.clone();
@@ -115,33 +214,39 @@ fn summarise<R: Read + Seek>(r: &mut Reader<R>) -> Summary {
             device: run.device.clone(),
             dispatch: run.dispatch.to_string(),
             passes: 0,
+            modes: ModeTally::default(),
             damage: None,
         },
-        busy: BTreeMap::new(),
-        charged: BTreeMap::new(),
+        run: None,
+        frames: vec![],
+        clocks: vec![],
+        kinds: vec![],
         tokens: vec![],
     };
+    let mut sensors = SensorState::default();
     for msg in r.by_ref() {
         match msg {
             Ok(Telemetry::Start(d)) => run = d,
-            Ok(Telemetry::Frame(f)) => {
+            Ok(Telemetry::Sensor(smp)) => sensors.observe(&smp),
+            Ok(Telemetry::Frame(mut f)) => {
                 s.side.passes += 1;
                 s.tokens.push((f.pass, f.next));
-                let mut busy: BTreeMap<u32, u64> = BTreeMap::new();
-                let mut charged: BTreeMap<u32, u64> = BTreeMap::new();
+                let mut p = PassKinds {
+                    busy: BTreeMap::new(),
+                    charged: BTreeMap::new(),
+                };
                 for t in &f.stages {
                     let Some(d) = run.stages.get(t.stage as usize) else {
                         continue;
                     };
-                    *busy.entry(d.kind.code()).or_default() += t.busy_ns;
-                    *charged.entry(d.kind.code()).or_default() += t.charged_ns;
+                    *p.busy.entry(d.kind.code()).or_default() += t.busy_ns;
+                    *p.charged.entry(d.kind.code()).or_default() += t.charged_ns;
                 }
-                for (k, v) in busy {
-                    s.busy.entry(k).or_default().push(v);
-                }
-                for (k, v) in charged {
-                    s.charged.entry(k).or_default().push(v);
-                }
+                s.kinds.push(p);
+                s.clocks
+                    .push(sensors.clock_hint(f.host_start_ns, MAX_CLOCK_AGE_NS));
+                f.spans = Default::default();
+                s.frames.push(*f);
             }
             Ok(_) => {}
             Err(e) => {
@@ -150,6 +255,7 @@ fn summarise<R: Read + Seek>(r: &mut Reader<R>) -> Summary {
             }
         }
     }
+    s.run = Some(run);
     s
 }
 
@@ -173,17 +279,44 @@ pub fn compare<RA: Read + Seek, RB: Read + Seek>(
     a: &mut Reader<RA>,
     b: &mut Reader<RB>,
 ) -> Result<DiffReport> {
-    let (sa, sb) = (summarise(a), summarise(b));
+    let (mut sa, mut sb) = (summarise(a), summarise(b));
+    let (ma, mb) = (sa.modes(), sb.modes());
+    sa.side.modes = ModeTally::of(ma.iter().copied());
+    sb.side.modes = ModeTally::of(mb.iter().copied());
+    let (ta, tb) = (sa.side.modes, sb.side.modes);
+    let common = if ta.fast > 0 && tb.fast > 0 {
+        Some(PowerMode::Fast)
+    } else if ta.slow > 0 && tb.slow > 0 {
+        Some(PowerMode::Slow)
+    } else {
+        None
+    };
+    let compared = match common {
+        Some(mode) => {
+            let n = |t: ModeTally| match mode {
+                PowerMode::Fast => t.fast,
+                _ => t.slow,
+            };
+            Compared::Mode {
+                mode,
+                a_excluded: sa.side.passes - n(ta),
+                b_excluded: sb.side.passes - n(tb),
+            }
+        }
+        None => Compared::Incomparable,
+    };
+    let (a_busy, a_charged) = sa.values(&ma, common);
+    let (b_busy, b_charged) = sb.values(&mb, common);
     let kinds = StageKind::ALL
         .into_iter()
         .filter_map(|k| {
             let c = k.code();
             let d = KindDiff {
                 kind: k,
-                a_busy_ns: median(sa.busy.get(&c)),
-                b_busy_ns: median(sb.busy.get(&c)),
-                a_charged_ns: median(sa.charged.get(&c)),
-                b_charged_ns: median(sb.charged.get(&c)),
+                a_busy_ns: median(a_busy.get(&c)),
+                b_busy_ns: median(b_busy.get(&c)),
+                a_charged_ns: median(a_charged.get(&c)),
+                b_charged_ns: median(b_charged.get(&c)),
             };
             (d.a_busy_ns.is_some() || d.b_busy_ns.is_some()).then_some(d)
         })
@@ -208,6 +341,7 @@ pub fn compare<RA: Read + Seek, RB: Read + Seek>(
     Ok(DiffReport {
         a: sa.side,
         b: sb.side,
+        compared,
         kinds,
         tokens,
     })
@@ -240,12 +374,29 @@ impl fmt::Display for DiffReport {
         for (tag, s) in [("A", &self.a), ("B", &self.b)] {
             writeln!(
                 f,
-                "{tag}: {} on {} ({}), {} passes",
-                s.model, s.device, s.dispatch, s.passes
+                "{tag}: {} on {} ({}), {} passes: {}",
+                s.model, s.device, s.dispatch, s.passes, s.modes
             )?;
             if let Some(d) = &s.damage {
                 writeln!(f, "   read up to damage: {d}")?;
             }
+        }
+        match self.compared {
+            Compared::Mode {
+                mode,
+                a_excluded,
+                b_excluded,
+            } => writeln!(
+                f,
+                "compared: {} passes only ({a_excluded} of A and {b_excluded} of B in other modes excluded)",
+                mode_name(mode)
+            )?,
+            Compared::Incomparable => writeln!(
+                f,
+                "compared: NOT COMPARABLE: no power mode is common to A ({}) and B ({}); \
+                 medians over all passes, no Δ",
+                self.a.modes, self.b.modes
+            )?,
         }
         writeln!(
             f,
@@ -259,10 +410,10 @@ impl fmt::Display for DiffReport {
                 k.kind.name(),
                 Ns(k.a_busy_ns),
                 Ns(k.b_busy_ns),
-                Pct(k.busy_delta_pct()),
+                Pct(self.busy_delta_pct(k)),
                 Ns(k.a_charged_ns),
                 Ns(k.b_charged_ns),
-                Pct(k.charged_delta_pct()),
+                Pct(self.charged_delta_pct(k)),
             )?;
         }
         match &self.tokens {

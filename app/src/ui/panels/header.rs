@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! baro-top │ H200 (580.1) │ llama-1b Q4_0 │ mega │ grid 132×512 │ FROZEN at pass 812 · live 977
-//! 644 tok/s (med 640) ▂▃▅▇▆ │ pass p50 1.55 ms p99 1.71 ms │ ✓ fail-word clean │ ref lag 0 │ …
+//! ✓ fail-word clean │ 644 tok/s (med 640) ▂▃▅▇▆ │ pass p50 1.55 ms │ … │ power fast (120 fast 3 slow
+//! 5 ?) │ contended: 1 GPU client · 12/128 │ lock held by pid 4242 (baro-top bench) │ rec —
 //! ✗ 3 failed passes: last #707 fail-word 0x00000201 FAIL barrier-timeout+output-poisoned …
 //! ```
 
@@ -174,7 +175,9 @@ impl Widget for &Header<'_> {
             Default::default()
         };
         seg(&mut x, &format!("dropped ui {}", live.dropped), dst);
-        seg(&mut x, "power — contention —", dim);
+        for (text, tone) in disturbance(d) {
+            seg(&mut x, &text, t.fg(tone));
+        }
         match &s.view.recording {
             Some(r) => {
                 let st = t.fg(Tone::Bad).add_modifier(Modifier::BOLD);
@@ -221,6 +224,72 @@ pub fn rec_badge(r: &crate::action::RecStatus) -> String {
         format!("{:.0} KiB", b / 1024.0)
     };
     format!("REC {} {size}", r.file)
+}
+
+/// The power mode and contention of the newest pass with their counts over the window, and
+/// another timing run holding the GPU's lock: `power fast (120 fast 3 slow 5 ?)`,
+/// `contended: CPU 75% busy · 12/128`, `lock held by pid 4242 (baro-top bench)`.
+pub fn disturbance(d: &crate::state::Data) -> Vec<(String, Tone)> {
+    use baro_telemetry::labels::mode_name;
+    use baro_telemetry::PowerMode;
+    let dist = &d.disturbance;
+    let n = d.disturbance_counts();
+    let mut v = Vec::with_capacity(3);
+    let tone = match dist.mode {
+        PowerMode::Fast => Tone::Good,
+        PowerMode::Slow => Tone::Warn,
+        PowerMode::Unknown => Tone::Dim,
+    };
+    v.push((
+        format!(
+            "power {} ({} fast {} slow {} ?)",
+            mode_name(dist.mode),
+            n.fast,
+            n.slow,
+            n.unknown
+        ),
+        tone,
+    ));
+    let c = &dist.contention;
+    let counts = format!("{}/{}", n.contended, n.passes);
+    v.push(if c.is_quiet() {
+        let tone = if n.contended > 0 {
+            Tone::Warn
+        } else {
+            Tone::Good
+        };
+        (format!("quiet · contended {counts}"), tone)
+    } else {
+        let mut why: Vec<String> = c.reasons.iter().map(short_reason).collect();
+        if why.is_empty() {
+            why.push("busy".into());
+        }
+        (
+            format!("contended: {} · {counts}", why.join(", ")),
+            Tone::Warn,
+        )
+    });
+    if let Some(h) = &dist.lock_holder {
+        let mut cmd: String = h.command.chars().take(40).collect();
+        if cmd.len() < h.command.len() {
+            cmd.push('…');
+        }
+        v.push((format!("lock held by pid {} ({cmd})", h.pid), Tone::Warn));
+    }
+    v
+}
+
+/// A contention reason in a few words (the log has the whole sentence).
+fn short_reason(r: &baro_telemetry::ContentionReason) -> String {
+    use baro_telemetry::ContentionReason as R;
+    match r {
+        R::GpuClients { count, .. } => {
+            format!("{count} GPU client{}", if *count == 1 { "" } else { "s" })
+        }
+        R::CpuBusy { fraction } => format!("CPU {:.0}% busy", fraction * 100.0),
+        R::TimeSliced { .. } => "time-sliced".into(),
+        R::HostLock { holder } => format!("lock pid {}", holder.pid),
+    }
 }
 
 /// Header lines the producer adds under the usual three: its banner, then a position bar.

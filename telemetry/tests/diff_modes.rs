@@ -1,0 +1,123 @@
+//! `diff` compares within one power mode: it tallies each recording's passes per mode, takes
+//! the medians over the common mode's passes only (saying which and how many were
+//! excluded), and gives no Δ when no mode is common. Synthetic recordings where one has slow
+//! passes (stage busy ×2, as the slow power state costs latency-bound stages).
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::Cursor;
+
+use baro_telemetry::recording::diff::{self, Compared};
+use baro_telemetry::recording::{Reader, RecordingHeader, Writer};
+use baro_telemetry::synth::{synthetic_frame, synthetic_run};
+use baro_telemetry::{Frame, PowerMode, RunDetails, StageKind, Telemetry};
+
+/// A recording of `passes` synthetic frames, each passed through `edit`.
+fn recording(run: &RunDetails, passes: u64, mut edit: impl FnMut(&mut Frame)) -> Vec<u8> {
+    let mut w = Writer::new(Vec::new(), &RecordingHeader::new(run.clone(), "test")).unwrap();
+    w.write(&Telemetry::Start(run.clone())).unwrap();
+    for p in 0..passes {
+        let mut f = synthetic_frame(run, p, 3);
+        if p % 8 == 7 {
+            // The synthetic producer makes every 8th pass 1.8× slower and labels it slow;
+            // undo both, so the recording's modes are the test's alone.
+            scale_busy(&mut f, 5.0 / 9.0);
+            f.mode = PowerMode::Fast;
+        }
+        edit(&mut f);
+        w.write(&Telemetry::Frame(Box::new(f))).unwrap();
+    }
+    w.finish().unwrap()
+}
+
+fn compare(a: &[u8], b: &[u8]) -> diff::DiffReport {
+    diff::compare(
+        &mut Reader::new(Cursor::new(a)).unwrap(),
+        &mut Reader::new(Cursor::new(b)).unwrap(),
+    )
+    .unwrap()
+}
+
+/// Every stage's busy time ×`k`.
+fn scale_busy(f: &mut Frame, k: f64) {
+    for s in &mut f.stages {
+        s.busy_ns = (s.busy_ns as f64 * k) as u64;
+    }
+}
+
+#[test]
+fn diff_excludes_the_slow_start_of_a_and_compares_fast_passes_only_saying_how_many() {
+    let run = synthetic_run(4, 16, 7);
+    // A: the first 12 passes in the slow mode (busy ×2), then 36 fast ones (the first two
+    // of those unknown: the classifier's hysteresis).
+    let a = recording(&run, 48, |f| {
+        if f.pass < 12 {
+            scale_busy(f, 2.0);
+        }
+    });
+    // B: all fast, 10% slower on every kind.
+    let b = recording(&run, 48, |f| scale_busy(f, 1.1));
+    let d = compare(&a, &b);
+    assert_eq!(
+        (d.a.modes.fast, d.a.modes.slow, d.a.modes.unknown),
+        (34, 12, 2),
+        "{:?}",
+        d.a.modes
+    );
+    assert_eq!((d.b.modes.fast, d.b.modes.slow), (48, 0), "{:?}", d.b.modes);
+    assert_eq!(
+        d.compared,
+        Compared::Mode {
+            mode: PowerMode::Fast,
+            a_excluded: 14,
+            b_excluded: 0
+        }
+    );
+    // Over fast passes only, B is +10% on every kind (a mixed median would be skewed).
+    for k in d.kinds.iter().filter(|k| k.kind != StageKind::Attn) {
+        let p = d.busy_delta_pct(k).unwrap();
+        assert!((p - 10.0).abs() < 2.5, "{:?}: {p:+.1}%", k.kind);
+    }
+    let table = d.to_string();
+    assert!(
+        table.contains("48 passes: 34 fast, 12 slow, 2 unknown"),
+        "{table}"
+    );
+    assert!(
+        table.contains("compared: fast passes only (14 of A and 0 of B in other modes excluded)"),
+        "{table}"
+    );
+}
+
+#[test]
+fn diff_with_no_common_power_mode_says_not_comparable_and_prints_no_delta() {
+    let run = synthetic_run(4, 16, 7);
+    // A: every pass labelled slow live (the labeler saw low clocks); B: all fast.
+    let a = recording(&run, 20, |f| {
+        f.mode = PowerMode::Slow;
+        scale_busy(f, 2.0);
+    });
+    let b = recording(&run, 20, |_| {});
+    let d = compare(&a, &b);
+    assert_eq!(d.a.modes.slow, 20);
+    assert_eq!(d.b.modes.fast, 20);
+    assert_eq!(d.compared, Compared::Incomparable);
+    assert!(d.kinds.iter().all(|k| d.busy_delta_pct(k).is_none()
+        && d.charged_delta_pct(k).is_none()
+        && k.a_busy_ns.is_some()));
+    let table = d.to_string();
+    assert!(
+        table.contains("compared: NOT COMPARABLE: no power mode is common to A (0 fast, 20 slow, 0 unknown) and B (20 fast, 0 slow, 0 unknown)"),
+        "{table}"
+    );
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| {
+            StageKind::ALL
+                .iter()
+                .any(|k| l.split_whitespace().next() == Some(k.name()))
+        })
+        .collect();
+    assert_eq!(rows.len(), d.kinds.len(), "{table}");
+    assert!(rows.iter().all(|r| !r.contains('%')), "{table}");
+}
