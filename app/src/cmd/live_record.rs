@@ -325,10 +325,9 @@ mod tests {
     use super::*;
     use crate::cmd::live::SessionControl;
     use crate::ui::action::Control;
-    use baro_engine::device::Device;
+    use baro_engine::device::{DecoderOptions, Device, Dispatch};
     use baro_engine::model::Model;
     use baro_engine::session::{Check, SessionBuilder};
-    use baro_engine::vulkan::{DecoderOptions, Dispatch};
     use baro_telemetry::recording::Reader;
     use std::time::{Duration, Instant};
 

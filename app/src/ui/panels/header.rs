@@ -181,12 +181,9 @@ impl Widget for &Header<'_> {
         match &s.view.recording {
             Some(r) => {
                 let st = t.fg(Tone::Bad).add_modifier(Modifier::BOLD);
-                let x = put(buf, area, x, y, " ", dim);
-                put(buf, area, x, y, &rec_badge(r), st);
+                seg(&mut x, &rec_badge(r), st);
             }
-            None => {
-                put(buf, area, x, y, " rec —", dim);
-            }
+            None => seg(&mut x, "rec —", dim),
         }
         if area.height < 3 {
             return;
