@@ -227,4 +227,3 @@ mod tests {
         assert_eq!(resolve_seed(7), 7);
     }
 }
-

@@ -315,7 +315,12 @@ fn bootstrap_mean_95(xs: &[f64]) -> (f64, f64) {
     };
     let n = xs.len();
     let mut means: Vec<f64> = (0..2000)
-        .map(|_| (0..n).map(|_| xs[(next() % n as u64) as usize]).sum::<f64>() / n as f64)
+        .map(|_| {
+            (0..n)
+                .map(|_| xs[(next() % n as u64) as usize])
+                .sum::<f64>()
+                / n as f64
+        })
         .collect();
     means.sort_by(f64::total_cmp);
     (means[49], means[1949])
@@ -408,7 +413,10 @@ mod tests {
         assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
         assert!(median(&mut []).is_nan());
         let (lo, hi) = bootstrap_mean_95(&[1.0, 2.0, 3.0, 4.0]);
-        assert!((1.0..=2.5).contains(&lo) && (2.5..=4.0).contains(&hi), "{lo} {hi}");
+        assert!(
+            (1.0..=2.5).contains(&lo) && (2.5..=4.0).contains(&hi),
+            "{lo} {hi}"
+        );
         assert_eq!(bootstrap_mean_95(&[5.0]), (5.0, 5.0));
     }
 
