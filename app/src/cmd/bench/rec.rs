@@ -429,7 +429,7 @@ mod tests {
         };
         let samples = [s(0, 100), s(0, 100), s(1, 110), s(2, 200), s(3, 190)];
         let (arms, pairs) = arm_stats(&samples, 4, |x| Some(x.wall_ns));
-        assert_eq!(arms[0], (150.0, 3));
+        assert_eq!(arms[0], (100.0, 3));
         assert_eq!(arms[1], (150.0, 2));
         assert_eq!(pairs.len(), 2);
         assert!((pairs[0] - 10.0).abs() < 1e-9 && (pairs[1] + 5.0).abs() < 1e-9);
