@@ -33,7 +33,7 @@ enum Command {
     /// Decode on the GPU next to the CPU reference; exit 0 only if every pass is clean.
     Gate(cmd::gate::GateArgs),
     /// Decode throughput over prompts (prompt and generation), paired and alternating arms;
-    /// `bench ab` A/Bs two arms or two binaries.
+    /// `bench ab` A/Bs two arms or two binaries; `bench rec` measures the recorder's cost.
     Bench(cmd::bench::BenchArgs),
     /// List Vulkan devices, their capabilities and (with --probe) the largest resident grid.
     Devices(cmd::devices::DevicesArgs),

@@ -196,6 +196,17 @@ pub fn spans_every(s: &str) -> Result<u64, String> {
     )
 }
 
+/// `bench rec --block`: at least 10 passes per block (a switch's transition is excluded from
+/// each block, so a shorter block leaves too few measured passes).
+pub fn rec_block(s: &str) -> Result<u64, String> {
+    whole(
+        s,
+        10,
+        u64::MAX / 4,
+        "passes per block: the first of each are a switch's transition",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,7 @@
 pub mod ab;
 pub mod output;
 pub mod prompts;
+pub mod rec;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -100,6 +101,9 @@ pub enum BenchSub {
     /// The dashboard's cost: render and ingest on synthetic telemetry, or (--live) tok/s
     /// with and without the dashboard on a live session.
     Ui(super::bench_ui::UiBenchArgs),
+    /// The recorder's cost inside one session: recording switched off and on every --block
+    /// passes; per-pass wall time per arm, Δ% and its spread over block pairs.
+    Rec(rec::RecBenchArgs),
 }
 
 /// The model, its prompts' tokens and the open device, checked for the workload.
@@ -252,6 +256,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     match a.sub {
         Some(BenchSub::Ab(x)) => return ab::run(x),
         Some(BenchSub::Ui(u)) => return super::bench_ui::run(u),
+        Some(BenchSub::Rec(r)) => return rec::run(r),
         None => {}
     }
     let format = if a.json { Format::Json } else { a.work.output };
