@@ -135,3 +135,31 @@ fn ascii_theme_draws_no_box_or_block_glyphs() {
     }
     assert!(text.contains("+ flame"), "ASCII borders");
 }
+
+#[test]
+fn a_start_that_carries_stage_weight_bytes_gives_the_stage_table_its_bytes_and_an_old_one_keeps_the_producers(
+) {
+    use baro_top_ui::state::{Data, Meta};
+    use baro_top_ui::synthetic::Synth;
+    let synth = Synth::new(clean());
+    let mut d = synth.details().clone();
+    // A recording made before the field existed: no bytes in its Start.
+    for s in &mut d.stages {
+        s.weight_bytes = 0;
+    }
+    let producer = Meta {
+        weight_bytes: vec![7; d.stages.len()],
+        ..Default::default()
+    };
+    let mut old = Data::new(producer.clone());
+    old.ingest(baro_telemetry::Telemetry::Start(d.clone()));
+    assert_eq!(old.meta.weight_bytes, producer.weight_bytes);
+    // The engine's Start says what each stage streams: that wins, replays included.
+    for (i, s) in d.stages.iter_mut().enumerate() {
+        s.weight_bytes = 1000 + i as u64;
+    }
+    let mut new = Data::new(Meta::default());
+    new.ingest(baro_telemetry::Telemetry::Start(d.clone()));
+    let want: Vec<u64> = (0..d.stages.len() as u64).map(|i| 1000 + i).collect();
+    assert_eq!(new.meta.weight_bytes, want);
+}

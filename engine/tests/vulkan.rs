@@ -455,3 +455,38 @@ fn rows_in_flight_other_than_1_2_or_4_are_refused_naming_the_value() {
         );
     }
 }
+
+#[test]
+fn run_details_carry_each_stages_weight_bytes_from_its_matrices() {
+    let Some((ctx, _turn)) = device() else { return };
+    let (mut cfg, tied) = Shape::Tiny.config();
+    cfg.n_layers = 2;
+    let model = synth::generate(&cfg, tied, GgmlType::Q4_0, 3, |_, _| {}).expect("model");
+    let dec = VulkanDecoder::new(ctx.clone(), &model, DecoderOptions::default()).expect("decoder");
+    let d = dec.run_details("tiny");
+    let bytes = |t: &baro_engine::model::Tensor| t.data.len() as u64;
+    let w = &model.weights;
+    let want = |s: &baro_engine::telemetry::StageDetails| -> u64 {
+        let l = s
+            .name
+            .rsplit_once(".l")
+            .and_then(|(_, n)| n.parse::<usize>().ok());
+        let lw = l.map(|l| &w.layers[l]);
+        use baro_engine::telemetry::StageKind as K;
+        match s.kind {
+            K::Q => bytes(&lw.unwrap().wq),
+            K::K => bytes(&lw.unwrap().wk),
+            K::V => bytes(&lw.unwrap().wv),
+            K::Wo => bytes(&lw.unwrap().wo),
+            K::Ffn => bytes(&lw.unwrap().w_gate) + bytes(&lw.unwrap().w_up),
+            K::Down => bytes(&lw.unwrap().w_down),
+            K::Head => bytes(w.classifier()),
+            K::Attn | K::Argmax => 0,
+        }
+    };
+    for s in &d.stages {
+        assert_eq!(s.weight_bytes, want(s), "stage {}", s.name);
+    }
+    let total: u64 = d.stages.iter().map(|s| s.weight_bytes).sum();
+    assert!(total > 0 && d.stages.iter().any(|s| s.weight_bytes == 0));
+}

@@ -158,6 +158,14 @@ pub struct StageDetails {
     pub rows: u32,
     /// Work units distributed over the workgroups (rows, row pairs or heads).
     pub units: u32,
+    /// Bytes of weights it streams per pass (its effective bandwidth is this over its busy
+    /// time); 0 for attention and argmax, and in streams from before the field existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub weight_bytes: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Static description of a level: stages that run between two grid barriers (megakernel) or
@@ -233,6 +241,7 @@ pub(crate) mod tests {
             kind,
             rows: 8,
             units: 8,
+            weight_bytes: 0,
         };
         RunDetails {
             schema_version: crate::SCHEMA_VERSION,

@@ -63,6 +63,7 @@ pub fn synthetic_run(grid: u32, stages: u32, levels: u32) -> RunDetails {
                     units
                 },
                 units,
+                weight_bytes: 0,
             }
         })
         .collect();

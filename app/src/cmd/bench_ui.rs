@@ -219,7 +219,6 @@ fn live(a: UiBenchArgs) -> anyhow::Result<ExitCode> {
         bail!("{} is a CPU device: its decode competes with the dashboard for the same cores (pass --allow-cpu to measure it anyway)", dev.info().name);
     }
     let dispatch = a.dispatch.unwrap_or(DispatchArg::Mega).dispatch();
-    let bytes = super::live::StageBytes::of(&model);
     let quant = super::live::quant_name(&model);
     let decoder = super::live::token_decoder(&model);
     let source = model.source.clone();
@@ -241,7 +240,7 @@ fn live(a: UiBenchArgs) -> anyhow::Result<ExitCode> {
         let meta = crate::ui::state::Meta {
             quant: Some(quant),
             peak_bytes_per_s: None,
-            weight_bytes: bytes.per_stage(details),
+            weight_bytes: details.stages.iter().map(|s| s.weight_bytes).collect(),
             decoder: Some(decoder),
         };
         note!(

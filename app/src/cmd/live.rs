@@ -13,7 +13,7 @@ use crate::ui;
 use anyhow::Context;
 use baro_engine::model::Model;
 use baro_engine::session::{Check, Command, Outcome, Reply, Session, SessionBuilder, SinkKind};
-use baro_engine::telemetry::{Dispatch, EndReason, RunDetails, StageKind, Telemetry};
+use baro_engine::telemetry::{Dispatch, EndReason, Telemetry};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use ui::action::{Control, Note};
 use ui::state::{Meta, Severity};
@@ -176,62 +176,6 @@ pub fn exit_code(o: &Outcome) -> u8 {
     }
 }
 
-/// Weight bytes per (stage kind, layer) and the classifier's, taken before the model moves
-/// into the session; mapped onto the stage ids once the run's details are known.
-pub(crate) struct StageBytes {
-    /// Per layer: q, k, v, wo, gate+up, down.
-    layers: Vec<[u64; 6]>,
-    head: u64,
-}
-
-impl StageBytes {
-    pub(crate) fn of(m: &Model) -> StageBytes {
-        let b = |t: &baro_engine::model::Tensor| t.data.len() as u64;
-        StageBytes {
-            layers: m
-                .weights
-                .layers
-                .iter()
-                .map(|l| {
-                    [
-                        b(&l.wq),
-                        b(&l.wk),
-                        b(&l.wv),
-                        b(&l.wo),
-                        b(&l.w_gate) + b(&l.w_up),
-                        b(&l.w_down),
-                    ]
-                })
-                .collect(),
-            head: b(m.weights.classifier()),
-        }
-    }
-
-    /// Bytes each stage of `d` reads, by stage id (layer from the `kind.lN` name).
-    pub(crate) fn per_stage(&self, d: &RunDetails) -> Vec<u64> {
-        d.stages
-            .iter()
-            .map(|s| {
-                let layer = s
-                    .name
-                    .rsplit_once(".l")
-                    .and_then(|(_, n)| n.parse::<usize>().ok());
-                let at = |i: usize| layer.and_then(|l| self.layers.get(l)).map_or(0, |w| w[i]);
-                match s.kind {
-                    StageKind::Q => at(0),
-                    StageKind::K => at(1),
-                    StageKind::V => at(2),
-                    StageKind::Wo => at(3),
-                    StageKind::Ffn => at(4),
-                    StageKind::Down => at(5),
-                    StageKind::Head => self.head,
-                    StageKind::Attn | StageKind::Argmax => 0,
-                }
-            })
-            .collect()
-    }
-}
-
 /// The weights' quantisation: the types of the layer matrices (`Q4_0`, or `Q4_0+Q6_K` when
 /// mixed), else the embedding's.
 pub(crate) fn quant_name(m: &Model) -> String {
@@ -362,7 +306,6 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
     }
     let dev = super::open_gpu(&a.gpu)?;
     let dispatch = a.dispatch.unwrap_or(DispatchArg::Mega).dispatch();
-    let bytes = StageBytes::of(&model);
     let quant = quant_name(&model);
     let decoder = token_decoder(&model);
     let mut dopts = a.gpu.decoder_options(dispatch, positions);
@@ -411,7 +354,9 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
     let meta = Meta {
         quant: Some(quant.clone()),
         peak_bytes_per_s: None,
-        weight_bytes: details.as_ref().map_or(vec![], |d| bytes.per_stage(d)),
+        weight_bytes: details.as_ref().map_or(vec![], |d| {
+            d.stages.iter().map(|s| s.weight_bytes).collect()
+        }),
         decoder: Some(decoder),
     };
     let (shown, writers) = std::thread::scope(|scope| {
@@ -517,8 +462,5 @@ mod tests {
         let once = m.tokenizer.encode(b"Once upon", false, false);
         let text: String = once.iter().map(|&t| d(t)).collect();
         assert_eq!(text.trim_start(), "Once upon");
-        let bytes = StageBytes::of(&m);
-        assert_eq!(bytes.layers.len(), m.config.n_layers);
-        assert!(bytes.head > 0 && bytes.layers[0].iter().all(|&b| b > 0));
     }
 }

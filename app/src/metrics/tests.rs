@@ -28,6 +28,7 @@ fn run_details(device: &str) -> RunDetails {
         kind,
         rows: 8,
         units: 8,
+        weight_bytes: 0,
     };
     let lv = |index: u32, name: &str, stages: Vec<u32>| LevelDetails {
         index,

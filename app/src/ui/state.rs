@@ -283,6 +283,11 @@ impl Data {
                     self.log = log;
                     self.generation = generation;
                 }
+                // The engine says what each stage streams (older recordings do not: then
+                // whatever the producer's metadata had stays).
+                if d.stages.iter().any(|s| s.weight_bytes > 0) {
+                    self.meta.weight_bytes = d.stages.iter().map(|s| s.weight_bytes).collect();
+                }
                 self.kinds = d.stages.iter().map(|s| s.kind).collect();
                 self.stats = Some(Stats::new(self.kinds.clone(), d.levels.len()));
                 self.dispatch = Some(d.dispatch);

@@ -143,6 +143,7 @@ impl Synth {
                     kind: k,
                     rows,
                     units: rows.max(32),
+                    weight_bytes: 0,
                 });
                 ids.push(id);
             }

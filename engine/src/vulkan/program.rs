@@ -323,6 +323,21 @@ impl Program {
     }
 
     /// Stage `i`'s (t0, t1) tensor indices.
+    /// Bytes of weights stage `i` streams per pass (its matrices; 0 for attention/argmax).
+    pub fn stage_weight_bytes(&self, i: usize) -> u64 {
+        let (t0, t1) = self.stage_tensors(i);
+        let bytes = |t: u32| {
+            self.tensors
+                .get(t as usize)
+                .map_or(0, |t| t.data.len() as u64)
+        };
+        match self.stages.get(i).map(|s| s.kind) {
+            Some(StageKind::Ffn) => bytes(t0) + bytes(t1),
+            Some(StageKind::Attn | StageKind::Argmax) | None => 0,
+            Some(_) => bytes(t0),
+        }
+    }
+
     fn stage_tensors(&self, i: usize) -> (u32, u32) {
         (
             self.header[h::WORDS + 2 * i],

@@ -50,6 +50,7 @@ impl VulkanDecoder {
                     kind: s.kind,
                     rows: s.rows,
                     units: s.units,
+                    weight_bytes: p.stage_weight_bytes(i),
                 })
                 .collect(),
             levels: p
