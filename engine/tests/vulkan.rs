@@ -471,17 +471,21 @@ fn run_details_carry_each_stages_weight_bytes_from_its_matrices() {
             .name
             .rsplit_once(".l")
             .and_then(|(_, n)| n.parse::<usize>().ok());
-        let lw = l.map(|l| &w.layers[l]);
         use baro_engine::telemetry::StageKind as K;
+        if s.kind == K::Head {
+            return bytes(w.classifier());
+        }
+        let Some(lw) = l.map(|l| &w.layers[l]) else {
+            return 0;
+        };
         match s.kind {
-            K::Q => bytes(&lw.unwrap().wq),
-            K::K => bytes(&lw.unwrap().wk),
-            K::V => bytes(&lw.unwrap().wv),
-            K::Wo => bytes(&lw.unwrap().wo),
-            K::Ffn => bytes(&lw.unwrap().w_gate) + bytes(&lw.unwrap().w_up),
-            K::Down => bytes(&lw.unwrap().w_down),
-            K::Head => bytes(w.classifier()),
-            K::Attn | K::Argmax => 0,
+            K::Q => bytes(&lw.wq),
+            K::K => bytes(&lw.wk),
+            K::V => bytes(&lw.wv),
+            K::Wo => bytes(&lw.wo),
+            K::Ffn => bytes(&lw.w_gate) + bytes(&lw.w_up),
+            K::Down => bytes(&lw.w_down),
+            K::Head | K::Attn | K::Argmax => 0,
         }
     };
     for s in &d.stages {
