@@ -1,3 +1,4 @@
+use super::sinks::Sinks;
 use super::*;
 use baro_telemetry::{fail::bits, FailReport, FailWord, Frame};
 

@@ -1,0 +1,110 @@
+//! The shadow CPU reference that judges the GPU's tokens beside the engine (`baro-shadow`).
+
+use super::*;
+
+/// Work for the shadow reference.
+pub(super) enum ToShadow {
+    /// Judge the GPU's `gpu_token` for `token` at `pos`.
+    Pass {
+        pass: u64,
+        pos: usize,
+        token: u32,
+        gpu_token: u32,
+    },
+    /// Follow another model from now on.
+    Model(Box<Model>),
+}
+
+/// The shadow reference's thread: the CPU reference, in order, one pass at a time.
+pub(super) struct Shadow {
+    pub(super) tx: Sender<ToShadow>,
+    pub(super) rx: Receiver<(u64, Correctness)>,
+    pub(super) cancel: Arc<AtomicBool>,
+    pub(super) join: Option<JoinHandle<()>>,
+    pub(super) sent: u64,
+    pub(super) received: u64,
+}
+
+impl Shadow {
+    pub(super) fn spawn(
+        model: Model,
+        max_seq: usize,
+        near_tie: f32,
+        hook: Option<ReferenceHook>,
+    ) -> Result<Shadow> {
+        let (tx, jobs) = unbounded::<ToShadow>();
+        let (out, rx) = unbounded();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let c2 = cancel.clone();
+        let join = std::thread::Builder::new()
+            .name("baro-shadow".into())
+            .spawn(move || shadow_main(model, max_seq, near_tie, hook, jobs, out, c2))
+            .map_err(|e| Error::EngineThread(format!("spawning the shadow reference: {e}")))?;
+        Ok(Shadow {
+            tx,
+            rx,
+            cancel,
+            join: Some(join),
+            sent: 0,
+            received: 0,
+        })
+    }
+
+    pub(super) fn lag(&self) -> u64 {
+        self.sent - self.received
+    }
+}
+
+pub(super) fn shadow_main(
+    mut model: Model,
+    max_seq: usize,
+    near_tie: f32,
+    hook: Option<ReferenceHook>,
+    jobs: Receiver<ToShadow>,
+    out: Sender<(u64, Correctness)>,
+    cancel: Arc<AtomicBool>,
+) {
+    loop {
+        let next: Box<Model> = {
+            let mut cpu = CpuDecoder::new(&model.config, &model.weights, max_seq);
+            let mut judge = Judge::new(near_tie);
+            let vocab = model.config.vocab_size as u32;
+            loop {
+                let job = match jobs.recv() {
+                    Ok(j) => j,
+                    Err(_) => return,
+                };
+                match job {
+                    ToShadow::Model(m) => break m,
+                    ToShadow::Pass {
+                        pass,
+                        pos,
+                        token,
+                        gpu_token,
+                    } => {
+                        if cancel.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        // Every sequence is compared from its start.
+                        if pos == 0 {
+                            judge = Judge::new(near_tie);
+                        }
+                        if pos >= cpu.max_seq() || token >= vocab {
+                            // Not reachable from the engine (it checks both); skip quietly.
+                            continue;
+                        }
+                        let logits = cpu.forward(token, pos);
+                        if let Some(h) = &hook {
+                            h(pass, pos, logits);
+                        }
+                        let c = judge.judge(pass, gpu_token, None, logits);
+                        if out.send((pass, c)).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        };
+        model = *next;
+    }
+}

@@ -1,0 +1,92 @@
+//! The session's sinks: who gets which message, lossy capacity, what a late sink sees first.
+
+use super::*;
+
+/// The sinks, and what a late sink must see first.
+#[derive(Default)]
+pub(super) struct Shared {
+    pub(super) inner: Mutex<Sinks>,
+}
+
+impl Shared {
+    pub(super) fn lock(&self) -> MutexGuard<'_, Sinks> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Sinks {
+    pub(super) list: Vec<Sink>,
+    pub(super) ever: bool,
+    pub(super) start: Option<RunDetails>,
+    pub(super) end: Option<(u64, EndReason)>,
+}
+
+pub(super) struct Sink {
+    pub(super) tx: Sender<Telemetry>,
+    pub(super) kind: SinkKind,
+    pub(super) dropped: u64,
+}
+
+impl Sinks {
+    pub(super) fn add(&mut self, kind: SinkKind, tx: Sender<Telemetry>) {
+        self.ever = true;
+        if let Some(d) = &self.start {
+            let _ = tx.send(Telemetry::Start(d.clone()));
+        }
+        if let Some((passes, reason)) = &self.end {
+            let _ = tx.send(Telemetry::End {
+                passes: *passes,
+                dropped: 0,
+                reason: reason.clone(),
+            });
+            return;
+        }
+        self.list.push(Sink {
+            tx,
+            kind,
+            dropped: 0,
+        });
+    }
+
+    /// Send `msg` to every sink (module doc: lossy capacity, must-deliver, gone sinks).
+    /// Returns false when every sink that was ever added is gone.
+    pub(super) fn emit(&mut self, msg: &Telemetry) -> bool {
+        match msg {
+            Telemetry::Start(d) => self.start = Some(d.clone()),
+            Telemetry::End { passes, reason, .. } => self.end = Some((*passes, reason.clone())),
+            _ => {}
+        }
+        let must = msg.must_deliver();
+        self.list.retain_mut(|s| {
+            if let SinkKind::Lossy { capacity } = s.kind {
+                if !must && s.tx.len() >= capacity {
+                    if matches!(msg, Telemetry::Frame(_)) {
+                        s.dropped += 1;
+                    }
+                    return true;
+                }
+            }
+            let m = match msg {
+                Telemetry::Frame(f) => {
+                    let mut f = f.clone();
+                    f.dropped = s.dropped;
+                    Telemetry::Frame(f)
+                }
+                Telemetry::End { passes, reason, .. } => Telemetry::End {
+                    passes: *passes,
+                    dropped: s.dropped,
+                    reason: reason.clone(),
+                },
+                other => other.clone(),
+            };
+            s.tx.send(m).is_ok()
+        });
+        if matches!(msg, Telemetry::End { .. }) {
+            // End is the last message: close every sink, so a consumer's iteration ends.
+            self.list.clear();
+            return true;
+        }
+        !(self.ever && self.list.is_empty())
+    }
+}
