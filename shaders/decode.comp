@@ -12,10 +12,17 @@
 
 #include "layout.glsl"
 
-// The input vector, skewed by one pad float every 32: lane l of a team reads element
-// 32*(b0+l)+c of a Q block, and without the skew all 32 lanes would hit the same bank.
-shared float sx[SX_CAP + SX_CAP / 32u + 1u];
-#define SXI(j) ((j) + ((j) >> 5))
+// The input vector, as 16-byte vectors so a quantised block's inner loop reads four elements
+// per shared-memory load (round 9: a quarter of the load instructions). Element j lives at
+// float index SXI(j) = j + 4*(j/32): four pad floats after every 32, so block b's elements
+// 4k..4k+3 are the vector sx4[9b + k] and its elements 16+4k.. are sx4[9b + 4 + k]. Lane l of a
+// team reads block b0+l: a stride of 36 floats, so the eight lanes of each quarter-warp phase
+// of a 16-byte load hit eight different 4-bank groups (no conflicts); without the pad all 32
+// lanes would hit the same banks.
+shared vec4 sx4[SX_CAP / 4u + SX_CAP / 32u + 1u];
+#define SXI(j) ((j) + ((j) >> 5) * 4u)
+float sx_get(uint f) { return sx4[f >> 2u][f & 3u]; }
+void sx_set(uint f, float v) { sx4[f >> 2u][f & 3u] = v; }
 shared float red[64];
 shared uint redu[64];
 shared bool s_ok;
@@ -142,7 +149,8 @@ float welem(uint t, uint row, uint j) {
 }
 
 // ---- the dot product of one weight row with the input vector, by one team ----
-// XLOAD(j) reads element j of the input vector.
+// XLOAD(j) reads element j of the input vector (f32/f16 rows; quantised blocks read sx4 four
+// elements at a time, see Q4_BLOCK).
 // A 4-bit quant n as the float n - 8, exactly, without an integer->float conversion (a
 // fraction of the FMA rate on GPUs): 0x4B000000 | n is the float 2^23 + n, and subtracting
 // 2^23 + 8 is exact. An 8-bit quant (int8 q in the byte) likewise: flipping the sign bit gives
@@ -151,15 +159,16 @@ float welem(uint t, uint row, uint j) {
 #define Q8_VAL(byte) (uintBitsToFloat(0x4B000000u | ((byte) ^ 128u)) - 8388736.0)
 
 // One Q4_0 block against 32 input elements: low nibbles are elements 0..15, high 16..31;
-// lo and hi each sum their 16 products in element order.
-#define Q4_BLOCK(QV, B, XLOAD)                                                               \
+// lo and hi each sum their 16 products in element order. The elements come from sx, four per
+// load (see SXI): block B's elements 4k..4k+3 are sx4[9B + k], 16+4k.. are sx4[9B + 4 + k].
+#define Q4_BLOCK(QV, B)                                                                      \
     [[unroll]] for (uint k = 0u; k < 4u; ++k) {                                              \
         uint word = QV[k];                                                                   \
+        vec4 xl = sx4[(B) * 9u + k], xh = sx4[(B) * 9u + 4u + k];                            \
         [[unroll]] for (uint e = 0u; e < 4u; ++e) {                                          \
             uint byte = (word >> (e * 8u)) & 255u;                                           \
-            uint j = (B) * 32u + k * 4u + e;                                                 \
-            lo += Q4_VAL(byte & 15u) * XLOAD(j);                                             \
-            hi += Q4_VAL(byte >> 4u) * XLOAD(j + 16u);                                       \
+            lo += Q4_VAL(byte & 15u) * xl[e];                                                \
+            hi += Q4_VAL(byte >> 4u) * xh[e];                                                \
         }                                                                                    \
     }
 
@@ -195,8 +204,9 @@ float NAME(uint t, uint row, uint c0, uint cl) {                                
             uvec4 qa = wld4(ch, base + (g0 + b) * 8u), qb = wld4(ch, base + (g0 + b) * 8u + 4u); \
             [[unroll]] for (uint k = 0u; k < 8u; ++k) {                                      \
                 uint word = k < 4u ? qa[k] : qb[k - 4u];                                     \
+                vec4 xv = sx4[b * 9u + k]; /* elements 4k..4k+3 of block b (SXI) */          \
                 [[unroll]] for (uint e = 0u; e < 4u; ++e) {                                  \
-                    s += Q8_VAL((word >> (e * 8u)) & 255u) * XLOAD(b * 32u + k * 4u + e);    \
+                    s += Q8_VAL((word >> (e * 8u)) & 255u) * xv[e];                          \
                 }                                                                            \
             }                                                                                \
             acc += s * qscale(ch, sc, row * nbt + g0 + b);                                   \
@@ -214,14 +224,14 @@ float NAME(uint t, uint row, uint c0, uint cl) {                                
             float da = ha ? qscale(ch, sc, row * nbt + g0 + ba) : 0.0;                        \
             float db = hb ? qscale(ch, sc, row * nbt + g0 + bb) : 0.0;                        \
             TICK_N(40u);                                                                     \
-            if (ha) { float lo = 0.0, hi = 0.0; Q4_BLOCK(qa, ba, XLOAD); acc += (lo + hi) * da; } \
-            if (hb) { float lo = 0.0, hi = 0.0; Q4_BLOCK(qb, bb, XLOAD); acc += (lo + hi) * db; } \
+            if (ha) { float lo = 0.0, hi = 0.0; Q4_BLOCK(qa, ba); acc += (lo + hi) * da; } \
+            if (hb) { float lo = 0.0, hi = 0.0; Q4_BLOCK(qb, bb); acc += (lo + hi) * db; } \
         }                                                                                    \
     }                                                                                        \
     return subgroupAdd(acc);                                                                 \
 }
 
-#define XS(j) sx[SXI(j)]
+#define XS(j) sx_get(SXI(j))
 DEFINE_DOT(dot_range, XS)
 // Whole row against the vector in sx.
 float dot_sx(uint t, uint row) { return dot_range(t, row, 0u, T(t, T_COLS)); }
@@ -238,13 +248,12 @@ float dot_sx(uint t, uint row) { return dot_range(t, row, 0u, T(t, T_COLS)); }
         float lo[R], hi[R];                                                                  \
         [[unroll]] for (uint r = 0u; r < R; ++r) { lo[r] = 0.0; hi[r] = 0.0; }               \
         [[unroll]] for (uint k = 0u; k < 4u; ++k) {                                          \
+            vec4 xl4 = sx4[(B) * 9u + k], xh4 = sx4[(B) * 9u + 4u + k];                      \
             [[unroll]] for (uint e = 0u; e < 4u; ++e) {                                      \
-                uint j = (B) * 32u + k * 4u + e;                                             \
-                float xl = XS(j), xh = XS(j + 16u);                                          \
                 [[unroll]] for (uint r = 0u; r < R; ++r) {                                   \
                     uint byte = (Q[r][k] >> (e * 8u)) & 255u;                                \
-                    lo[r] += Q4_VAL(byte & 15u) * xl;                                        \
-                    hi[r] += Q4_VAL(byte >> 4u) * xh;                                        \
+                    lo[r] += Q4_VAL(byte & 15u) * xl4[e];                                    \
+                    hi[r] += Q4_VAL(byte >> 4u) * xh4[e];                                    \
                 }                                                                            \
             }                                                                                \
         }                                                                                    \
@@ -304,7 +313,7 @@ void prologue(uint lvl) {
         for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue;
             TICK();
             float v = embed ? welem(et, pc.token, j) : st.s[ox + j];
-            sx[SXI(j)] = v;
+            sx_set(SXI(j), v);
             ss += v * v;
         }
         ss = wg_sum(ss);
@@ -312,15 +321,15 @@ void prologue(uint lvl) {
         uint nt = P(base + L_PRO_T);
         for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue;
             TICK();
-            sx[SXI(j)] = welem(nt, 0u, j) * (scale * sx[SXI(j)]);
+            sx_set(SXI(j), welem(nt, 0u, j) * (scale * sx_get(SXI(j))));
         }
     } else if (kind == PRO_XB) {
         uint o = P(H_OFF_XB);
-        for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue; TICK(); sx[SXI(j)] = st.s[o + j]; }
+        for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue; TICK(); sx_set(SXI(j), st.s[o + j]); }
     } else if (kind == PRO_HB) {
         uint h = P(H_HIDDEN), o = P(H_OFF_HB);
         if (h <= SX_CAP)
-            for (uint j0 = 0u; j0 < h; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= h) continue; TICK(); sx[SXI(j)] = st.s[o + j]; }
+            for (uint j0 = 0u; j0 < h; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= h) continue; TICK(); sx_set(SXI(j), st.s[o + j]); }
     }
     wg_sync();
 }
@@ -450,14 +459,14 @@ void unit_attn(uint layer, uint h) {
                 if (t2 < n) acc += (st.s[ao + t2] / sum) * v2;
                 if (t3 < n) acc += (st.s[ao + t3] / sum) * v3;
             }
-            sx[g * hs + i] = acc;
+            sx_set(g * hs + i, acc);
         }
     }
     wg_sync();
     for (uint i0 = 0u; i0 < hs; i0 += gl_WorkGroupSize.x) { uint i = i0 + lid(); if (i >= hs) continue;
         TICK();
         float acc = 0.0;
-        for (uint k = 0u; k < pg; ++k) { TICK(); acc += sx[k * hs + i]; }
+        for (uint k = 0u; k < pg; ++k) { TICK(); acc += sx_get(k * hs + i); }
         st.s[P(H_OFF_XB) + h * hs + i] = acc;
     }
     wg_sync();
@@ -490,7 +499,7 @@ void stage_down_chunked(uint t0, uint n, uint off) {
         TICK();
         uint cl = min(cap, h - c0);
         wg_sync();
-        for (uint j0 = 0u; j0 < cl; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= cl) continue; TICK(); sx[SXI(j)] = st.s[ohb + c0 + j]; }
+        for (uint j0 = 0u; j0 < cl; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= cl) continue; TICK(); sx_set(SXI(j), st.s[ohb + c0 + j]); }
         wg_sync();
         for (uint u = (me + NT - off % NT) % NT; u < n; u += NT) {
             TICK();

@@ -181,7 +181,7 @@ fn an_ffn_wider_than_shared_memory_goes_through_chunks_and_stays_bit_identical()
     let Some((ctx, _turn)) = device() else { return };
     let (mut cfg, tied) = Shape::Tiny.config();
     cfg.n_layers = 1;
-    // Wider than the shared memory holds in floats (lavapipe: ~7.7k, H200: ~11.9k), small
+    // Wider than the shared memory holds in floats (lavapipe: ~7.0k, H200: ~10.6k), small
     // enough for lavapipe's loop budget in one megakernel pass.
     cfg.hidden_dim = if ctx.info.kind == DeviceKind::Cpu {
         8192

@@ -49,13 +49,14 @@ impl VulkanDecoder {
         let c = &model.config;
         let max_seq = opts.max_seq.clamp(1, c.seq_len);
         // Shared memory: the input vector, plus small reduction arrays.
-        // Usable floats of the skewed input vector (one pad per 32), beside the small arrays.
-        let shared_floats = ((info.max_shared as usize).saturating_sub(1024)) / 4 * 32 / 33;
+        // Usable floats of the skewed input vector (four pad floats per 32, see SXI in
+        // decode.comp), beside the small arrays.
+        let shared_floats = ((info.max_shared as usize).saturating_sub(1024)) / 4 * 32 / 36;
         if c.dim > shared_floats {
             return Err(Error::Invalid(format!(
                 "model dim {} needs {} bytes of shared memory; the device has {}",
                 c.dim,
-                c.dim * 4 + 1024,
+                c.dim.div_ceil(32) * 36 * 4 + 1024,
                 info.max_shared
             )));
         }
