@@ -30,6 +30,9 @@ shared bool s_budget_ok;
 shared float s_scale;
 
 uint g_iter = 0;   // back-edges of this invocation (lavapipe ends loops silently at 65,535)
+// This pass's input token: pc.token, or for a chained pass (push flag 2) the previous pass's
+// argmax, which the host's command buffer copied into the sync word SY_TOKEN on the GPU.
+uint g_token = 0u;
 
 uint wg_id() { return gl_WorkGroupID.x; }
 uint lid() { return gl_LocalInvocationIndex; }
@@ -312,7 +315,7 @@ void prologue(uint lvl) {
         float ss = 0.0;
         for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue;
             TICK();
-            float v = embed ? welem(et, pc.token, j) : st.s[ox + j];
+            float v = embed ? welem(et, g_token, j) : st.s[ox + j];
             sx_set(SXI(j), v);
             ss += v * v;
         }
@@ -370,7 +373,7 @@ void unit_v(uint t, uint layer, uint r) {
 // Residual row: x[r] = base[r] + W[r]·in, base = x, or the token embedding in layer 0.
 void store_residual(uint kind, uint layer, uint r, float v) {
     uint o = P(H_OFF_X) + r;
-    float base = (kind == K_WO && layer == 0u) ? welem(P(H_EMBED), pc.token, r) : st.s[o];
+    float base = (kind == K_WO && layer == 0u) ? welem(P(H_EMBED), g_token, r) : st.s[o];
     st.s[o] = base + v;
 }
 void unit_residual(uint kind, uint t, uint layer, uint r) {
@@ -741,9 +744,18 @@ void main() {
         }
         return;
     }
+    g_token = (pc.flags & 2u) != 0u ? sy.w[SY_TOKEN] : pc.token;
+    // A chained token outside the vocabulary (the previous pass failed, its argmax still the
+    // poison) fails this pass before anything reads the embedding with it.
+    bool tok_ok = g_token < P(H_VOCAB);
     if (!MEGA) {
         uint nl = P(H_N_LEVELS);
         if (lid() == 0u) sy.w[SY_RESIDENT + wg_id()] = pc.pass_id + 1u;
+        if (!tok_ok) {
+            if (lid() == 0u) raise_fail(FAIL_BAD_TOKEN, pc.level, g_token);
+            if (pc.level + 1u == nl) finish_frame();
+            return;
+        }
         run_level(pc.level, pc.stage);
         if (pc.level + 1u == nl) finish_frame();
         return;
@@ -755,7 +767,8 @@ void main() {
         bool aborted = atomicLoad(sy.w[SY_ABORT], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u;
         // Started after the first barrier released: the others ran without us.
         if (c >= G) raise_fail(FAIL_LATE, 0u, c);
-        s_ok = !aborted && c < G;
+        if (!tok_ok) raise_fail(FAIL_BAD_TOKEN, 0u, g_token);
+        s_ok = !aborted && c < G && tok_ok;
     }
     wg_sync();
     if (!s_ok) { finish_frame(); return; }

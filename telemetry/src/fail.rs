@@ -26,6 +26,9 @@ pub mod bits {
     /// Kernel: a logit came out NaN or infinite (a non-finite weight or hidden state at the
     /// head; a NaN would otherwise lose every argmax comparison and look clean).
     pub const NON_FINITE: u32 = 0x008;
+    /// Kernel: a chained pass's input token (the previous pass's argmax, read on the GPU) was
+    /// outside the vocabulary — the previous pass failed; nothing was computed from it.
+    pub const BAD_TOKEN: u32 = 0x010;
     /// Host: a workgroup never stamped its residency.
     pub const MISSING_WG: u32 = 0x100;
     /// Host: the argmax or a logit was still poisoned after the pass.
@@ -39,11 +42,12 @@ pub mod bits {
     pub const HOST: u32 = 0x0000_ff00;
 
     /// Every known bit with its name in the printed line, in printing order.
-    pub const NAMES: [(u32, &str); 7] = [
+    pub const NAMES: [(u32, &str); 8] = [
         (TIMEOUT, "barrier-timeout"),
         (BUDGET, "backedge-budget"),
         (LATE, "late-start"),
         (NON_FINITE, "non-finite-logits"),
+        (BAD_TOKEN, "bad-chained-token"),
         (MISSING_WG, "missing-workgroup"),
         (POISONED, "output-poisoned"),
         (WATCHDOG, "watchdog"),
@@ -349,7 +353,7 @@ mod tests {
     #[test]
     fn every_bit_has_its_name_in_order_including_non_finite() {
         let w = FailWord {
-            bits: 0x70f,
+            bits: 0x71f,
             ..Default::default()
         };
         let names: Vec<_> = w.names().collect();
@@ -360,6 +364,7 @@ mod tests {
                 "backedge-budget",
                 "late-start",
                 "non-finite-logits",
+                "bad-chained-token",
                 "missing-workgroup",
                 "output-poisoned",
                 "watchdog"
@@ -367,7 +372,7 @@ mod tests {
         );
         assert!(w.has(bits::NON_FINITE) && !w.has(0x1000));
         assert_eq!(
-            bits::NAMES.iter().map(|(b, _)| b).fold(0, |a, b| a | b) & !0x70f,
+            bits::NAMES.iter().map(|(b, _)| b).fold(0, |a, b| a | b) & !0x71f,
             0
         );
     }

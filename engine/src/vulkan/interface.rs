@@ -267,6 +267,9 @@ interface! {
         FAIL_FIRST = 7,
         /// Two words: the clock sample of a calibration dispatch.
         CALIB = 8,
+        /// A chained pass's input token: the previous pass's argmax, copied here on the GPU
+        /// before the pass (push flag 2).
+        TOKEN = 10,
         /// G words: pass_id + 1 when the workgroup started.
         RESIDENT = 16,
     }
@@ -281,6 +284,8 @@ interface! {
         LATE = 4,
         /// A logit came out NaN or infinite.
         NON_FINITE = 8,
+        /// A chained pass's input token was outside the vocabulary.
+        BAD_TOKEN = 16,
     }
 }
 
@@ -293,6 +298,7 @@ mod tests {
         assert_eq!(super::fail::BUDGET, bits::BUDGET);
         assert_eq!(super::fail::LATE, bits::LATE);
         assert_eq!(super::fail::NON_FINITE, bits::NON_FINITE);
+        assert_eq!(super::fail::BAD_TOKEN, bits::BAD_TOKEN);
     }
 
     #[test]

@@ -24,7 +24,18 @@ impl VulkanDecoder {
 
     /// Logits of the last pass (valid when `read_logits` is on).
     pub fn logits(&self) -> &[f32] {
-        &self.logits
+        self.logits_at(self.last_slot)
+    }
+
+    /// Logits of pass `i` of the last submission ([`Self::step_chain`]; valid when
+    /// `read_logits` is on). Panics past the submission's passes.
+    pub fn logits_at(&self, i: usize) -> &[f32] {
+        assert!(
+            i < self.last_count.max(1),
+            "pass {i} of a {}-pass submission",
+            self.last_count
+        );
+        &self.logits[i * self.vocab..(i + 1) * self.vocab]
     }
 
     /// Static details of this decoder's program for the telemetry stream.
@@ -80,6 +91,22 @@ impl VulkanDecoder {
         next: u32,
         p: &Pass,
     ) -> Frame {
+        self.frame_at(details, self.last_slot, pass_no, pos, token, next, p)
+    }
+
+    /// Build the telemetry frame of pass `slot` of the last submission
+    /// ([`Self::step_chain`]); `p` is what it returned for that pass.
+    #[allow(clippy::too_many_arguments)]
+    pub fn frame_at(
+        &self,
+        details: &RunDetails,
+        slot: usize,
+        pass_no: u64,
+        pos: usize,
+        token: u32,
+        next: u32,
+        p: &Pass,
+    ) -> Frame {
         let mut f = Frame {
             pass: pass_no,
             pos: pos as u32,
@@ -89,14 +116,19 @@ impl VulkanDecoder {
             gpu_ns: p.gpu_ns,
             fail: FailReport::new(p.fail, |l| details.level_name(l)),
             dispatch_ns: p.dispatch_ns.clone(),
-            timestamp_start_ns: self.last_window.map(|(t0, _)| t0),
+            timestamp_start_ns: p.window.map(|(t0, _)| t0),
             ..Default::default()
         };
         // Without a device clock every stamp reads 0: there is nothing to decode (not torn).
-        if let Some(words) = self.last_frame().filter(|_| self.has_clock()) {
+        if let Some(words) = self.frame_words_at(slot).filter(|_| self.has_clock()) {
             let mega = self.opts.dispatch == Dispatch::Mega;
-            // The sequence word is pass_id + 1 of the pass just run (`passes` was bumped).
-            match details.ring_layout().decode(&words, self.passes, mega) {
+            // The sequence word is pass_id + 1 of that pass (`passes` counts the submission's
+            // passes already).
+            let later = self.last_count.max(1).saturating_sub(slot + 1) as u32;
+            match details
+                .ring_layout()
+                .decode(&words, self.passes.wrapping_sub(later), mega)
+            {
                 Ok(r) => {
                     let disp: &[u64] = if mega { &[] } else { &p.dispatch_ns };
                     f.stages = r
@@ -114,18 +146,24 @@ impl VulkanDecoder {
 
     /// Logits of the last pass, mutable (samplers scale them in place).
     pub fn logits_mut(&mut self) -> &mut [f32] {
-        &mut self.logits
+        let (v, i) = (self.vocab, self.last_slot);
+        &mut self.logits[i * v..(i + 1) * v]
     }
 
     /// The raw telemetry frame of the last pass (instrumented decoders), as words.
     pub fn last_frame(&self) -> Option<Vec<u32>> {
-        if !self.opts.instrument {
+        self.frame_words_at(self.last_slot)
+    }
+
+    /// The raw telemetry frame of pass `i` of the last submission (instrumented decoders).
+    pub fn frame_words_at(&self, i: usize) -> Option<Vec<u32>> {
+        if !self.opts.instrument || i >= self.last_count.max(1) {
             return None;
         }
         let sync_words = 16 + self.grid as usize;
         let out_words = self.vocab + 2 + 2 * self.grid as usize;
         let map = self.readback.alloc.as_ref()?.mapped_slice()?;
-        let start = (sync_words + out_words) * 4;
+        let start = (self.slot_words * i + sync_words + out_words) * 4;
         let n = self.ring_frame_words as usize * 4;
         Some(
             map[start..start + n]

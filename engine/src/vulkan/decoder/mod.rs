@@ -76,6 +76,23 @@ pub struct DecoderOptions {
     /// Run the documented fallback for devices without VK_KHR_shader_clock even where the
     /// clock exists: spins are bounded by the iteration budget alone and stamps read 0.
     pub no_device_clock: bool,
+    /// Passes one submission may hold ([`VulkanDecoder::step_chain`]: greedy passes chained
+    /// on the GPU, each reading the previous pass's argmax there); 1..=[`MAX_CHAIN`]. Each
+    /// slot has its own readback (fail word, argmax, logits when read, ring frame) and
+    /// timestamps.
+    pub chain: u32,
+}
+
+/// The most passes one submission holds.
+pub const MAX_CHAIN: u32 = 64;
+
+/// Where a chained pass's input token comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Feed {
+    /// This token.
+    Token(u32),
+    /// The previous pass's argmax, read on the GPU (greedy decoding without the host).
+    Argmax,
 }
 
 impl Default for DecoderOptions {
@@ -93,6 +110,7 @@ impl Default for DecoderOptions {
             test_slow_kind: None,
             test_stall_wg: None,
             no_device_clock: false,
+            chain: 1,
         }
     }
 }
@@ -110,8 +128,10 @@ pub struct Pass {
     pub gpu_ns: Option<u64>,
     /// Per-dispatch GPU times (multi mode), ns.
     pub dispatch_ns: Vec<u64>,
-    /// Host wall time from submit to fence.
+    /// Host wall time from submit to fence (a chained pass: its share of the submission's).
     pub wall: Duration,
+    /// The pass's GPU timestamps (start, end), ns in the timestamp-query domain.
+    pub window: Option<(u64, u64)>,
 }
 
 struct Buffer {
@@ -192,12 +212,23 @@ pub struct VulkanDecoder {
     n_queries: u32,
     passes: u32,
     last_window: Option<(u64, u64)>,
+    /// Readback words per chain slot: sync words, out words, one ring frame.
+    slot_words: usize,
+    /// Timestamp queries per chain slot.
+    queries_per_pass: u32,
+    /// Chain slot of the last pass run (its ring frame and logits in the readback).
+    last_slot: usize,
+    /// The last pass completed clean: its argmax on the GPU may feed the next pass.
+    last_ok: bool,
     broken: Option<String>,
     /// Wall times of the last completed passes (the watchdog's expectation).
     recent_walls: std::collections::VecDeque<Duration>,
     /// Weight bytes (the first pass's expectation on CPU devices).
     weight_bytes: u64,
+    /// Logits of the last submission's passes, `vocab` per chain slot (when read).
     logits: Vec<f32>,
+    /// Passes in the last submission.
+    last_count: usize,
 }
 
 /// Passes the watchdog's expectation looks back over.
@@ -318,7 +349,7 @@ impl crate::generate::Decode for VulkanDecoder {
                 p.fail.line(|l| self.level_name(l))
             )));
         }
-        Ok(&mut self.logits)
+        Ok(self.logits_mut())
     }
 }
 

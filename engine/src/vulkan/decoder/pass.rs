@@ -10,8 +10,14 @@ impl VulkanDecoder {
     /// time). Before any pass the expectation is
     /// 1 s on GPUs and, on CPU devices, 2 s plus the weights read at 100 MB/s.
     pub fn watchdog(&self) -> Duration {
+        self.watchdog_for(1)
+    }
+
+    /// The fence watchdog for a submission of `n` chained passes: as [`Self::watchdog`] with
+    /// the expectation `n` times one pass's.
+    pub fn watchdog_for(&self, n: usize) -> Duration {
         if let Some(t) = self.opts.fence_timeout {
-            return t;
+            return t * n.max(1) as u32;
         }
         let cpu = self.ctx.info.kind == DeviceKind::Cpu;
         let expected = self.recent_walls.iter().max().copied().unwrap_or_else(|| {
@@ -21,6 +27,7 @@ impl VulkanDecoder {
                 Duration::from_secs(1)
             }
         });
+        let expected = expected * n.max(1) as u32;
         if cpu {
             expected * 8 + self.opts.spin_timeout + Duration::from_secs(10)
         } else {
@@ -32,6 +39,18 @@ impl VulkanDecoder {
     /// returned [`Pass::fail`], not as an error; errors are Vulkan failures (device lost) and
     /// bad arguments. After a watchdog timeout the decoder refuses further passes.
     pub fn step(&mut self, token: u32, pos: usize) -> Result<Pass> {
+        let mut v = self.step_chain(&[Feed::Token(token)], pos)?;
+        Ok(v.pop().expect("a chain of one pass returns one pass"))
+    }
+
+    /// Run `feeds.len()` passes at positions `pos, pos + 1, ...` in one submission: pass `i`
+    /// reads `feeds[i]` — a token, or [`Feed::Argmax`], the previous pass's argmax read on the
+    /// GPU (greedy decoding with no host round trip between passes). Every pass keeps its own
+    /// fail word, argmax, timestamps, logits (when read) and ring frame; a pass after a failed
+    /// one reads a poisoned argmax and fails with `bad-chained-token` instead of computing
+    /// from it. `Feed::Argmax` first continues from the last pass of the previous submission,
+    /// which must have completed clean. At most `chain` (an option) passes.
+    pub fn step_chain(&mut self, feeds: &[Feed], pos: usize) -> Result<Vec<Pass>> {
         if let Some(why) = &self.broken {
             return Err(if self.ctx.is_hung() {
                 Error::Watchdog(format!("decoder unusable: {why}"))
@@ -39,20 +58,135 @@ impl VulkanDecoder {
                 Error::Vulkan(format!("decoder unusable: {why}"))
             });
         }
-        if token as usize >= self.vocab || pos >= self.program.max_seq as usize {
+        let n = feeds.len();
+        if n == 0 || n > self.opts.chain as usize {
             return Err(Error::Invalid(format!(
-                "token {token} at position {pos} outside vocab {} / context {}",
-                self.vocab, self.program.max_seq
+                "a submission of {n} passes: this decoder holds 1 to {} (the chain option)",
+                self.opts.chain
             )));
         }
+        for (i, f) in feeds.iter().enumerate() {
+            match *f {
+                Feed::Token(t) if t as usize >= self.vocab => {
+                    return Err(Error::Invalid(format!(
+                        "token {t} at position {} outside vocab {}",
+                        pos + i,
+                        self.vocab
+                    )))
+                }
+                Feed::Argmax if i == 0 && !self.last_ok => {
+                    return Err(Error::Invalid(
+                        "a chain starting from the previous argmax needs a previous pass that completed clean".into(),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        if pos + n > self.program.max_seq as usize {
+            return Err(Error::Invalid(format!(
+                "positions {pos}..{} outside context {}",
+                pos + n,
+                self.program.max_seq
+            )));
+        }
+        self.last_ok = false;
         let ctx = self.ctx.clone();
         let d = &ctx.device;
+        let cb = self.begin_commands()?;
+        let first_id = self.passes;
+        self.passes = self.passes.wrapping_add(n as u32);
+        let t0 = Instant::now();
+        // SAFETY: the command buffer is recording and was idle (the previous submission's
+        // fence was waited on); every query and range lies inside its pool or buffer.
+        unsafe {
+            d.cmd_reset_query_pool(cb, self.qpool, 0, self.queries_per_pass * n as u32);
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, self.pipeline);
+            d.cmd_bind_descriptor_sets(
+                cb,
+                vk::PipelineBindPoint::COMPUTE,
+                self.layout,
+                0,
+                &[self.set],
+                &[],
+            );
+            for (i, f) in feeds.iter().enumerate() {
+                self.record_pass(cb, i, first_id.wrapping_add(i as u32), *f, pos + i);
+            }
+            barrier(
+                d,
+                cb,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::HOST,
+                vk::AccessFlags::TRANSFER_WRITE,
+                vk::AccessFlags::HOST_READ,
+            );
+        }
+        let watchdog = self.watchdog_for(n);
+        let what = if n == 1 {
+            format!("pass {first_id}")
+        } else {
+            format!("passes {first_id}..{}", first_id.wrapping_add(n as u32))
+        };
+        let done = self.submit_and_wait(watchdog, &what)?;
+        let wall = t0.elapsed();
+        // One pass's share of the submission (the host sees only the whole).
+        let each = wall / n as u32;
+        if done {
+            for _ in 0..n {
+                if self.recent_walls.len() == RECENT_WALLS {
+                    self.recent_walls.pop_front();
+                }
+                self.recent_walls.push_back(each);
+            }
+        }
+        self.last_slot = n - 1;
+        self.last_count = n;
+        if !done {
+            return Ok((0..n)
+                .map(|_| Pass {
+                    argmax: u32::MAX,
+                    argmax_value: f32::NAN,
+                    fail: FailWord {
+                        bits: fail::WATCHDOG,
+                        grid: self.grid,
+                        ..Default::default()
+                    },
+                    gpu_ns: None,
+                    dispatch_ns: vec![],
+                    wall: each,
+                    window: None,
+                })
+                .collect());
+        }
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            out.push(self.read_pass(i, first_id.wrapping_add(i as u32), each)?);
+        }
+        self.last_ok = out.last().is_some_and(|p| p.fail.ok());
+        Ok(out)
+    }
+
+    /// Record pass `slot` of a submission (the pipeline and descriptor set are bound).
+    ///
+    /// # Safety
+    /// `cb` is recording; `slot` < the chain option.
+    unsafe fn record_pass(
+        &self,
+        cb: vk::CommandBuffer,
+        slot: usize,
+        pass_id: u32,
+        feed: Feed,
+        pos: usize,
+    ) {
+        let d = &self.ctx.device;
         let grid = self.grid;
         let sync_words = 16 + grid as usize;
         let out_words = self.vocab + 2 + 2 * grid as usize;
         let timeout_ticks = (self.opts.spin_timeout.as_nanos().min(u32::MAX as u128 / 2)) as u32;
-        let pass_id = self.passes;
-        self.passes = self.passes.wrapping_add(1);
+        let (token, flags) = match feed {
+            Feed::Token(t) => (t, 0u32),
+            Feed::Argmax => (0, 2u32),
+        };
         let push = |level: u32, stage: u32| -> [u32; 8] {
             [
                 token,
@@ -61,18 +195,30 @@ impl VulkanDecoder {
                 stage,
                 pass_id,
                 timeout_ticks,
-                0,
-                0,
+                slot as u32,
+                flags,
             ]
         };
         let mega = self.opts.dispatch == Dispatch::Mega;
-        let n_stages = self.program.stages.len() as u32;
-        let t0 = Instant::now();
-        let cb = self.begin_commands()?;
-        // SAFETY: all handles belong to this decoder; the command buffer is recording and was
-        // idle (the previous pass's fence was waited on); every range lies inside its buffer.
+        let q0 = self.queries_per_pass * slot as u32;
+        let rb0 = (self.slot_words * slot) as u64 * 4;
+        let frame_bytes = self.ring_frame_words as u64 * 4;
+        // SAFETY: guaranteed by the caller; every range lies inside its buffer.
         unsafe {
-            d.cmd_reset_query_pool(cb, self.qpool, 0, self.n_queries);
+            // The previous pass (same submission or an earlier one, whose fence was waited
+            // on) wrote the KV cache, state and argmax in its shader and read the sync and out
+            // buffers in its readback copies: all before this pass's resets and dispatches.
+            barrier(
+                d,
+                cb,
+                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+                vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
+                vk::AccessFlags::SHADER_READ
+                    | vk::AccessFlags::SHADER_WRITE
+                    | vk::AccessFlags::TRANSFER_READ
+                    | vk::AccessFlags::TRANSFER_WRITE,
+            );
             // Sync words: all zero but the "no failing level yet" marker. (Fill, not one big
             // update: vkCmdUpdateBuffer is limited to 64 KiB and large grids exceed it.)
             d.cmd_fill_buffer(cb, self.sync.buffer, 0, sync_words as u64 * 4, 0);
@@ -91,6 +237,28 @@ impl VulkanDecoder {
                 sy::FAIL_LEVEL as u64 * 4,
                 unsafe_words_as_bytes(&none),
             );
+            if feed == Feed::Argmax {
+                // The previous pass's argmax becomes this pass's token, on the GPU.
+                d.cmd_copy_buffer(
+                    cb,
+                    self.out.buffer,
+                    self.sync.buffer,
+                    &[vk::BufferCopy {
+                        src_offset: self.vocab as u64 * 4,
+                        dst_offset: sy::TOKEN as u64 * 4,
+                        size: 4,
+                    }],
+                );
+                // The copy reads the argmax before the poison below overwrites it.
+                barrier(
+                    d,
+                    cb,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::AccessFlags::TRANSFER_READ | vk::AccessFlags::TRANSFER_WRITE,
+                    vk::AccessFlags::TRANSFER_WRITE,
+                );
+            }
             d.cmd_fill_buffer(cb, self.out.buffer, 0, (self.vocab as u64 + 2) * 4, POISON);
             // Partials: index u32::MAX = "none".
             d.cmd_fill_buffer(
@@ -101,7 +269,13 @@ impl VulkanDecoder {
                 u32::MAX,
             );
             if self.opts.instrument {
-                d.cmd_fill_buffer(cb, self.ring.buffer, 0, self.ring_frame_words as u64 * 4, 0);
+                d.cmd_fill_buffer(
+                    cb,
+                    self.ring.buffer,
+                    slot as u64 * frame_bytes,
+                    frame_bytes,
+                    0,
+                );
             }
             barrier(
                 d,
@@ -111,16 +285,7 @@ impl VulkanDecoder {
                 vk::AccessFlags::TRANSFER_WRITE,
                 vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
             );
-            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, self.pipeline);
-            d.cmd_bind_descriptor_sets(
-                cb,
-                vk::PipelineBindPoint::COMPUTE,
-                self.layout,
-                0,
-                &[self.set],
-                &[],
-            );
-            d.cmd_write_timestamp(cb, vk::PipelineStageFlags::COMPUTE_SHADER, self.qpool, 0);
+            d.cmd_write_timestamp(cb, vk::PipelineStageFlags::COMPUTE_SHADER, self.qpool, q0);
             if mega {
                 d.cmd_push_constants(
                     cb,
@@ -146,7 +311,7 @@ impl VulkanDecoder {
                         cb,
                         vk::PipelineStageFlags::COMPUTE_SHADER,
                         self.qpool,
-                        2 + 2 * i as u32,
+                        q0 + 2 + 2 * i as u32,
                     );
                     d.cmd_push_constants(
                         cb,
@@ -160,11 +325,16 @@ impl VulkanDecoder {
                         cb,
                         vk::PipelineStageFlags::BOTTOM_OF_PIPE,
                         self.qpool,
-                        3 + 2 * i as u32,
+                        q0 + 3 + 2 * i as u32,
                     );
                 }
             }
-            d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, self.qpool, 1);
+            d.cmd_write_timestamp(
+                cb,
+                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                self.qpool,
+                q0 + 1,
+            );
             barrier(
                 d,
                 cb,
@@ -179,7 +349,7 @@ impl VulkanDecoder {
                 self.readback.buffer,
                 &[vk::BufferCopy {
                     src_offset: 0,
-                    dst_offset: 0,
+                    dst_offset: rb0,
                     size: sync_words as u64 * 4,
                 }],
             );
@@ -194,130 +364,117 @@ impl VulkanDecoder {
                 self.readback.buffer,
                 &[vk::BufferCopy {
                     src_offset: src,
-                    dst_offset: sync_words as u64 * 4 + src,
+                    dst_offset: rb0 + sync_words as u64 * 4 + src,
                     size,
                 }],
             );
             if self.opts.instrument {
-                let off = (sync_words + out_words) as u64 * 4;
+                let off = rb0 + (sync_words + out_words) as u64 * 4;
                 d.cmd_copy_buffer(
                     cb,
                     self.ring.buffer,
                     self.readback.buffer,
                     &[vk::BufferCopy {
-                        src_offset: 0,
+                        src_offset: slot as u64 * frame_bytes,
                         dst_offset: off,
-                        size: self.ring_frame_words as u64 * 4,
+                        size: frame_bytes,
                     }],
                 );
             }
-            barrier(
-                d,
-                cb,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::HOST,
-                vk::AccessFlags::TRANSFER_WRITE,
-                vk::AccessFlags::HOST_READ,
-            );
         }
-        let watchdog = self.watchdog();
-        let done = self.submit_and_wait(watchdog, &format!("pass {pass_id}"))?;
-        let wall = t0.elapsed();
-        if done {
-            if self.recent_walls.len() == RECENT_WALLS {
-                self.recent_walls.pop_front();
-            }
-            self.recent_walls.push_back(wall);
-        }
-        if !done {
-            return Ok(Pass {
-                argmax: u32::MAX,
-                argmax_value: f32::NAN,
-                fail: FailWord {
-                    bits: fail::WATCHDOG,
-                    grid,
-                    ..Default::default()
-                },
-                gpu_ns: None,
-                dispatch_ns: vec![],
-                wall,
-            });
-        }
-        // SAFETY: the pass completed; its queries and readback are ready.
-        unsafe {
-            // Timestamps.
-            let nq = if mega { 2 } else { self.n_queries as usize };
-            let mut ts = vec![0u64; nq];
-            let got =
-                d.get_query_pool_results(self.qpool, 0, &mut ts, vk::QueryResultFlags::TYPE_64);
-            let period = ctx.info.timestamp_period as f64;
-            let (gpu_ns, dispatch_ns) = if got.is_ok() && ctx.info.timestamp_bits > 0 {
-                let span = |a: u64, b: u64| (b.wrapping_sub(a) as f64 * period) as u64;
-                let disp = if mega {
-                    vec![]
-                } else {
-                    (0..n_stages as usize)
-                        .map(|i| span(ts[2 + 2 * i], ts[3 + 2 * i]))
-                        .collect()
-                };
-                self.last_window = Some((
-                    (ts[0] as f64 * period) as u64,
-                    (ts[1] as f64 * period) as u64,
-                ));
-                (Some(span(ts[0], ts[1])), disp)
+    }
+
+    /// Read back pass `slot` of the submission just completed.
+    fn read_pass(&mut self, slot: usize, pass_id: u32, wall: Duration) -> Result<Pass> {
+        let d = &self.ctx.device;
+        let grid = self.grid;
+        let sync_words = 16 + grid as usize;
+        let mega = self.opts.dispatch == Dispatch::Mega;
+        let n_stages = self.program.stages.len();
+        let qpp = self.queries_per_pass as usize;
+        // Timestamps.
+        let nq = if mega { 2 } else { qpp };
+        let mut ts = vec![0u64; nq];
+        // SAFETY: the submission completed; its queries are available.
+        let got = unsafe {
+            d.get_query_pool_results(
+                self.qpool,
+                (qpp * slot) as u32,
+                &mut ts,
+                vk::QueryResultFlags::TYPE_64,
+            )
+        };
+        let period = self.ctx.info.timestamp_period as f64;
+        let (gpu_ns, dispatch_ns) = if got.is_ok() && self.ctx.info.timestamp_bits > 0 {
+            let span = |a: u64, b: u64| (b.wrapping_sub(a) as f64 * period) as u64;
+            let disp = if mega {
+                vec![]
             } else {
-                self.last_window = None;
-                (None, vec![])
+                (0..n_stages)
+                    .map(|i| span(ts[2 + 2 * i], ts[3 + 2 * i]))
+                    .collect()
             };
-            let map = self
-                .readback
-                .alloc
-                .as_ref()
-                .and_then(|a| a.mapped_slice())
-                .ok_or_else(|| Error::Vulkan("readback buffer is not host-mapped".into()))?;
-            let word = |i: usize| {
-                u32::from_le_bytes([map[i * 4], map[i * 4 + 1], map[i * 4 + 2], map[i * 4 + 3]])
-            };
-            let mut fw = FailWord {
-                bits: word(sy::FAIL),
-                first: word(sy::FAIL_FIRST),
-                level: Some(word(sy::FAIL_LEVEL)).filter(|&l| l != u32::MAX),
-                seen: word(sy::FAIL_SEEN),
-                wg: word(sy::FAIL_WG),
-                resident: (0..grid as usize)
-                    .filter(|&g| word(sy::RESIDENT + g) == pass_id + 1)
-                    .count() as u32,
-                started: word(sy::STARTED),
-                arrivals: word(sy::COUNTER),
-                grid,
-            };
-            if fw.resident < grid {
-                fw.bits |= fail::MISSING_WG;
+            self.last_window = Some((
+                (ts[0] as f64 * period) as u64,
+                (ts[1] as f64 * period) as u64,
+            ));
+            (Some(span(ts[0], ts[1])), disp)
+        } else {
+            self.last_window = None;
+            (None, vec![])
+        };
+        let map = self
+            .readback
+            .alloc
+            .as_ref()
+            .and_then(|a| a.mapped_slice())
+            .ok_or_else(|| Error::Vulkan("readback buffer is not host-mapped".into()))?;
+        let base = self.slot_words * slot;
+        let word = |i: usize| {
+            let b = (base + i) * 4;
+            u32::from_le_bytes([map[b], map[b + 1], map[b + 2], map[b + 3]])
+        };
+        let mut fw = FailWord {
+            bits: word(sy::FAIL),
+            first: word(sy::FAIL_FIRST),
+            level: Some(word(sy::FAIL_LEVEL)).filter(|&l| l != u32::MAX),
+            seen: word(sy::FAIL_SEEN),
+            wg: word(sy::FAIL_WG),
+            resident: (0..grid as usize)
+                .filter(|&g| word(sy::RESIDENT + g) == pass_id.wrapping_add(1))
+                .count() as u32,
+            started: word(sy::STARTED),
+            arrivals: word(sy::COUNTER),
+            grid,
+        };
+        if fw.resident < grid {
+            fw.bits |= fail::MISSING_WG;
+        }
+        let argmax = word(sync_words + self.vocab);
+        let argmax_value = f32::from_bits(word(sync_words + self.vocab + 1));
+        if argmax as usize >= self.vocab {
+            fw.bits |= fail::POISONED;
+        }
+        if self.opts.read_logits {
+            let mut poisoned = false;
+            let v = self.vocab;
+            for (i, l) in self.logits[slot * v..(slot + 1) * v].iter_mut().enumerate() {
+                let w = word(sync_words + i);
+                poisoned |= w == POISON;
+                *l = f32::from_bits(w);
             }
-            let argmax = word(sync_words + self.vocab);
-            let argmax_value = f32::from_bits(word(sync_words + self.vocab + 1));
-            if argmax as usize >= self.vocab {
+            if poisoned {
                 fw.bits |= fail::POISONED;
             }
-            if self.opts.read_logits {
-                let mut poisoned = false;
-                for (i, l) in self.logits.iter_mut().enumerate() {
-                    let w = word(sync_words + i);
-                    poisoned |= w == POISON;
-                    *l = f32::from_bits(w);
-                }
-                if poisoned {
-                    fw.bits |= fail::POISONED;
-                }
-            }
-            Ok(Pass {
-                argmax,
-                argmax_value,
-                fail: fw,
-                gpu_ns,
-                dispatch_ns,
-                wall,
-            })
         }
+        Ok(Pass {
+            argmax,
+            argmax_value,
+            fail: fw,
+            gpu_ns,
+            dispatch_ns,
+            wall,
+            window: self.last_window,
+        })
     }
 }

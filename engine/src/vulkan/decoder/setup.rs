@@ -37,6 +37,12 @@ impl VulkanDecoder {
                 info.max_wg
             )));
         }
+        if opts.chain == 0 || opts.chain > MAX_CHAIN {
+            return Err(Error::Invalid(format!(
+                "chain {}: a submission holds 1 to {MAX_CHAIN} passes",
+                opts.chain
+            )));
+        }
         if grid > 65535 {
             return Err(Error::Invalid(format!("grid {grid} is larger than 65535")));
         }
@@ -114,6 +120,11 @@ impl VulkanDecoder {
             n_queries: 0,
             passes: 0,
             last_window: None,
+            slot_words: 0,
+            queries_per_pass: 0,
+            last_slot: 0,
+            last_ok: false,
+            last_count: 0,
             broken: None,
             recent_walls: Default::default(),
             weight_bytes: model
@@ -251,7 +262,7 @@ impl VulkanDecoder {
         let n_stages = self.program.stages.len() as u32;
         let n_levels = self.program.levels.len() as u32;
         self.ring_frame_words = 4 + (n_stages + n_levels) * self.grid * 4;
-        let ring_slots = 1u32;
+        let ring_slots = self.opts.chain.max(1);
         self.ring = create_buffer(
             &ctx,
             "telemetry.ring",
@@ -269,7 +280,9 @@ impl VulkanDecoder {
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
-        let rb = (sync_words + out_words + self.ring_frame_words as u64) * 4;
+        self.slot_words = (sync_words + out_words + self.ring_frame_words as u64) as usize;
+        let rb = self.slot_words as u64 * 4 * ring_slots as u64;
+        self.logits = vec![0.0; self.vocab * ring_slots as usize];
         self.readback = create_buffer(
             &ctx,
             "readback",
@@ -625,7 +638,8 @@ impl VulkanDecoder {
                 );
             }
             d.update_descriptor_sets(&writes, &[]);
-            self.n_queries = 2 + self.program.stages.len() as u32 * 2;
+            self.queries_per_pass = 2 + self.program.stages.len() as u32 * 2;
+            self.n_queries = self.queries_per_pass * self.opts.chain.max(1);
             let qci = vk::QueryPoolCreateInfo::default()
                 .query_type(vk::QueryType::TIMESTAMP)
                 .query_count(self.n_queries);

@@ -1,0 +1,241 @@
+//! Chained passes (`VulkanDecoder::step_chain`): several greedy passes in one submission, each
+//! reading the previous pass's argmax on the GPU. They must be the same passes, bit for bit,
+//! as one submission per pass, keep each pass's fail word, logits and ring frame, and refuse
+//! what they cannot do. Runs on lavapipe in CI (a missing device fails).
+
+mod common;
+
+use std::time::Duration;
+
+use baro_engine::model::Model;
+use baro_engine::quant::GgmlType;
+use baro_engine::synth::{self, Shape};
+use baro_engine::vulkan::{fail, DecoderOptions, Dispatch, Feed, Pass, VulkanDecoder, MAX_CHAIN};
+use baro_engine::Error;
+
+use common::device;
+
+fn tiny(ty: GgmlType) -> Model {
+    let (mut cfg, tied) = Shape::Tiny.config();
+    cfg.n_layers = 2;
+    synth::generate(&cfg, tied, ty, 11, |_, _| {}).expect("model")
+}
+
+/// (argmax, logits bits) per pass, one submission per pass, feeding each argmax back.
+fn one_by_one(dec: &mut VulkanDecoder, prompt: &[u32], n: usize) -> Vec<(u32, Vec<u32>)> {
+    let mut out = vec![];
+    let mut tok = prompt[0];
+    for pos in 0..n {
+        let p = dec.step(tok, pos).expect("pass");
+        assert!(p.fail.ok(), "{}", p.fail.line(|l| dec.level_name(l)));
+        out.push((p.argmax, dec.logits().iter().map(|f| f.to_bits()).collect()));
+        tok = if pos + 1 < prompt.len() {
+            prompt[pos + 1]
+        } else {
+            p.argmax
+        };
+    }
+    out
+}
+
+fn bits_of(dec: &VulkanDecoder, i: usize) -> Vec<u32> {
+    dec.logits_at(i).iter().map(|f| f.to_bits()).collect()
+}
+
+#[test]
+fn greedy_passes_chained_on_the_gpu_equal_the_same_passes_one_submission_each() {
+    let Some((ctx, _turn)) = device() else { return };
+    for (ty, dispatch) in [
+        (GgmlType::Q4_0, Dispatch::Mega),
+        (GgmlType::Q4_0, Dispatch::Multi),
+        (GgmlType::Q8_0, Dispatch::Mega),
+    ] {
+        let model = tiny(ty);
+        let prompt = [model.tokenizer.bos_id(), 5, 9];
+        let n = 12;
+        let base = DecoderOptions {
+            dispatch,
+            max_seq: 16,
+            ..Default::default()
+        };
+        let mut single = VulkanDecoder::new(ctx.clone(), &model, base.clone()).expect("decoder");
+        let want = one_by_one(&mut single, &prompt, n);
+        let mut dec = VulkanDecoder::new(ctx.clone(), &model, DecoderOptions { chain: 5, ..base })
+            .expect("decoder");
+        // The prompt's tokens from the host, then the GPU's own argmax: one submission of 5,
+        // then 5 more continuing from the last argmax of the first, then 2.
+        let mut feeds: Vec<Feed> = prompt.iter().map(|&t| Feed::Token(t)).collect();
+        feeds.extend([Feed::Argmax, Feed::Argmax]);
+        let mut got: Vec<(u32, Vec<u32>)> = vec![];
+        let mut pos = 0;
+        for chunk in [feeds, vec![Feed::Argmax; 5], vec![Feed::Argmax; 2]] {
+            let passes = dec.step_chain(&chunk, pos).expect("chain");
+            assert_eq!(passes.len(), chunk.len());
+            for (i, p) in passes.iter().enumerate() {
+                assert!(p.fail.ok(), "{}", p.fail.line(|l| dec.level_name(l)));
+                got.push((p.argmax, bits_of(&dec, i)));
+            }
+            pos += chunk.len();
+        }
+        assert_eq!(got.len(), n);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.0, w.0, "{ty:?} {} pass {i}: argmax", dispatch.name());
+            assert!(
+                g.1 == w.1,
+                "{ty:?} {} pass {i}: logits differ from one submission per pass",
+                dispatch.name()
+            );
+        }
+        // The last pass's logits are what `logits()` shows.
+        assert_eq!(
+            dec.logits().iter().map(|f| f.to_bits()).collect::<Vec<_>>(),
+            want[n - 1].1
+        );
+    }
+}
+
+#[test]
+fn a_pass_chained_after_a_failed_one_fails_as_bad_chained_token_and_computes_nothing() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = tiny(GgmlType::Q4_0);
+    let grid = baro_engine::vulkan::default_grid(&ctx);
+    if grid < 2 {
+        panic!("this test needs a grid of at least 2 workgroups (lavapipe: LP_NUM_THREADS=2)");
+    }
+    let opts = DecoderOptions {
+        dispatch: Dispatch::Mega,
+        grid: Some(grid),
+        max_seq: 4,
+        chain: 3,
+        spin_timeout: Duration::from_millis(300),
+        test_stall_wg: Some(1),
+        ..Default::default()
+    };
+    let mut dec = VulkanDecoder::new(ctx.clone(), &model, opts).expect("decoder");
+    let passes = dec
+        .step_chain(
+            &[
+                Feed::Token(model.tokenizer.bos_id()),
+                Feed::Argmax,
+                Feed::Argmax,
+            ],
+            0,
+        )
+        .expect("submission ran");
+    let first = &passes[0];
+    assert!(
+        first.fail.bits & (fail::TIMEOUT | fail::BUDGET) != 0,
+        "{}",
+        first.fail.line(|l| dec.level_name(l))
+    );
+    for p in &passes[1..] {
+        let line = p.fail.line(|l| dec.level_name(l));
+        assert_eq!(p.fail.first, fail::BAD_TOKEN, "{line}");
+        assert!(
+            p.fail.has(fail::BAD_TOKEN) && p.fail.has(fail::POISONED),
+            "{line}"
+        );
+        assert!(line.contains("bad-chained-token"), "{line}");
+        // Nobody waited at a barrier: the bad token stopped every workgroup first.
+        assert!(!p.fail.has(fail::TIMEOUT), "{line}");
+    }
+    // After a failed pass the GPU's argmax cannot seed another chain.
+    let err = dec.step_chain(&[Feed::Argmax], 3).err().expect("refused");
+    assert!(matches!(err, Error::Invalid(_)), "{err}");
+}
+
+#[test]
+fn step_chain_refuses_past_the_chain_option_the_context_a_bad_token_and_an_unseeded_argmax() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = tiny(GgmlType::Q4_0);
+    let opts = DecoderOptions {
+        max_seq: 8,
+        chain: 4,
+        ..Default::default()
+    };
+    let mut dec = VulkanDecoder::new(ctx.clone(), &model, opts.clone()).expect("decoder");
+    let bos = model.tokenizer.bos_id();
+    let msg = |r: Result<Vec<Pass>, Error>| match r {
+        Err(Error::Invalid(m)) => m,
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    let m = msg(dec.step_chain(&[Feed::Argmax], 0));
+    assert!(m.contains("completed clean"), "{m}");
+    let m = msg(dec.step_chain(&[Feed::Token(bos); 5], 0));
+    assert!(m.contains("1 to 4"), "{m}");
+    let m = msg(dec.step_chain(&[], 0));
+    assert!(m.contains("0 passes"), "{m}");
+    let m = msg(dec.step_chain(&[Feed::Token(bos); 3], 6));
+    assert!(m.contains("context 8"), "{m}");
+    let v = model.config.vocab_size as u32;
+    let m = msg(dec.step_chain(&[Feed::Token(bos), Feed::Token(v)], 0));
+    assert!(m.contains(&format!("token {v}")), "{m}");
+    // Nothing ran; the decoder still works.
+    let p = dec.step(bos, 0).expect("pass");
+    assert!(p.fail.ok());
+    for chain in [0, MAX_CHAIN + 1] {
+        let err = VulkanDecoder::new(
+            ctx.clone(),
+            &model,
+            DecoderOptions {
+                chain,
+                ..opts.clone()
+            },
+        )
+        .err()
+        .expect("refused");
+        assert!(err.to_string().contains("chain"), "{err}");
+    }
+}
+
+#[test]
+fn each_chained_pass_keeps_its_own_ring_frame_and_timestamps() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = tiny(GgmlType::Q4_0);
+    let opts = DecoderOptions {
+        max_seq: 8,
+        chain: 3,
+        instrument: true,
+        ..Default::default()
+    };
+    let mut dec = VulkanDecoder::new(ctx.clone(), &model, opts).expect("decoder");
+    if !dec.has_clock() {
+        panic!("this device has no shader clock: the ring frames would read 0");
+    }
+    let details = dec.run_details("tiny");
+    let bos = model.tokenizer.bos_id();
+    let passes = dec
+        .step_chain(&[Feed::Token(bos), Feed::Argmax, Feed::Argmax], 0)
+        .expect("chain");
+    let mut starts = vec![];
+    for (i, p) in passes.iter().enumerate() {
+        assert!(p.fail.ok(), "{}", p.fail.line(|l| dec.level_name(l)));
+        let f = dec.frame_at(&details, i, i as u64, i, 0, p.argmax, p);
+        assert!(
+            !f.torn,
+            "pass {i}: its ring frame must decode with its own sequence word"
+        );
+        assert_eq!(f.stages.len(), details.stages.len(), "pass {i}");
+        let (t0, t1) = p.window.expect("timestamps");
+        assert!(t1 > t0, "pass {i}: window {t0}..{t1}");
+        starts.push(t0);
+    }
+    assert!(
+        starts.windows(2).all(|w| w[0] < w[1]),
+        "the passes ran in order: {starts:?}"
+    );
+    // Each slot has its own sequence word: pass id + 1, consecutive along the chain.
+    let words0 = dec.frame_words_at(0).expect("words");
+    let words2 = dec.frame_words_at(2).expect("words");
+    assert_eq!(
+        words2[0],
+        words0[0] + 2,
+        "sequence words {} and {}",
+        words0[0],
+        words2[0]
+    );
+    assert!(
+        dec.frame_words_at(3).is_none(),
+        "no fourth pass in this submission"
+    );
+}
