@@ -474,3 +474,60 @@ fn bench_waits_for_a_held_lock_saying_who_holds_it_then_runs() {
     assert_eq!(rows.lines().count(), 2, "{rows}");
     assert!(rows.contains("\"contended_passes\":0"), "{rows}");
 }
+
+#[test]
+fn bench_chain_runs_chained_passes_with_the_one_pass_per_submission_tokens_and_says_so() {
+    let dir = TempDir::new("chain");
+    let p = dir.prompts();
+    // 5 generated tokens in submissions of 3 (3 + 2) after the prompt's; the parity sweep
+    // runs one pass per submission, and any token that differs is reported as
+    // nondeterminism.
+    let o = baro(
+        &dir,
+        &[
+            "bench",
+            "--allow-cpu",
+            "--dispatch",
+            "both",
+            "--tokens",
+            "5",
+            "--runs",
+            "1",
+            "--chain",
+            "3",
+            "--prompts",
+            &p,
+            "-o",
+            "json",
+        ],
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("3 passes per submission"), "{err}");
+    assert!(!err.contains("nondeterminism"), "{err}");
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout(&o)).expect("a JSON array");
+    assert_eq!(rows.len(), 4, "pp and tg for mega and multi");
+    for r in &rows {
+        assert_eq!(r["chain"], 3, "{r}");
+    }
+    // Out of range is refused before anything runs.
+    for bad in ["0", "65", "-1"] {
+        let o = baro(&dir, &quick(&p, &["--chain", bad]));
+        assert!(!o.status.success(), "--chain {bad} accepted");
+        assert!(stderr(&o).contains("--chain"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn bench_ab_one_pass_per_submission_against_chained_passes_has_bitwise_parity() {
+    let dir = TempDir::new("abchain");
+    let p = dir.prompts();
+    let log = dir.s("pred.log");
+    let o = baro(
+        &dir,
+        &ab(&p, &log, &["--a", "--chain 1", "--b", "--chain 4"]),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("parity of logits: OK"), "{out}");
+}

@@ -23,7 +23,7 @@ use baro_telemetry::{Frame, PowerMode, StageKind, StageTiming};
 
 use crate::device::Device;
 use crate::model::Model;
-use crate::vulkan::{DecoderOptions, Dispatch, VulkanDecoder};
+use crate::vulkan::{DecoderOptions, Dispatch, Feed, VulkanDecoder};
 use crate::{Error, Result};
 
 /// One arm: a name and its decoder options.
@@ -199,14 +199,16 @@ struct ArmState {
 
 impl ArmState {
     /// The reduced frame of the pass just run, for the mode classifier.
-    fn keep_frame(&mut self, pos: usize, token: u32, p: &crate::vulkan::Pass) {
+    fn keep_frame(&mut self, slot: usize, pos: usize, token: u32, p: &crate::vulkan::Pass) {
         let mut f = Frame {
             wall_ns: p.wall.as_nanos() as u64,
             gpu_ns: p.gpu_ns,
             ..Default::default()
         };
         if self.dec.opts.instrument {
-            let full = self.dec.frame(&self.details, 0, pos, token, p.argmax, p);
+            let full = self
+                .dec
+                .frame_at(&self.details, slot, 0, pos, token, p.argmax, p);
             f.torn = full.torn;
             let busy: u64 = full
                 .stages
@@ -335,43 +337,62 @@ pub fn run_bench(
                 // Host time spent building classifier frames is not the decoder's.
                 let mut aside = 0u64;
                 let mut next = 0;
+                // Passes per submission: the prompt's tokens from the host, the generated
+                // ones chained on the GPU (each pass reads the previous pass's argmax there).
+                let c = s.dec.opts.chain.max(1) as usize;
                 let t0 = Instant::now();
-                for (pos, &t) in prompt.iter().enumerate() {
-                    let p = s.dec.step(t, pos)?;
-                    if !p.fail.ok() {
-                        return Err(failed(
-                            &format!("run {r} prompt {pi}"),
-                            arm,
-                            pos,
-                            &s.dec,
-                            &p,
-                        ));
+                let mut pos = 0;
+                while pos < prompt.len() {
+                    let k = (prompt.len() - pos).min(c);
+                    let feeds: Vec<Feed> = prompt[pos..pos + k]
+                        .iter()
+                        .map(|&t| Feed::Token(t))
+                        .collect();
+                    let passes = s.dec.step_chain(&feeds, pos)?;
+                    for (i, p) in passes.iter().enumerate() {
+                        if !p.fail.ok() {
+                            return Err(failed(
+                                &format!("run {r} prompt {pi}"),
+                                arm,
+                                pos + i,
+                                &s.dec,
+                                p,
+                            ));
+                        }
+                        next = p.argmax;
+                        let a0 = Instant::now();
+                        s.keep_frame(i, pos + i, prompt[pos + i], p);
+                        aside += a0.elapsed().as_nanos() as u64;
                     }
-                    next = p.argmax;
-                    let a0 = Instant::now();
-                    s.keep_frame(pos, t, &p);
-                    aside += a0.elapsed().as_nanos() as u64;
+                    pos += k;
                 }
                 let prompt_ns = (t0.elapsed().as_nanos() as u64).saturating_sub(aside);
                 let mut toks = Vec::with_capacity(cfg.gen_tokens);
                 aside = 0;
                 let t1 = Instant::now();
-                for pos in prompt.len()..prompt.len() + cfg.gen_tokens {
-                    let p = s.dec.step(next, pos)?;
-                    if !p.fail.ok() {
-                        return Err(failed(
-                            &format!("run {r} prompt {pi}"),
-                            arm,
-                            pos,
-                            &s.dec,
-                            &p,
-                        ));
+                let end = prompt.len() + cfg.gen_tokens;
+                while pos < end {
+                    let k = (end - pos).min(c);
+                    let mut feeds = vec![Feed::Argmax; k];
+                    feeds[0] = Feed::Token(next);
+                    let passes = s.dec.step_chain(&feeds, pos)?;
+                    for (i, p) in passes.iter().enumerate() {
+                        if !p.fail.ok() {
+                            return Err(failed(
+                                &format!("run {r} prompt {pi}"),
+                                arm,
+                                pos + i,
+                                &s.dec,
+                                p,
+                            ));
+                        }
+                        let a0 = Instant::now();
+                        s.keep_frame(i, pos + i, next, p);
+                        aside += a0.elapsed().as_nanos() as u64;
+                        next = p.argmax;
+                        toks.push(next);
                     }
-                    let a0 = Instant::now();
-                    s.keep_frame(pos, next, &p);
-                    aside += a0.elapsed().as_nanos() as u64;
-                    next = p.argmax;
-                    toks.push(next);
+                    pos += k;
                 }
                 let gen_ns = (t1.elapsed().as_nanos() as u64).saturating_sub(aside);
                 s.sample_passes.push((first, s.frames.len() - first));

@@ -23,7 +23,7 @@ use crate::{DispatchArg, GpuArgs};
 pub struct AbArgs {
     #[command(flatten)]
     pub work: Workload,
-    /// Arm A's options: --dispatch mega|multi, --instrument off|on, --grid, --wg-size, --rows,
+    /// Arm A's options: --dispatch mega|multi, --instrument off|on, --chain, --grid, --wg-size, --rows,
     /// --spin-timeout-ms, --watchdog-ms (with --a-binary: any options of that binary's bench).
     #[arg(
         long = "a",
@@ -69,6 +69,8 @@ struct ArmArgs {
     dispatch: DispatchArg,
     #[arg(long, value_enum, default_value_t = Instrument::Off)]
     instrument: Instrument,
+    #[command(flatten)]
+    chain: super::ChainArg,
     #[command(flatten)]
     gpu: GpuArgs,
 }
@@ -277,6 +279,7 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
             let arm = |name: &str, x: &ArmArgs| {
                 let mut o = x.gpu.decoder_options(x.dispatch.dispatch(), 0);
                 o.instrument = x.instrument == Instrument::On;
+                o.chain = x.chain.chain;
                 Arm {
                     name: name.into(),
                     options: o,
@@ -316,6 +319,7 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
                     dispatch: arm.options.dispatch.to_string(),
                     instrument: arm.options.instrument,
                     grid,
+                    chain: arm.options.chain,
                     commit: commit.into(),
                 })
                 .collect();
@@ -572,6 +576,7 @@ pub fn child_arm(name: &str, run: u64, rows: &[Row]) -> anyhow::Result<(ArmResul
         dispatch: pp.dispatch.clone(),
         instrument: pp.instrument,
         grid: pp.grid,
+        chain: pp.chain,
         commit: pp.commit.clone(),
     };
     Ok((res, info))

@@ -64,8 +64,14 @@ pub struct ArmInfo {
     pub instrument: bool,
     /// Workgroups.
     pub grid: u32,
+    /// Passes per submission in the timed passes.
+    pub chain: u32,
     /// Commit of the binary that ran it.
     pub commit: String,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// One row: an arm's prompt (`pp`) or generation (`tg`) numbers.
@@ -82,6 +88,10 @@ pub struct Row {
     pub dispatch: String,
     pub instrument: bool,
     pub grid: u32,
+    /// Passes per submission in the timed passes (generated tokens chained on the GPU);
+    /// rows from binaries before chaining read 1.
+    #[serde(default = "one")]
+    pub chain: u32,
     /// `pp` (prompt) or `tg` (generation).
     pub test: String,
     /// Prompt tokens per sample (mean over the prompt set, BOS included); 0 in `tg` rows.
@@ -195,6 +205,7 @@ pub fn rows(meta: &Meta, arms: &[ArmInfo], report: &BenchReport) -> Vec<Row> {
                 dispatch: info.dispatch.clone(),
                 instrument: info.instrument,
                 grid: info.grid,
+                chain: info.chain,
                 test: test.into(),
                 n_prompt,
                 n_gen: if pp { 0 } else { meta.n_gen },
@@ -226,7 +237,7 @@ pub fn rows(meta: &Meta, arms: &[ArmInfo], report: &BenchReport) -> Vec<Row> {
 }
 
 /// The CSV columns, in order (every field of [`Row`]).
-const COLUMNS: [&str; 35] = [
+const COLUMNS: [&str; 36] = [
     "model_filename",
     "model_type",
     "model_size",
@@ -238,6 +249,7 @@ const COLUMNS: [&str; 35] = [
     "dispatch",
     "instrument",
     "grid",
+    "chain",
     "test",
     "n_prompt",
     "n_gen",
@@ -457,6 +469,7 @@ mod tests {
             dispatch: "mega".into(),
             instrument: false,
             grid: 2,
+            chain: 1,
             commit: "c".into(),
         };
         let r = rows(&meta, &[info("A"), info("B")], &report);
