@@ -140,7 +140,7 @@ fn a_pass_chained_after_a_failed_one_fails_as_bad_chained_token_and_computes_not
         assert!(!p.fail.has(fail::TIMEOUT), "{line}");
     }
     // After a failed pass the GPU's argmax cannot seed another chain.
-    let err = dec.step_chain(&[Feed::Argmax], 3).err().expect("refused");
+    let err = dec.step_chain(&[Feed::Argmax], 3).expect_err("refused");
     assert!(matches!(err, Error::Invalid(_)), "{err}");
 }
 
