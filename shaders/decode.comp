@@ -475,20 +475,38 @@ void unit_attn(uint layer, uint h) {
     wg_sync();
 }
 
-// Argmax over the per-workgroup partials: lowest index on ties.
+// Argmax over the per-workgroup partials: the largest value, the lowest index on ties (an
+// order-free definition, so spreading it over the lanes changes no result). Lanes take the
+// partials g = lid, lid + wg, ...; each team reduces with one subgroupMax and one subgroupMin,
+// then lane 0 the team results — instead of one lane walking all G partials (a chain of
+// dependent loads: 26 µs per pass on the H200 with 132 partials, bench/RESULTS.md round 9).
 void unit_argmax() {
-    if (lid() != 0u) return;
+    const uint NONE = 0xFFFFFFFFu;
     uint V = P(H_VOCAB);
     float best = -3.402823e38;
-    uint bi = 0xFFFFFFFFu;
-    for (uint g = 0u; g < G; ++g) {
+    uint bi = NONE;
+    for (uint g = lid(); g < G; g += gl_WorkGroupSize.x) {
         TICK();
         float v = uintBitsToFloat(outb.o[V + 2u + 2u * g + 1u]);
         uint i = outb.o[V + 2u + 2u * g];
-        if (i != 0xFFFFFFFFu && (bi == 0xFFFFFFFFu || v > best || (v == best && i < bi))) { best = v; bi = i; }
+        if (i != NONE && (bi == NONE || v > best || (v == best && i < bi))) { best = v; bi = i; }
     }
-    outb.o[V] = bi;
-    outb.o[V + 1u] = floatBitsToUint(best);
+    // Logits are finite (the head fails the pass otherwise): -inf marks "no candidate".
+    float m = subgroupMax(bi != NONE ? best : uintBitsToFloat(0xFF800000u));
+    uint ci = subgroupMin(bi != NONE && best == m ? bi : NONE);
+    if (tlane() == 0u) { red[team()] = m; redu[team()] = ci; }
+    wg_sync();
+    if (lid() == 0u) {
+        float wb = -3.402823e38;
+        uint wi = NONE;
+        for (uint k = 0u; k < nteams(); ++k) {
+            uint i = redu[k];
+            if (i != NONE && (wi == NONE || red[k] > wb || (red[k] == wb && i < wi))) { wb = red[k]; wi = i; }
+        }
+        outb.o[V] = wi;
+        outb.o[V + 1u] = floatBitsToUint(wb);
+    }
+    wg_sync();
 }
 
 // The down projection when the FFN width does not fit shared memory: the input goes through

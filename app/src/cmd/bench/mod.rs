@@ -45,8 +45,8 @@ pub struct ChainArg {
     /// Passes per submission in the timed passes, 1..=64: the prompt's tokens come from the
     /// host, each generated token from the previous pass's argmax on the GPU, with no host
     /// round trip inside a submission (1: one pass per submission, a round trip each). Every
-    /// pass keeps its own fail word and is checked.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_CHAIN as i64), allow_negative_numbers = true)]
+    /// pass keeps its own fail word and is checked. Default 16 (bench/RESULTS.md, round 10).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=MAX_CHAIN as i64), allow_negative_numbers = true)]
     pub chain: u32,
 }
 

@@ -52,7 +52,7 @@ pub struct DecoderOptions {
     pub dispatch: Dispatch,
     /// Workgroups; default from the device ([`default_grid`]).
     pub grid: Option<u32>,
-    /// Workgroup size; default 512 (dim < 4096) or 1024 lanes on GPUs, 64 on CPU devices.
+    /// Workgroup size; default 512 (dim < 2048) or 1024 lanes on GPUs, 64 on CPU devices.
     pub wg_size: Option<u32>,
     /// Weight rows a team streams at once in the matvec stages: 1, 2 or 4 (default
     /// [`DEFAULT_ROWS`]). Every value gives bit-identical logits; only the speed differs.

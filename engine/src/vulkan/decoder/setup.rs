@@ -14,8 +14,9 @@ impl VulkanDecoder {
             ));
         }
         let grid = opts.grid.unwrap_or_else(|| default_grid(&ctx)).max(1);
-        // Measured on the H200 (bench/RESULTS.md, round 4): more warps per SM keep more weight
-        // loads in flight; 512 lanes are best for d 2048, 1024 for d 4096. CPU devices: 64.
+        // Measured on the H200 (bench/RESULTS.md, rounds 4 and 10): more warps per SM keep
+        // more weight loads in flight; 1024 lanes from d 2048 up (round 10: +5 % over 512 on
+        // the 1b), 512 below. CPU devices: 64.
         // A default is clamped to the device; a size the caller asked for is refused when the
         // device cannot run it, naming the real limit.
         let sg = info.subgroup_size.max(1);
@@ -24,7 +25,7 @@ impl VulkanDecoder {
             Some(w) => w,
             None => (if cpu {
                 64
-            } else if model.config.dim >= 4096 {
+            } else if model.config.dim >= 2048 {
                 1024
             } else {
                 512
