@@ -33,6 +33,9 @@ uint g_iter = 0;   // back-edges of this invocation (lavapipe ends loops silentl
 // This pass's input token: pc.token, or for a chained pass (push flag 2) the previous pass's
 // argmax, which the host's command buffer copied into the sync word SY_TOKEN on the GPU.
 uint g_token = 0u;
+// This pass writes the telemetry ring: an instrumented build (INSTR) on a pass the host picked
+// (push flag 4; every pass unless `ring_every` samples them). Uniform over the dispatch.
+bool g_stamp = false;
 
 uint wg_id() { return gl_WorkGroupID.x; }
 uint lid() { return gl_LocalInvocationIndex; }
@@ -102,13 +105,13 @@ uint ring_base() { return pc.ring_slot * P(H_RING_FRAME_WORDS); }
 // Stage stamps: lane 0 writes them; the end stamp follows a workgroup barrier so it marks the
 // moment the whole workgroup finished the stage (instrumented builds only).
 void stamp_stage(uint stage, uint which, uvec2 t) {
-    if (!INSTR || lid() != 0u) return;
+    if (!g_stamp || lid() != 0u) return;
     uint b = ring_base() + 4u + (stage * G + wg_id()) * 4u + which * 2u;
     ring.r[b] = t.x;
     ring.r[b + 1u] = t.y;
 }
 void stamp_level(uint level, uint which, uvec2 t) {
-    if (!INSTR) return;
+    if (!g_stamp) return;
     uint b = ring_base() + 4u + P(H_N_STAGES) * G * 4u + (level * G + wg_id()) * 4u + which * 2u;
     ring.r[b] = t.x;
     ring.r[b + 1u] = t.y;
@@ -567,7 +570,7 @@ void run_stage(uint si, bool first, bool last) {
     } else {
         if (kind == K_DOWN && P(H_HIDDEN) > SX_CAP) {
             stage_down_chunked(t0, n, off);
-            if (INSTR && !last) { wg_sync(); stamp_stage(si, 1u, now2()); }
+            if (g_stamp && !last) { wg_sync(); stamp_stage(si, 1u, now2()); }
             return;
         }
         uint NT = G * nteams(), me = wg_id() * nteams() + team();
@@ -678,7 +681,7 @@ void run_stage(uint si, bool first, bool last) {
             }
         }
     }
-    if (INSTR && !last) { wg_sync(); stamp_stage(si, 1u, now2()); }
+    if (g_stamp && !last) { wg_sync(); stamp_stage(si, 1u, now2()); }
 }
 
 void run_level(uint lvl, uint only_stage) {
@@ -743,7 +746,7 @@ bool grid_barrier(uint lvl, bool arrive_only) {
 }
 
 void finish_frame() {
-    if (!INSTR || lid() != 0u) return;
+    if (!g_stamp || lid() != 0u) return;
     uint b = ring_base();
     uint done = atomicAdd(ring.r[b + 2u], 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease) + 1u;
     if (done == G) {
@@ -763,6 +766,7 @@ void main() {
         return;
     }
     g_token = (pc.flags & 2u) != 0u ? sy.w[SY_TOKEN] : pc.token;
+    g_stamp = INSTR && (pc.flags & 4u) != 0u;
     // A chained token outside the vocabulary (the previous pass failed, its argmax still the
     // poison) fails this pass before anything reads the embedding with it.
     bool tok_ok = g_token < P(H_VOCAB);

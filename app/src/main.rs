@@ -156,6 +156,11 @@ pub struct GpuArgs {
     /// [default: the engine's]. Logits are bit-identical for every value; only speed differs.
     #[arg(long, value_parser = validate::rows, allow_negative_numbers = true)]
     pub rows: Option<u32>,
+    /// Write the in-kernel event ring on every N-th pass only, 1..=1000000 [default: 1, every
+    /// pass]: the ring's cost shrinks N-fold; the other passes carry no spans or stage
+    /// timings (wall, GPU time, fail word and token still). Needs the ring on.
+    #[arg(long, value_parser = validate::ring_every, allow_negative_numbers = true)]
+    pub ring_every: Option<u32>,
     /// Grid-barrier spin timeout, milliseconds, at least 1 [default: 1000].
     #[arg(long, value_parser = validate::spin_timeout_ms, allow_negative_numbers = true)]
     pub spin_timeout_ms: Option<u64>,
@@ -218,6 +223,7 @@ impl GpuArgs {
             ("--grid", self.grid.is_some()),
             ("--wg-size", self.wg_size.is_some()),
             ("--rows", self.rows.is_some()),
+            ("--ring-every", self.ring_every.is_some()),
             ("--spin-timeout-ms", self.spin_timeout_ms.is_some()),
             ("--watchdog-ms", self.watchdog_ms.is_some()),
             ("--inject-stall-wg", self.inject_stall_wg.is_some()),
@@ -234,6 +240,7 @@ impl GpuArgs {
             grid: self.grid,
             wg_size: self.wg_size,
             rows: self.rows,
+            ring_every: self.ring_every.unwrap_or(1),
             max_seq,
             spin_timeout: std::time::Duration::from_millis(self.spin_timeout_ms.unwrap_or(1000)),
             test_stall_wg: self.inject_stall_wg,

@@ -103,6 +103,11 @@ pub fn wg_size(s: &str) -> Result<u32, String> {
     whole(s, 1, u32::MAX.into(), "lanes in a workgroup").map(|v| v as u32)
 }
 
+/// `--ring-every`: stamp every N-th pass, 1..=1,000,000.
+pub fn ring_every(s: &str) -> Result<u32, String> {
+    whole(s, 1, 1_000_000, "passes between ring frames").map(|v| v as u32)
+}
+
 /// `--rows`: weight rows a team streams at once, 1, 2 or 4.
 pub fn rows(s: &str) -> Result<u32, String> {
     match whole(s, 1, 4, "rows a team streams at once")? {

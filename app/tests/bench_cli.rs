@@ -531,3 +531,41 @@ fn bench_ab_one_pass_per_submission_against_chained_passes_has_bitwise_parity() 
     let out = stdout(&o);
     assert!(out.contains("parity of logits: OK"), "{out}");
 }
+
+#[test]
+fn bench_ring_every_names_the_sampled_arm_and_is_refused_without_the_ring() {
+    let dir = TempDir::new("ringevery");
+    let p = dir.prompts();
+    let o = baro(
+        &dir,
+        &quick(&p, &["--instrument", "both", "--ring-every", "4"]),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("multi+instr/4"), "{out}");
+    let o = baro(&dir, &quick(&p, &["--ring-every", "4"]));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--instrument"), "{}", stderr(&o));
+    for bad in ["0", "x"] {
+        let o = baro(
+            &dir,
+            &quick(&p, &["--instrument", "on", "--ring-every", bad]),
+        );
+        assert!(!o.status.success(), "--ring-every {bad} accepted");
+    }
+    // A command without the ring refuses it too (never accepted and ignored).
+    let o = baro(
+        &dir,
+        &[
+            "generate",
+            "--backend",
+            "vulkan",
+            "-n",
+            "2",
+            "--ring-every",
+            "2",
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("no event ring"), "{}", stderr(&o));
+}

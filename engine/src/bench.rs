@@ -37,13 +37,28 @@ pub struct Arm {
 
 impl Arm {
     /// The arm of a dispatch style with or without the event ring, named `mega`, `multi`,
-    /// `mega+instr`, `multi+instr`.
+    /// `mega+instr`, `multi+instr` (`mega+instr/8` when the ring is written every 8th pass;
+    /// an arm without the ring has no ring to sample).
     pub fn of(dispatch: Dispatch, instrument: bool, base: &DecoderOptions) -> Arm {
+        let every = if instrument {
+            base.ring_every.max(1)
+        } else {
+            1
+        };
         Arm {
-            name: format!("{dispatch}{}", if instrument { "+instr" } else { "" }),
+            name: format!(
+                "{dispatch}{}{}",
+                if instrument { "+instr" } else { "" },
+                if every > 1 {
+                    format!("/{every}")
+                } else {
+                    String::new()
+                }
+            ),
             options: DecoderOptions {
                 dispatch,
                 instrument,
+                ring_every: every,
                 ..base.clone()
             },
         }

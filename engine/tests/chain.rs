@@ -239,3 +239,82 @@ fn each_chained_pass_keeps_its_own_ring_frame_and_timestamps() {
         "no fourth pass in this submission"
     );
 }
+
+#[test]
+fn ring_every_n_stamps_every_nth_pass_only_and_changes_no_result() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = tiny(GgmlType::Q4_0);
+    let base = DecoderOptions {
+        max_seq: 8,
+        chain: 6,
+        ..Default::default()
+    };
+    let bos = model.tokenizer.bos_id();
+    let mut feeds = vec![Feed::Argmax; 6];
+    feeds[0] = Feed::Token(bos);
+    let mut plain = VulkanDecoder::new(ctx.clone(), &model, base.clone()).expect("decoder");
+    let want: Vec<u32> = plain
+        .step_chain(&feeds, 0)
+        .expect("chain")
+        .iter()
+        .map(|p| p.argmax)
+        .collect();
+    let mut dec = VulkanDecoder::new(
+        ctx.clone(),
+        &model,
+        DecoderOptions {
+            instrument: true,
+            ring_every: 3,
+            ..base.clone()
+        },
+    )
+    .expect("decoder");
+    if !dec.has_clock() {
+        panic!("this device has no shader clock: the ring frames would read 0");
+    }
+    let details = dec.run_details("tiny");
+    let passes = dec.step_chain(&feeds, 0).expect("chain");
+    let got: Vec<u32> = passes.iter().map(|p| p.argmax).collect();
+    assert_eq!(got, want, "the ring never changes a token");
+    let stamped: Vec<usize> = (0..6)
+        .filter(|&i| dec.frame_words_at(i).is_some())
+        .collect();
+    assert_eq!(
+        stamped.len(),
+        2,
+        "two of six consecutive passes: {stamped:?}"
+    );
+    assert_eq!(stamped[1] - stamped[0], 3, "{stamped:?}");
+    for (i, p) in passes.iter().enumerate() {
+        assert!(p.fail.ok(), "{}", p.fail.line(|l| dec.level_name(l)));
+        let f = dec.frame_at(&details, i, i as u64, i, 0, p.argmax, p);
+        assert!(!f.torn, "pass {i}");
+        if stamped.contains(&i) {
+            assert_eq!(
+                f.stages.len(),
+                details.stages.len(),
+                "pass {i} has its spans"
+            );
+        } else {
+            assert!(
+                f.stages.is_empty() && f.spans.is_empty(),
+                "pass {i} carries no spans"
+            );
+            assert!(f.gpu_ns.is_some(), "pass {i} still has its GPU time");
+        }
+    }
+    for (every, instrument) in [(0, true), (2, false)] {
+        let err = VulkanDecoder::new(
+            ctx.clone(),
+            &model,
+            DecoderOptions {
+                ring_every: every,
+                instrument,
+                ..base.clone()
+            },
+        )
+        .err()
+        .expect("refused");
+        assert!(err.to_string().contains("ring every"), "{err}");
+    }
+}

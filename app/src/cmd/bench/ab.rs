@@ -260,6 +260,7 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
         grid: None,
         wg_size: None,
         rows: None,
+        ring_every: None,
         spin_timeout_ms: None,
         watchdog_ms: None,
         inject_stall_wg: None,

@@ -280,6 +280,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         take_lock(&p.device, a.work.no_wait)?
     };
+    if a.instrument == Instrument::Off && a.gpu.ring_every.is_some() {
+        bail!("--ring-every samples the event ring: add --instrument on|both");
+    }
     let instr: &[bool] = match a.instrument {
         Instrument::Off => &[false],
         Instrument::On => &[true],

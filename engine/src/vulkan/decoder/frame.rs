@@ -157,7 +157,10 @@ impl VulkanDecoder {
 
     /// The raw telemetry frame of pass `i` of the last submission (instrumented decoders).
     pub fn frame_words_at(&self, i: usize) -> Option<Vec<u32>> {
-        if !self.opts.instrument || i >= self.last_count.max(1) {
+        if !self.opts.instrument
+            || i >= self.last_count.max(1)
+            || !self.slot_stamped.get(i).copied().unwrap_or(false)
+        {
             return None;
         }
         let sync_words = 16 + self.grid as usize;

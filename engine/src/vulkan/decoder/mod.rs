@@ -81,6 +81,12 @@ pub struct DecoderOptions {
     /// slot has its own readback (fail word, argmax, logits when read, ring frame) and
     /// timestamps.
     pub chain: u32,
+    /// With `instrument`: the kernel writes the event ring on every `ring_every`-th pass
+    /// (pass id a multiple of it) and runs the others without stamps, barriers or readback
+    /// of the ring: the ring's cost divided by `ring_every`, at the price of those passes'
+    /// spans and stage timings (their frames carry wall, GPU time, fail word and token, as
+    /// with instrumentation off). 1 = every pass.
+    pub ring_every: u32,
 }
 
 /// The most passes one submission holds.
@@ -111,6 +117,7 @@ impl Default for DecoderOptions {
             test_stall_wg: None,
             no_device_clock: false,
             chain: 1,
+            ring_every: 1,
         }
     }
 }
@@ -220,6 +227,8 @@ pub struct VulkanDecoder {
     last_slot: usize,
     /// The last pass completed clean: its argmax on the GPU may feed the next pass.
     last_ok: bool,
+    /// Per chain slot of the last submission: that pass wrote the ring.
+    slot_stamped: Vec<bool>,
     broken: Option<String>,
     /// Wall times of the last completed passes (the watchdog's expectation).
     recent_walls: std::collections::VecDeque<Duration>,

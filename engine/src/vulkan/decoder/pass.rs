@@ -109,8 +109,12 @@ impl VulkanDecoder {
                 &[self.set],
                 &[],
             );
+            self.slot_stamped.clear();
             for (i, f) in feeds.iter().enumerate() {
-                self.record_pass(cb, i, first_id.wrapping_add(i as u32), *f, pos + i);
+                let id = first_id.wrapping_add(i as u32);
+                let stamp = self.opts.instrument && id.is_multiple_of(self.opts.ring_every.max(1));
+                self.record_pass(cb, i, id, *f, pos + i, stamp);
+                self.slot_stamped.push(stamp);
             }
             barrier(
                 d,
@@ -177,16 +181,20 @@ impl VulkanDecoder {
         pass_id: u32,
         feed: Feed,
         pos: usize,
+        stamp: bool,
     ) {
         let d = &self.ctx.device;
         let grid = self.grid;
         let sync_words = 16 + grid as usize;
         let out_words = self.vocab + 2 + 2 * grid as usize;
         let timeout_ticks = (self.opts.spin_timeout.as_nanos().min(u32::MAX as u128 / 2)) as u32;
-        let (token, flags) = match feed {
+        let (token, mut flags) = match feed {
             Feed::Token(t) => (t, 0u32),
             Feed::Argmax => (0, 2u32),
         };
+        if stamp {
+            flags |= 4;
+        }
         let push = |level: u32, stage: u32| -> [u32; 8] {
             [
                 token,
@@ -268,7 +276,7 @@ impl VulkanDecoder {
                 2 * grid as u64 * 4,
                 u32::MAX,
             );
-            if self.opts.instrument {
+            if stamp {
                 d.cmd_fill_buffer(
                     cb,
                     self.ring.buffer,
@@ -368,7 +376,7 @@ impl VulkanDecoder {
                     size,
                 }],
             );
-            if self.opts.instrument {
+            if stamp {
                 let off = rb0 + (sync_words + out_words) as u64 * 4;
                 d.cmd_copy_buffer(
                     cb,

@@ -44,6 +44,17 @@ impl VulkanDecoder {
                 opts.chain
             )));
         }
+        if opts.ring_every == 0 {
+            return Err(Error::Invalid(
+                "ring every 0 passes: 1 stamps every pass, N every N-th".into(),
+            ));
+        }
+        if opts.ring_every > 1 && !opts.instrument {
+            return Err(Error::Invalid(format!(
+                "ring every {} passes: this run has no event ring (instrumentation is off)",
+                opts.ring_every
+            )));
+        }
         if grid > 65535 {
             return Err(Error::Invalid(format!("grid {grid} is larger than 65535")));
         }
@@ -125,6 +136,7 @@ impl VulkanDecoder {
             queries_per_pass: 0,
             last_slot: 0,
             last_ok: false,
+            slot_stamped: vec![],
             last_count: 0,
             broken: None,
             recent_walls: Default::default(),
