@@ -1,0 +1,454 @@
+//! What the engine thread's per-pass host work costs, without a GPU: the measuring code of
+//! `cargo bench -p baro-engine --bench host` (bench/README.md, "Host round 1").
+//!
+//! A synthetic ring frame shaped like the llama-1b program (132 workgroups; per block a
+//! `q k v` level, then `attn`, `wo`, `ffn`, `down`; then `head` and the one-workgroup
+//! `argmax`: 114 stages in 82 levels) is laid out in a byte buffer the way the decoder's
+//! readback buffer is mapped (sync words, outputs, then the ring frame), with 64-bit stamps.
+//! Each pass then runs the engine thread's steps on it, each timed alone, and the whole path
+//! once more in one piece. The consumer side (what a sink's thread does with a frame) is timed
+//! separately: it does not run on the engine thread. Never a test: numbers depend on the
+//! machine.
+
+use std::time::Instant;
+
+use baro_telemetry::labels::PassLabeler;
+use baro_telemetry::recording::{RecordingHeader, Writer};
+use baro_telemetry::synth::synthetic_frame;
+use baro_telemetry::{
+    DeviceKind, Dispatch, FailReport, FailWord, Frame, LevelDetails, RunDetails, StageDetails,
+    StageKind, Telemetry,
+};
+use crossbeam_channel::{unbounded, Receiver};
+
+use super::sinks::Sinks;
+use super::SinkKind;
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Workgroups.
+    pub grid: u32,
+    /// Transformer blocks (16: llama-1b).
+    pub layers: u32,
+    /// Vocabulary (the outputs before the ring in the readback buffer).
+    pub vocab: usize,
+    /// Timed passes per step.
+    pub passes: usize,
+    /// Untimed passes first.
+    pub warmup: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            grid: 132,
+            layers: 16,
+            vocab: 128_256,
+            passes: 400,
+            warmup: 50,
+        }
+    }
+}
+
+/// The run details of the llama program at `grid` workgroups and `layers` blocks, with the
+/// stage and level structure `vulkan::program::Program::new` builds (d 2048, ffn 8192, 32/8
+/// heads, vocab 128256 for the units).
+pub fn llama_run(grid: u32, layers: u32) -> RunDetails {
+    use StageKind::*;
+    let mut stages: Vec<StageDetails> = vec![];
+    let mut levels: Vec<LevelDetails> = vec![];
+    let mut level = |name: String, st: &[(StageKind, u32, u32, String)]| {
+        let li = levels.len() as u32;
+        let first = stages.len() as u32;
+        for (kind, units, rows, name) in st {
+            stages.push(StageDetails {
+                id: stages.len() as u32,
+                name: name.as_str().into(),
+                level: li,
+                kind: *kind,
+                rows: *rows,
+                units: *units,
+                weight_bytes: 0,
+            });
+        }
+        levels.push(LevelDetails {
+            index: li,
+            name: name.into(),
+            stages: (first..stages.len() as u32).collect(),
+        });
+    };
+    for l in 0..layers {
+        let n = |k: &str| format!("{k}.l{l}");
+        level(
+            n("qkv"),
+            &[
+                (Q, 1024, 2048, n("q")),
+                (K, 256, 512, n("k")),
+                (V, 512, 512, n("v")),
+            ],
+        );
+        level(n("attn"), &[(Attn, 32, 0, n("attn"))]);
+        level(n("wo"), &[(Wo, 2048, 2048, n("wo"))]);
+        level(n("ffn"), &[(Ffn, 8192, 8192, n("ffn_up"))]);
+        level(n("down"), &[(Down, 2048, 2048, n("ffn_down"))]);
+    }
+    level("head".into(), &[(Head, 128_256, 128_256, "head".into())]);
+    level("argmax".into(), &[(Argmax, 1, 0, "argmax".into())]);
+    RunDetails {
+        schema_version: baro_telemetry::SCHEMA_VERSION,
+        device: "synthetic".into(),
+        driver: "synthetic 0".into(),
+        device_kind: DeviceKind::Other,
+        model: format!("llama {layers} blocks (host cost bench)"),
+        dispatch: Dispatch::Mega,
+        grid,
+        wg_size: 512,
+        stages,
+        levels,
+        instrumented: true,
+        check: None,
+    }
+}
+
+/// An arbitrary device clock origin with a non-zero high word, as on a GPU.
+const DEVICE_T0: u64 = 0x0000_1234_5678_0000;
+
+/// Ring frame words of pass `pass_id` (sequence `pass_id + 1`) carrying `f`'s spans and
+/// barrier stamps at device time [`DEVICE_T0`] + offset (0 where a stamp is missing).
+pub fn ring_words(run: &RunDetails, f: &Frame, pass_id: u32) -> Vec<u32> {
+    let lay = run.ring_layout();
+    let mut w = vec![0u32; lay.frame_words()];
+    w[0] = pass_id.wrapping_add(1);
+    w[1] = pass_id;
+    w[2] = lay.grid;
+    let mut put = |at: usize, a: Option<u32>, b: Option<u32>| {
+        for (k, v) in [a, b].into_iter().enumerate() {
+            if let Some(v) = v {
+                let t = DEVICE_T0 + u64::from(v);
+                w[at + 2 * k] = t as u32;
+                w[at + 2 * k + 1] = (t >> 32) as u32;
+            }
+        }
+    };
+    for s in 0..lay.stages {
+        for g in 0..lay.grid {
+            let sp = f.spans.span(s, g);
+            put(lay.stage_record(s, g), sp.map(|x| x.0), sp.map(|x| x.1));
+        }
+    }
+    for l in 0..lay.levels {
+        for g in 0..lay.grid {
+            put(
+                lay.barrier_record(l, g),
+                f.spans.arrive(l, g),
+                f.spans.exit(l, g),
+            );
+        }
+    }
+    w
+}
+
+/// The readback buffer as the decoder maps it: `16 + G` sync words, `vocab + 2 + 2G` output
+/// words, then the ring frame; returns the bytes and the ring's byte offset.
+fn readback(cfg: &Config, ring: &[u32]) -> (Vec<u8>, usize) {
+    let g = cfg.grid as usize;
+    let start = (16 + g + cfg.vocab + 2 + 2 * g) * 4;
+    let mut b = vec![0u8; start];
+    b.extend(ring.iter().flat_map(|w| w.to_le_bytes()));
+    (b, start)
+}
+
+/// One step's per-pass times, µs.
+#[derive(Clone, Debug)]
+pub struct Step {
+    /// What was timed.
+    pub name: &'static str,
+    /// Where it runs: the engine thread or a sink's consumer thread.
+    pub engine: bool,
+    /// Per-pass times, µs, sorted.
+    pub us: Vec<f64>,
+}
+
+impl Step {
+    /// The `q` quantile (0–1), µs.
+    pub fn quantile(&self, q: f64) -> f64 {
+        if self.us.is_empty() {
+            return f64::NAN;
+        }
+        let i = ((self.us.len() - 1) as f64 * q).round() as usize;
+        self.us[i.min(self.us.len() - 1)]
+    }
+}
+
+/// The measurement.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The configuration.
+    pub cfg: Config,
+    /// Spans and barrier stamps per pass.
+    pub spans: usize,
+    /// Ring frame words.
+    pub words: usize,
+    /// Steps in order.
+    pub steps: Vec<Step>,
+}
+
+impl Report {
+    /// The report as text lines: one row per step, median and p90 µs.
+    pub fn lines(&self) -> Vec<String> {
+        let mut v = vec![
+            format!(
+                "host cost per pass: grid {}, {} blocks, ring {} words, {} spans; {} passes timed per step after {} warm-up",
+                self.cfg.grid, self.cfg.layers, self.words, self.spans, self.cfg.passes, self.cfg.warmup
+            ),
+            format!("{:<52} {:>9} {:>9}", "step", "median µs", "p90 µs"),
+        ];
+        for s in &self.steps {
+            v.push(format!(
+                "{:<52} {:>9.1} {:>9.1}",
+                format!("{}{}", if s.engine { "" } else { "[consumer] " }, s.name),
+                s.quantile(0.5),
+                s.quantile(0.9)
+            ));
+        }
+        v
+    }
+}
+
+/// The synthetic passes cycled through.
+const DISTINCT: u64 = 16;
+
+/// Time `f` on every pass (after the warm-up), µs per call: `prep` makes its input, and
+/// `f`'s result is dropped and `after` cleans up, all untimed.
+fn timed<T, R>(
+    cfg: &Config,
+    mut prep: impl FnMut(u64) -> T,
+    mut f: impl FnMut(T, u64) -> R,
+    mut after: impl FnMut(),
+) -> Vec<f64> {
+    let mut us = Vec::with_capacity(cfg.passes);
+    for p in 0..(cfg.warmup + cfg.passes) as u64 {
+        let x = prep(p);
+        let t = Instant::now();
+        let r = f(x, p);
+        let e = t.elapsed().as_secs_f64() * 1e6;
+        drop(r);
+        after();
+        if p >= cfg.warmup as u64 {
+            us.push(e);
+        }
+    }
+    us.sort_by(f64::total_cmp);
+    us
+}
+
+/// Time `f` on every pass (after the warm-up), µs per call.
+fn time(cfg: &Config, mut f: impl FnMut(u64)) -> Vec<f64> {
+    timed(cfg, |_| (), |(), p| f(p), || {})
+}
+
+/// The frame as the decoder starts it (`VulkanDecoder::frame`), before the ring is read.
+fn frame_head(run: &RunDetails, syn: &Frame, pass: u64) -> Frame {
+    Frame {
+        pass,
+        pos: syn.pos,
+        token: syn.token,
+        next: syn.next,
+        wall_ns: syn.wall_ns,
+        gpu_ns: syn.gpu_ns,
+        fail: FailReport::new(FailWord::clean(run.grid), |l| run.level_name(l)),
+        timestamp_start_ns: syn.timestamp_start_ns,
+        host_start_ns: syn.host_start_ns,
+        ..Default::default()
+    }
+}
+
+/// The sinks of a recording live session: the dashboard (lossy) and the recorder.
+fn sinks() -> (Sinks, Vec<Receiver<Telemetry>>) {
+    let mut s = Sinks::default();
+    let (tx, ui) = unbounded();
+    s.add(SinkKind::Lossy { capacity: 1 << 16 }, tx);
+    let (tx, rec) = unbounded();
+    s.add(SinkKind::Lossless, tx);
+    (s, vec![ui, rec])
+}
+
+/// Run the measurement.
+pub fn run(cfg: &Config) -> Report {
+    let run = llama_run(cfg.grid, cfg.layers);
+    let lay = run.ring_layout();
+    let syn: Vec<Frame> = (0..DISTINCT).map(|p| synthetic_frame(&run, p, 7)).collect();
+    let bufs: Vec<(Vec<u8>, usize)> = syn
+        .iter()
+        .enumerate()
+        .map(|(i, f)| readback(cfg, &ring_words(&run, f, i as u32)))
+        .collect();
+    let n_words = lay.frame_words();
+    let at = |p: u64| (p % DISTINCT) as usize;
+    let seq = |p: u64| at(p) as u32 + 1;
+    let words_of = |p: u64| {
+        let (b, start) = &bufs[at(p)];
+        b[*start..*start + n_words * 4]
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect::<Vec<u32>>()
+    };
+    let decoded: Vec<_> = (0..DISTINCT)
+        .map(|p| lay.decode(&words_of(p), seq(p), true).ok())
+        .collect();
+    let spans = decoded.first().and_then(|d| d.as_ref()).map_or(0, |d| {
+        d.spans.iter().count() + d.spans.levels() as usize * lay.grid as usize
+    });
+    // Whole frames, as the engine builds them, for the steps that take one.
+    let full = |p: u64| {
+        let mut f = frame_head(&run, &syn[at(p)], p);
+        if let Some(d) = decoded[at(p)].clone() {
+            f.stages = d.spans.stage_timings(&run.stages, &run.levels, &[]);
+            f.barriers = d.spans.barrier_timings();
+            f.device_start_ns = Some(d.device_start_ns);
+            f.spans = d.spans;
+        }
+        f
+    };
+    let mut steps = vec![];
+    let mut step = |name, engine, us| steps.push(Step { name, engine, us });
+
+    step(
+        "ring words copy (mapped bytes -> Vec<u32>)",
+        true,
+        time(cfg, |p| {
+            std::hint::black_box(words_of(p));
+        }),
+    );
+    let words: Vec<Vec<u32>> = (0..DISTINCT).map(words_of).collect();
+    step(
+        "ring decode (RingLayout::decode)",
+        true,
+        time(cfg, |p| {
+            std::hint::black_box(lay.decode(&words[at(p)], seq(p), true).ok());
+        }),
+    );
+    step(
+        "stage_timings",
+        true,
+        time(cfg, |p| {
+            if let Some(d) = &decoded[at(p)] {
+                std::hint::black_box(d.spans.stage_timings(&run.stages, &run.levels, &[]));
+            }
+        }),
+    );
+    step(
+        "barrier_timings",
+        true,
+        time(cfg, |p| {
+            if let Some(d) = &decoded[at(p)] {
+                std::hint::black_box(d.spans.barrier_timings());
+            }
+        }),
+    );
+    step(
+        "frame head + fail report",
+        true,
+        time(cfg, |p| {
+            std::hint::black_box(frame_head(&run, &syn[at(p)], p));
+        }),
+    );
+    let frames: Vec<Frame> = (0..DISTINCT).map(full).collect();
+    let mut labeler = PassLabeler::for_run(&run);
+    step(
+        "labeler (PassLabeler::label)",
+        true,
+        timed(
+            cfg,
+            |p| frames[at(p)].clone(),
+            |mut f, _| {
+                std::hint::black_box(labeler.label(&mut f));
+                f // dropped outside the timed call
+            },
+            || {},
+        ),
+    );
+    let (mut sk, rxs) = sinks();
+    step(
+        "emit to 2 sinks (lossy UI + lossless), incl. drop",
+        true,
+        timed(
+            cfg,
+            |p| frames[at(p)].clone(),
+            |f, _| {
+                std::hint::black_box(sk.emit(&Telemetry::Frame(Box::new(f))));
+            },
+            || {
+                for rx in &rxs {
+                    rx.try_iter().for_each(drop);
+                }
+            },
+        ),
+    );
+
+    // The whole engine-thread path, as `one_pass` runs it after `step`.
+    let mut labeler = PassLabeler::for_run(&run);
+    let (mut sk, rxs) = sinks();
+    let mut us = Vec::with_capacity(cfg.passes);
+    for p in 0..(cfg.warmup + cfg.passes) as u64 {
+        let t = Instant::now();
+        let mut f = frame_head(&run, &syn[at(p)], p);
+        match lay.decode(&words_of(p), seq(p), true) {
+            Ok(r) => {
+                f.stages = r.spans.stage_timings(&run.stages, &run.levels, &[]);
+                f.barriers = r.spans.barrier_timings();
+                f.device_start_ns = Some(r.device_start_ns);
+                f.spans = r.spans;
+            }
+            Err(_) => f.torn = true,
+        }
+        let _ = labeler.label(&mut f);
+        std::hint::black_box(sk.emit(&Telemetry::Frame(Box::new(f))));
+        let e = t.elapsed().as_secs_f64() * 1e6;
+        for rx in &rxs {
+            rx.try_iter().for_each(drop);
+        }
+        if p >= cfg.warmup as u64 {
+            us.push(e);
+        }
+    }
+    us.sort_by(f64::total_cmp);
+    step("ENGINE THREAD PATH PER PASS (all of the above)", true, us);
+
+    // Consumers: what a sink's thread does with a frame.
+    let msgs: Vec<Telemetry> = frames
+        .iter()
+        .map(|f| Telemetry::Frame(Box::new(f.clone())))
+        .collect();
+    step(
+        "clone of a Telemetry::Frame",
+        false,
+        time(cfg, |p| {
+            std::hint::black_box(msgs[at(p)].clone());
+        }),
+    );
+    step(
+        "JSON line (Telemetry::to_json_line)",
+        false,
+        time(cfg, |p| {
+            std::hint::black_box(msgs[at(p)].to_json_line().ok());
+        }),
+    );
+    let header = RecordingHeader::new(run.clone(), "bench");
+    if let Ok(mut w) = Writer::new(std::io::sink(), &header) {
+        step(
+            "recording write (Writer::write, to io::sink)",
+            false,
+            time(cfg, |p| {
+                std::hint::black_box(w.write(&msgs[at(p)]).ok());
+            }),
+        );
+    }
+    Report {
+        cfg: cfg.clone(),
+        spans,
+        words: n_words,
+        steps,
+    }
+}
