@@ -49,7 +49,7 @@ impl Engine {
             Err(err) => {
                 let reason = reason_of(&err);
                 // Sinks added to the builder learn why there is no run.
-                shared.lock().emit(&Telemetry::End {
+                shared.lock().emit(Telemetry::End {
                     passes: 0,
                     dropped: 0,
                     reason: reason.clone(),
@@ -127,13 +127,13 @@ impl Engine {
             sensor_rx,
             labeler,
         };
-        e.emit(&Telemetry::Start(e.details.clone()));
+        e.emit(Telemetry::Start(e.details.clone()));
         let c = e.sync(0)?;
-        e.emit(&Telemetry::Clock(c));
+        e.emit(Telemetry::Clock(c));
         Ok(e)
     }
 
-    pub(super) fn emit(&self, msg: &Telemetry) -> bool {
+    pub(super) fn emit(&self, msg: Telemetry) -> bool {
         self.shared.lock().emit(msg)
     }
 
@@ -164,7 +164,7 @@ impl Engine {
             if c.verdict.is_failure() {
                 self.failed_checks += 1;
             }
-            alive &= self.emit(&Telemetry::Correctness {
+            alive &= self.emit(Telemetry::Correctness {
                 pass,
                 correctness: c,
             });
@@ -210,7 +210,7 @@ impl Engine {
                             if r.1.verdict.is_failure() {
                                 self.failed_checks += 1;
                             }
-                            if !self.emit(&Telemetry::Correctness { pass: r.0, correctness: r.1 }) {
+                            if !self.emit(Telemetry::Correctness { pass: r.0, correctness: r.1 }) {
                                 return Ok(EndReason::ConsumerGone);
                             }
                         }
@@ -334,7 +334,7 @@ impl Engine {
         let sensors = std::mem::take(&mut self.labeler.sensors);
         self.labeler = baro_telemetry::labels::PassLabeler::for_run(&details);
         self.labeler.sensors = sensors;
-        self.emit(&Telemetry::Start(details.clone()));
+        self.emit(Telemetry::Start(details.clone()));
         Ok(Reply::Rebuilt(Box::new(details)))
     }
 
@@ -380,10 +380,10 @@ impl Engine {
         let samples: Vec<_> = self.sensor_rx.try_iter().collect();
         for smp in samples {
             self.labeler.observe(&smp);
-            self.emit(&Telemetry::Sensor(smp));
+            self.emit(Telemetry::Sensor(smp));
         }
         let _ = self.labeler.label(&mut f);
-        let alive = self.emit(&Telemetry::Frame(Box::new(f)));
+        let alive = self.emit(Telemetry::Frame(Box::new(f)));
         self.n += 1;
         let wall = Duration::from_nanos(p.wall.as_nanos() as u64);
         self.budget.store(
@@ -395,7 +395,7 @@ impl Engine {
         }
         if self.n.is_multiple_of(RESYNC_EVERY) {
             let c = self.sync(self.n)?;
-            self.emit(&Telemetry::Clock(c));
+            self.emit(Telemetry::Clock(c));
         }
         if !ok {
             self.failed_passes += 1;
@@ -446,7 +446,7 @@ impl Engine {
                             if c.verdict.is_failure() {
                                 self.failed_checks += 1;
                             }
-                            self.emit(&Telemetry::Correctness {
+                            self.emit(Telemetry::Correctness {
                                 pass,
                                 correctness: c,
                             });
@@ -465,7 +465,7 @@ impl Engine {
                 }
             } // else: still inside a forward pass: detached, it ends at its next job check
         }
-        self.emit(&Telemetry::End {
+        self.emit(Telemetry::End {
             passes: self.n,
             dropped: 0,
             reason: reason.clone(),

@@ -93,21 +93,15 @@ impl VulkanDecoder {
             ..Default::default()
         };
         // Without a device clock every stamp reads 0: there is nothing to decode (not torn).
-        if let Some(words) = self.last_frame().filter(|_| self.has_clock()) {
-            let mega = self.opts.dispatch == Dispatch::Mega;
+        if let Some(ring) = self.ring_bytes().filter(|_| self.has_clock()) {
             // The sequence word is pass_id + 1 of the pass just run (`passes` was bumped).
-            match details.ring_layout().decode(&words, self.passes, mega) {
-                Ok(r) => {
-                    let disp: &[u64] = if mega { &[] } else { &p.dispatch_ns };
-                    f.stages = r
-                        .spans
-                        .stage_timings(&details.stages, &details.levels, disp);
-                    f.barriers = r.spans.barrier_timings();
-                    f.device_start_ns = Some(r.device_start_ns);
-                    f.spans = r.spans;
-                }
-                Err(_) => f.torn = true,
-            }
+            // Decoded in place from the mapped readback (no copy into words first).
+            f.read_ring(
+                details,
+                ring,
+                self.passes,
+                self.opts.dispatch == Dispatch::Mega,
+            );
         }
         f
     }
@@ -119,6 +113,17 @@ impl VulkanDecoder {
 
     /// The raw telemetry frame of the last pass (instrumented decoders), as words.
     pub fn last_frame(&self) -> Option<Vec<u32>> {
+        Some(
+            self.ring_bytes()?
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+        )
+    }
+
+    /// The raw telemetry frame of the last pass (instrumented decoders), as the little-endian
+    /// bytes of the mapped readback buffer.
+    fn ring_bytes(&self) -> Option<&[u8]> {
         if !self.opts.instrument {
             return None;
         }
@@ -126,12 +131,6 @@ impl VulkanDecoder {
         let out_words = self.vocab + 2 + 2 * self.grid as usize;
         let map = self.readback.alloc.as_ref()?.mapped_slice()?;
         let start = (sync_words + out_words) * 4;
-        let n = self.ring_frame_words as usize * 4;
-        Some(
-            map[start..start + n]
-                .chunks_exact(4)
-                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-        )
+        map.get(start..start + self.ring_frame_words as usize * 4)
     }
 }
