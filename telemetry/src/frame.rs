@@ -306,16 +306,18 @@ impl Frame {
     /// timings computed from them, and the device start. A frame that does not decode (torn,
     /// overrun, short, unstamped) sets `torn` and leaves them as they were. `barriers`: the
     /// megakernel (barrier records are meaningful); otherwise multi mode, where each stage is
-    /// charged its `dispatch_ns`.
+    /// charged its `dispatch_ns`. The timings are computed level by level as the rows are
+    /// decoded (the same values as [`Spans::stage_timings`] and [`Spans::barrier_timings`]
+    /// on the decoded spans, with each row read while it is still in cache).
     pub fn read_ring(&mut self, run: &RunDetails, ring: &[u8], expect_seq: u32, barriers: bool) {
+        let disp: &[u64] = if barriers { &[] } else { &self.dispatch_ns };
         match run
             .ring_layout()
-            .decode_le_bytes(ring, expect_seq, barriers)
+            .decode_le_bytes_with_timings(ring, expect_seq, barriers, run, disp)
         {
-            Ok(r) => {
-                let disp: &[u64] = if barriers { &[] } else { &self.dispatch_ns };
-                self.stages = r.spans.stage_timings(&run.stages, &run.levels, disp);
-                self.barriers = r.spans.barrier_timings();
+            Ok((r, t)) => {
+                self.stages = t.stages;
+                self.barriers = t.barriers;
                 self.device_start_ns = Some(r.device_start_ns);
                 self.spans = r.spans;
             }

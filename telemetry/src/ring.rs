@@ -32,7 +32,8 @@
 use thiserror::Error;
 
 use crate::clock::rel_ns;
-use crate::spans::{Spans, MISSING};
+use crate::spans::{BarrierTiming, Spans, MISSING};
+use crate::{RunDetails, StageTiming};
 
 /// Words before the first stage record.
 pub const HEADER_WORDS: usize = 4;
@@ -119,7 +120,8 @@ impl RingLayout {
         expect_seq: u32,
         barriers: bool,
     ) -> Result<DecodedRing, RingError> {
-        self.decode_words(words, expect_seq, barriers)
+        self.decode_words(words, expect_seq, barriers, None)
+            .map(|(d, _)| d)
     }
 
     /// [`Self::decode`] on the frame's little-endian bytes as they lie in a mapped readback
@@ -131,7 +133,24 @@ impl RingLayout {
         expect_seq: u32,
         barriers: bool,
     ) -> Result<DecodedRing, RingError> {
-        self.decode_words(bytes, expect_seq, barriers)
+        self.decode_words(bytes, expect_seq, barriers, None)
+            .map(|(d, _)| d)
+    }
+
+    /// Decode the pass's ring frame and compute its stage and barrier timings
+    /// ([`Spans::stage_timings`] with `run`'s stages, levels and `dispatch_ns`,
+    /// [`Spans::barrier_timings`]) in one sweep, level by level, each level's timings taken
+    /// while its rows are still in cache: the same results as decoding, then computing.
+    pub(crate) fn decode_le_bytes_with_timings(
+        &self,
+        bytes: &[u8],
+        expect_seq: u32,
+        barriers: bool,
+        run: &RunDetails,
+        dispatch_ns: &[u64],
+    ) -> Result<(DecodedRing, Timings), RingError> {
+        let (d, t) = self.decode_words(bytes, expect_seq, barriers, Some((run, dispatch_ns)))?;
+        Ok((d, t.unwrap_or_default()))
     }
 
     fn decode_words<W: Words + ?Sized>(
@@ -139,7 +158,8 @@ impl RingLayout {
         words: &W,
         expect_seq: u32,
         barriers: bool,
-    ) -> Result<DecodedRing, RingError> {
+        timings: Option<(&RunDetails, &[u64])>,
+    ) -> Result<(DecodedRing, Option<Timings>), RingError> {
         let need = self.frame_words();
         if words.len() < need {
             return Err(RingError::Short {
@@ -159,69 +179,174 @@ impl RingLayout {
                 grid: self.grid,
             });
         }
-        let (ns, nl, g) = (
-            self.stages as usize,
-            self.levels as usize,
-            self.grid as usize,
-        );
-        let stage_records = || words.records(HEADER_WORDS, ns * g);
-        let bl = if barriers { nl * g } else { 0 };
-        let barrier_records = || words.records(HEADER_WORDS + ns * g * RECORD_WORDS, bl);
+        let (ns, g) = (self.stages as usize, self.grid as usize);
+        let n = ns * g;
+        let srec = |i: usize| words.record(HEADER_WORDS + RECORD_WORDS * i);
         // The origin: the earliest stage start, modulo 2^32 (`origin_by_scan`). Fast path: the
         // smallest start m. When every start lies less than 2^31 ns after m's low word (any
         // pass that does not straddle a wrap of the low word), the scan settles on the first
         // start with m's low word, and every offset is taken from that low word; otherwise
         // the scan runs.
-        let m = min_start(stage_records()).ok_or(RingError::NoStamps)?;
-        let fill = |lo: u32, check: bool| -> Option<(Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>)> {
-            let rel = |t: u64| -> u32 {
-                if t == 0 {
-                    MISSING
-                } else {
-                    (t as u32).wrapping_sub(lo).min(MISSING - 1)
-                }
-            };
-            let (mut start, mut end) = (vec![MISSING; ns * g], vec![MISSING; ns * g]);
-            let mut outside = false;
-            for ((r, s), e) in stage_records().zip(&mut start).zip(&mut end) {
-                let (a, b) = (stamp(r[0], r[1]), stamp(r[2], r[3]));
-                outside |= a != 0 && (r[0].wrapping_sub(lo) > u32::MAX / 2);
-                // A span is both stamps or neither.
-                if a != 0 && b != 0 {
-                    (*s, *e) = (rel(a), rel(b));
-                }
-            }
-            if check && outside {
-                return None;
-            }
-            let (mut arrive, mut exit) = (vec![MISSING; bl], vec![MISSING; bl]);
-            for ((r, a), x) in barrier_records().zip(&mut arrive).zip(&mut exit) {
-                (*a, *x) = (rel(stamp(r[0], r[1])), rel(stamp(r[2], r[3])));
-            }
-            Some((start, end, arrive, exit))
+        let m = min_start(n, |i| {
+            let r = srec(i);
+            stamp(r[0], r[1])
+        })
+        .ok_or(RingError::NoStamps)?;
+        let rows = Rows {
+            lay: self,
+            words,
+            barriers,
         };
-        let (base, rows) = match fill(m as u32, true) {
-            Some(rows) => {
+        let (base, (spans, t)) = match rows.fill(m as u32, true, timings) {
+            Some(filled) => {
                 // The first start with m's low word (m itself, unless a start lies a
                 // multiple of 2^32 ns away from it: only its high word differs).
-                let first = stage_records()
-                    .map(|r| stamp(r[0], r[1]))
+                let first = (0..n)
+                    .map(|i| {
+                        let r = srec(i);
+                        stamp(r[0], r[1])
+                    })
                     .find(|&t| t != 0 && t as u32 == m as u32);
-                (first.unwrap_or(m), rows)
+                (first.unwrap_or(m), filled)
             }
             None => {
-                let base = origin_by_scan(stage_records()).ok_or(RingError::NoStamps)?;
+                let base = origin_by_scan((0..n).map(srec)).ok_or(RingError::NoStamps)?;
                 // Unchecked: always Some.
-                let rows = fill(base as u32, false).ok_or(RingError::NoStamps)?;
-                (base, rows)
+                let filled = rows
+                    .fill(base as u32, false, timings)
+                    .ok_or(RingError::NoStamps)?;
+                (base, filled)
             }
         };
-        let (start, end, arrive, exit) = rows;
-        Ok(DecodedRing {
-            spans: Spans::from_rows(self.grid, start, end, arrive, exit),
-            device_start_ns: base,
-        })
+        Ok((
+            DecodedRing {
+                spans,
+                device_start_ns: base,
+            },
+            t,
+        ))
     }
+}
+
+/// A pass's stage and barrier timings (see [`Spans::stage_timings`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Timings {
+    pub(crate) stages: Vec<StageTiming>,
+    pub(crate) barriers: Vec<BarrierTiming>,
+}
+
+/// Decodes a frame's records into [`Spans`] rows, offsets from a given low word.
+struct Rows<'a, W: Words + ?Sized> {
+    lay: &'a RingLayout,
+    words: &'a W,
+    barriers: bool,
+}
+
+impl<W: Words + ?Sized> Rows<'_, W> {
+    /// Every row, offsets from `lo`; with `timings`, level by level in the run's level
+    /// order, each level's timings computed right after its rows. `None` when `check` and
+    /// a start lies 2^31 ns or more after `lo` (the origin is not `lo`'s).
+    fn fill(
+        &self,
+        lo: u32,
+        check: bool,
+        timings: Option<(&RunDetails, &[u64])>,
+    ) -> Option<(Spans, Option<Timings>)> {
+        let lay = self.lay;
+        let (ns, nl) = (lay.stages, if self.barriers { lay.levels } else { 0 });
+        let mut spans = Spans::new(lay.grid, ns, nl);
+        let mut outside = false;
+        let mut done = vec![false; ns as usize];
+        let mut t = None;
+        if let Some((run, disp)) = timings {
+            let mut out = Timings {
+                stages: Vec::with_capacity(run.stages.len()),
+                barriers: Vec::with_capacity(run.levels.len()),
+            };
+            for (li, lv) in run.levels.iter().enumerate() {
+                let li32 = li as u32;
+                if li32 < nl {
+                    self.barrier_row(&mut spans, li32, lo);
+                }
+                for &sid in &lv.stages {
+                    if let Some(d) = done.get_mut(sid as usize).filter(|d| !**d) {
+                        *d = true;
+                        outside |= self.stage_row(&mut spans, sid, lo);
+                    }
+                }
+                if check && outside {
+                    return None;
+                }
+                spans.level_stage_timings(&run.stages, li, lv, disp, &mut out.stages);
+                // The last level has no barrier after it.
+                if li32 + 1 < nl {
+                    out.barriers.extend(spans.barrier_timing(li32));
+                }
+            }
+            // Rows of levels past the run's (none when the layout is the run's).
+            for l in run.levels.len() as u32..nl {
+                self.barrier_row(&mut spans, l, lo);
+                if l + 1 < nl {
+                    out.barriers.extend(spans.barrier_timing(l));
+                }
+            }
+            t = Some(out);
+        } else {
+            for l in 0..nl {
+                self.barrier_row(&mut spans, l, lo);
+            }
+        }
+        // Stages no level names (all of them without timings).
+        for (sid, d) in done.iter().enumerate() {
+            if !d {
+                outside |= self.stage_row(&mut spans, sid as u32, lo);
+            }
+        }
+        if check && outside {
+            return None;
+        }
+        Some((spans, t))
+    }
+
+    /// Stage row `stage`, offsets from `lo`; whether a start lies 2^31 ns or more after it.
+    fn stage_row(&self, spans: &mut Spans, stage: u32, lo: u32) -> bool {
+        let lay = self.lay;
+        let Some((start, end)) = spans.stage_row_mut(stage) else {
+            return false;
+        };
+        let first = lay.stage_record(stage, 0);
+        let mut outside = false;
+        for (i, (s, e)) in start.iter_mut().zip(end).enumerate() {
+            let r = self.words.record(first + RECORD_WORDS * i);
+            let (a, b) = (stamp(r[0], r[1]), stamp(r[2], r[3]));
+            outside |= a != 0 && r[0].wrapping_sub(lo) > u32::MAX / 2;
+            // A span is both stamps or neither.
+            let both = a != 0 && b != 0;
+            *s = if both { off(r[0], lo) } else { MISSING };
+            *e = if both { off(r[2], lo) } else { MISSING };
+        }
+        outside
+    }
+
+    /// Barrier row `level`, offsets from `lo`.
+    fn barrier_row(&self, spans: &mut Spans, level: u32, lo: u32) {
+        let lay = self.lay;
+        let Some((arrive, exit)) = spans.level_row_mut(level) else {
+            return;
+        };
+        let first = lay.barrier_record(level, 0);
+        let rel = |t: u64| if t == 0 { MISSING } else { off(t as u32, lo) };
+        for (i, (a, x)) in arrive.iter_mut().zip(exit).enumerate() {
+            let r = self.words.record(first + RECORD_WORDS * i);
+            (*a, *x) = (rel(stamp(r[0], r[1])), rel(stamp(r[2], r[3])));
+        }
+    }
+}
+
+/// The offset of a stamp known to be non-zero (0 was never written) from the origin's low
+/// word `lo`, modulo 2^32; one that would equal [`MISSING`] is `MISSING − 1`.
+fn off(lo_word: u32, lo: u32) -> u32 {
+    lo_word.wrapping_sub(lo).min(MISSING - 1)
 }
 
 /// A 64-bit device stamp from its low and high words.
@@ -229,16 +354,25 @@ fn stamp(lo: u32, hi: u32) -> u64 {
     u64::from(lo) | (u64::from(hi) << 32)
 }
 
-/// The smallest non-zero start stamp of the stage records, if any (four independent
-/// minima: the loop is bound by loads, not by one compare chain).
-fn min_start(records: impl Iterator<Item = [u32; 4]>) -> Option<u64> {
+/// The smallest non-zero of the `n` stamps `t(0..n)`, if any (four independent minima: the
+/// loop is bound by loads, not by one compare chain).
+fn min_start(n: usize, t: impl Fn(usize) -> u64) -> Option<u64> {
     // t − 1 maps 0 (never stamped) to u64::MAX, which never wins.
-    let mut m = [u64::MAX; 4];
-    for (i, r) in records.enumerate() {
-        let t = stamp(r[0], r[1]).wrapping_sub(1);
-        m[i % 4] = m[i % 4].min(t);
+    let v = |i: usize| t(i).wrapping_sub(1);
+    let (mut m0, mut m1, mut m2, mut m3) = (u64::MAX, u64::MAX, u64::MAX, u64::MAX);
+    let mut i = 0;
+    while i + 4 <= n {
+        m0 = m0.min(v(i));
+        m1 = m1.min(v(i + 1));
+        m2 = m2.min(v(i + 2));
+        m3 = m3.min(v(i + 3));
+        i += 4;
     }
-    let m = m.into_iter().min().unwrap_or(u64::MAX);
+    while i < n {
+        m0 = m0.min(v(i));
+        i += 1;
+    }
+    let m = m0.min(m1).min(m2.min(m3));
     (m != u64::MAX).then_some(m + 1)
 }
 
@@ -264,8 +398,8 @@ trait Words {
     fn len(&self) -> usize;
     /// Word `i` (`i < len()`).
     fn word(&self, i: usize) -> u32;
-    /// `n` records of [`RECORD_WORDS`] words from word `first` on (`first + 4n <= len()`).
-    fn records(&self, first: usize, n: usize) -> impl Iterator<Item = [u32; 4]> + '_;
+    /// The record of [`RECORD_WORDS`] words at word `at` (`at + 4 <= len()`).
+    fn record(&self, at: usize) -> [u32; 4];
 }
 
 impl Words for [u32] {
@@ -277,10 +411,10 @@ impl Words for [u32] {
         self[i]
     }
 
-    fn records(&self, first: usize, n: usize) -> impl Iterator<Item = [u32; 4]> + '_ {
-        self[first..first + n * RECORD_WORDS]
-            .chunks_exact(RECORD_WORDS)
-            .map(|c| [c[0], c[1], c[2], c[3]])
+    #[inline]
+    fn record(&self, at: usize) -> [u32; 4] {
+        let c = &self[at..at + 4];
+        [c[0], c[1], c[2], c[3]]
     }
 }
 
@@ -290,23 +424,17 @@ impl Words for [u8] {
     }
 
     fn word(&self, i: usize) -> u32 {
-        le(&self[4 * i..4 * i + 4])
+        let c = &self[4 * i..4 * i + 4];
+        u32::from_le_bytes([c[0], c[1], c[2], c[3]])
     }
 
-    fn records(&self, first: usize, n: usize) -> impl Iterator<Item = [u32; 4]> + '_ {
-        self[4 * first..4 * (first + n * RECORD_WORDS)]
-            .chunks_exact(4 * RECORD_WORDS)
-            .map(|c| {
-                // Always 16 bytes (chunks_exact); as an array the reads need no checks.
-                let c: [u8; 16] = c.try_into().unwrap_or([0; 16]);
-                let w = |i: usize| u32::from_le_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]);
-                [w(0), w(4), w(8), w(12)]
-            })
+    #[inline]
+    fn record(&self, at: usize) -> [u32; 4] {
+        // 16 bytes (the slice has them); as an array the reads need no further checks.
+        let c: [u8; 16] = self[4 * at..4 * at + 16].try_into().unwrap_or([0; 16]);
+        let w = |i: usize| u32::from_le_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]);
+        [w(0), w(4), w(8), w(12)]
     }
-}
-
-fn le(b: &[u8]) -> u32 {
-    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
 }
 
 #[cfg(test)]
@@ -548,6 +676,43 @@ mod tests {
         let d = L.decode(&w, 8, true).unwrap();
         assert_eq!(d.device_start_ns, later);
         assert_eq!(Ok(d), decode_reference(&L, &w, 8, true));
+    }
+
+    #[test]
+    fn timings_taken_level_by_level_equal_decoding_then_computing() {
+        // The 1B-like synthetic run, and odd ones: levels out of stage order, a stage in two
+        // levels, a stage in none, a level naming a stage past the layout.
+        let base = crate::synth::synthetic_run(5, 12, 6);
+        let mut odd = base.clone();
+        odd.levels.swap(1, 3);
+        odd.levels[2].stages.reverse();
+        odd.levels[4].stages.push(0);
+        odd.levels[5].stages.push(99);
+        let taken: Vec<u32> = odd.levels[0].stages.drain(..).collect();
+        assert!(!taken.is_empty());
+        let mut n = 0;
+        for run in [&base, &odd, &details()] {
+            let lay = run.ring_layout();
+            for seed in 0..12u64 {
+                for (t0, spread) in [(0x1234_0000_0000u64, 5_000u64), ((1u64 << 32) - 700, 5_000)] {
+                    let w = random_frame(&lay, seed, t0, spread, seed % 3 == 0);
+                    let bytes = le_bytes(&w);
+                    for (barriers, disp) in [(true, &[][..]), (false, &[5, 6, 7, 8][..])] {
+                        let want = decode_reference(&lay, &w, 5, barriers).map(|d| {
+                            let t = Timings {
+                                stages: d.spans.stage_timings(&run.stages, &run.levels, disp),
+                                barriers: d.spans.barrier_timings(),
+                            };
+                            (d, t)
+                        });
+                        let got = lay.decode_le_bytes_with_timings(&bytes, 5, barriers, run, disp);
+                        assert_eq!(got, want, "seed {seed} t0 {t0:#x} barriers {barriers}");
+                        n += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(n, 3 * 12 * 2 * 2);
     }
 
     #[test]

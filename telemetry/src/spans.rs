@@ -136,25 +136,6 @@ impl Spans {
         }
     }
 
-    /// Spans from whole rows (`start`/`end`: stages × G, `arrive`/`exit`: levels × G, of
-    /// equal lengths; the ring decoder builds them so).
-    pub(crate) fn from_rows(
-        grid: u32,
-        start: Vec<u32>,
-        end: Vec<u32>,
-        arrive: Vec<u32>,
-        exit: Vec<u32>,
-    ) -> Self {
-        debug_assert!(start.len() == end.len() && arrive.len() == exit.len());
-        Spans {
-            grid,
-            start,
-            end,
-            arrive,
-            exit,
-        }
-    }
-
     /// No stamps stored at all (a torn frame, instrumentation off, or no device clock).
     pub fn is_empty(&self) -> bool {
         self.start.is_empty() && self.arrive.is_empty()
@@ -263,82 +244,110 @@ impl Spans {
     ) -> Vec<StageTiming> {
         let mut out = Vec::with_capacity(stages.len());
         for (li, lv) in levels.iter().enumerate() {
-            for (k, &sid) in lv.stages.iter().enumerate() {
-                let Some((starts, ends)) = self.stage_stamps(sid) else {
-                    continue;
-                };
-                // The next boundary on each workgroup: the next stage's start where that
-                // stage's span is present, or for the level's last stage its barrier exit.
-                let next: Option<(&[u32], Option<&[u32]>)> = match lv.stages.get(k + 1) {
-                    Some(&nx) => self.stage_stamps(nx).map(|(s, e)| (s, Some(e))),
-                    None => self.level_stamps(li as u32).map(|(_, x)| (x, None)),
-                };
-                let mut acc = StageSums::default();
-                let spans = starts.iter().zip(ends);
-                match next {
-                    Some((t, Some(e))) => {
-                        for ((&a, &b), (&t, &e)) in spans.zip(t.iter().zip(e)) {
-                            acc.add(a, b, (t != MISSING && e != MISSING).then_some(t));
-                        }
-                    }
-                    Some((t, None)) => {
-                        for ((&a, &b), &t) in spans.zip(t) {
-                            acc.add(a, b, (t != MISSING).then_some(t));
-                        }
-                    }
-                    None => {
-                        for (&a, &b) in spans {
-                            acc.add(a, b, None);
-                        }
-                    }
-                }
-                let StageSums {
-                    busy,
-                    charged,
-                    n,
-                    max_busy: maxb,
-                } = acc;
-                let (Some(busy_ns), Some(charged_ns)) =
-                    (busy.checked_div(n), charged.checked_div(n))
-                else {
-                    continue;
-                };
-                let Some(st) = stages.get(sid as usize) else {
-                    continue;
-                };
-                out.push(StageTiming {
-                    stage: sid,
-                    name: st.name.clone(),
-                    level: li as u32,
-                    busy_ns,
-                    charged_ns: dispatch_ns.get(sid as usize).copied().unwrap_or(charged_ns),
-                    max_busy_ns: maxb,
-                });
-            }
+            self.level_stage_timings(stages, li, lv, dispatch_ns, &mut out);
         }
         out
+    }
+
+    /// [`Self::stage_timings`] of level `li` (`lv`) alone, appended to `out`: it reads the
+    /// level's stage rows and its barrier row only.
+    pub(crate) fn level_stage_timings(
+        &self,
+        stages: &[StageDetails],
+        li: usize,
+        lv: &LevelDetails,
+        dispatch_ns: &[u64],
+        out: &mut Vec<StageTiming>,
+    ) {
+        for (k, &sid) in lv.stages.iter().enumerate() {
+            let Some((starts, ends)) = self.stage_stamps(sid) else {
+                continue;
+            };
+            // The next boundary on each workgroup: the next stage's start where that
+            // stage's span is present, or for the level's last stage its barrier exit.
+            let next: Option<(&[u32], Option<&[u32]>)> = match lv.stages.get(k + 1) {
+                Some(&nx) => self.stage_stamps(nx).map(|(s, e)| (s, Some(e))),
+                None => self.level_stamps(li as u32).map(|(_, x)| (x, None)),
+            };
+            let mut acc = StageSums::default();
+            let spans = starts.iter().zip(ends);
+            match next {
+                Some((t, Some(e))) => {
+                    for ((&a, &b), (&t, &e)) in spans.zip(t.iter().zip(e)) {
+                        acc.add(a, b, (t != MISSING && e != MISSING).then_some(t));
+                    }
+                }
+                Some((t, None)) => {
+                    for ((&a, &b), &t) in spans.zip(t) {
+                        acc.add(a, b, (t != MISSING).then_some(t));
+                    }
+                }
+                None => {
+                    for (&a, &b) in spans {
+                        acc.add(a, b, None);
+                    }
+                }
+            }
+            let StageSums {
+                busy,
+                charged,
+                n,
+                max_busy,
+            } = acc;
+            let (Some(busy_ns), Some(charged_ns)) = (busy.checked_div(n), charged.checked_div(n))
+            else {
+                continue;
+            };
+            let Some(st) = stages.get(sid as usize) else {
+                continue;
+            };
+            out.push(StageTiming {
+                stage: sid,
+                name: st.name.clone(),
+                level: li as u32,
+                busy_ns,
+                charged_ns: dispatch_ns.get(sid as usize).copied().unwrap_or(charged_ns),
+                max_busy_ns: max_busy,
+            });
+        }
     }
 
     /// Barrier timings (module doc) for every level boundary that has at least one arrival
     /// and one exit; empty in multi mode.
     pub fn barrier_timings(&self) -> Vec<BarrierTiming> {
-        let mut out = vec![];
         // The last level has no barrier after it.
-        for l in 0..self.levels().saturating_sub(1) {
-            let Some((arr, ext)) = self.level_stamps(l) else {
-                continue;
-            };
-            let (Some((a0, a1)), Some((e0, e1))) = (min_max(arr), min_max(ext)) else {
-                continue;
-            };
-            out.push(BarrierTiming {
-                level: l,
-                arrival_spread_ns: (a1 - a0) as u64,
-                release_ns: e0.saturating_sub(a1) as u64,
-                exit_spread_ns: (e1 - e0) as u64,
-            });
-        }
-        out
+        (0..self.levels().saturating_sub(1))
+            .filter_map(|l| self.barrier_timing(l))
+            .collect()
+    }
+
+    /// The timing of the barrier after level `l` (which must not be the last level), if it
+    /// has at least one arrival and one exit.
+    pub(crate) fn barrier_timing(&self, l: u32) -> Option<BarrierTiming> {
+        let (arr, ext) = self.level_stamps(l)?;
+        let ((a0, a1), (e0, e1)) = (min_max(arr)?, min_max(ext)?);
+        Some(BarrierTiming {
+            level: l,
+            arrival_spread_ns: (a1 - a0) as u64,
+            release_ns: e0.saturating_sub(a1) as u64,
+            exit_spread_ns: (e1 - e0) as u64,
+        })
+    }
+
+    /// Stage row `stage` (start, end) and barrier row `level` (arrive, exit), to be written
+    /// in place (the ring decoder fills the rows it has decoded); `None` outside the layout.
+    pub(crate) fn stage_row_mut(&mut self, stage: u32) -> Option<(&mut [u32], &mut [u32])> {
+        let g = self.grid as usize;
+        let r = stage as usize * g..(stage as usize + 1) * g;
+        Some((self.start.get_mut(r.clone())?, self.end.get_mut(r)?))
+    }
+
+    /// Barrier row `level` (arrive, exit), to be written in place (see
+    /// [`Self::stage_row_mut`]).
+    pub(crate) fn level_row_mut(&mut self, level: u32) -> Option<(&mut [u32], &mut [u32])> {
+        let g = self.grid as usize;
+        let r = level as usize * g..(level as usize + 1) * g;
+        Some((self.arrive.get_mut(r.clone())?, self.exit.get_mut(r)?))
     }
 
     /// The latest stamp of the pass: the last end of a present span or the last barrier
@@ -371,16 +380,17 @@ struct StageSums {
 
 impl StageSums {
     /// A workgroup's span `a..b` (skipped unless both are stamped) and its next boundary.
+    /// Branch-free: a skipped span adds zeros.
     #[inline]
     fn add(&mut self, a: u32, b: u32, next: Option<u32>) {
-        if a == MISSING || b == MISSING {
-            return;
-        }
+        let present = a != MISSING && b != MISSING;
         let own = b.saturating_sub(a) as u64;
-        self.busy += own;
-        self.max_busy = self.max_busy.max(own);
-        self.charged += next.map_or(own, |t| t.saturating_sub(a) as u64);
-        self.n += 1;
+        let charged = next.map_or(own, |t| t.saturating_sub(a) as u64);
+        let keep = if present { u64::MAX } else { 0 };
+        self.busy += own & keep;
+        self.max_busy = self.max_busy.max(own & keep);
+        self.charged += charged & keep;
+        self.n += present as u64;
     }
 }
 
@@ -505,7 +515,7 @@ mod tests {
             z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
             z ^ (z >> 31)
         };
-        let mut stamp = |next: &mut dyn FnMut() -> u64| {
+        let stamp = |next: &mut dyn FnMut() -> u64| {
             let r = next();
             if r % holes == 0 {
                 MISSING

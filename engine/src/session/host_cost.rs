@@ -37,6 +37,8 @@ pub struct Config {
     pub passes: usize,
     /// Untimed passes first.
     pub warmup: usize,
+    /// Time only the whole path (for a profiler).
+    pub only_path: bool,
 }
 
 impl Default for Config {
@@ -47,6 +49,7 @@ impl Default for Config {
             vocab: 128_256,
             passes: 400,
             warmup: 50,
+            only_path: false,
         }
     }
 }
@@ -324,6 +327,36 @@ pub fn run(cfg: &Config) -> Report {
         let (b, start) = &bufs[at(p)];
         &b[*start..*start + n_words * 4]
     };
+    // The whole engine-thread path, as `one_pass` runs it after `step`.
+    let mut labeler = PassLabeler::for_run(&run);
+    let (mut sk, rxs) = sinks();
+    let mut us = Vec::with_capacity(cfg.passes);
+    for p in 0..(cfg.warmup + cfg.passes) as u64 {
+        let t = Instant::now();
+        let mut f = frame_head(&run, &syn[at(p)], p);
+        f.read_ring(&run, ring(p), seq(p), true);
+        let _ = labeler.label(&mut f);
+        std::hint::black_box(sk.emit(Telemetry::Frame(Box::new(f))));
+        let e = t.elapsed().as_secs_f64() * 1e6;
+        for rx in &rxs {
+            rx.try_iter().for_each(drop);
+        }
+        if p >= cfg.warmup as u64 {
+            us.push(e);
+        }
+    }
+    us.sort_by(f64::total_cmp);
+    let whole = us;
+
+    if cfg.only_path {
+        step("ENGINE THREAD PATH PER PASS", true, whole);
+        return Report {
+            cfg: cfg.clone(),
+            spans,
+            words: n_words,
+            steps,
+        };
+    }
     step(
         "ring decode in place (RingLayout::decode_le_bytes)",
         true,
@@ -405,26 +438,11 @@ pub fn run(cfg: &Config) -> Report {
         ),
     );
 
-    // The whole engine-thread path, as `one_pass` runs it after `step`.
-    let mut labeler = PassLabeler::for_run(&run);
-    let (mut sk, rxs) = sinks();
-    let mut us = Vec::with_capacity(cfg.passes);
-    for p in 0..(cfg.warmup + cfg.passes) as u64 {
-        let t = Instant::now();
-        let mut f = frame_head(&run, &syn[at(p)], p);
-        f.read_ring(&run, ring(p), seq(p), true);
-        let _ = labeler.label(&mut f);
-        std::hint::black_box(sk.emit(Telemetry::Frame(Box::new(f))));
-        let e = t.elapsed().as_secs_f64() * 1e6;
-        for rx in &rxs {
-            rx.try_iter().for_each(drop);
-        }
-        if p >= cfg.warmup as u64 {
-            us.push(e);
-        }
-    }
-    us.sort_by(f64::total_cmp);
-    step("ENGINE THREAD PATH PER PASS (all of the above)", true, us);
+    step(
+        "ENGINE THREAD PATH PER PASS (all of the above)",
+        true,
+        whole,
+    );
 
     // Consumers: what a sink's thread does with a frame.
     let msgs: Vec<Telemetry> = frames
