@@ -205,7 +205,7 @@ impl Report {
                 "host cost per pass: grid {}, {} blocks, ring {} words, {} spans; {} passes timed per step after {} warm-up",
                 self.cfg.grid, self.cfg.layers, self.words, self.spans, self.cfg.passes, self.cfg.warmup
             ),
-            format!("{:<52} {:>9} {:>9}", "step", "median µs", "p90 µs"),
+            format!("{:<52} {:>9} {:>9}", "step (indented: not on the path)", "median µs", "p90 µs"),
         ];
         for s in &self.steps {
             v.push(format!(
@@ -358,31 +358,65 @@ pub fn run(cfg: &Config) -> Report {
         };
     }
     step(
-        "ring decode in place (RingLayout::decode_le_bytes)",
+        "frame head + fail report",
         true,
+        time(cfg, |p| {
+            std::hint::black_box(frame_head(&run, &syn[at(p)], p));
+        }),
+    );
+    step(
+        "ring read in place + timings (Frame::read_ring)",
+        true,
+        timed(
+            cfg,
+            |p| frame_head(&run, &syn[at(p)], p),
+            |mut f, p| {
+                f.read_ring(&run, ring(p), seq(p), true);
+                f // dropped outside the timed call
+            },
+            || {},
+        ),
+    );
+    // Level by level (read_ring) against decode-then-sweep, interleaved pass by pass so the
+    // machine's drift hits both alike.
+    {
+        let (mut fused, mut seq_us) = (vec![], vec![]);
+        for p in 0..(cfg.warmup + cfg.passes) as u64 {
+            let mut f = frame_head(&run, &syn[at(p)], p);
+            let t = Instant::now();
+            f.read_ring(&run, ring(p), seq(p), true);
+            let e1 = t.elapsed().as_secs_f64() * 1e6;
+            drop(f);
+            let mut f = frame_head(&run, &syn[at(p + 1)], p + 1);
+            let t = Instant::now();
+            if let Ok(r) = lay.decode_le_bytes(ring(p + 1), seq(p + 1), true) {
+                f.stages = r.spans.stage_timings(&run.stages, &run.levels, &[]);
+                f.barriers = r.spans.barrier_timings();
+                f.spans = r.spans;
+            }
+            let e2 = t.elapsed().as_secs_f64() * 1e6;
+            drop(f);
+            if p >= cfg.warmup as u64 {
+                fused.push(e1);
+                seq_us.push(e2);
+            }
+        }
+        fused.sort_by(f64::total_cmp);
+        seq_us.sort_by(f64::total_cmp);
+        step("  A: read_ring, level by level (interleaved)", false, fused);
+        step("  B: decode, then the two sweeps (interleaved)", false, seq_us);
+    }
+    // Its parts alone (each sweep reads its rows again), and the steps it replaced.
+    step(
+        "  part: ring decode in place (decode_le_bytes)",
+        false,
         time(cfg, |p| {
             std::hint::black_box(lay.decode_le_bytes(ring(p), seq(p), true).ok());
         }),
     );
-    // Before: the words were copied out of the mapped buffer, then decoded.
     step(
-        "(before) ring words copy (mapped bytes -> Vec<u32>)",
+        "  part: stage_timings of decoded spans",
         false,
-        time(cfg, |p| {
-            std::hint::black_box(words_of(p));
-        }),
-    );
-    let words: Vec<Vec<u32>> = (0..DISTINCT).map(words_of).collect();
-    step(
-        "(before) ring decode of the copy (RingLayout::decode)",
-        false,
-        time(cfg, |p| {
-            std::hint::black_box(lay.decode(&words[at(p)], seq(p), true).ok());
-        }),
-    );
-    step(
-        "stage_timings",
-        true,
         time(cfg, |p| {
             if let Some(d) = &decoded[at(p)] {
                 std::hint::black_box(d.spans.stage_timings(&run.stages, &run.levels, &[]));
@@ -390,8 +424,8 @@ pub fn run(cfg: &Config) -> Report {
         }),
     );
     step(
-        "barrier_timings",
-        true,
+        "  part: barrier_timings of decoded spans",
+        false,
         time(cfg, |p| {
             if let Some(d) = &decoded[at(p)] {
                 std::hint::black_box(d.spans.barrier_timings());
@@ -399,10 +433,18 @@ pub fn run(cfg: &Config) -> Report {
         }),
     );
     step(
-        "frame head + fail report",
-        true,
+        "  before: ring words copy (mapped -> Vec<u32>)",
+        false,
         time(cfg, |p| {
-            std::hint::black_box(frame_head(&run, &syn[at(p)], p));
+            std::hint::black_box(words_of(p));
+        }),
+    );
+    let words: Vec<Vec<u32>> = (0..DISTINCT).map(words_of).collect();
+    step(
+        "  before: decode of the copy (RingLayout::decode)",
+        false,
+        time(cfg, |p| {
+            std::hint::black_box(lay.decode(&words[at(p)], seq(p), true).ok());
         }),
     );
     let frames: Vec<Frame> = (0..DISTINCT).map(full).collect();
@@ -450,14 +492,14 @@ pub fn run(cfg: &Config) -> Report {
         .map(|f| Telemetry::Frame(Box::new(f.clone())))
         .collect();
     step(
-        "clone of a Telemetry::Frame",
+        "  consumer: clone of a Telemetry::Frame",
         false,
         time(cfg, |p| {
             std::hint::black_box(msgs[at(p)].clone());
         }),
     );
     step(
-        "JSON line (Telemetry::to_json_line)",
+        "  consumer: JSON line (to_json_line)",
         false,
         time(cfg, |p| {
             std::hint::black_box(msgs[at(p)].to_json_line().ok());
@@ -466,7 +508,7 @@ pub fn run(cfg: &Config) -> Report {
     let header = RecordingHeader::new(run.clone(), "bench");
     if let Ok(mut w) = Writer::new(std::io::sink(), &header) {
         step(
-            "recording write (Writer::write, to io::sink)",
+            "  consumer: recording write (to io::sink)",
             false,
             time(cfg, |p| {
                 std::hint::black_box(w.write(&msgs[at(p)]).ok());
