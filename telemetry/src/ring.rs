@@ -335,10 +335,12 @@ impl<W: Words + ?Sized> Rows<'_, W> {
             return;
         };
         let first = lay.barrier_record(level, 0);
-        let rel = |t: u64| if t == 0 { MISSING } else { off(t as u32, lo) };
         for (i, (a, x)) in arrive.iter_mut().zip(exit).enumerate() {
             let r = self.words.record(first + RECORD_WORDS * i);
-            (*a, *x) = (rel(stamp(r[0], r[1])), rel(stamp(r[2], r[3])));
+            // Selects, not branches (a stamp of 0 was never written): the loop vectorises.
+            let (ta, tx) = (r[0] | r[1] != 0, r[2] | r[3] != 0);
+            *a = if ta { off(r[0], lo) } else { MISSING };
+            *x = if tx { off(r[2], lo) } else { MISSING };
         }
     }
 }

@@ -404,7 +404,11 @@ pub fn run(cfg: &Config) -> Report {
         fused.sort_by(f64::total_cmp);
         seq_us.sort_by(f64::total_cmp);
         step("  A: read_ring, level by level (interleaved)", false, fused);
-        step("  B: decode, then the two sweeps (interleaved)", false, seq_us);
+        step(
+            "  B: decode, then the two sweeps (interleaved)",
+            false,
+            seq_us,
+        );
     }
     // Its parts alone (each sweep reads its rows again), and the steps it replaced.
     step(
