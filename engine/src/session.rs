@@ -63,6 +63,7 @@ use crate::vulkan::{fail, DecoderOptions, Dispatch, GpuContext, VulkanDecoder};
 use crate::{Error, ErrorKind, Result};
 
 mod engine;
+mod frames;
 pub mod host_cost;
 mod shadow;
 mod sinks;

@@ -10,6 +10,7 @@
 //! separately: it does not run on the engine thread. Never a test: numbers depend on the
 //! machine.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use baro_telemetry::labels::PassLabeler;
@@ -21,7 +22,8 @@ use baro_telemetry::{
 };
 use crossbeam_channel::{unbounded, Receiver};
 
-use super::sinks::Sinks;
+use super::frames::{Builder, Frames, Job, RingCopy};
+use super::sinks::{Shared, Sinks};
 use super::SinkKind;
 
 /// What to measure.
@@ -167,7 +169,8 @@ fn readback(cfg: &Config, ring: &[u32]) -> (Vec<u8>, usize) {
 pub struct Step {
     /// What was timed.
     pub name: &'static str,
-    /// On the engine thread's path (else a consumer's, or a reference for comparison).
+    /// On the engine thread's path, in series with the GPU (else the frame builder's or a
+    /// consumer's thread, or a part or a replaced step shown for comparison).
     pub engine: bool,
     /// Per-pass times, µs, sorted.
     pub us: Vec<f64>,
@@ -205,16 +208,20 @@ impl Report {
                 "host cost per pass: grid {}, {} blocks, ring {} words, {} spans; {} passes timed per step after {} warm-up",
                 self.cfg.grid, self.cfg.layers, self.words, self.spans, self.cfg.passes, self.cfg.warmup
             ),
-            format!("{:<52} {:>9} {:>9}", "step (indented: not on the path)", "median µs", "p90 µs"),
+            format!(
+                "{:<64} {:>9} {:>9}",
+                "step ([engine]: on the engine thread, in series with the GPU)", "median µs", "p90 µs"
+            ),
         ];
         for s in &self.steps {
+            let name = format!(
+                "{} {}",
+                if s.engine { "[engine]" } else { "        " },
+                s.name
+            );
             v.push(format!(
-                "{:<52} {:>9.1} {:>9.1}",
-                format!(
-                    "{}{}",
-                    if s.engine { "" } else { "  [off the path] " },
-                    s.name
-                ),
+                "{:<64} {:>9.1} {:>9.1}",
+                name,
                 s.quantile(0.5),
                 s.quantile(0.9)
             ));
@@ -273,6 +280,14 @@ fn frame_head(run: &RunDetails, syn: &Frame, pass: u64) -> Frame {
     }
 }
 
+/// [`sinks`], shared as the engine shares them with the frame builder.
+fn shared_sinks() -> (Arc<Shared>, Vec<Receiver<Telemetry>>) {
+    let (s, rxs) = sinks();
+    let shared = Arc::new(Shared::default());
+    *shared.lock() = s;
+    (shared, rxs)
+}
+
 /// The sinks of a recording live session: the dashboard (lossy) and the recorder.
 fn sinks() -> (Sinks, Vec<Receiver<Telemetry>>) {
     let mut s = Sinks::default();
@@ -327,29 +342,81 @@ pub fn run(cfg: &Config) -> Report {
         let (b, start) = &bufs[at(p)];
         &b[*start..*start + n_words * 4]
     };
-    // The whole engine-thread path, as `one_pass` runs it after `step`.
-    let mut labeler = PassLabeler::for_run(&run);
-    let (mut sk, rxs) = sinks();
+    // The engine thread's path, as `one_pass` runs it after `step`: the frame's head, the
+    // ring copied out of the readback into a recycled buffer, the job queued to the frame
+    // builder (the real one, on its thread). Between passes (untimed) the builder is let
+    // finish, as a GPU pass longer than its work lets it, so it does not compete with the
+    // timed part for this machine's two cores.
+    let details = Arc::new(run.clone());
+    let (shared, rxs) = shared_sinks();
     let mut us = Vec::with_capacity(cfg.passes);
-    for p in 0..(cfg.warmup + cfg.passes) as u64 {
-        let t = Instant::now();
-        let mut f = frame_head(&run, &syn[at(p)], p);
-        f.read_ring(&run, ring(p), seq(p), true);
-        let _ = labeler.label(&mut f);
-        std::hint::black_box(sk.emit(Telemetry::Frame(Box::new(f))));
-        let e = t.elapsed().as_secs_f64() * 1e6;
-        for rx in &rxs {
-            rx.try_iter().for_each(drop);
-        }
-        if p >= cfg.warmup as u64 {
-            us.push(e);
+    {
+        let frames = match Frames::spawn(shared.clone(), PassLabeler::for_run(&run)) {
+            Ok(f) => f,
+            Err(e) => panic!("host cost bench: {e}"),
+        };
+        for p in 0..(cfg.warmup + cfg.passes) as u64 {
+            let t = Instant::now();
+            let f = frame_head(&run, &syn[at(p)], p);
+            let mut bytes = frames.buffer();
+            bytes.clear();
+            bytes.extend_from_slice(ring(p));
+            let job = Job::Pass {
+                frame: Box::new(f),
+                ring: Some(RingCopy {
+                    bytes,
+                    expect_seq: seq(p),
+                    mega: true,
+                }),
+                details: details.clone(),
+            };
+            let sent = frames.send(job).is_ok();
+            let e = t.elapsed().as_secs_f64() * 1e6;
+            assert!(sent && frames.flush().is_ok(), "the frame builder ended");
+            for rx in &rxs {
+                rx.try_iter().for_each(drop);
+            }
+            if p >= cfg.warmup as u64 {
+                us.push(e);
+            }
         }
     }
     us.sort_by(f64::total_cmp);
     let whole = us;
 
+    // The frame builder's path per pass (its thread, off the engine's): ring read with
+    // timings, labels, emit to the sinks (`Builder::handle`). Before the builder, all of
+    // this and a copy of the ring into words ran on the engine thread.
+    let (shared, rxs) = shared_sinks();
+    let mut b = Builder::new(shared, PassLabeler::for_run(&run));
+    let spare = std::cell::Cell::new(None::<Vec<u8>>);
+    let built = timed(
+        cfg,
+        |p| {
+            let mut bytes = spare.take().unwrap_or_default();
+            bytes.clear();
+            bytes.extend_from_slice(ring(p));
+            Job::Pass {
+                frame: Box::new(frame_head(&run, &syn[at(p)], p)),
+                ring: Some(RingCopy {
+                    bytes,
+                    expect_seq: seq(p),
+                    mega: true,
+                }),
+                details: details.clone(),
+            }
+        },
+        |job, _| b.handle(job, |buf| spare.set(Some(buf))),
+        || {
+            for rx in &rxs {
+                rx.try_iter().for_each(drop);
+            }
+        },
+    );
+
     if cfg.only_path {
         step("ENGINE THREAD PATH PER PASS", true, whole);
+        step("FRAME BUILDER PATH PER PASS (its own thread)", false, built);
         return Report {
             cfg: cfg.clone(),
             spans,
@@ -364,9 +431,19 @@ pub fn run(cfg: &Config) -> Report {
             std::hint::black_box(frame_head(&run, &syn[at(p)], p));
         }),
     );
+    let mut buf: Vec<u8> = vec![];
     step(
-        "ring read in place + timings (Frame::read_ring)",
+        "ring copy out of the readback (recycled buffer)",
         true,
+        time(cfg, |p| {
+            buf.clear();
+            buf.extend_from_slice(ring(p));
+            std::hint::black_box(&buf);
+        }),
+    );
+    step(
+        "builder: ring read + timings (Frame::read_ring)",
+        false,
         timed(
             cfg,
             |p| frame_head(&run, &syn[at(p)], p),
@@ -454,8 +531,8 @@ pub fn run(cfg: &Config) -> Report {
     let frames: Vec<Frame> = (0..DISTINCT).map(full).collect();
     let mut labeler = PassLabeler::for_run(&run);
     step(
-        "labeler (PassLabeler::label)",
-        true,
+        "builder: labeler (PassLabeler::label)",
+        false,
         timed(
             cfg,
             |p| frames[at(p)].clone(),
@@ -468,8 +545,8 @@ pub fn run(cfg: &Config) -> Report {
     );
     let (mut sk, rxs) = sinks();
     step(
-        "emit to 2 sinks (lossy UI + lossless), incl. drop",
-        true,
+        "builder: emit to 2 sinks (lossy UI + lossless)",
+        false,
         timed(
             cfg,
             |p| frames[at(p)].clone(),

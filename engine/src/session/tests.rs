@@ -123,3 +123,91 @@ fn every_sink_gets_the_same_frames_in_order_each_with_its_own_drop_count() {
         "only the failed frame gets through"
     );
 }
+
+/// A ring frame of `run`'s layout for pass `pass_id` with every stage stamped on every
+/// workgroup (`seq` is its sequence word; another pass's makes it torn).
+fn ring_bytes(run: &RunDetails, seq: u32) -> Vec<u8> {
+    let f = baro_telemetry::synth::synthetic_frame(run, u64::from(seq), 3);
+    let mut w = super::host_cost::ring_words(run, &f, seq.wrapping_sub(1));
+    w[0] = seq;
+    w.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+#[test]
+fn the_frame_builder_emits_every_message_in_the_order_queued_and_flags_a_torn_ring() {
+    use super::frames::{Frames, Job, RingCopy};
+    use baro_telemetry::{SensorReading, SensorSample};
+    let run = Arc::new(baro_telemetry::synth::synthetic_run(4, 12, 6));
+    let shared = Arc::new(sinks::Shared::default());
+    let (tx, all) = unbounded();
+    shared.lock().add(SinkKind::Lossless, tx);
+    let frames = Frames::spawn(
+        shared.clone(),
+        baro_telemetry::labels::PassLabeler::for_run(&run),
+    )
+    .expect("builder");
+    assert!(frames
+        .send(Job::Msg(Telemetry::Start((*run).clone())))
+        .is_ok());
+    for p in 0..40u64 {
+        if p % 7 == 0 {
+            let s = SensorSample {
+                host_ns: p,
+                reading: SensorReading::CpuBusy { fraction: 0.99 },
+            };
+            assert!(frames.send(Job::Sensor(s)).is_ok());
+        }
+        // Pass 13's ring carries another pass's sequence word: torn.
+        let seq = if p == 13 { 99 } else { p as u32 + 1 };
+        let mut bytes = frames.buffer();
+        bytes.clear();
+        bytes.extend(ring_bytes(&run, seq));
+        let job = Job::Pass {
+            frame: Box::new(Frame {
+                pass: p,
+                ..Default::default()
+            }),
+            ring: Some(RingCopy {
+                bytes,
+                expect_seq: p as u32 + 1,
+                mega: true,
+            }),
+            details: run.clone(),
+        };
+        assert!(frames.send(job).is_ok());
+    }
+    frames.flush().expect("flushed");
+    // Everything queued before the flush is out, in order.
+    let got: Vec<Telemetry> = all.try_iter().collect();
+    assert!(matches!(got.first(), Some(Telemetry::Start(_))));
+    let mut next = 0u64;
+    for m in &got[1..] {
+        match m {
+            Telemetry::Sensor(s) => {
+                assert_eq!(s.host_ns, next, "a sample goes out just before its pass");
+            }
+            Telemetry::Frame(f) => {
+                assert_eq!(f.pass, next, "frames in pass order");
+                assert_eq!(f.torn, f.pass == 13);
+                assert_eq!(f.spans.is_empty(), f.pass == 13);
+                if f.pass != 13 {
+                    assert_eq!(f.stages.len(), 12);
+                    assert_eq!(f.barriers.len(), 5);
+                }
+                next += 1;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(next, 40, "every pass has its frame");
+    assert!(frames.alive());
+    drop(all);
+    assert!(frames
+        .send(Job::Sensor(SensorSample {
+            host_ns: 0,
+            reading: SensorReading::CpuBusy { fraction: 0.0 },
+        }))
+        .is_ok());
+    frames.flush().expect("flushed");
+    assert!(!frames.alive(), "every sink is gone");
+}

@@ -80,7 +80,25 @@ impl VulkanDecoder {
         next: u32,
         p: &Pass,
     ) -> Frame {
-        let mut f = Frame {
+        let mut f = self.frame_head(details, pass_no, pos, token, next, p);
+        if let Some(ring) = self.ring_bytes() {
+            // Decoded in place from the mapped readback (no copy into words first).
+            f.read_ring(details, ring, self.ring_seq(), self.ring_barriers());
+        }
+        f
+    }
+
+    /// [`Self::frame`] without the ring: what the pass reported besides its stamps.
+    pub fn frame_head(
+        &self,
+        details: &RunDetails,
+        pass_no: u64,
+        pos: usize,
+        token: u32,
+        next: u32,
+        p: &Pass,
+    ) -> Frame {
+        Frame {
             pass: pass_no,
             pos: pos as u32,
             token,
@@ -91,19 +109,34 @@ impl VulkanDecoder {
             dispatch_ns: p.dispatch_ns.clone(),
             timestamp_start_ns: self.last_window.map(|(t0, _)| t0),
             ..Default::default()
-        };
-        // Without a device clock every stamp reads 0: there is nothing to decode (not torn).
-        if let Some(ring) = self.ring_bytes().filter(|_| self.has_clock()) {
-            // The sequence word is pass_id + 1 of the pass just run (`passes` was bumped).
-            // Decoded in place from the mapped readback (no copy into words first).
-            f.read_ring(
-                details,
-                ring,
-                self.passes,
-                self.opts.dispatch == Dispatch::Mega,
-            );
         }
-        f
+    }
+
+    /// Copy the last pass's ring frame (its little-endian bytes) into `into` (cleared
+    /// first), for [`Frame::read_ring`] with [`Self::ring_seq`] and [`Self::ring_barriers`]
+    /// once the next pass has overwritten the readback. False, and `into` left empty, where
+    /// [`Self::frame`] reads no ring (instrumentation off, or no device clock: every stamp
+    /// reads 0, nothing to decode, not torn).
+    pub fn copy_ring(&self, into: &mut Vec<u8>) -> bool {
+        into.clear();
+        match self.ring_bytes() {
+            Some(r) => {
+                into.extend_from_slice(r);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The sequence word that marks the last pass's ring frame complete: its pass id + 1
+    /// (`passes` was bumped by the pass).
+    pub fn ring_seq(&self) -> u32 {
+        self.passes
+    }
+
+    /// Whether the ring's barrier records are meaningful (the megakernel).
+    pub fn ring_barriers(&self) -> bool {
+        self.opts.dispatch == Dispatch::Mega
     }
 
     /// Logits of the last pass, mutable (samplers scale them in place).
@@ -114,16 +147,22 @@ impl VulkanDecoder {
     /// The raw telemetry frame of the last pass (instrumented decoders), as words.
     pub fn last_frame(&self) -> Option<Vec<u32>> {
         Some(
-            self.ring_bytes()?
+            self.ring_mapped()?
                 .chunks_exact(4)
                 .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                 .collect(),
         )
     }
 
+    /// The ring frame [`Self::frame`] reads: [`Self::ring_mapped`] where the kernel reads
+    /// the device clock (without it every stamp reads 0: nothing to decode, not torn).
+    fn ring_bytes(&self) -> Option<&[u8]> {
+        self.ring_mapped().filter(|_| self.has_clock())
+    }
+
     /// The raw telemetry frame of the last pass (instrumented decoders), as the little-endian
     /// bytes of the mapped readback buffer.
-    fn ring_bytes(&self) -> Option<&[u8]> {
+    fn ring_mapped(&self) -> Option<&[u8]> {
         if !self.opts.instrument {
             return None;
         }
