@@ -568,11 +568,11 @@ mod tests {
         w[2] = lay.grid;
         for i in (HEADER_WORDS..w.len()).step_by(2) {
             let r = next(&mut st);
-            if r % 4 == 0 {
+            if r.is_multiple_of(4) {
                 continue;
             }
             let mut t = t0.wrapping_add(next(&mut st) % spread.max(1));
-            if hi_noise && r % 7 == 0 {
+            if hi_noise && r.is_multiple_of(7) {
                 t = t.wrapping_add(1 << 32);
             }
             w[i] = t as u32;

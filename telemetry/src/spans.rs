@@ -517,7 +517,7 @@ mod tests {
         };
         let stamp = |next: &mut dyn FnMut() -> u64| {
             let r = next();
-            if r % holes == 0 {
+            if r.is_multiple_of(holes) {
                 MISSING
             } else if r % 97 == 1 {
                 0

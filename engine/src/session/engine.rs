@@ -142,8 +142,10 @@ impl Engine {
     pub(super) fn emit(&self, msg: Telemetry) -> bool {
         match self.frames.send(Job::Msg(msg)) {
             Ok(()) => self.frames.alive(),
-            Err(Job::Msg(m)) => self.shared.lock().emit(m),
-            Err(_) => false,
+            Err(job) => match *job {
+                Job::Msg(m) => self.shared.lock().emit(m),
+                _ => false,
+            },
         }
     }
 

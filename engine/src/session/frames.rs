@@ -145,10 +145,10 @@ impl Frames {
 
     /// Queue a job (waits while the queue is full); the job back when the builder is gone
     /// (it panicked).
-    pub(super) fn send(&self, job: Job) -> std::result::Result<(), Job> {
+    pub(super) fn send(&self, job: Job) -> std::result::Result<(), Box<Job>> {
         match &self.jobs {
-            Some(j) => j.send(job).map_err(|e| e.into_inner()),
-            None => Err(job),
+            Some(j) => j.send(job).map_err(|e| Box::new(e.into_inner())),
+            None => Err(Box::new(job)),
         }
     }
 
