@@ -27,7 +27,16 @@
 //! failing verdict) are never dropped. The engine never blocks on a sink: channels are
 //! unbounded underneath and the lossy capacity is enforced by the engine; a sink whose
 //! receiver is gone is removed. When every sink that was ever added is gone the run ends
-//! ([`EndReason::ConsumerGone`]).
+//! ([`EndReason::ConsumerGone`]; seen a few passes late: the frame builder tells).
+//!
+//! # The frame builder
+//!
+//! Per pass the engine thread copies the ring frame out of the readback and queues it; a
+//! second thread (`baro-frames`, `session/frames.rs`) reads it (spans, stage and barrier
+//! timings), labels the pass and emits it while the engine runs the next pass. Every message
+//! goes out through that one queue, so the stream is exactly what the engine queued, in
+//! order; a command's reply waits until the queue is out (a reply still follows the frames it
+//! names), and so does the end of the run.
 //!
 //! # Live correctness
 //!
@@ -63,6 +72,8 @@ use crate::vulkan::{fail, DecoderOptions, Dispatch, GpuContext, VulkanDecoder};
 use crate::{Error, ErrorKind, Result};
 
 mod engine;
+mod frames;
+pub mod host_cost;
 mod shadow;
 mod sinks;
 

@@ -354,3 +354,43 @@ fn two_decoders_on_two_threads_share_one_context() {
     let (a, b) = (a.join().expect("thread a"), b.join().expect("thread b"));
     assert_eq!(a, b, "the same tokens from both threads");
 }
+
+#[test]
+fn a_lossless_sink_gets_every_pass_in_order_then_the_end_while_frames_are_built_off_the_engine_thread(
+) {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = Model::embedded().expect("model");
+    let mut b = SessionBuilder::new(&ctx.into(), model, opts(Dispatch::Mega, 64))
+        .passes(Some(30))
+        .check(Check::Off);
+    let rx = b.subscribe(SinkKind::Lossless);
+    let s = b.spawn().expect("session");
+    let all: Vec<Telemetry> = rx.iter().collect();
+    let outcome = s.wait().expect("outcome");
+    assert_eq!(outcome.passes, 30);
+    assert!(matches!(all.first(), Some(Telemetry::Start(_))));
+    assert!(
+        matches!(
+            all.last(),
+            Some(Telemetry::End {
+                passes: 30,
+                dropped: 0,
+                ..
+            })
+        ),
+        "{:?}",
+        all.last()
+    );
+    let passes: Vec<u64> = all
+        .iter()
+        .filter_map(|t| match t {
+            Telemetry::Frame(f) => {
+                assert!(!f.torn && !f.spans.is_empty() && !f.stages.is_empty());
+                assert!(f.fail.word.ok(), "{}", f.fail.line);
+                Some(f.pass)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(passes, (0..30).collect::<Vec<_>>());
+}

@@ -258,3 +258,49 @@ fn host_clock_drift_is_measured_between_correlations() {
     let host_mid = hc.host_ns(mid).expect("mapped");
     assert!(host_mid > a.host_ns && host_mid < b.host_ns);
 }
+
+#[test]
+fn the_frame_read_in_place_from_the_mapped_readback_equals_one_read_from_copied_words() {
+    // `frame` decodes the ring where the readback buffer is mapped, level by level with the
+    // timings; the words copied out (`last_frame`) decoded, then swept, must give the same
+    // spans and timings, in both dispatch styles.
+    for mode in [Dispatch::Mega, Dispatch::Multi] {
+        let (ctx, _turn) = device().expect("device");
+        let model = Model::embedded().expect("model");
+        let opts = DecoderOptions {
+            dispatch: mode,
+            instrument: true,
+            max_seq: 4,
+            ..Default::default()
+        };
+        let mut dec = VulkanDecoder::new(ctx, &model, opts).expect("decoder");
+        if !dec.has_clock() {
+            eprintln!("device has no shader clock: no stamps to compare");
+            return;
+        }
+        let details = dec.run_details(&model.source);
+        let mut tok = model.tokenizer.bos_id();
+        for pos in 0..4 {
+            let p = dec.step(tok, pos).expect("pass");
+            let f = dec.frame(&details, pos as u64, pos, tok, p.argmax, &p);
+            let words = dec.last_frame().expect("instrumented");
+            let mega = mode == Dispatch::Mega;
+            let d = details
+                .ring_layout()
+                .decode(&words, pos as u32 + 1, mega)
+                .expect("a complete frame");
+            assert!(!f.torn);
+            assert_eq!(f.spans, d.spans, "{} pass {pos}", mode.name());
+            assert_eq!(f.device_start_ns, Some(d.device_start_ns));
+            let disp: &[u64] = if mega { &[] } else { &p.dispatch_ns };
+            assert_eq!(
+                f.stages,
+                d.spans
+                    .stage_timings(&details.stages, &details.levels, disp)
+            );
+            assert_eq!(f.barriers, d.spans.barrier_timings());
+            assert_eq!(f.barriers.is_empty(), !mega);
+            tok = p.argmax;
+        }
+    }
+}

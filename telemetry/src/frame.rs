@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::fail::FailReport;
 use crate::judge::{CheckState, Correctness};
 use crate::spans::{BarrierTiming, Spans};
-use crate::StageId;
+use crate::{RunDetails, StageId};
 
 /// A stage's cost in one pass (see [`crate::spans`] for busy vs charged).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -301,6 +301,30 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// Read the pass's ring frame from its little-endian bytes, in place (a mapped readback
+    /// buffer: [`crate::RingLayout::decode_le_bytes`]): the spans, the stage and barrier
+    /// timings computed from them, and the device start. A frame that does not decode (torn,
+    /// overrun, short, unstamped) sets `torn` and leaves them as they were. `barriers`: the
+    /// megakernel (barrier records are meaningful); otherwise multi mode, where each stage is
+    /// charged its `dispatch_ns`. The timings are computed level by level as the rows are
+    /// decoded (the same values as [`Spans::stage_timings`] and [`Spans::barrier_timings`]
+    /// on the decoded spans, with each row read while it is still in cache).
+    pub fn read_ring(&mut self, run: &RunDetails, ring: &[u8], expect_seq: u32, barriers: bool) {
+        let disp: &[u64] = if barriers { &[] } else { &self.dispatch_ns };
+        match run
+            .ring_layout()
+            .decode_le_bytes_with_timings(ring, expect_seq, barriers, run, disp)
+        {
+            Ok((r, t)) => {
+                self.stages = t.stages;
+                self.barriers = t.barriers;
+                self.device_start_ns = Some(r.device_start_ns);
+                self.spans = r.spans;
+            }
+            Err(_) => self.torn = true,
+        }
+    }
+
     /// Whether the pass failed: its fail word fired or its token failed the reference.
     pub fn failed(&self) -> bool {
         !self.fail.word.ok() || self.correctness.is_some_and(|c| c.verdict.is_failure())

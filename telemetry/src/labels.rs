@@ -408,13 +408,8 @@ impl Default for ContentionConfig {
 /// (first stamp to the last stage end or barrier exit), else the sum of its dispatch times
 /// (multi), else of its stages' charged times. `None` without any.
 pub fn accounted_ns(frame: &Frame) -> Option<u64> {
-    let s = &frame.spans;
-    if !s.is_empty() {
-        let ends = s.iter().map(|sp| sp.end_ns);
-        let exits = (0..s.levels()).flat_map(|l| (0..s.grid()).filter_map(move |wg| s.exit(l, wg)));
-        if let Some(m) = ends.chain(exits).max() {
-            return Some(u64::from(m));
-        }
+    if let Some(m) = frame.spans.last_stamp() {
+        return Some(u64::from(m));
     }
     if !frame.dispatch_ns.is_empty() {
         return Some(frame.dispatch_ns.iter().sum());

@@ -32,7 +32,8 @@
 use thiserror::Error;
 
 use crate::clock::rel_ns;
-use crate::spans::{Spans, MISSING};
+use crate::spans::{BarrierTiming, Spans, MISSING};
+use crate::{RunDetails, StageTiming};
 
 /// Words before the first stage record.
 pub const HEADER_WORDS: usize = 4;
@@ -119,6 +120,46 @@ impl RingLayout {
         expect_seq: u32,
         barriers: bool,
     ) -> Result<DecodedRing, RingError> {
+        self.decode_words(words, expect_seq, barriers, None)
+            .map(|(d, _)| d)
+    }
+
+    /// [`Self::decode`] on the frame's little-endian bytes as they lie in a mapped readback
+    /// buffer (at least 4 × [`Self::frame_words`] bytes; any alignment), without copying them
+    /// into words first. The same frame decodes to the same result either way.
+    pub fn decode_le_bytes(
+        &self,
+        bytes: &[u8],
+        expect_seq: u32,
+        barriers: bool,
+    ) -> Result<DecodedRing, RingError> {
+        self.decode_words(bytes, expect_seq, barriers, None)
+            .map(|(d, _)| d)
+    }
+
+    /// Decode the pass's ring frame and compute its stage and barrier timings
+    /// ([`Spans::stage_timings`] with `run`'s stages, levels and `dispatch_ns`,
+    /// [`Spans::barrier_timings`]) in one sweep, level by level, each level's timings taken
+    /// while its rows are still in cache: the same results as decoding, then computing.
+    pub(crate) fn decode_le_bytes_with_timings(
+        &self,
+        bytes: &[u8],
+        expect_seq: u32,
+        barriers: bool,
+        run: &RunDetails,
+        dispatch_ns: &[u64],
+    ) -> Result<(DecodedRing, Timings), RingError> {
+        let (d, t) = self.decode_words(bytes, expect_seq, barriers, Some((run, dispatch_ns)))?;
+        Ok((d, t.unwrap_or_default()))
+    }
+
+    fn decode_words<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        expect_seq: u32,
+        barriers: bool,
+        timings: Option<(&RunDetails, &[u64])>,
+    ) -> Result<(DecodedRing, Option<Timings>), RingError> {
         let need = self.frame_words();
         if words.len() < need {
             return Err(RingError::Short {
@@ -126,60 +167,275 @@ impl RingLayout {
                 need,
             });
         }
-        if words[0] != expect_seq {
+        if words.word(0) != expect_seq {
             return Err(RingError::Sequence {
-                found: words[0],
+                found: words.word(0),
                 expected: expect_seq,
             });
         }
-        if words[2] != self.grid {
+        if words.word(2) != self.grid {
             return Err(RingError::Unfinished {
-                finished: words[2],
+                finished: words.word(2),
                 grid: self.grid,
             });
         }
-        let stamp = |w: usize| (words[w] as u64) | ((words[w + 1] as u64) << 32);
-        let (ns, nl, g) = (self.stages, self.levels, self.grid);
-        // The origin: the earliest stage start, modulo 2^32.
-        let mut base: Option<u64> = None;
-        for s in 0..ns {
-            for w in 0..g {
-                let t = stamp(self.stage_record(s, w));
-                if t != 0 && base.is_none_or(|b| rel_ns(t, b) > u32::MAX as u64 / 2) {
-                    base = Some(t);
-                }
+        let (ns, g) = (self.stages as usize, self.grid as usize);
+        let n = ns * g;
+        let srec = |i: usize| words.record(HEADER_WORDS + RECORD_WORDS * i);
+        // The origin: the earliest stage start, modulo 2^32 (`origin_by_scan`). Fast path: the
+        // smallest start m. When every start lies less than 2^31 ns after m's low word (any
+        // pass that does not straddle a wrap of the low word), the scan settles on the first
+        // start with m's low word, and every offset is taken from that low word; otherwise
+        // the scan runs.
+        let m = min_start(n, |i| {
+            let r = srec(i);
+            stamp(r[0], r[1])
+        })
+        .ok_or(RingError::NoStamps)?;
+        let rows = Rows {
+            lay: self,
+            words,
+            barriers,
+        };
+        let (base, (spans, t)) = match rows.fill(m as u32, true, timings) {
+            Some(filled) => {
+                // The first start with m's low word (m itself, unless a start lies a
+                // multiple of 2^32 ns away from it: only its high word differs).
+                let first = (0..n)
+                    .map(|i| {
+                        let r = srec(i);
+                        stamp(r[0], r[1])
+                    })
+                    .find(|&t| t != 0 && t as u32 == m as u32);
+                (first.unwrap_or(m), filled)
             }
-        }
-        let base = base.ok_or(RingError::NoStamps)?;
-        let rel = |t: u64| -> u32 {
-            if t == 0 {
-                MISSING
-            } else {
-                (rel_ns(t, base) as u32).min(MISSING - 1)
+            None => {
+                let base = origin_by_scan((0..n).map(srec)).ok_or(RingError::NoStamps)?;
+                // Unchecked: always Some.
+                let filled = rows
+                    .fill(base as u32, false, timings)
+                    .ok_or(RingError::NoStamps)?;
+                (base, filled)
             }
         };
-        let mut spans = Spans::new(g, ns, if barriers { nl } else { 0 });
-        for s in 0..ns {
-            for w in 0..g {
-                let r = self.stage_record(s, w);
-                let (a, b) = (stamp(r), stamp(r + 2));
-                if a != 0 && b != 0 {
-                    spans.set_span(s, w, rel(a), rel(b));
+        Ok((
+            DecodedRing {
+                spans,
+                device_start_ns: base,
+            },
+            t,
+        ))
+    }
+}
+
+/// A pass's stage and barrier timings (see [`Spans::stage_timings`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Timings {
+    pub(crate) stages: Vec<StageTiming>,
+    pub(crate) barriers: Vec<BarrierTiming>,
+}
+
+/// Decodes a frame's records into [`Spans`] rows, offsets from a given low word.
+struct Rows<'a, W: Words + ?Sized> {
+    lay: &'a RingLayout,
+    words: &'a W,
+    barriers: bool,
+}
+
+impl<W: Words + ?Sized> Rows<'_, W> {
+    /// Every row, offsets from `lo`; with `timings`, level by level in the run's level
+    /// order, each level's timings computed right after its rows. `None` when `check` and
+    /// a start lies 2^31 ns or more after `lo` (the origin is not `lo`'s).
+    fn fill(
+        &self,
+        lo: u32,
+        check: bool,
+        timings: Option<(&RunDetails, &[u64])>,
+    ) -> Option<(Spans, Option<Timings>)> {
+        let lay = self.lay;
+        let (ns, nl) = (lay.stages, if self.barriers { lay.levels } else { 0 });
+        let mut spans = Spans::new(lay.grid, ns, nl);
+        let mut outside = false;
+        let mut done = vec![false; ns as usize];
+        let mut t = None;
+        if let Some((run, disp)) = timings {
+            let mut out = Timings {
+                stages: Vec::with_capacity(run.stages.len()),
+                barriers: Vec::with_capacity(run.levels.len()),
+            };
+            for (li, lv) in run.levels.iter().enumerate() {
+                let li32 = li as u32;
+                if li32 < nl {
+                    self.barrier_row(&mut spans, li32, lo);
+                }
+                for &sid in &lv.stages {
+                    if let Some(d) = done.get_mut(sid as usize).filter(|d| !**d) {
+                        *d = true;
+                        outside |= self.stage_row(&mut spans, sid, lo);
+                    }
+                }
+                if check && outside {
+                    return None;
+                }
+                spans.level_stage_timings(&run.stages, li, lv, disp, &mut out.stages);
+                // The last level has no barrier after it.
+                if li32 + 1 < nl {
+                    out.barriers.extend(spans.barrier_timing(li32));
                 }
             }
-        }
-        if barriers {
+            // Rows of levels past the run's (none when the layout is the run's).
+            for l in run.levels.len() as u32..nl {
+                self.barrier_row(&mut spans, l, lo);
+                if l + 1 < nl {
+                    out.barriers.extend(spans.barrier_timing(l));
+                }
+            }
+            t = Some(out);
+        } else {
             for l in 0..nl {
-                for w in 0..g {
-                    let r = self.barrier_record(l, w);
-                    spans.set_barrier(l, w, rel(stamp(r)), rel(stamp(r + 2)));
-                }
+                self.barrier_row(&mut spans, l, lo);
             }
         }
-        Ok(DecodedRing {
-            spans,
-            device_start_ns: base,
-        })
+        // Stages no level names (all of them without timings).
+        for (sid, d) in done.iter().enumerate() {
+            if !d {
+                outside |= self.stage_row(&mut spans, sid as u32, lo);
+            }
+        }
+        if check && outside {
+            return None;
+        }
+        Some((spans, t))
+    }
+
+    /// Stage row `stage`, offsets from `lo`; whether a start lies 2^31 ns or more after it.
+    fn stage_row(&self, spans: &mut Spans, stage: u32, lo: u32) -> bool {
+        let lay = self.lay;
+        let Some((start, end)) = spans.stage_row_mut(stage) else {
+            return false;
+        };
+        let first = lay.stage_record(stage, 0);
+        let mut outside = false;
+        for (i, (s, e)) in start.iter_mut().zip(end).enumerate() {
+            let r = self.words.record(first + RECORD_WORDS * i);
+            let (a, b) = (stamp(r[0], r[1]), stamp(r[2], r[3]));
+            outside |= a != 0 && r[0].wrapping_sub(lo) > u32::MAX / 2;
+            // A span is both stamps or neither.
+            let both = a != 0 && b != 0;
+            *s = if both { off(r[0], lo) } else { MISSING };
+            *e = if both { off(r[2], lo) } else { MISSING };
+        }
+        outside
+    }
+
+    /// Barrier row `level`, offsets from `lo`.
+    fn barrier_row(&self, spans: &mut Spans, level: u32, lo: u32) {
+        let lay = self.lay;
+        let Some((arrive, exit)) = spans.level_row_mut(level) else {
+            return;
+        };
+        let first = lay.barrier_record(level, 0);
+        for (i, (a, x)) in arrive.iter_mut().zip(exit).enumerate() {
+            let r = self.words.record(first + RECORD_WORDS * i);
+            // Selects, not branches (a stamp of 0 was never written): the loop vectorises.
+            let (ta, tx) = (r[0] | r[1] != 0, r[2] | r[3] != 0);
+            *a = if ta { off(r[0], lo) } else { MISSING };
+            *x = if tx { off(r[2], lo) } else { MISSING };
+        }
+    }
+}
+
+/// The offset of a stamp known to be non-zero (0 was never written) from the origin's low
+/// word `lo`, modulo 2^32; one that would equal [`MISSING`] is `MISSING − 1`.
+fn off(lo_word: u32, lo: u32) -> u32 {
+    lo_word.wrapping_sub(lo).min(MISSING - 1)
+}
+
+/// A 64-bit device stamp from its low and high words.
+fn stamp(lo: u32, hi: u32) -> u64 {
+    u64::from(lo) | (u64::from(hi) << 32)
+}
+
+/// The smallest non-zero of the `n` stamps `t(0..n)`, if any (four independent minima: the
+/// loop is bound by loads, not by one compare chain).
+fn min_start(n: usize, t: impl Fn(usize) -> u64) -> Option<u64> {
+    // t − 1 maps 0 (never stamped) to u64::MAX, which never wins.
+    let v = |i: usize| t(i).wrapping_sub(1);
+    let (mut m0, mut m1, mut m2, mut m3) = (u64::MAX, u64::MAX, u64::MAX, u64::MAX);
+    let mut i = 0;
+    while i + 4 <= n {
+        m0 = m0.min(v(i));
+        m1 = m1.min(v(i + 1));
+        m2 = m2.min(v(i + 2));
+        m3 = m3.min(v(i + 3));
+        i += 4;
+    }
+    while i < n {
+        m0 = m0.min(v(i));
+        i += 1;
+    }
+    let m = m0.min(m1).min(m2.min(m3));
+    (m != u64::MAX).then_some(m + 1)
+}
+
+/// The pass's origin by definition: scanning the stage records in order, the start that no
+/// later start precedes modulo 2^32 (a start moves the origin when it lies in the half of
+/// the 32-bit circle before it). The slow, obvious reference of the fast path in `decode`,
+/// and its fallback for a pass that straddles a wrap of the low word.
+fn origin_by_scan(records: impl Iterator<Item = [u32; 4]>) -> Option<u64> {
+    let mut base: Option<u64> = None;
+    for r in records {
+        let t = stamp(r[0], r[1]);
+        if t != 0 && base.is_none_or(|b| rel_ns(t, b) > u32::MAX as u64 / 2) {
+            base = Some(t);
+        }
+    }
+    base
+}
+
+/// A ring frame's words, however they are held: `u32`s, or the little-endian bytes of a
+/// mapped buffer (read in place).
+trait Words {
+    /// Words held.
+    fn len(&self) -> usize;
+    /// Word `i` (`i < len()`).
+    fn word(&self, i: usize) -> u32;
+    /// The record of [`RECORD_WORDS`] words at word `at` (`at + 4 <= len()`).
+    fn record(&self, at: usize) -> [u32; 4];
+}
+
+impl Words for [u32] {
+    fn len(&self) -> usize {
+        <[u32]>::len(self)
+    }
+
+    fn word(&self, i: usize) -> u32 {
+        self[i]
+    }
+
+    #[inline]
+    fn record(&self, at: usize) -> [u32; 4] {
+        let c = &self[at..at + 4];
+        [c[0], c[1], c[2], c[3]]
+    }
+}
+
+impl Words for [u8] {
+    fn len(&self) -> usize {
+        <[u8]>::len(self) / 4
+    }
+
+    fn word(&self, i: usize) -> u32 {
+        let c = &self[4 * i..4 * i + 4];
+        u32::from_le_bytes([c[0], c[1], c[2], c[3]])
+    }
+
+    #[inline]
+    fn record(&self, at: usize) -> [u32; 4] {
+        // 16 bytes (the slice has them); as an array the reads need no further checks.
+        let c: [u8; 16] = self[4 * at..4 * at + 16].try_into().unwrap_or([0; 16]);
+        let w = |i: usize| u32::from_le_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]);
+        [w(0), w(4), w(8), w(12)]
     }
 }
 
@@ -218,6 +474,288 @@ mod tests {
         [1710, 1800],
     ];
     const BAR: [[u64; 2]; 4] = [[1200, 1700], [1600, 1710], [0, 0], [0, 0]];
+
+    /// The decoder as first written (one scan for the origin, then every stamp set through
+    /// `Spans`' checked setters): the slow, obvious reference of the fast one.
+    fn decode_reference(
+        lay: &RingLayout,
+        words: &[u32],
+        expect_seq: u32,
+        barriers: bool,
+    ) -> Result<DecodedRing, RingError> {
+        let need = lay.frame_words();
+        if words.len() < need {
+            return Err(RingError::Short {
+                have: words.len(),
+                need,
+            });
+        }
+        if words[0] != expect_seq {
+            return Err(RingError::Sequence {
+                found: words[0],
+                expected: expect_seq,
+            });
+        }
+        if words[2] != lay.grid {
+            return Err(RingError::Unfinished {
+                finished: words[2],
+                grid: lay.grid,
+            });
+        }
+        let stamp = |w: usize| (words[w] as u64) | ((words[w + 1] as u64) << 32);
+        let (ns, nl, g) = (lay.stages, lay.levels, lay.grid);
+        let mut base: Option<u64> = None;
+        for s in 0..ns {
+            for w in 0..g {
+                let t = stamp(lay.stage_record(s, w));
+                if t != 0 && base.is_none_or(|b| rel_ns(t, b) > u32::MAX as u64 / 2) {
+                    base = Some(t);
+                }
+            }
+        }
+        let base = base.ok_or(RingError::NoStamps)?;
+        let rel = |t: u64| -> u32 {
+            if t == 0 {
+                MISSING
+            } else {
+                (rel_ns(t, base) as u32).min(MISSING - 1)
+            }
+        };
+        let mut spans = Spans::new(g, ns, if barriers { nl } else { 0 });
+        for s in 0..ns {
+            for w in 0..g {
+                let r = lay.stage_record(s, w);
+                let (a, b) = (stamp(r), stamp(r + 2));
+                if a != 0 && b != 0 {
+                    spans.set_span(s, w, rel(a), rel(b));
+                }
+            }
+        }
+        if barriers {
+            for l in 0..nl {
+                for w in 0..g {
+                    let r = lay.barrier_record(l, w);
+                    spans.set_barrier(l, w, rel(stamp(r)), rel(stamp(r + 2)));
+                }
+            }
+        }
+        Ok(DecodedRing {
+            spans,
+            device_start_ns: base,
+        })
+    }
+
+    fn le_bytes(words: &[u32]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    /// splitmix64, for the random frames below.
+    fn next(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A random frame of `lay`: stamps around `t0` within `spread` ns, a quarter of them 0;
+    /// with `hi_noise` some stamps get another high word (only the low word is trusted).
+    fn random_frame(lay: &RingLayout, seed: u64, t0: u64, spread: u64, hi_noise: bool) -> Vec<u32> {
+        let mut st = seed;
+        let mut w = vec![0u32; lay.frame_words()];
+        w[0] = 5;
+        w[1] = 4;
+        w[2] = lay.grid;
+        for i in (HEADER_WORDS..w.len()).step_by(2) {
+            let r = next(&mut st);
+            if r.is_multiple_of(4) {
+                continue;
+            }
+            let mut t = t0.wrapping_add(next(&mut st) % spread.max(1));
+            if hi_noise && r.is_multiple_of(7) {
+                t = t.wrapping_add(1 << 32);
+            }
+            w[i] = t as u32;
+            w[i + 1] = (t >> 32) as u32;
+        }
+        w
+    }
+
+    #[test]
+    fn in_place_bytes_and_words_decode_like_the_reference() {
+        let lays = [
+            L,
+            RingLayout {
+                stages: 7,
+                levels: 4,
+                grid: 5,
+            },
+            RingLayout {
+                stages: 1,
+                levels: 1,
+                grid: 1,
+            },
+        ];
+        let starts = [
+            1000,
+            0x0000_1234_5678_0000,
+            (1u64 << 32) - 300, // low word wraps mid-pass (lavapipe)
+            u32::MAX as u64 - 5,
+            0xffff_ffff_ffff_ff00, // the 64-bit clock wraps too
+        ];
+        let mut n = 0;
+        for lay in lays {
+            for (k, &t0) in starts.iter().enumerate() {
+                for (spread, hi_noise) in [(2_000u64, false), (2_000, true), (3 << 30, false)] {
+                    for seed in 0..8u64 {
+                        let w = random_frame(&lay, seed * 31 + k as u64, t0, spread, hi_noise);
+                        for barriers in [true, false] {
+                            let want = decode_reference(&lay, &w, 5, barriers);
+                            assert_eq!(lay.decode(&w, 5, barriers), want, "{lay:?} t0 {t0:#x}");
+                            assert_eq!(
+                                lay.decode_le_bytes(&le_bytes(&w), 5, barriers),
+                                want,
+                                "{lay:?} t0 {t0:#x} spread {spread} seed {seed}"
+                            );
+                            n += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(n, 3 * 5 * 3 * 8 * 2);
+    }
+
+    #[test]
+    fn in_place_bytes_need_no_alignment_and_refuse_what_words_refuse() {
+        let w = frame(8, &SPANS, &BAR);
+        // At an odd offset in a larger buffer, as a slice of a mapped readback.
+        let mut buf = vec![0xaau8; 3];
+        buf.extend(le_bytes(&w));
+        buf.extend([0x55; 9]);
+        let bytes = &buf[3..3 + 4 * w.len()];
+        assert_eq!(L.decode_le_bytes(bytes, 8, true), L.decode(&w, 8, true));
+        assert!(L.decode_le_bytes(bytes, 8, true).is_ok());
+        // Torn, unfinished, short, unstamped: the same errors.
+        assert_eq!(
+            L.decode_le_bytes(bytes, 9, true),
+            Err(RingError::Sequence {
+                found: 8,
+                expected: 9
+            })
+        );
+        let mut u = w.clone();
+        u[2] = 1;
+        assert_eq!(
+            L.decode_le_bytes(&le_bytes(&u), 8, true),
+            L.decode(&u, 8, true)
+        );
+        assert_eq!(
+            L.decode_le_bytes(&bytes[..4 * 10 + 3], 8, true),
+            Err(RingError::Short { have: 10, need: 44 })
+        );
+        let z = frame(8, &[[0, 0]; 6], &[[0, 0]; 4]);
+        assert_eq!(
+            L.decode_le_bytes(&le_bytes(&z), 8, true),
+            Err(RingError::NoStamps)
+        );
+    }
+
+    #[test]
+    fn the_origin_is_the_first_start_with_the_earliest_low_word() {
+        // Two starts share the earliest low word, 2^32 ns apart: the scan keeps the first
+        // one in stage-major order, and so must the fast path.
+        let t = 0x0000_0007_0000_1000u64;
+        let later = t + (1 << 32);
+        let mut spans = SPANS;
+        spans[0] = [later, later + 100];
+        spans[1] = [t, t + 500];
+        for r in spans.iter_mut().skip(2) {
+            r[0] += t - 1000;
+            r[1] += t - 1000;
+        }
+        let w = frame(8, &spans, &[[0, 0]; 4]);
+        let d = L.decode(&w, 8, true).unwrap();
+        assert_eq!(d.device_start_ns, later);
+        assert_eq!(Ok(d), decode_reference(&L, &w, 8, true));
+    }
+
+    #[test]
+    fn timings_taken_level_by_level_equal_decoding_then_computing() {
+        // The 1B-like synthetic run, and odd ones: levels out of stage order, a stage in two
+        // levels, a stage in none, a level naming a stage past the layout.
+        let base = crate::synth::synthetic_run(5, 12, 6);
+        let mut odd = base.clone();
+        odd.levels.swap(1, 3);
+        odd.levels[2].stages.reverse();
+        odd.levels[4].stages.push(0);
+        odd.levels[5].stages.push(99);
+        let taken: Vec<u32> = odd.levels[0].stages.drain(..).collect();
+        assert!(!taken.is_empty());
+        let mut n = 0;
+        for run in [&base, &odd, &details()] {
+            let lay = run.ring_layout();
+            for seed in 0..12u64 {
+                for (t0, spread) in [(0x1234_0000_0000u64, 5_000u64), ((1u64 << 32) - 700, 5_000)] {
+                    let w = random_frame(&lay, seed, t0, spread, seed % 3 == 0);
+                    let bytes = le_bytes(&w);
+                    for (barriers, disp) in [(true, &[][..]), (false, &[5, 6, 7, 8][..])] {
+                        let want = decode_reference(&lay, &w, 5, barriers).map(|d| {
+                            let t = Timings {
+                                stages: d.spans.stage_timings(&run.stages, &run.levels, disp),
+                                barriers: d.spans.barrier_timings(),
+                            };
+                            (d, t)
+                        });
+                        let got = lay.decode_le_bytes_with_timings(&bytes, 5, barriers, run, disp);
+                        assert_eq!(got, want, "seed {seed} t0 {t0:#x} barriers {barriers}");
+                        n += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(n, 3 * 12 * 2 * 2);
+    }
+
+    #[test]
+    fn a_frame_reads_its_ring_in_place_and_a_torn_one_is_flagged_never_read() {
+        let rd = details();
+        let bytes = le_bytes(&frame(8, &SPANS, &BAR));
+        let mut f = crate::Frame::default();
+        f.read_ring(&rd, &bytes, 8, true);
+        let d = L.decode(&frame(8, &SPANS, &BAR), 8, true).unwrap();
+        assert!(!f.torn);
+        assert_eq!(f.device_start_ns, Some(1000));
+        assert_eq!(f.stages, d.spans.stage_timings(&rd.stages, &rd.levels, &[]));
+        assert_eq!(f.barriers, d.spans.barrier_timings());
+        assert_eq!(f.spans, d.spans);
+        // Torn (the sequence of another pass), unfinished, short: flagged, nothing read.
+        let mut unfinished = frame(8, &SPANS, &BAR);
+        unfinished[2] = 1;
+        for (ring, seq) in [
+            (bytes.clone(), 9),
+            (le_bytes(&unfinished), 8),
+            (bytes[..40].to_vec(), 8),
+        ] {
+            let mut f = crate::Frame::default();
+            f.read_ring(&rd, &ring, seq, true);
+            assert!(f.torn);
+            assert!(f.spans.is_empty() && f.stages.is_empty() && f.barriers.is_empty());
+            assert_eq!(f.device_start_ns, None);
+        }
+        // Multi mode: no barrier rows; each stage charged its dispatch time.
+        let mut f = crate::Frame {
+            dispatch_ns: vec![7, 8, 9],
+            ..Default::default()
+        };
+        f.read_ring(&rd, &bytes, 8, false);
+        assert_eq!(f.spans.levels(), 0);
+        assert!(f.barriers.is_empty());
+        assert_eq!(
+            f.stages.iter().map(|s| s.charged_ns).collect::<Vec<_>>(),
+            [7, 8, 9]
+        );
+    }
 
     #[test]
     fn layout_places_barrier_records_after_every_stage_record() {

@@ -244,16 +244,208 @@ impl Spans {
     ) -> Vec<StageTiming> {
         let mut out = Vec::with_capacity(stages.len());
         for (li, lv) in levels.iter().enumerate() {
+            self.level_stage_timings(stages, li, lv, dispatch_ns, &mut out);
+        }
+        out
+    }
+
+    /// [`Self::stage_timings`] of level `li` (`lv`) alone, appended to `out`: it reads the
+    /// level's stage rows and its barrier row only.
+    pub(crate) fn level_stage_timings(
+        &self,
+        stages: &[StageDetails],
+        li: usize,
+        lv: &LevelDetails,
+        dispatch_ns: &[u64],
+        out: &mut Vec<StageTiming>,
+    ) {
+        for (k, &sid) in lv.stages.iter().enumerate() {
+            let Some((starts, ends)) = self.stage_stamps(sid) else {
+                continue;
+            };
+            // The next boundary on each workgroup: the next stage's start where that
+            // stage's span is present, or for the level's last stage its barrier exit.
+            let next: Option<(&[u32], Option<&[u32]>)> = match lv.stages.get(k + 1) {
+                Some(&nx) => self.stage_stamps(nx).map(|(s, e)| (s, Some(e))),
+                None => self.level_stamps(li as u32).map(|(_, x)| (x, None)),
+            };
+            let mut acc = StageSums::default();
+            let spans = starts.iter().zip(ends);
+            match next {
+                Some((t, Some(e))) => {
+                    for ((&a, &b), (&t, &e)) in spans.zip(t.iter().zip(e)) {
+                        acc.add(a, b, (t != MISSING && e != MISSING).then_some(t));
+                    }
+                }
+                Some((t, None)) => {
+                    for ((&a, &b), &t) in spans.zip(t) {
+                        acc.add(a, b, (t != MISSING).then_some(t));
+                    }
+                }
+                None => {
+                    for (&a, &b) in spans {
+                        acc.add(a, b, None);
+                    }
+                }
+            }
+            let StageSums {
+                busy,
+                charged,
+                n,
+                max_busy,
+            } = acc;
+            let (Some(busy_ns), Some(charged_ns)) = (busy.checked_div(n), charged.checked_div(n))
+            else {
+                continue;
+            };
+            let Some(st) = stages.get(sid as usize) else {
+                continue;
+            };
+            out.push(StageTiming {
+                stage: sid,
+                name: st.name.clone(),
+                level: li as u32,
+                busy_ns,
+                charged_ns: dispatch_ns.get(sid as usize).copied().unwrap_or(charged_ns),
+                max_busy_ns: max_busy,
+            });
+        }
+    }
+
+    /// Barrier timings (module doc) for every level boundary that has at least one arrival
+    /// and one exit; empty in multi mode.
+    pub fn barrier_timings(&self) -> Vec<BarrierTiming> {
+        // The last level has no barrier after it.
+        (0..self.levels().saturating_sub(1))
+            .filter_map(|l| self.barrier_timing(l))
+            .collect()
+    }
+
+    /// The timing of the barrier after level `l` (which must not be the last level), if it
+    /// has at least one arrival and one exit.
+    pub(crate) fn barrier_timing(&self, l: u32) -> Option<BarrierTiming> {
+        let (arr, ext) = self.level_stamps(l)?;
+        let ((a0, a1), (e0, e1)) = (min_max(arr)?, min_max(ext)?);
+        Some(BarrierTiming {
+            level: l,
+            arrival_spread_ns: (a1 - a0) as u64,
+            release_ns: e0.saturating_sub(a1) as u64,
+            exit_spread_ns: (e1 - e0) as u64,
+        })
+    }
+
+    /// Stage row `stage` (start, end) and barrier row `level` (arrive, exit), to be written
+    /// in place (the ring decoder fills the rows it has decoded); `None` outside the layout.
+    pub(crate) fn stage_row_mut(&mut self, stage: u32) -> Option<(&mut [u32], &mut [u32])> {
+        let g = self.grid as usize;
+        let r = stage as usize * g..(stage as usize + 1) * g;
+        Some((self.start.get_mut(r.clone())?, self.end.get_mut(r)?))
+    }
+
+    /// Barrier row `level` (arrive, exit), to be written in place (see
+    /// [`Self::stage_row_mut`]).
+    pub(crate) fn level_row_mut(&mut self, level: u32) -> Option<(&mut [u32], &mut [u32])> {
+        let g = self.grid as usize;
+        let r = level as usize * g..(level as usize + 1) * g;
+        Some((self.arrive.get_mut(r.clone())?, self.exit.get_mut(r)?))
+    }
+
+    /// The latest stamp of the pass: the last end of a present span or the last barrier
+    /// exit, ns; `None` without any.
+    pub fn last_stamp(&self) -> Option<u32> {
+        // Branch-free folds (they vectorise): a missing stamp counts as 0 and sets no flag.
+        let (mut last, mut any) = (0u32, false);
+        for (&a, &b) in self.start.iter().zip(&self.end) {
+            let present = a != MISSING && b != MISSING;
+            last = last.max(if present { b } else { 0 });
+            any |= present;
+        }
+        for &x in &self.exit {
+            let present = x != MISSING;
+            last = last.max(if present { x } else { 0 });
+            any |= present;
+        }
+        any.then_some(last)
+    }
+}
+
+/// One stage's sums over its workgroups (see [`Spans::stage_timings`]).
+#[derive(Default)]
+struct StageSums {
+    busy: u64,
+    charged: u64,
+    n: u64,
+    max_busy: u64,
+}
+
+impl StageSums {
+    /// A workgroup's span `a..b` (skipped unless both are stamped) and its next boundary.
+    /// Branch-free: a skipped span adds zeros.
+    #[inline]
+    fn add(&mut self, a: u32, b: u32, next: Option<u32>) {
+        let present = a != MISSING && b != MISSING;
+        let own = b.saturating_sub(a) as u64;
+        let charged = next.map_or(own, |t| t.saturating_sub(a) as u64);
+        let keep = if present { u64::MAX } else { 0 };
+        self.busy += own & keep;
+        self.max_busy = self.max_busy.max(own & keep);
+        self.charged += charged & keep;
+        self.n += present as u64;
+    }
+}
+
+/// The smallest and largest stamp of a row, [`MISSING`] left out; `None` when all are missing.
+fn min_max(row: &[u32]) -> Option<(u32, u32)> {
+    // MISSING is u32::MAX: it never lowers the minimum, and counts as 0 for the maximum
+    // (harmless once one stamp is present). Both folds vectorise.
+    let lo = row.iter().copied().fold(MISSING, u32::min);
+    let hi = row
+        .iter()
+        .map(|&v| if v == MISSING { 0 } else { v })
+        .fold(0, u32::max);
+    (lo != MISSING).then_some((lo, hi))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::tests::details;
+
+    /// Stage a: wg0 0..100, wg1 0..500 (slow); b: wg0 100..200, wg1 500..600. Barrier after
+    /// level 0: arrivals 200 / 600, exits 700 / 710. Stage c: 700..800, 710..800.
+    fn tail_pass() -> Spans {
+        let mut s = Spans::new(2, 3, 2);
+        s.set_span(0, 0, 0, 100);
+        s.set_span(0, 1, 0, 500);
+        s.set_span(1, 0, 100, 200);
+        s.set_span(1, 1, 500, 600);
+        s.set_span(2, 0, 700, 800);
+        s.set_span(2, 1, 710, 800);
+        s.set_barrier(0, 0, 200, 700);
+        s.set_barrier(0, 1, 600, 710);
+        s
+    }
+
+    /// The timings as first written (per workgroup through the checked accessors): the
+    /// slow, obvious reference of the row sweeps.
+    fn stage_timings_reference(
+        sp: &Spans,
+        stages: &[StageDetails],
+        levels: &[LevelDetails],
+        dispatch_ns: &[u64],
+    ) -> Vec<StageTiming> {
+        let mut out = vec![];
+        for (li, lv) in levels.iter().enumerate() {
             for (k, &sid) in lv.stages.iter().enumerate() {
                 let (mut busy, mut charged, mut n, mut maxb) = (0u64, 0u64, 0u64, 0u64);
-                for w in 0..self.grid {
-                    let Some((a, b)) = self.span(sid, w) else {
+                for w in 0..sp.grid {
+                    let Some((a, b)) = sp.span(sid, w) else {
                         continue;
                     };
                     let own = b.saturating_sub(a) as u64;
                     let next = match lv.stages.get(k + 1) {
-                        Some(&nx) => self.span(nx, w).map(|(s, _)| s),
-                        None => self.exit(li as u32, w),
+                        Some(&nx) => sp.span(nx, w).map(|(s, _)| s),
+                        None => sp.exit(li as u32, w),
                     };
                     busy += own;
                     maxb = maxb.max(own);
@@ -281,15 +473,18 @@ impl Spans {
         out
     }
 
-    /// Barrier timings (module doc) for every level boundary that has at least one arrival
-    /// and one exit; empty in multi mode.
-    pub fn barrier_timings(&self) -> Vec<BarrierTiming> {
+    fn barrier_timings_reference(sp: &Spans) -> Vec<BarrierTiming> {
         let mut out = vec![];
-        // The last level has no barrier after it.
-        for l in 0..self.levels().saturating_sub(1) {
-            let arr = (0..self.grid).filter_map(|w| self.arrive(l, w));
-            let ext = (0..self.grid).filter_map(|w| self.exit(l, w));
-            let (Some((a0, a1)), Some((e0, e1))) = (min_max(arr), min_max(ext)) else {
+        for l in 0..sp.levels().saturating_sub(1) {
+            let mm = |it: &mut dyn Iterator<Item = u32>| {
+                it.fold(None, |m: Option<(u32, u32)>, v| match m {
+                    None => Some((v, v)),
+                    Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+                })
+            };
+            let arr = mm(&mut (0..sp.grid).filter_map(|w| sp.arrive(l, w)));
+            let ext = mm(&mut (0..sp.grid).filter_map(|w| sp.exit(l, w)));
+            let (Some((a0, a1)), Some((e0, e1))) = (arr, ext) else {
                 continue;
             };
             out.push(BarrierTiming {
@@ -301,33 +496,86 @@ impl Spans {
         }
         out
     }
-}
 
-fn min_max(it: impl Iterator<Item = u32>) -> Option<(u32, u32)> {
-    it.fold(None, |m, v| match m {
-        None => Some((v, v)),
-        Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
-    })
-}
+    fn last_stamp_reference(sp: &Spans) -> Option<u32> {
+        let ends = sp.iter().map(|x| x.end_ns);
+        let exits =
+            (0..sp.levels()).flat_map(|l| (0..sp.grid()).filter_map(move |w| sp.exit(l, w)));
+        ends.chain(exits).max()
+    }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::run::tests::details;
-
-    /// Stage a: wg0 0..100, wg1 0..500 (slow); b: wg0 100..200, wg1 500..600. Barrier after
-    /// level 0: arrivals 200 / 600, exits 700 / 710. Stage c: 700..800, 710..800.
-    fn tail_pass() -> Spans {
-        let mut s = Spans::new(2, 3, 2);
-        s.set_span(0, 0, 0, 100);
-        s.set_span(0, 1, 0, 500);
-        s.set_span(1, 0, 100, 200);
-        s.set_span(1, 1, 500, 600);
-        s.set_span(2, 0, 700, 800);
-        s.set_span(2, 1, 710, 800);
-        s.set_barrier(0, 0, 200, 700);
-        s.set_barrier(0, 1, 600, 710);
+    /// Random spans of `d`'s shape: each stamp missing with probability 1/`holes`, some
+    /// equal to 0 or `MISSING - 1`, ends sometimes before starts.
+    fn random_spans(d: &crate::RunDetails, grid: u32, levels: u32, seed: u64, holes: u64) -> Spans {
+        let mut st = seed;
+        let mut next = || {
+            st = st.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = st;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        let stamp = |next: &mut dyn FnMut() -> u64| {
+            let r = next();
+            if r.is_multiple_of(holes) {
+                MISSING
+            } else if r % 97 == 1 {
+                0
+            } else if r % 89 == 2 {
+                MISSING - 1
+            } else {
+                (next() % 5_000) as u32
+            }
+        };
+        let mut s = Spans::new(grid, d.stages.len() as u32, levels);
+        for st in 0..d.stages.len() as u32 {
+            for w in 0..grid {
+                let (a, b) = (stamp(&mut next), stamp(&mut next));
+                s.set_span(st, w, a, b);
+            }
+        }
+        for l in 0..levels {
+            for w in 0..grid {
+                let (a, x) = (stamp(&mut next), stamp(&mut next));
+                s.set_barrier(l, w, a, x);
+            }
+        }
         s
+    }
+
+    #[test]
+    fn row_sweeps_compute_what_the_per_workgroup_reference_computes() {
+        let d = details();
+        let big = crate::synth::synthetic_run(7, 30, 11);
+        let mut n = 0;
+        for seed in 0..40u64 {
+            for (run, grid, levels) in [
+                (&d, 2u32, 2u32),
+                (&d, 3, 0),
+                (&d, 2, 1), // fewer barrier rows than levels
+                (&big, 7, 11),
+                (&big, 7, 0),
+            ] {
+                for holes in [2u64, 5, 1_000_000] {
+                    let sp = random_spans(run, grid, levels, seed * 7 + holes, holes);
+                    for disp in [&[][..], &[10, 20, 30][..]] {
+                        assert_eq!(
+                            sp.stage_timings(&run.stages, &run.levels, disp),
+                            stage_timings_reference(&sp, &run.stages, &run.levels, disp),
+                            "seed {seed} grid {grid} levels {levels} holes {holes}"
+                        );
+                    }
+                    assert_eq!(sp.barrier_timings(), barrier_timings_reference(&sp));
+                    assert_eq!(sp.last_stamp(), last_stamp_reference(&sp));
+                    n += 1;
+                }
+            }
+        }
+        assert_eq!(n, 40 * 5 * 3);
+        // And on the empty spans of a torn frame.
+        let e = Spans::default();
+        assert_eq!(e.stage_timings(&d.stages, &d.levels, &[]), vec![]);
+        assert_eq!((e.barrier_timings(), e.last_stamp()), (vec![], None));
     }
 
     #[test]

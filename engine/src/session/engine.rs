@@ -1,5 +1,6 @@
 //! The engine thread: the decode loop, commands, rebuilds, clocks, checks and sensors.
 
+use super::frames::{ended, Frames, Job, RingCopy};
 use super::shadow::{Shadow, ToShadow};
 use super::*;
 
@@ -7,7 +8,7 @@ use super::*;
 pub(super) struct Engine {
     pub(super) b: SessionBuilder,
     pub(super) dec: VulkanDecoder,
-    pub(super) details: RunDetails,
+    pub(super) details: Arc<RunDetails>,
     pub(super) plan: Option<CheckPlan>,
     pub(super) shadow: Option<Shadow>,
     pub(super) shared: Arc<Shared>,
@@ -25,8 +26,9 @@ pub(super) struct Engine {
     /// The sensor thread (CPU busy, other GPU clients, clocks; low rate) and its samples.
     pub(super) _sensors: Option<crate::sensors::SensorThread>,
     pub(super) sensor_rx: Receiver<baro_telemetry::SensorSample>,
-    /// Labels every pass with its power mode and contention (telemetry crate's rules).
-    pub(super) labeler: baro_telemetry::labels::PassLabeler,
+    /// The frame builder: finishes each frame (ring, labels) and emits every message, in
+    /// the order queued, while this thread runs the next pass.
+    pub(super) frames: Frames,
 }
 
 /// What the loop does next.
@@ -49,7 +51,7 @@ impl Engine {
             Err(err) => {
                 let reason = reason_of(&err);
                 // Sinks added to the builder learn why there is no run.
-                shared.lock().emit(&Telemetry::End {
+                shared.lock().emit(Telemetry::End {
                     passes: 0,
                     dropped: 0,
                     reason: reason.clone(),
@@ -106,10 +108,11 @@ impl Engine {
         let sensors = spawn_sensors(&b.ctx, lock_path, sensor_tx);
         let mut labeler = baro_telemetry::labels::PassLabeler::for_run(&details);
         labeler.sensors.lock_holder = b.host_lock.as_ref().and_then(|(_, h)| h.clone());
+        let frames = Frames::spawn(shared.clone(), labeler)?;
         let mut e = Engine {
             b,
             dec,
-            details,
+            details: Arc::new(details),
             plan,
             shadow,
             shared,
@@ -125,16 +128,33 @@ impl Engine {
             checked: 0,
             _sensors: sensors,
             sensor_rx,
-            labeler,
+            frames,
         };
-        e.emit(&Telemetry::Start(e.details.clone()));
+        e.emit(Telemetry::Start((*e.details).clone()));
         let c = e.sync(0)?;
-        e.emit(&Telemetry::Clock(c));
+        e.emit(Telemetry::Clock(c));
         Ok(e)
     }
 
-    pub(super) fn emit(&self, msg: &Telemetry) -> bool {
-        self.shared.lock().emit(msg)
+    /// Queue `msg` behind every frame queued before it; false once every sink that was
+    /// ever added is gone (as far as the builder has seen). Should the builder be gone (it
+    /// panicked), the message goes out directly.
+    pub(super) fn emit(&self, msg: Telemetry) -> bool {
+        match self.frames.send(Job::Msg(msg)) {
+            Ok(()) => self.frames.alive(),
+            Err(job) => match *job {
+                Job::Msg(m) => self.shared.lock().emit(m),
+                _ => false,
+            },
+        }
+    }
+
+    /// Answer a command once every message queued before it is out (a reply follows the
+    /// frames it names).
+    fn answer(&self, tx: Sender<Result<Reply>>, r: Result<Reply>) -> Result<()> {
+        let flushed = self.frames.flush();
+        let _ = tx.send(r);
+        flushed
     }
 
     pub(super) fn sync(&mut self, at_pass: u64) -> Result<ClockSync> {
@@ -164,7 +184,7 @@ impl Engine {
             if c.verdict.is_failure() {
                 self.failed_checks += 1;
             }
-            alive &= self.emit(&Telemetry::Correctness {
+            alive &= self.emit(Telemetry::Correctness {
                 pass,
                 correctness: c,
             });
@@ -210,7 +230,7 @@ impl Engine {
                             if r.1.verdict.is_failure() {
                                 self.failed_checks += 1;
                             }
-                            if !self.emit(&Telemetry::Correctness { pass: r.0, correctness: r.1 }) {
+                            if !self.emit(Telemetry::Correctness { pass: r.0, correctness: r.1 }) {
                                 return Ok(EndReason::ConsumerGone);
                             }
                         }
@@ -225,23 +245,23 @@ impl Engine {
                 match cmd {
                     Command::Pause => {
                         paused = true;
-                        let _ = reply.send(Ok(Reply::Paused { passes: self.n }));
+                        self.answer(reply, Ok(Reply::Paused { passes: self.n }))?;
                     }
                     Command::Resume => {
                         paused = false;
-                        let _ = reply.send(Ok(Reply::Resumed));
+                        self.answer(reply, Ok(Reply::Resumed))?;
                     }
                     Command::Step => {
                         paused = true;
                         step = Some(reply);
                     }
                     Command::Stop => {
-                        let _ = reply.send(Ok(Reply::Stopping));
+                        self.answer(reply, Ok(Reply::Stopping))?;
                         return Ok(EndReason::Stopped);
                     }
                     Command::Restart => {
                         self.restart();
-                        let _ = reply.send(Ok(Reply::Restarted { next_pass: self.n }));
+                        self.answer(reply, Ok(Reply::Restarted { next_pass: self.n }))?;
                     }
                     Command::SetDispatch(d) => {
                         let opts = DecoderOptions {
@@ -249,7 +269,7 @@ impl Engine {
                             ..self.b.opts.clone()
                         };
                         let r = self.rebuild(opts, None);
-                        let _ = reply.send(r);
+                        self.answer(reply, r)?;
                     }
                     Command::SetGrid(g) => {
                         let opts = DecoderOptions {
@@ -257,12 +277,12 @@ impl Engine {
                             ..self.b.opts.clone()
                         };
                         let r = self.rebuild(opts, None);
-                        let _ = reply.send(r);
+                        self.answer(reply, r)?;
                     }
                     Command::LoadModel(m) => {
                         let opts = self.b.opts.clone();
                         let r = self.rebuild(opts, Some(m));
-                        let _ = reply.send(r);
+                        self.answer(reply, r)?;
                     }
                 }
                 continue;
@@ -273,7 +293,7 @@ impl Engine {
             let pass = self.n;
             let flow = self.one_pass()?;
             if let Some(r) = step.take() {
-                let _ = r.send(Ok(Reply::Stepped { pass }));
+                self.answer(r, Ok(Reply::Stepped { pass }))?;
             }
             if let Flow::End(reason) = flow {
                 return Ok(reason);
@@ -325,16 +345,17 @@ impl Engine {
         self.plan = plan;
         self.dec = dec;
         self.b.opts = opts;
-        self.details = details.clone();
+        self.details = Arc::new(details.clone());
         self.budget
             .store(self.dec.watchdog().as_nanos() as u64, Ordering::Relaxed);
         self.restart();
-        // The sensors' state survives the rebuild: a reading is sent when it changes, so a
-        // fresh state would forget, e.g., the lock holder until it changes again.
-        let sensors = std::mem::take(&mut self.labeler.sensors);
-        self.labeler = baro_telemetry::labels::PassLabeler::for_run(&details);
-        self.labeler.sensors = sensors;
-        self.emit(&Telemetry::Start(details.clone()));
+        // The labels start over for the new run; the sensors' state survives the rebuild: a
+        // reading is sent when it changes, so a fresh state would forget, e.g., the lock
+        // holder until it changes again.
+        self.frames
+            .send(Job::Relabel(self.details.clone()))
+            .map_err(|_| ended())?;
+        self.emit(Telemetry::Start(details.clone()));
         Ok(Reply::Rebuilt(Box::new(details)))
     }
 
@@ -349,7 +370,15 @@ impl Engine {
         } else {
             self.sampler.sample(self.dec.logits_mut())
         };
-        let mut f = self.dec.frame(&self.details, n, pos, token, next, &p);
+        // The frame's head now; its ring is copied out (the next pass overwrites the
+        // readback) and read, with the labels, on the frame builder while this thread goes on.
+        let mut f = self.dec.frame_head(&self.details, n, pos, token, next, &p);
+        let mut bytes = self.frames.buffer();
+        let ring = self.dec.copy_ring(&mut bytes).then(|| RingCopy {
+            bytes,
+            expect_seq: self.dec.ring_seq(),
+            mega: self.dec.ring_barriers(),
+        });
         f.host_start_ns = self
             .dec
             .last_pass_window()
@@ -379,11 +408,16 @@ impl Engine {
         // clients, a busy CPU, time the spans do not account for).
         let samples: Vec<_> = self.sensor_rx.try_iter().collect();
         for smp in samples {
-            self.labeler.observe(&smp);
-            self.emit(&Telemetry::Sensor(smp));
+            self.frames.send(Job::Sensor(smp)).map_err(|_| ended())?;
         }
-        let _ = self.labeler.label(&mut f);
-        let alive = self.emit(&Telemetry::Frame(Box::new(f)));
+        self.frames
+            .send(Job::Pass {
+                frame: Box::new(f),
+                ring,
+                details: self.details.clone(),
+            })
+            .map_err(|_| ended())?;
+        let alive = self.frames.alive();
         self.n += 1;
         let wall = Duration::from_nanos(p.wall.as_nanos() as u64);
         self.budget.store(
@@ -395,7 +429,7 @@ impl Engine {
         }
         if self.n.is_multiple_of(RESYNC_EVERY) {
             let c = self.sync(self.n)?;
-            self.emit(&Telemetry::Clock(c));
+            self.emit(Telemetry::Clock(c));
         }
         if !ok {
             self.failed_passes += 1;
@@ -446,7 +480,7 @@ impl Engine {
                             if c.verdict.is_failure() {
                                 self.failed_checks += 1;
                             }
-                            self.emit(&Telemetry::Correctness {
+                            self.emit(Telemetry::Correctness {
                                 pass,
                                 correctness: c,
                             });
@@ -465,11 +499,13 @@ impl Engine {
                 }
             } // else: still inside a forward pass: detached, it ends at its next job check
         }
-        self.emit(&Telemetry::End {
+        self.emit(Telemetry::End {
             passes: self.n,
             dropped: 0,
             reason: reason.clone(),
         });
+        // Everything queued goes out before the run is over.
+        self.frames.finish();
         // Answer whatever is still queued, so no caller waits for a reply that never comes.
         for (c, r) in cmds.try_iter() {
             let _ = r.send(match c {

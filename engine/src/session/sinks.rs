@@ -50,39 +50,58 @@ impl Sinks {
     }
 
     /// Send `msg` to every sink (module doc: lossy capacity, must-deliver, gone sinks).
-    /// Returns false when every sink that was ever added is gone.
-    pub(super) fn emit(&mut self, msg: &Telemetry) -> bool {
-        match msg {
+    /// Returns false when every sink that was ever added is gone. The last sink that takes
+    /// the message gets `msg` itself, the others a clone (a 1B frame holds ≈ 0.2 MB of
+    /// stamps).
+    pub(super) fn emit(&mut self, msg: Telemetry) -> bool {
+        match &msg {
             Telemetry::Start(d) => self.start = Some(d.clone()),
             Telemetry::End { passes, reason, .. } => self.end = Some((*passes, reason.clone())),
             _ => {}
         }
         let must = msg.must_deliver();
-        self.list.retain_mut(|s| {
-            if let SinkKind::Lossy { capacity } = s.kind {
-                if !must && s.tx.len() >= capacity {
-                    if matches!(msg, Telemetry::Frame(_)) {
+        let is_frame = matches!(msg, Telemetry::Frame(_));
+        let is_end = matches!(msg, Telemetry::End { .. });
+        // Who takes it: a lossy sink at capacity skips an ordinary message (and counts a
+        // frame as dropped).
+        let takes: Vec<bool> = self
+            .list
+            .iter_mut()
+            .map(|s| match s.kind {
+                SinkKind::Lossy { capacity } if !must && s.tx.len() >= capacity => {
+                    if is_frame {
                         s.dropped += 1;
                     }
-                    return true;
+                    false
                 }
+                _ => true,
+            })
+            .collect();
+        let last = takes.iter().rposition(|&t| t);
+        let mut msg = Some(msg);
+        let mut i = 0;
+        self.list.retain_mut(|s| {
+            let k = i;
+            i += 1;
+            if !takes[k] {
+                return true;
             }
-            let m = match msg {
-                Telemetry::Frame(f) => {
-                    let mut f = f.clone();
-                    f.dropped = s.dropped;
-                    Telemetry::Frame(f)
-                }
-                Telemetry::End { passes, reason, .. } => Telemetry::End {
-                    passes: *passes,
-                    dropped: s.dropped,
-                    reason: reason.clone(),
-                },
-                other => other.clone(),
+            let m = if Some(k) == last {
+                msg.take()
+            } else {
+                msg.clone()
             };
+            let Some(mut m) = m else {
+                return true;
+            };
+            match &mut m {
+                Telemetry::Frame(f) => f.dropped = s.dropped,
+                Telemetry::End { dropped, .. } => *dropped = s.dropped,
+                _ => {}
+            }
             s.tx.send(m).is_ok()
         });
-        if matches!(msg, Telemetry::End { .. }) {
+        if is_end {
             // End is the last message: close every sink, so a consumer's iteration ends.
             self.list.clear();
             return true;

@@ -95,7 +95,8 @@ impl VulkanDecoder {
     }
 
     /// Build the telemetry frame of pass `slot` of the last submission
-    /// ([`Self::step_chain`]); `p` is what it returned for that pass.
+    /// ([`Self::step_chain`]); `p` is what it returned for that pass. A pass that did not
+    /// write the ring (`ring_every`) has no spans and is not torn.
     #[allow(clippy::too_many_arguments)]
     pub fn frame_at(
         &self,
@@ -107,7 +108,25 @@ impl VulkanDecoder {
         next: u32,
         p: &Pass,
     ) -> Frame {
-        let mut f = Frame {
+        let mut f = self.frame_head(details, pass_no, pos, token, next, p);
+        if let Some(ring) = self.ring_bytes_at(slot) {
+            // Decoded in place from the mapped readback (no copy into words first).
+            f.read_ring(details, ring, self.ring_seq_at(slot), self.ring_barriers());
+        }
+        f
+    }
+
+    /// [`Self::frame`] without the ring: what the pass reported besides its stamps.
+    pub fn frame_head(
+        &self,
+        details: &RunDetails,
+        pass_no: u64,
+        pos: usize,
+        token: u32,
+        next: u32,
+        p: &Pass,
+    ) -> Frame {
+        Frame {
             pass: pass_no,
             pos: pos as u32,
             token,
@@ -118,30 +137,46 @@ impl VulkanDecoder {
             dispatch_ns: p.dispatch_ns.clone(),
             timestamp_start_ns: p.window.map(|(t0, _)| t0),
             ..Default::default()
-        };
-        // Without a device clock every stamp reads 0: there is nothing to decode (not torn).
-        if let Some(words) = self.frame_words_at(slot).filter(|_| self.has_clock()) {
-            let mega = self.opts.dispatch == Dispatch::Mega;
-            // The sequence word is pass_id + 1 of that pass (`passes` counts the submission's
-            // passes already).
-            let later = self.last_count.max(1).saturating_sub(slot + 1) as u32;
-            match details
-                .ring_layout()
-                .decode(&words, self.passes.wrapping_sub(later), mega)
-            {
-                Ok(r) => {
-                    let disp: &[u64] = if mega { &[] } else { &p.dispatch_ns };
-                    f.stages = r
-                        .spans
-                        .stage_timings(&details.stages, &details.levels, disp);
-                    f.barriers = r.spans.barrier_timings();
-                    f.device_start_ns = Some(r.device_start_ns);
-                    f.spans = r.spans;
-                }
-                Err(_) => f.torn = true,
-            }
         }
-        f
+    }
+
+    /// Copy the last pass's ring frame (its little-endian bytes) into `into` (cleared
+    /// first), for [`Frame::read_ring`] with [`Self::ring_seq`] and [`Self::ring_barriers`]
+    /// once the next pass has overwritten the readback. False, and `into` left empty, where
+    /// [`Self::frame`] reads no ring (instrumentation off, a pass that did not write the ring,
+    /// or no device clock: every stamp reads 0, nothing to decode, not torn).
+    pub fn copy_ring(&self, into: &mut Vec<u8>) -> bool {
+        self.copy_ring_at(self.last_slot, into)
+    }
+
+    /// [`Self::copy_ring`] for pass `slot` of the last submission.
+    pub fn copy_ring_at(&self, slot: usize, into: &mut Vec<u8>) -> bool {
+        into.clear();
+        match self.ring_bytes_at(slot) {
+            Some(r) => {
+                into.extend_from_slice(r);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The sequence word that marks the last pass's ring frame complete: its pass id + 1
+    /// (`passes` was bumped by the pass).
+    pub fn ring_seq(&self) -> u32 {
+        self.ring_seq_at(self.last_slot)
+    }
+
+    /// [`Self::ring_seq`] for pass `slot` of the last submission (`passes` counts every
+    /// pass of the submission already).
+    pub fn ring_seq_at(&self, slot: usize) -> u32 {
+        let later = self.last_count.max(1).saturating_sub(slot + 1) as u32;
+        self.passes.wrapping_sub(later)
+    }
+
+    /// Whether the ring's barrier records are meaningful (the megakernel).
+    pub fn ring_barriers(&self) -> bool {
+        self.opts.dispatch == Dispatch::Mega
     }
 
     /// Logits of the last pass, mutable (samplers scale them in place).
@@ -155,8 +190,26 @@ impl VulkanDecoder {
         self.frame_words_at(self.last_slot)
     }
 
-    /// The raw telemetry frame of pass `i` of the last submission (instrumented decoders).
+    /// The raw telemetry frame of pass `i` of the last submission (instrumented decoders;
+    /// `None` for a pass that did not write the ring), as words.
     pub fn frame_words_at(&self, i: usize) -> Option<Vec<u32>> {
+        Some(
+            self.ring_mapped_at(i)?
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+        )
+    }
+
+    /// The ring frame [`Self::frame_at`] reads: [`Self::ring_mapped_at`] where the kernel
+    /// reads the device clock (without it every stamp reads 0: nothing to decode, not torn).
+    fn ring_bytes_at(&self, i: usize) -> Option<&[u8]> {
+        self.ring_mapped_at(i).filter(|_| self.has_clock())
+    }
+
+    /// The raw telemetry frame of pass `i` of the last submission, as the little-endian
+    /// bytes of the mapped readback buffer (instrumented decoders, passes that wrote it).
+    fn ring_mapped_at(&self, i: usize) -> Option<&[u8]> {
         if !self.opts.instrument
             || i >= self.last_count.max(1)
             || !self.slot_stamped.get(i).copied().unwrap_or(false)
@@ -167,12 +220,6 @@ impl VulkanDecoder {
         let out_words = self.vocab + 2 + 2 * self.grid as usize;
         let map = self.readback.alloc.as_ref()?.mapped_slice()?;
         let start = (self.slot_words * i + sync_words + out_words) * 4;
-        let n = self.ring_frame_words as usize * 4;
-        Some(
-            map[start..start + n]
-                .chunks_exact(4)
-                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-        )
+        map.get(start..start + self.ring_frame_words as usize * 4)
     }
 }
