@@ -139,6 +139,9 @@ pub struct ModelArgs {
     pub tokenizer: Option<PathBuf>,
 }
 
+/// Passes per submission unless `--chain` says otherwise (bench/RESULTS.md, round 10).
+pub const DEFAULT_CHAIN: u32 = 16;
+
 /// Vulkan device and decoder options shared by every GPU command.
 #[derive(Args, Debug, Clone)]
 pub struct GpuArgs {
@@ -161,6 +164,13 @@ pub struct GpuArgs {
     /// timings (wall, GPU time, fail word and token still). Needs the ring on.
     #[arg(long, value_parser = validate::ring_every, allow_negative_numbers = true)]
     pub ring_every: Option<u32>,
+    /// Passes per submission when decoding greedily, 1..=64 [default: 16]: past the prompt,
+    /// each generated token is the previous pass's argmax read on the GPU, with no host round
+    /// trip inside a submission (1: one pass per submission). Every pass keeps its own fail
+    /// word, timestamps and frame; passes after one that ends the sequence (a failure, BOS,
+    /// the context's end) are dropped. (bench: the timed passes, prompt tokens from the host.)
+    #[arg(long, value_parser = validate::chain, allow_negative_numbers = true)]
+    pub chain: Option<u32>,
     /// Grid-barrier spin timeout, milliseconds, at least 1 [default: 1000].
     #[arg(long, value_parser = validate::spin_timeout_ms, allow_negative_numbers = true)]
     pub spin_timeout_ms: Option<u64>,
@@ -224,6 +234,7 @@ impl GpuArgs {
             ("--wg-size", self.wg_size.is_some()),
             ("--rows", self.rows.is_some()),
             ("--ring-every", self.ring_every.is_some()),
+            ("--chain", self.chain.is_some()),
             ("--spin-timeout-ms", self.spin_timeout_ms.is_some()),
             ("--watchdog-ms", self.watchdog_ms.is_some()),
             ("--inject-stall-wg", self.inject_stall_wg.is_some()),
@@ -241,6 +252,7 @@ impl GpuArgs {
             wg_size: self.wg_size,
             rows: self.rows,
             ring_every: self.ring_every.unwrap_or(1),
+            chain: self.chain.unwrap_or(DEFAULT_CHAIN),
             max_seq,
             spin_timeout: std::time::Duration::from_millis(self.spin_timeout_ms.unwrap_or(1000)),
             test_stall_wg: self.inject_stall_wg,

@@ -103,6 +103,17 @@ pub fn wg_size(s: &str) -> Result<u32, String> {
     whole(s, 1, u32::MAX.into(), "lanes in a workgroup").map(|v| v as u32)
 }
 
+/// `--chain`: passes per submission, 1..=64 (the engine's `MAX_CHAIN`).
+pub fn chain(s: &str) -> Result<u32, String> {
+    whole(
+        s,
+        1,
+        baro_engine::device::MAX_CHAIN.into(),
+        "passes per submission",
+    )
+    .map(|v| v as u32)
+}
+
 /// `--ring-every`: stamp every N-th pass, 1..=1,000,000.
 pub fn ring_every(s: &str) -> Result<u32, String> {
     whole(s, 1, 1_000_000, "passes between ring frames").map(|v| v as u32)

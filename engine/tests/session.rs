@@ -394,3 +394,56 @@ fn a_lossless_sink_gets_every_pass_in_order_then_the_end_while_frames_are_built_
         .collect();
     assert_eq!(passes, (0..30).collect::<Vec<_>>());
 }
+
+/// (pass, pos, token, next, fail bits, has spans) of every frame of a greedy session.
+fn greedy_frames(
+    ctx: &Device,
+    chain: u32,
+    max_seq: usize,
+    passes: u64,
+) -> Vec<(u64, u32, u32, u32, u32, bool)> {
+    let model = Model::embedded().expect("model");
+    let o = DecoderOptions {
+        chain,
+        ..opts(Dispatch::Mega, max_seq)
+    };
+    let mut b = SessionBuilder::new(ctx, model, o)
+        .check(Check::Off)
+        .passes(Some(passes));
+    let rx = b.subscribe(SinkKind::Lossless);
+    let out = b.spawn().expect("session").wait().expect("outcome");
+    assert!(out.reason.is_success(), "{:?}", out.reason);
+    rx.try_iter()
+        .filter_map(|t| match t {
+            Telemetry::Frame(f) => Some((
+                f.pass,
+                f.pos,
+                f.token,
+                f.next,
+                f.fail.word.bits,
+                !f.spans.is_empty(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_chained_greedy_session_streams_the_same_passes_as_one_pass_per_submission_across_restarts() {
+    let Some((ctx, _turn)) = device() else { return };
+    let dev: Device = ctx.into();
+    // A context of 12 positions: 30 passes wrap it twice, so chains are cut at its end and
+    // the passes after the cut (run speculatively) must not reach the stream.
+    let want = greedy_frames(&dev, 1, 12, 30);
+    let got = greedy_frames(&dev, 5, 12, 30);
+    assert_eq!(want.len(), 30);
+    assert!(
+        want.iter().all(|f| f.4 == 0 && f.5),
+        "clean passes with spans: {want:?}"
+    );
+    assert!(
+        want.iter().filter(|f| f.1 == 0).count() >= 3,
+        "restarts: {want:?}"
+    );
+    assert_eq!(got, want);
+}

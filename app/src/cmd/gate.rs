@@ -31,13 +31,21 @@ pub struct GateArgs {
 }
 
 pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
+    if a.gpu.chain.is_some() {
+        anyhow::bail!(
+            "--chain: the gate compares one pass per submission (bench, live, run, record and serve chain passes)"
+        );
+    }
     let model = super::load_model(&a.model)?;
     crate::validate::positions_fit("--steps", a.steps, model.config.seq_len)?;
     let ctx = super::open_gpu(&a.gpu)?;
     let dispatches = a.dispatch.dispatches();
     let cfg = GateConfig {
         near_tie: a.near_tie,
-        decoder: a.gpu.decoder_options(dispatches[0], a.steps),
+        decoder: baro_engine::device::DecoderOptions {
+            chain: 1,
+            ..a.gpu.decoder_options(dispatches[0], a.steps)
+        },
         ..GateConfig::new(
             a.steps,
             dispatches,

@@ -52,6 +52,11 @@ pub struct GenerateArgs {
 }
 
 pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
+    if a.gpu.chain.is_some() {
+        anyhow::bail!(
+            "--chain: generate runs one pass per submission, printing each as run.c does (bench, live, run, record and serve chain passes)"
+        );
+    }
     // --temp and --topp were validated by their parsers (crate::validate).
     if a.backend == Backend::Cpu {
         let mut given = a.gpu.given();
@@ -81,7 +86,10 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         Backend::Vulkan => {
             let ctx = super::open_gpu(&a.gpu)?;
             let dispatch = a.dispatch.unwrap_or(crate::DispatchArg::Mega).dispatch();
-            let opts = a.gpu.decoder_options(dispatch, steps);
+            let opts = baro_engine::device::DecoderOptions {
+                chain: 1,
+                ..a.gpu.decoder_options(dispatch, steps)
+            };
             Box::new(super::PassLogger::new(
                 GpuDecoder::new(&ctx, &model, opts).context("building the Vulkan decoder")?,
             ))

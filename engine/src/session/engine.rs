@@ -3,6 +3,7 @@
 use super::frames::{ended, Frames, Job, RingCopy};
 use super::shadow::{Shadow, ToShadow};
 use super::*;
+use crate::vulkan::Feed;
 
 /// The engine thread's state.
 pub(super) struct Engine {
@@ -291,7 +292,15 @@ impl Engine {
                 continue;
             }
             let pass = self.n;
-            let flow = self.one_pass()?;
+            // A step is one pass; a pass limit caps the chain.
+            let max_k = if step.is_some() {
+                1
+            } else {
+                self.b
+                    .passes
+                    .map_or(usize::MAX, |p| p.saturating_sub(self.n) as usize)
+            };
+            let flow = self.one_pass(max_k)?;
             if let Some(r) = step.take() {
                 self.answer(r, Ok(Reply::Stepped { pass }))?;
             }
@@ -359,10 +368,47 @@ impl Engine {
         Ok(Reply::Rebuilt(Box::new(details)))
     }
 
-    /// Run one pass and send its frame.
-    pub(super) fn one_pass(&mut self) -> Result<Flow> {
+    /// Run the next submission and send its passes' frames: one pass, or — decoding greedily
+    /// past the prompt — up to `max_k` passes chained on the GPU (the decoder's `chain`
+    /// option), each reading the previous pass's argmax there. Passes after one that ends the
+    /// sequence (a failure, BOS, the context's end) ran speculatively and are dropped: the
+    /// stream carries exactly the passes a pass-per-submission session would.
+    pub(super) fn one_pass(&mut self, max_k: usize) -> Result<Flow> {
+        let (pos0, token0) = (self.pos, self.token);
+        let max = crate::generate::Decode::max_seq(&self.dec);
+        let greedy = self.b.temperature == 0.0 && pos0 + 1 >= self.prompt.len();
+        let k = if greedy {
+            max_k
+                .min(self.dec.opts.chain as usize)
+                .min(max.saturating_sub(pos0))
+                .max(1)
+        } else {
+            1
+        };
+        let mut feeds = vec![Feed::Argmax; k];
+        feeds[0] = Feed::Token(token0);
+        let passes = self.dec.step_chain(&feeds, pos0)?;
+        let wall: Duration = passes.iter().map(|p| p.wall).sum();
+        self.budget.store(
+            (wall + self.dec.watchdog_for(self.dec.opts.chain as usize)).as_nanos() as u64,
+            Ordering::Relaxed,
+        );
+        for (i, p) in passes.iter().enumerate() {
+            let before = self.n;
+            let flow = self.finish_pass(i, p)?;
+            // Carry on along the chain only while the sequence advanced to the token the GPU
+            // fed the next pass.
+            let advanced = self.pos == pos0 + i + 1 && self.token == p.argmax;
+            if !matches!(flow, Flow::Go) || !advanced || self.n != before + 1 {
+                return Ok(flow);
+            }
+        }
+        Ok(Flow::Go)
+    }
+
+    /// Send the frame of pass `slot` of the submission just run and advance the sequence.
+    fn finish_pass(&mut self, slot: usize, p: &crate::vulkan::Pass) -> Result<Flow> {
         let (pos, token, n) = (self.pos, self.token, self.n);
-        let p = self.dec.step(token, pos)?;
         let next = if pos + 1 < self.prompt.len() {
             self.prompt[pos + 1]
         } else if self.b.temperature == 0.0 {
@@ -372,17 +418,14 @@ impl Engine {
         };
         // The frame's head now; its ring is copied out (the next pass overwrites the
         // readback) and read, with the labels, on the frame builder while this thread goes on.
-        let mut f = self.dec.frame_head(&self.details, n, pos, token, next, &p);
+        let mut f = self.dec.frame_head(&self.details, n, pos, token, next, p);
         let mut bytes = self.frames.buffer();
-        let ring = self.dec.copy_ring(&mut bytes).then(|| RingCopy {
+        let ring = self.dec.copy_ring_at(slot, &mut bytes).then(|| RingCopy {
             bytes,
-            expect_seq: self.dec.ring_seq(),
+            expect_seq: self.dec.ring_seq_at(slot),
             mega: self.dec.ring_barriers(),
         });
-        f.host_start_ns = self
-            .dec
-            .last_pass_window()
-            .and_then(|(t0, _)| self.host_clock.host_ns(t0));
+        f.host_start_ns = p.window.and_then(|(t0, _)| self.host_clock.host_ns(t0));
         let ok = p.fail.ok();
         f.check = match (&mut self.shadow, self.plan) {
             (Some(sh), Some(plan)) if ok && plan.covers(pos as u32) => {
@@ -419,11 +462,6 @@ impl Engine {
             .map_err(|_| ended())?;
         let alive = self.frames.alive();
         self.n += 1;
-        let wall = Duration::from_nanos(p.wall.as_nanos() as u64);
-        self.budget.store(
-            (wall + self.dec.watchdog()).as_nanos() as u64,
-            Ordering::Relaxed,
-        );
         if !alive {
             return Ok(Flow::End(EndReason::ConsumerGone));
         }

@@ -70,8 +70,6 @@ struct ArmArgs {
     #[arg(long, value_enum, default_value_t = Instrument::Off)]
     instrument: Instrument,
     #[command(flatten)]
-    chain: super::ChainArg,
-    #[command(flatten)]
     gpu: GpuArgs,
 }
 
@@ -261,6 +259,7 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
         wg_size: None,
         rows: None,
         ring_every: None,
+        chain: None,
         spin_timeout_ms: None,
         watchdog_ms: None,
         inject_stall_wg: None,
@@ -280,7 +279,6 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
             let arm = |name: &str, x: &ArmArgs| {
                 let mut o = x.gpu.decoder_options(x.dispatch.dispatch(), 0);
                 o.instrument = x.instrument == Instrument::On;
-                o.chain = x.chain.chain;
                 Arm {
                     name: name.into(),
                     options: o,

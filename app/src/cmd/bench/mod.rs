@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use baro_engine::bench::{run_bench, Arm, BenchConfig, BenchReport};
-use baro_engine::device::{Device, MAX_CHAIN};
+use baro_engine::device::Device;
 use baro_engine::model::Model;
 use baro_engine::sensors::host_lock::{self, HostLock, LockError};
 use baro_engine::telemetry::labels::ModeConfig;
@@ -37,17 +37,6 @@ pub enum Instrument {
     On,
     /// Both, as paired arms (the ring's overhead).
     Both,
-}
-
-/// `--chain`: passes per submission.
-#[derive(Args, Debug, Clone, Copy)]
-pub struct ChainArg {
-    /// Passes per submission in the timed passes, 1..=64: the prompt's tokens come from the
-    /// host, each generated token from the previous pass's argmax on the GPU, with no host
-    /// round trip inside a submission (1: one pass per submission, a round trip each). Every
-    /// pass keeps its own fail word and is checked. Default 16 (bench/RESULTS.md, round 10).
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=MAX_CHAIN as i64), allow_negative_numbers = true)]
-    pub chain: u32,
 }
 
 /// What every bench measures: the model, the prompts, the generated tokens, how results are
@@ -100,8 +89,6 @@ pub struct BenchArgs {
     /// Run as `bench ab --a-binary`'s child: the parent holds the GPU lock.
     #[arg(long, hide = true)]
     pub ab_child: bool,
-    #[command(flatten)]
-    pub chain: ChainArg,
     #[command(flatten)]
     pub gpu: GpuArgs,
 }
@@ -288,10 +275,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         Instrument::On => &[true],
         Instrument::Both => &[true, false],
     };
-    let mut base = a
+    let base = a
         .gpu
         .decoder_options(baro_engine::device::Dispatch::Mega, 0);
-    base.chain = a.chain.chain;
     let arms: Vec<Arm> = a
         .dispatch
         .dispatches()
@@ -315,8 +301,8 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             a.work.tokens,
             a.runs,
             names.join(", "),
-            a.chain.chain,
-            if a.chain.chain == 1 { "" } else { "es" },
+            base.chain,
+            if base.chain == 1 { "" } else { "es" },
         );
     })
     .context("benchmarking")?;
