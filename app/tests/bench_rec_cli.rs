@@ -70,6 +70,8 @@ fn bench_rec_prints_both_arms_and_a_delta_and_its_recording_replays() {
             "60",
             "--block",
             "10",
+            "--chain",
+            "1",
             "--out",
             f,
         ],
@@ -144,7 +146,21 @@ fn bench_rec_refuses_short_runs_small_blocks_and_cpu_devices_without_allow_cpu()
         "{}",
         text(&o.stderr)
     );
+    // The default chain (16 passes a submission) makes a 10-pass block mostly transition.
     let o = baro(&dir, &["bench", "rec", "--passes", "20", "--block", "10"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--block 10 with --chain 16: the first 17 passes")
+            && text(&o.stderr).contains("at least 34"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = baro(
+        &dir,
+        &[
+            "bench", "rec", "--passes", "20", "--block", "10", "--chain", "1",
+        ],
+    );
     let err = text(&o.stderr);
     if err.contains("CPU device") {
         assert_eq!(o.status.code(), Some(2));

@@ -10,8 +10,8 @@
 //! on-block (pass numbers jump over the off-blocks), and replays.
 //!
 //! The first passes of every block, in both arms, are a switch's transition (the engine may
-//! be a pass or two ahead of the switch; an off-block may still see the writer drain its
-//! backlog) and are not measured. Per arm: the median per-pass wall time (the frames'
+//! be up to a submission ahead of the switch: `--chain` passes run and are handed on
+//! together; an off-block may still see the writer drain its backlog) and are not measured. Per arm: the median per-pass wall time (the frames'
 //! `wall_ns`, submit to fence) and the median pass period (between consecutive passes' host
 //! start times, which also holds the engine thread's work between passes: its sinks). Δ% is
 //! on against off; its spread comes from the per-block pairs (off block, the on block after
@@ -69,9 +69,11 @@ pub struct RecBenchArgs {
     pub gpu: GpuArgs,
 }
 
-/// The passes at the start of every block that are not measured.
-pub fn transition(block: u64) -> u64 {
-    (block / 10).max(2)
+/// The passes at the start of every block that are not measured: a tenth of the block (at
+/// least 2), and the rest of a submission of `chain` passes, which the engine runs and hands
+/// on together, so a switch can land up to `chain - 1` passes late.
+pub fn transition(block: u64, chain: u32) -> u64 {
+    (block / 10).max(2) + u64::from(chain.max(1)) - 1
 }
 
 /// One measured pass.
@@ -144,6 +146,15 @@ pub fn run(a: RecBenchArgs) -> anyhow::Result<ExitCode> {
             a.block
         );
     }
+    let chain = a.gpu.chain.unwrap_or(crate::DEFAULT_CHAIN);
+    let skip = transition(a.block, chain);
+    if 2 * skip > a.block {
+        bail!(
+            "--block {} with --chain {chain}: the first {skip} passes of every block are a switch's transition (a submission runs {chain} passes), more than half the block; pass a --block of at least {} or a smaller --chain",
+            a.block,
+            2 * skip,
+        );
+    }
     if a.out.as_ref().is_some_and(|p| p.is_dir()) {
         bail!("--out names the recording to write, not a directory");
     }
@@ -183,7 +194,6 @@ pub fn run(a: RecBenchArgs) -> anyhow::Result<ExitCode> {
     let session = b.spawn().context("starting the decode session")?;
     let rec = Recorder::spawn(path.clone(), file, Some(quant))?;
     let blocks = (a.passes / a.block / 2 * 2) as usize;
-    let skip = transition(a.block);
     let measured = measure(&session, &stats, &rec, a.block, blocks, skip, |d| {
         note!(
             "bench rec: {source} on {}, {} grid {}{}; warm-up block, then {blocks} blocks of {} passes, recorder off/on alternating; the first {skip} passes of every block are a switch's transition, not measured",
@@ -436,7 +446,13 @@ mod tests {
         let (none, no_pairs) = arm_stats(&samples, 4, |x| x.period_ns);
         assert_eq!(none[0].1, 0);
         assert!(no_pairs.is_empty());
-        assert_eq!(transition(10), 2);
-        assert_eq!(transition(100), 10);
+    }
+
+    #[test]
+    fn a_blocks_transition_is_a_tenth_of_it_plus_the_rest_of_a_submission() {
+        assert_eq!(transition(10, 1), 2);
+        assert_eq!(transition(100, 1), 10);
+        assert_eq!(transition(100, 16), 25);
+        assert_eq!(transition(10, 0), 2, "chain 0 is read as 1");
     }
 }
