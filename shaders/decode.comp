@@ -104,17 +104,23 @@ bool budget_ok() { return ITER_BUDGET == 0u || g_iter < ITER_BUDGET; }
 uint ring_base() { return pc.ring_slot * P(H_RING_FRAME_WORDS); }
 // Stage stamps: lane 0 writes them; the end stamp follows a workgroup barrier so it marks the
 // moment the whole workgroup finished the stage (instrumented builds only).
-void stamp_stage(uint stage, uint which, uvec2 t) {
+// The clock is read only on a stamping pass (an unsampled pass of an instrumented build reads
+// none: `ring_every`), after the check, never as an argument evaluated regardless.
+void stamp_stage(uint stage, uint which) {
     if (!g_stamp || lid() != 0u) return;
+    uvec2 t = now2();
     uint b = ring_base() + 4u + (stage * G + wg_id()) * 4u + which * 2u;
     ring.r[b] = t.x;
     ring.r[b + 1u] = t.y;
 }
-void stamp_level(uint level, uint which, uvec2 t) {
+void stamp_level_at(uint level, uint which, uvec2 t) {
     if (!g_stamp) return;
     uint b = ring_base() + 4u + P(H_N_STAGES) * G * 4u + (level * G + wg_id()) * 4u + which * 2u;
     ring.r[b] = t.x;
     ring.r[b + 1u] = t.y;
+}
+void stamp_level(uint level, uint which) {
+    if (g_stamp) stamp_level_at(level, which, now2());
 }
 
 // ---- weights access ----
@@ -552,7 +558,7 @@ void run_stage(uint si, bool first, bool last) {
     uint b = P(H_STAGES) + si * S_WORDS;
     uint kind = P(b + S_KIND), layer = P(b + S_LAYER), n = P(b + S_UNITS), off = P(b + S_OFF);
     uint t0 = P(b + S_T0), t1 = P(b + S_T1);
-    if (!first) stamp_stage(si, 0u, now2());
+    if (!first) stamp_stage(si, 0u);
     if (kind == TEST_SLOW_KIND && lid() == 0u) red[63] = slow_work(float(pc.pos));
     if (kind == K_ATTN || kind == K_ARGMAX) {
         // Workgroup-granular units.
@@ -570,7 +576,7 @@ void run_stage(uint si, bool first, bool last) {
     } else {
         if (kind == K_DOWN && P(H_HIDDEN) > SX_CAP) {
             stage_down_chunked(t0, n, off);
-            if (g_stamp && !last) { wg_sync(); stamp_stage(si, 1u, now2()); }
+            if (g_stamp && !last) { wg_sync(); stamp_stage(si, 1u); }
             return;
         }
         uint NT = G * nteams(), me = wg_id() * nteams() + team();
@@ -681,7 +687,7 @@ void run_stage(uint si, bool first, bool last) {
             }
         }
     }
-    if (g_stamp && !last) { wg_sync(); stamp_stage(si, 1u, now2()); }
+    if (g_stamp && !last) { wg_sync(); stamp_stage(si, 1u); }
 }
 
 void run_level(uint lvl, uint only_stage) {
@@ -689,14 +695,18 @@ void run_level(uint lvl, uint only_stage) {
     uint first = P(base + L_FIRST), cnt = P(base + L_COUNT);
     uint first_run = only_stage != 0xFFFFFFFFu ? only_stage : first;
     uint last = only_stage != 0xFFFFFFFFu ? only_stage : first + cnt - 1u;
-    stamp_stage(first_run, 0u, now2());
+    stamp_stage(first_run, 0u);
     prologue(lvl);
     for (uint s = first; s < first + cnt; ++s) {
         if (only_stage != 0xFFFFFFFFu && s != only_stage) continue;
         run_stage(s, s == first_run, s == last);
     }
-    wg_sync();
-    stamp_stage(last, 1u, now2());
+    // The end stamp marks the whole workgroup's end of the level; without a stamp the grid
+    // barrier's own workgroup barrier follows (no second one here).
+    if (g_stamp) {
+        wg_sync();
+        stamp_stage(last, 1u);
+    }
     // Any lane whose budget ran out (lanes count differently) fails the pass.
     if (!budget_ok()) raise_fail(FAIL_BUDGET, lvl, g_iter);
 }
@@ -706,11 +716,13 @@ void run_level(uint lvl, uint only_stage) {
 bool grid_barrier(uint lvl, bool arrive_only) {
     wg_sync();
     if (lid() == 0u) {
-        stamp_level(lvl, 0u, now2());
+        // One clock read: the arrival stamp and the start of the spin's timeout.
+        uvec2 ta = now2();
+        stamp_level_at(lvl, 0u, ta);
         bool ok = true;
         uint target = (lvl + 1u) * G;
         uint seen = atomicAdd(sy.w[SY_COUNTER], 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease) + 1u;
-        uint t0 = now2().x;
+        uint t0 = ta.x;
         while (!arrive_only && seen < target) {
             TICK();
             if (atomicLoad(sy.w[SY_ABORT], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u) { ok = false; break; }
@@ -739,7 +751,7 @@ bool grid_barrier(uint lvl, bool arrive_only) {
         memoryBarrier(SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
         s_ok = ok;
         // A workgroup that only arrives (before a single-workgroup level) has no exit.
-        if (!arrive_only) stamp_level(lvl, 1u, now2());
+        if (!arrive_only) stamp_level(lvl, 1u);
     }
     wg_sync();
     return s_ok;
