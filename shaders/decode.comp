@@ -400,37 +400,52 @@ void unit_ffn(uint t0, uint t1, uint r) {
     if (tlane() == 0u) store_ffn(r, g, u);
 }
 
-// Attention for head h, by the whole workgroup (the attention level has no prologue, so sx
-// is free scratch here). The op's reduction order, fixed for a given team count:
+// Attention, split over positions: a unit is (head h, position chunk c), run by a whole
+// workgroup (the attention level has no prologue, so sx is free scratch here). The n = pos+1
+// positions fall into nch = att_chunks(n) chunks of cl = ceil(n / nch) positions (chunk c:
+// [c·cl, min(n, (c+1)·cl))), a function of n alone: the grid and the schedule change nothing.
+// The op's reduction order, fixed for a given team count:
 // - score(t) = (sum over i of q[i]·k[t][i]) / scale: lane l of a team adds i = l, l+S, ... in
-//   ascending order, then subgroupAdd; team j takes positions j, j+nteams, ...
-// - softmax max and sum as wg_max / wg_sum over lanes taking t = lid, lid+wg, ... ascending;
-// - out[i] = sum over g < PG of partial_g[i], g ascending, where position group g (team g,
-//   PG = min(nteams, SX_CAP / head size)) adds (att[t] / sum)·v[t][i] over t = g, g+PG, ...
-//   ascending, lane l taking i = l, l+S, ...
+//   ascending order, then subgroupAdd; team j takes positions c0+j, c0+j+nteams, ...
+// - chunk max m_c and sum l_c = sum of e(t) = exp(score(t) - m_c) as wg_max / wg_sum over lanes
+//   taking t = c0+lid, c0+lid+wg, ... ascending;
+// - chunk output o_c[i] = sum over g < PG of partial_g[i], g ascending, where position group g
+//   (team g, PG = min(nteams, SX_CAP / head size)) adds e(t)·v[t][i] over t = c0+g, c0+g+PG,
+//   ... ascending, lane l taking i = l, l+S, ...;
+// - out[i] = (sum over c ascending of o_c[i]·w_c) / (sum over c ascending of l_c·w_c), with
+//   w_c = exp(m_c - M), M the largest m_c: computed once per head by the workgroup whose chunk
+//   finished last (a per-head arrival counter in the sync words), in chunk order whoever it is.
 // Positions are taken four at a time so four loads are in flight per lane; each position's
 // terms are still added in ascending order.
-void unit_attn(uint layer, uint h) {
+uint att_chunks(uint n) {
+    return min((n + P(H_ATT_CHUNK_MIN) - 1u) / P(H_ATT_CHUNK_MIN), P(H_ATT_CHUNKS));
+}
+shared bool s_last;
+void unit_attn(uint layer, uint h, uint c, uint nch) {
     uint hs = P(H_HEAD_SIZE), kvd = P(H_KV_DIM), ms = P(H_MAX_SEQ);
     uint kvh = h / (P(H_N_HEADS) / P(H_N_KV_HEADS));
     uint kb = layer * P(H_KV_LAYER) + kvh * hs;
     uint vb = P(H_V_BASE) + kb;
     uint qo = P(H_OFF_Q) + h * hs;
     uint ao = P(H_OFF_ATT) + h * ms;
+    uint pw = hs + 2u;
+    uint po = P(H_OFF_ATTP) + h * P(H_ATT_CHUNKS) * pw;
     float scale = uintBitsToFloat(P(H_ATT_SCALE));
     uint n = pc.pos + 1u;
+    uint cl = (n + nch - 1u) / nch;
+    uint c0 = min(n, c * cl), c1 = min(n, c0 + cl);
     uint S = gl_SubgroupSize, nt = nteams(), g = team(), l = tlane();
     float m = -3.402823e38;
-    for (uint t0 = g; t0 < n; t0 += 4u * nt) {
+    for (uint t0 = c0 + g; t0 < c1; t0 += 4u * nt) {
         TICK();
         float sc[4] = float[4](0.0, 0.0, 0.0, 0.0);
         for (uint i = l; i < hs; i += S) {
             TICK();
             float qi = st.s[qo + i];
             float k0 = kvc.kv[kb + t0 * kvd + i];
-            float k1 = t0 + nt < n ? kvc.kv[kb + (t0 + nt) * kvd + i] : 0.0;
-            float k2 = t0 + 2u * nt < n ? kvc.kv[kb + (t0 + 2u * nt) * kvd + i] : 0.0;
-            float k3 = t0 + 3u * nt < n ? kvc.kv[kb + (t0 + 3u * nt) * kvd + i] : 0.0;
+            float k1 = t0 + nt < c1 ? kvc.kv[kb + (t0 + nt) * kvd + i] : 0.0;
+            float k2 = t0 + 2u * nt < c1 ? kvc.kv[kb + (t0 + 2u * nt) * kvd + i] : 0.0;
+            float k3 = t0 + 3u * nt < c1 ? kvc.kv[kb + (t0 + 3u * nt) * kvd + i] : 0.0;
             sc[0] += qi * k0;
             sc[1] += qi * k1;
             sc[2] += qi * k2;
@@ -439,7 +454,7 @@ void unit_attn(uint layer, uint h) {
         [[unroll]] for (uint j = 0u; j < 4u; ++j) {
             float v = subgroupAdd(sc[j]) / scale;
             uint t = t0 + j * nt;
-            if (t < n) {
+            if (t < c1) {
                 if (l == 0u) st.s[ao + t] = v;
                 m = max(m, v);
             }
@@ -447,39 +462,64 @@ void unit_attn(uint layer, uint h) {
     }
     m = wg_max(m);   // also orders the score writes above before the reads below
     float sum = 0.0;
-    for (uint t0 = 0u; t0 < n; t0 += gl_WorkGroupSize.x) { uint t = t0 + lid(); if (t >= n) continue;
+    for (uint t0 = c0; t0 < c1; t0 += gl_WorkGroupSize.x) { uint t = t0 + lid(); if (t >= c1) continue;
         TICK();
         float e = exp(st.s[ao + t] - m);
         st.s[ao + t] = e;
         sum += e;
     }
-    sum = wg_sum(sum);   // also orders the att writes above before the reads below
+    sum = wg_sum(sum);   // also orders the e(t) writes above before the reads below
     uint pg = min(nt, SX_CAP / hs);
     if (g < pg) {
         for (uint i = l; i < hs; i += S) {
             TICK();
             float acc = 0.0;
-            for (uint t = g; t < n; t += 4u * pg) {
+            for (uint t = c0 + g; t < c1; t += 4u * pg) {
                 TICK();
                 uint t1 = t + pg, t2 = t + 2u * pg, t3 = t + 3u * pg;
                 float v0 = kvc.kv[vb + t * kvd + i];
-                float v1 = t1 < n ? kvc.kv[vb + t1 * kvd + i] : 0.0;
-                float v2 = t2 < n ? kvc.kv[vb + t2 * kvd + i] : 0.0;
-                float v3 = t3 < n ? kvc.kv[vb + t3 * kvd + i] : 0.0;
-                acc += (st.s[ao + t] / sum) * v0;
-                if (t1 < n) acc += (st.s[ao + t1] / sum) * v1;
-                if (t2 < n) acc += (st.s[ao + t2] / sum) * v2;
-                if (t3 < n) acc += (st.s[ao + t3] / sum) * v3;
+                float v1 = t1 < c1 ? kvc.kv[vb + t1 * kvd + i] : 0.0;
+                float v2 = t2 < c1 ? kvc.kv[vb + t2 * kvd + i] : 0.0;
+                float v3 = t3 < c1 ? kvc.kv[vb + t3 * kvd + i] : 0.0;
+                acc += st.s[ao + t] * v0;
+                if (t1 < c1) acc += st.s[ao + t1] * v1;
+                if (t2 < c1) acc += st.s[ao + t2] * v2;
+                if (t3 < c1) acc += st.s[ao + t3] * v3;
             }
             sx_set(g * hs + i, acc);
         }
     }
     wg_sync();
+    uint pc0 = po + c * pw;
     for (uint i0 = 0u; i0 < hs; i0 += gl_WorkGroupSize.x) { uint i = i0 + lid(); if (i >= hs) continue;
         TICK();
         float acc = 0.0;
         for (uint k = 0u; k < pg; ++k) { TICK(); acc += sx_get(k * hs + i); }
-        st.s[P(H_OFF_XB) + h * hs + i] = acc;
+        st.s[pc0 + i] = acc;
+    }
+    if (lid() == 0u) {
+        st.s[pc0 + hs] = m;
+        st.s[pc0 + hs + 1u] = sum;
+    }
+    // Arrive at the head's counter (cumulative over layers, zeroed every pass) with a release
+    // of this chunk's partial; the last of the head's nch chunks combines them.
+    wg_sync();
+    if (lid() == 0u) {
+        uint seen = atomicAdd(sy.w[SY_RESIDENT + G + h], 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease) + 1u;
+        s_last = seen == (layer + 1u) * nch;
+        if (s_last) memoryBarrier(SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+    }
+    wg_sync();
+    if (!s_last) return;
+    float mx = -3.402823e38;
+    for (uint k = 0u; k < nch; ++k) { TICK(); mx = max(mx, st.s[po + k * pw + hs]); }
+    float den = 0.0;
+    for (uint k = 0u; k < nch; ++k) { TICK(); den += st.s[po + k * pw + hs + 1u] * exp(st.s[po + k * pw + hs] - mx); }
+    for (uint i0 = 0u; i0 < hs; i0 += gl_WorkGroupSize.x) { uint i = i0 + lid(); if (i >= hs) continue;
+        TICK();
+        float acc = 0.0;
+        for (uint k = 0u; k < nch; ++k) { TICK(); acc += st.s[po + k * pw + i] * exp(st.s[po + k * pw + hs] - mx); }
+        st.s[P(H_OFF_XB) + h * hs + i] = acc / den;
     }
     wg_sync();
 }
@@ -562,7 +602,11 @@ void run_stage(uint si, bool first, bool last) {
     if (kind == TEST_SLOW_KIND && lid() == 0u) red[63] = slow_work(float(pc.pos));
     if (kind == K_ATTN || kind == K_ARGMAX) {
         // Workgroup-granular units.
-        for (uint u = (wg_id() + G - off % G) % G; u < n; u += G) {
+        // Attention units are (head, position chunk): n heads times the chunks of this
+        // position (unit u = head u / nch, chunk u % nch).
+        uint nch = kind == K_ATTN ? att_chunks(pc.pos + 1u) : 1u;
+        uint nu = n * nch;
+        for (uint u = (wg_id() + G - off % G) % G; u < nu; u += G) {
             // The whole workgroup decides together: unit_attn has workgroup barriers.
             if (ITER_BUDGET != 0u) {
                 if (lid() == 0u) s_budget_ok = true;
@@ -571,7 +615,7 @@ void run_stage(uint si, bool first, bool last) {
                 wg_sync();
                 if (!s_budget_ok) break;
             }
-            if (kind == K_ATTN) unit_attn(layer, u); else unit_argmax();
+            if (kind == K_ATTN) unit_attn(layer, u / nch, u % nch, nch); else unit_argmax();
         }
     } else {
         if (kind == K_DOWN && P(H_HIDDEN) > SX_CAP) {

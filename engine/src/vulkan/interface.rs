@@ -141,6 +141,13 @@ interface! {
         RING_FRAME_WORDS = 27,
         /// Ring frame slots.
         RING_SLOTS = 28,
+        /// State offset of the attention's per-chunk partials (heads x ATT_CHUNKS records of
+        /// head_size + 2 floats: the chunk's unnormalised output, its max, its sum).
+        OFF_ATTP = 29,
+        /// The most position chunks a head's attention is split into.
+        ATT_CHUNKS = 30,
+        /// Positions per chunk at least (fewer positions: fewer chunks).
+        ATT_CHUNK_MIN = 31,
         /// Header words.
         WORDS = 32,
     }
@@ -270,7 +277,9 @@ interface! {
         /// A chained pass's input token: the previous pass's argmax, copied here on the GPU
         /// before the pass (push flag 2).
         TOKEN = 10,
-        /// G words: pass_id + 1 when the workgroup started.
+        /// G words: pass_id + 1 when the workgroup started; then one word per query head:
+        /// the attention chunks of that head finished so far this pass (cumulative over
+        /// layers; the last arrival of a layer combines the head's chunks).
         RESIDENT = 16,
     }
 

@@ -5,7 +5,7 @@
 //! One transformer block is five levels:
 //! ```text
 //!  qkv.lN   : rmsnorm(x) prologue; q, k, v rows (q/k rows in RoPE pairs; k, v into the cache)
-//!  attn.lN  : one head per workgroup
+//!  attn.lN  : a (head, position chunk) per workgroup; a head's last chunk combines them
 //!  wo.lN    : x += Wo·att          (layer 0: x = embedding + Wo·att)
 //!  ffn.lN   : rmsnorm(x) prologue; h = silu(Wg·x) * (Wu·x)
 //!  down.lN  : x += Wd·h
@@ -19,6 +19,25 @@ use crate::quant::GgmlType;
 /// Stage kinds: the telemetry crate's, whose `code()` is the shader's `K_*` (held equal to
 /// the interface table by a test).
 pub use baro_telemetry::StageKind;
+
+/// The most position chunks one head's attention is split into (one workgroup each). With
+/// 32 query heads that is 128 units, one wave on a 132-SM H200: the query heads of one KV head
+/// read their chunk's keys and values at about the same time, so the L2 serves the repeats.
+pub const ATT_CHUNKS: u32 = 4;
+/// Positions per attention chunk at least: below 2 x this a head is one chunk, so short
+/// contexts do not pay the combine for no parallelism.
+pub const ATT_CHUNK_MIN: u32 = 64;
+
+/// Position chunks of one head's attention over `n` positions (the shader's `att_chunks`).
+pub fn att_chunks(n: u32) -> u32 {
+    n.div_ceil(ATT_CHUNK_MIN).clamp(1, ATT_CHUNKS)
+}
+
+/// Sync words of one pass: the fixed words, one residency word per workgroup and one
+/// attention arrival counter per query head (`interface::sy`).
+pub fn sync_words(grid: u32, n_heads: usize) -> usize {
+    super::interface::sy::RESIDENT + grid as usize + n_heads
+}
 
 /// One stage of the program.
 #[derive(Clone, Debug)]
@@ -279,7 +298,8 @@ impl Program {
         let off_att = off_hb + hd as u64;
         let off_rope = off_att + c.n_heads as u64 * ms;
         let off_acc = off_rope + ms * hs;
-        let state_floats = off_acc + d as u64;
+        let off_attp = off_acc + d as u64;
+        let state_floats = off_attp + c.n_heads as u64 * ATT_CHUNKS as u64 * (hs + 2);
         let kv_layer = ms * kv as u64;
         let kv_floats = 2 * c.n_layers as u64 * kv_layer;
 
@@ -308,6 +328,9 @@ impl Program {
         hdr[h::KV_DIM] = kv;
         hdr[h::OFF_ACC] = off_acc as u32;
         hdr[h::N_LAYERS] = c.n_layers as u32;
+        hdr[h::OFF_ATTP] = off_attp as u32;
+        hdr[h::ATT_CHUNKS] = ATT_CHUNKS;
+        hdr[h::ATT_CHUNK_MIN] = ATT_CHUNK_MIN;
         // Stage → tensors kept beside the stage list for serialisation.
         let mut p = Program {
             levels,
@@ -320,6 +343,11 @@ impl Program {
         };
         p.header.extend(stage_t.iter().flat_map(|&(a, b)| [a, b]));
         p
+    }
+
+    /// Query heads (one attention arrival counter each in the sync words).
+    pub fn n_heads(&self) -> usize {
+        self.header[h::N_HEADS] as usize
     }
 
     /// Stage `i`'s (t0, t1) tensor indices.

@@ -264,7 +264,8 @@ impl VulkanDecoder {
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
-        let sync_words = 16 + self.grid as u64;
+        let sync_words =
+            super::super::program::sync_words(self.grid, self.program.n_heads()) as u64;
         self.sync = create_buffer(
             &ctx,
             "sync",
