@@ -372,7 +372,7 @@ void unit_rope(uint kind, uint t, uint layer, uint u) {
 }
 
 void store_v(uint layer, uint r, float v) {
-    kvc.kv[P(H_V_BASE) + layer * P(H_KV_LAYER) + pc.pos * P(H_KV_DIM) + r] = v;
+    kvv.kv[layer * P(H_KV_LAYER) + pc.pos * P(H_KV_DIM) + r] = v;
 }
 void unit_v(uint t, uint layer, uint r) {
     float v = dot_sx(t, r);
@@ -425,7 +425,7 @@ void unit_attn(uint layer, uint h, uint c, uint nch) {
     uint hs = P(H_HEAD_SIZE), kvd = P(H_KV_DIM), ms = P(H_MAX_SEQ);
     uint kvh = h / (P(H_N_HEADS) / P(H_N_KV_HEADS));
     uint kb = layer * P(H_KV_LAYER) + kvh * hs;
-    uint vb = P(H_V_BASE) + kb;
+    uint vb = kb;   // the value cache has the key cache's layout
     uint qo = P(H_OFF_Q) + h * hs;
     uint ao = P(H_OFF_ATT) + h * ms;
     uint pw = hs + 2u;
@@ -477,10 +477,10 @@ void unit_attn(uint layer, uint h, uint c, uint nch) {
             for (uint t = c0 + g; t < c1; t += 4u * pg) {
                 TICK();
                 uint t1 = t + pg, t2 = t + 2u * pg, t3 = t + 3u * pg;
-                float v0 = kvc.kv[vb + t * kvd + i];
-                float v1 = t1 < c1 ? kvc.kv[vb + t1 * kvd + i] : 0.0;
-                float v2 = t2 < c1 ? kvc.kv[vb + t2 * kvd + i] : 0.0;
-                float v3 = t3 < c1 ? kvc.kv[vb + t3 * kvd + i] : 0.0;
+                float v0 = kvv.kv[vb + t * kvd + i];
+                float v1 = t1 < c1 ? kvv.kv[vb + t1 * kvd + i] : 0.0;
+                float v2 = t2 < c1 ? kvv.kv[vb + t2 * kvd + i] : 0.0;
+                float v3 = t3 < c1 ? kvv.kv[vb + t3 * kvd + i] : 0.0;
                 acc += st.s[ao + t] * v0;
                 if (t1 < c1) acc += st.s[ao + t1] * v1;
                 if (t2 < c1) acc += st.s[ao + t2] * v2;

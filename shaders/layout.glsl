@@ -48,7 +48,8 @@ layout(set = 0, binding = B_WEIGHTS) readonly buffer Weights { uint w[]; } weigh
 // The same buffers seen as 16-byte vectors: one load per Q4_0 block, two per Q8_0 block.
 layout(set = 0, binding = B_WEIGHTS) readonly buffer Weights4 { uvec4 w4[]; } weights4[NCHUNK];
 layout(set = 0, binding = B_STATE) coherent buffer State { float s[]; } st;
-layout(set = 0, binding = B_KV) coherent buffer Kv { float kv[]; } kvc;
+layout(set = 0, binding = B_KV) coherent buffer Kv { float kv[]; } kvc;      // keys
+layout(set = 0, binding = B_KV_V) coherent buffer KvV { float kv[]; } kvv;   // values
 layout(set = 0, binding = B_OUT) coherent buffer Out { uint o[]; } outb;
 layout(set = 0, binding = B_SYNC) coherent buffer Sync { uint w[]; } sy;
 layout(set = 0, binding = B_PROG) readonly buffer Prog { uint p[]; } prog;

@@ -35,7 +35,7 @@ interface! {
         WEIGHTS = 0,
         /// Activations and scratch (`st.s`).
         STATE = 1,
-        /// The KV cache.
+        /// The key cache.
         KV = 2,
         /// Logits, argmax and per-workgroup argmax partials.
         OUT = 3,
@@ -45,6 +45,9 @@ interface! {
         PROG = 5,
         /// The telemetry event ring.
         RING = 6,
+        /// The value cache (its own buffer: each cache must fit one storage-buffer range,
+        /// 4 GiB on NVIDIA, which an 8B model's f32 keys and values at 16k positions fill).
+        KV_V = 7,
     }
 
     /// Specialisation-constant ids (`SPEC_*`).
@@ -117,8 +120,6 @@ interface! {
         OFF_ROPE = 15,
         /// KV floats per layer.
         KV_LAYER = 16,
-        /// KV offset of the values.
-        V_BASE = 17,
         /// The embedding tensor's index.
         EMBED = 18,
         /// RMSNorm epsilon (f32 bits).

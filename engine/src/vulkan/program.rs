@@ -102,8 +102,8 @@ pub struct Program {
     pub tensors: Vec<Tensor>,
     /// State buffer size in floats.
     pub state_floats: u64,
-    /// KV buffer size in floats.
-    pub kv_floats: u64,
+    /// Floats of the key cache; the value cache is the same size.
+    pub cache_floats: u64,
     /// Positions.
     pub max_seq: u32,
     header: Vec<u32>,
@@ -301,7 +301,7 @@ impl Program {
         let off_attp = off_acc + d as u64;
         let state_floats = off_attp + c.n_heads as u64 * ATT_CHUNKS as u64 * (hs + 2);
         let kv_layer = ms * kv as u64;
-        let kv_floats = 2 * c.n_layers as u64 * kv_layer;
+        let cache_floats = c.n_layers as u64 * kv_layer;
 
         let mut hdr = vec![0u32; h::WORDS];
         hdr[h::N_LEVELS] = levels.len() as u32;
@@ -321,7 +321,6 @@ impl Program {
         hdr[h::OFF_ATT] = off_att as u32;
         hdr[h::OFF_ROPE] = off_rope as u32;
         hdr[h::KV_LAYER] = kv_layer as u32;
-        hdr[h::V_BASE] = (c.n_layers as u64 * kv_layer) as u32;
         hdr[h::EMBED] = embed;
         hdr[h::EPS] = c.norm_eps.to_bits();
         hdr[h::ATT_SCALE] = (c.head_size() as f32).sqrt().to_bits();
@@ -337,7 +336,7 @@ impl Program {
             stages,
             tensors,
             state_floats,
-            kv_floats,
+            cache_floats,
             max_seq: max_seq as u32,
             header: hdr,
         };

@@ -199,6 +199,7 @@ pub struct VulkanDecoder {
     chunks: Vec<Buffer>,
     state: Buffer,
     kv: Buffer,
+    kv_v: Buffer,
     out: Buffer,
     sync: Buffer,
     prog: Buffer,
@@ -404,6 +405,7 @@ impl Drop for VulkanDecoder {
         for b in [
             &mut self.state,
             &mut self.kv,
+            &mut self.kv_v,
             &mut self.out,
             &mut self.sync,
             &mut self.prog,

@@ -114,6 +114,7 @@ impl VulkanDecoder {
             chunks: vec![],
             state: Buffer::null(),
             kv: Buffer::null(),
+            kv_v: Buffer::null(),
             out: Buffer::null(),
             sync: Buffer::null(),
             prog: Buffer::null(),
@@ -236,7 +237,8 @@ impl VulkanDecoder {
         let range = ctx.info.max_storage_range;
         for (name, bytes) in [
             ("state", c_state),
-            ("kv_cache", self.program.kv_floats * 4),
+            ("key cache", self.program.cache_floats * 4),
+            ("value cache", self.program.cache_floats * 4),
             ("logits", (self.vocab as u64 + 2 + 2 * self.grid as u64) * 4),
         ] {
             if bytes > range {
@@ -251,8 +253,15 @@ impl VulkanDecoder {
         self.state = create_buffer(&ctx, "state", c_state, STORAGE, MemoryLocation::GpuOnly)?;
         self.kv = create_buffer(
             &ctx,
-            "kv_cache",
-            self.program.kv_floats * 4,
+            "kv_cache.keys",
+            self.program.cache_floats * 4,
+            STORAGE,
+            MemoryLocation::GpuOnly,
+        )?;
+        self.kv_v = create_buffer(
+            &ctx,
+            "kv_cache.values",
+            self.program.cache_floats * 4,
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
@@ -488,7 +497,7 @@ impl VulkanDecoder {
                 .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
                 .descriptor_count(NCHUNK as u32)
                 .stage_flags(vk::ShaderStageFlags::COMPUTE)];
-            for b in 1..=6 {
+            for b in 1..=super::super::interface::binding::KV_V {
                 bindings.push(
                     vk::DescriptorSetLayoutBinding::default()
                         .binding(b)
@@ -593,7 +602,7 @@ impl VulkanDecoder {
             };
             let sizes = [vk::DescriptorPoolSize {
                 ty: vk::DescriptorType::STORAGE_BUFFER,
-                descriptor_count: NCHUNK as u32 + 6,
+                descriptor_count: NCHUNK as u32 + super::super::interface::binding::KV_V,
             }];
             self.dpool = vkr(
                 "vkCreateDescriptorPool",
@@ -636,6 +645,7 @@ impl VulkanDecoder {
                 one(&self.sync),
                 one(&self.prog),
                 one(&self.ring),
+                one(&self.kv_v),
             ];
             let mut writes = vec![vk::WriteDescriptorSet::default()
                 .dst_set(self.set)
