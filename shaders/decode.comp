@@ -312,6 +312,12 @@ void NAME(uint ts[R], uint rs[R], out float res[R]) {                           
 DEFINE_DOT_ROWS(dot_rows2, 2u)
 DEFINE_DOT_ROWS(dot_rows4, 4u)
 
+// Position chunks of one head's attention over n positions (unit_attn): a function of n
+// alone, so neither the grid nor the schedule changes a result.
+uint att_chunks(uint n) {
+    return min((n + P(H_ATT_CHUNK_MIN) - 1u) / P(H_ATT_CHUNK_MIN), P(H_ATT_CHUNKS));
+}
+
 // ---- level prologues: fill sx ----
 void prologue(uint lvl) {
     uint base = P(H_LEVELS) + lvl * L_WORDS;
@@ -335,9 +341,27 @@ void prologue(uint lvl) {
             TICK();
             sx_set(SXI(j), welem(nt, 0u, j) * (scale * sx_get(SXI(j))));
         }
-    } else if (kind == PRO_XB) {
-        uint o = P(H_OFF_XB);
-        for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue; TICK(); sx_set(SXI(j), st.s[o + j]); }
+    } else if (kind == PRO_ATT) {
+        // The attention output, the heads' position chunks combined (see unit_attn):
+        // element j = h·hs + i is (sum over c ascending of o_c[i]·w_c) / (sum over c ascending
+        // of l_c·w_c), w_c = exp(m_c - M), M the largest m_c. Every workgroup combines the
+        // same way after the grid barrier: no arrival counter, no extra fence.
+        uint hs = P(H_HEAD_SIZE), pw = hs + 2u, nch = att_chunks(pc.pos + 1u);
+        uint o = P(H_OFF_ATTP), cap = P(H_ATT_CHUNKS);
+        for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue;
+            TICK();
+            uint po = o + (j / hs) * cap * pw, i = j % hs;
+            float mx = st.s[po + hs];
+            for (uint c = 1u; c < nch; ++c) { TICK(); mx = max(mx, st.s[po + c * pw + hs]); }
+            float num = 0.0, den = 0.0;
+            for (uint c = 0u; c < nch; ++c) {
+                TICK();
+                float w = exp(st.s[po + c * pw + hs] - mx);
+                num += st.s[po + c * pw + i] * w;
+                den += st.s[po + c * pw + hs + 1u] * w;
+            }
+            sx_set(SXI(j), num / den);
+        }
     } else if (kind == PRO_HB) {
         uint h = P(H_HIDDEN), o = P(H_OFF_HB);
         if (h <= SX_CAP)
@@ -413,14 +437,10 @@ void unit_ffn(uint t0, uint t1, uint r) {
 //   (team g, PG = min(nteams, SX_CAP / head size)) adds e(t)·v[t][i] over t = c0+g, c0+g+PG,
 //   ... ascending, lane l taking i = l, l+S, ...;
 // - out[i] = (sum over c ascending of o_c[i]·w_c) / (sum over c ascending of l_c·w_c), with
-//   w_c = exp(m_c - M), M the largest m_c: computed once per head by the workgroup whose chunk
-//   finished last (a per-head arrival counter in the sync words), in chunk order whoever it is.
+//   w_c = exp(m_c - M), M the largest m_c: the next level's prologue (PRO_ATT) combines the
+//   chunks in every workgroup, so the level needs no arrival counter or fence of its own.
 // Positions are taken four at a time so four loads are in flight per lane; each position's
 // terms are still added in ascending order.
-uint att_chunks(uint n) {
-    return min((n + P(H_ATT_CHUNK_MIN) - 1u) / P(H_ATT_CHUNK_MIN), P(H_ATT_CHUNKS));
-}
-shared bool s_last;
 void unit_attn(uint layer, uint h, uint c, uint nch) {
     uint hs = P(H_HEAD_SIZE), kvd = P(H_KV_DIM), ms = P(H_MAX_SEQ);
     uint kvh = h / (P(H_N_HEADS) / P(H_N_KV_HEADS));
@@ -500,26 +520,6 @@ void unit_attn(uint layer, uint h, uint c, uint nch) {
     if (lid() == 0u) {
         st.s[pc0 + hs] = m;
         st.s[pc0 + hs + 1u] = sum;
-    }
-    // Arrive at the head's counter (cumulative over layers, zeroed every pass) with a release
-    // of this chunk's partial; the last of the head's nch chunks combines them.
-    wg_sync();
-    if (lid() == 0u) {
-        uint seen = atomicAdd(sy.w[SY_RESIDENT + G + h], 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease) + 1u;
-        s_last = seen == (layer + 1u) * nch;
-        if (s_last) memoryBarrier(SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
-    }
-    wg_sync();
-    if (!s_last) return;
-    float mx = -3.402823e38;
-    for (uint k = 0u; k < nch; ++k) { TICK(); mx = max(mx, st.s[po + k * pw + hs]); }
-    float den = 0.0;
-    for (uint k = 0u; k < nch; ++k) { TICK(); den += st.s[po + k * pw + hs + 1u] * exp(st.s[po + k * pw + hs] - mx); }
-    for (uint i0 = 0u; i0 < hs; i0 += gl_WorkGroupSize.x) { uint i = i0 + lid(); if (i >= hs) continue;
-        TICK();
-        float acc = 0.0;
-        for (uint k = 0u; k < nch; ++k) { TICK(); acc += st.s[po + k * pw + i] * exp(st.s[po + k * pw + hs] - mx); }
-        st.s[P(H_OFF_XB) + h * hs + i] = acc / den;
     }
     wg_sync();
 }

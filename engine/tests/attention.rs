@@ -1,7 +1,7 @@
-//! Attention split over position chunks: past 2 x 64 positions a head's attention runs as up
-//! to four (head, chunk) units on different workgroups, combined by whichever finishes last.
+//! Attention split over position chunks: past 64 positions a head's attention runs as up to
+//! four (head, chunk) units on different workgroups, combined in the next level's prologue.
 //! The result must track the CPU reference, stay bit-identical between mega and multi, and
-//! not depend on the grid (which workgroup runs a chunk, or arrives last). Runs on lavapipe
+//! not depend on the grid (which workgroup runs which chunk). Runs on lavapipe
 //! in CI (a missing device fails).
 
 mod common;

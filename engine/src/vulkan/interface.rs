@@ -108,8 +108,6 @@ interface! {
         MAX_SEQ = 9,
         /// State offset of x (the residual stream).
         OFF_X = 10,
-        /// State offset of xb.
-        OFF_XB = 11,
         /// State offset of q.
         OFF_Q = 12,
         /// State offset of hb (the FFN activation).
@@ -175,8 +173,8 @@ interface! {
         NONE = 0,
         /// RMSNorm of x (or the embedding) into the shared vector.
         NORM = 1,
-        /// Load xb.
-        XB = 2,
+        /// The attention output: the heads' position chunks combined.
+        ATT = 2,
         /// Load hb.
         HB = 3,
     }
@@ -278,9 +276,7 @@ interface! {
         /// A chained pass's input token: the previous pass's argmax, copied here on the GPU
         /// before the pass (push flag 2).
         TOKEN = 10,
-        /// G words: pass_id + 1 when the workgroup started; then one word per query head:
-        /// the attention chunks of that head finished so far this pass (cumulative over
-        /// layers; the last arrival of a layer combines the head's chunks).
+        /// G words: pass_id + 1 when the workgroup started.
         RESIDENT = 16,
     }
 

@@ -5,8 +5,8 @@
 //! One transformer block is five levels:
 //! ```text
 //!  qkv.lN   : rmsnorm(x) prologue; q, k, v rows (q/k rows in RoPE pairs; k, v into the cache)
-//!  attn.lN  : a (head, position chunk) per workgroup; a head's last chunk combines them
-//!  wo.lN    : x += Wo·att          (layer 0: x = embedding + Wo·att)
+//!  attn.lN  : a (head, position chunk) per workgroup: unnormalised partials
+//!  wo.lN    : the chunks combined (prologue); x += Wo·att (layer 0: x = embedding + Wo·att)
 //!  ffn.lN   : rmsnorm(x) prologue; h = silu(Wg·x) * (Wu·x)
 //!  down.lN  : x += Wd·h
 //! ```
@@ -33,10 +33,10 @@ pub fn att_chunks(n: u32) -> u32 {
     n.div_ceil(ATT_CHUNK_MIN).clamp(1, ATT_CHUNKS)
 }
 
-/// Sync words of one pass: the fixed words, one residency word per workgroup and one
-/// attention arrival counter per query head (`interface::sy`).
-pub fn sync_words(grid: u32, n_heads: usize) -> usize {
-    super::interface::sy::RESIDENT + grid as usize + n_heads
+/// Sync words of one pass: the fixed words and one residency word per workgroup
+/// (`interface::sy`).
+pub fn sync_words(grid: u32) -> usize {
+    super::interface::sy::RESIDENT + grid as usize
 }
 
 /// One stage of the program.
@@ -292,8 +292,7 @@ impl Program {
         let ms = max_seq as u64;
         let hs = c.head_size() as u64;
         let off_x = 0u64;
-        let off_xb = off_x + d as u64;
-        let off_q = off_xb + d as u64;
+        let off_q = off_x + d as u64;
         let off_hb = off_q + d as u64;
         let off_att = off_hb + hd as u64;
         let off_rope = off_att + c.n_heads as u64 * ms;
@@ -315,7 +314,6 @@ impl Program {
         hdr[h::VOCAB] = c.vocab_size as u32;
         hdr[h::MAX_SEQ] = max_seq as u32;
         hdr[h::OFF_X] = off_x as u32;
-        hdr[h::OFF_XB] = off_xb as u32;
         hdr[h::OFF_Q] = off_q as u32;
         hdr[h::OFF_HB] = off_hb as u32;
         hdr[h::OFF_ATT] = off_att as u32;
@@ -342,11 +340,6 @@ impl Program {
         };
         p.header.extend(stage_t.iter().flat_map(|&(a, b)| [a, b]));
         p
-    }
-
-    /// Query heads (one attention arrival counter each in the sync words).
-    pub fn n_heads(&self) -> usize {
-        self.header[h::N_HEADS] as usize
     }
 
     /// Stage `i`'s (t0, t1) tensor indices.

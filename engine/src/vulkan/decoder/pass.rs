@@ -185,7 +185,7 @@ impl VulkanDecoder {
     ) {
         let d = &self.ctx.device;
         let grid = self.grid;
-        let sync_words = super::super::program::sync_words(grid, self.program.n_heads());
+        let sync_words = super::super::program::sync_words(grid);
         let out_words = self.vocab + 2 + 2 * grid as usize;
         let timeout_ticks = (self.opts.spin_timeout.as_nanos().min(u32::MAX as u128 / 2)) as u32;
         let (token, mut flags) = match feed {
@@ -396,7 +396,7 @@ impl VulkanDecoder {
     fn read_pass(&mut self, slot: usize, pass_id: u32, wall: Duration) -> Result<Pass> {
         let d = &self.ctx.device;
         let grid = self.grid;
-        let sync_words = super::super::program::sync_words(grid, self.program.n_heads());
+        let sync_words = super::super::program::sync_words(grid);
         let mega = self.opts.dispatch == Dispatch::Mega;
         let n_stages = self.program.stages.len();
         let qpp = self.queries_per_pass as usize;

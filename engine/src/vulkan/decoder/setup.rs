@@ -273,8 +273,7 @@ impl VulkanDecoder {
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
-        let sync_words =
-            super::super::program::sync_words(self.grid, self.program.n_heads()) as u64;
+        let sync_words = super::super::program::sync_words(self.grid) as u64;
         self.sync = create_buffer(
             &ctx,
             "sync",
