@@ -8,7 +8,7 @@
 set -u
 PART=${1:-1}
 . bench/h200_env.sh
-exec > >(tee "$O/round12-part$PART.log") 2>&1
+exec > >(tee "$O/round12-part$PART${TAG:-}.log") 2>&1
 A=.bin/baro-top-base
 echo "== new $(cat .bin/COMMIT) base $(cat .bin/COMMIT-base)"
 [ -e /tmp/peer/done ] || [ -d /tmp/peer/llama.cpp ] || ( mkdir -p /tmp/peer && tar xJf .peer/llama.cpp.tar.xz -C /tmp/peer && cd /tmp/peer/llama.cpp &&
@@ -27,15 +27,15 @@ $B gate --steps 200 2>&1 | grep -E "GATE|bit-identical"
 for s in llama-1b llama-8b; do echo "-- $s"; $B gate -m /tmp/$s.gguf --steps 8 2>&1 | grep -E "GATE|bit-identical|rel-L2"; done
 for m in mega multi; do a=$($B generate --backend vulkan --dispatch $m -n 200 2>/dev/null | md5sum | cut -c1-12); c=$($B generate -n 200 2>/dev/null | md5sum | cut -c1-12); echo "golden $m vulkan $a cpu $c $([ "$a" = "$c" ] && echo SAME || echo DIFFERENT)"; done
 echo "== (b) base vs new (bench ab, chain 16 both, one prompt, tg128)"
-$B bench ab -m /tmp/llama-1b.gguf --prompts /tmp/one.txt --tokens 128 --pairs 6 --a-binary $A --b-binary $B --a "--dispatch mega" --b "--dispatch mega" --predict "3%..8%" --log $O/predictions.log 2>&1 | tail -4
-$B bench ab -m /tmp/llama-8b.gguf --prompts /tmp/one.txt --tokens 128 --pairs 6 --a-binary $A --b-binary $B --a "--dispatch mega" --b "--dispatch mega" --predict "2%..6%" --log $O/predictions.log 2>&1 | tail -4
+$B bench ab -m /tmp/llama-1b.gguf --prompts /tmp/one.txt --tokens 128 --pairs 6 --a-binary $A --b-binary $B --a "--dispatch mega" --b "--dispatch mega" --predict "${P1B:-3%..8%}" --log $O/predictions.log 2>&1 | tail -4
+$B bench ab -m /tmp/llama-8b.gguf --prompts /tmp/one.txt --tokens 128 --pairs 6 --a-binary $A --b-binary $B --a "--dispatch mega" --b "--dispatch mega" --predict "${P8B:-2%..6%}" --log $O/predictions.log 2>&1 | tail -4
 echo "== (a) the ring: every pass, and every 8th (chain 16, one prompt, tg128, 7 runs)"
 for s in llama-1b llama-8b; do
   $B bench -m /tmp/$s.gguf --prompts /tmp/one.txt --dispatch mega --instrument both --tokens 128 --runs 7 2>&1 | grep -E "^mega"
   $B bench -m /tmp/$s.gguf --prompts /tmp/one.txt --dispatch mega --instrument both --ring-every 8 --tokens 128 --runs 7 2>&1 | grep -E "^mega"
 done
 echo "== recordings (60 passes) for the per-stage table"
-for s in llama-1b llama-8b; do $B record -m /tmp/$s.gguf --dispatch mega --passes 60 --check off -o $O/r12-$s.baro 2>&1 | tail -1; done
+for s in llama-1b llama-8b; do $B record -m /tmp/$s.gguf --dispatch mega --passes 60 --check off -o $O/r12${TAG:-}-$s.baro 2>&1 | tail -1; done
 fi
 if [ "$PART" = 2 ]; then
 echo "== (c) context: prompt L-128 tokens, tg128 (positions L-128 .. L-1), mega, one run"
