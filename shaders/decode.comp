@@ -315,7 +315,7 @@ DEFINE_DOT_ROWS(dot_rows4, 4u)
 // Position chunks of one head's attention over n positions (unit_attn): a function of n
 // alone, so neither the grid nor the schedule changes a result.
 uint att_chunks(uint n) {
-    return min((n + P(H_ATT_CHUNK_MIN) - 1u) / P(H_ATT_CHUNK_MIN), P(H_ATT_CHUNKS));
+    return min((n + ATT_CHUNK_MIN - 1u) / ATT_CHUNK_MIN, ATT_CHUNKS);
 }
 
 // ---- level prologues: fill sx ----
@@ -347,18 +347,27 @@ void prologue(uint lvl) {
         // of l_c·w_c), w_c = exp(m_c - M), M the largest m_c. Every workgroup combines the
         // same way after the grid barrier: no arrival counter, no extra fence.
         uint hs = P(H_HEAD_SIZE), pw = hs + 2u, nch = att_chunks(pc.pos + 1u);
-        uint o = P(H_OFF_ATTP), cap = P(H_ATT_CHUNKS);
+        uint o = P(H_OFF_ATTP);
         for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue;
             TICK();
-            uint po = o + (j / hs) * cap * pw, i = j % hs;
-            float mx = st.s[po + hs];
-            for (uint c = 1u; c < nch; ++c) { TICK(); mx = max(mx, st.s[po + c * pw + hs]); }
+            uint po = o + (j / hs) * ATT_CHUNKS * pw, i = j % hs;
+            // Every load first (independent, in flight together), then the arithmetic.
+            float mc[ATT_CHUNKS], lc[ATT_CHUNKS], oc[ATT_CHUNKS];
+            [[unroll]] for (uint c = 0u; c < ATT_CHUNKS; ++c) {
+                bool in_use = c < nch;
+                mc[c] = in_use ? st.s[po + c * pw + hs] : 0.0;
+                lc[c] = in_use ? st.s[po + c * pw + hs + 1u] : 0.0;
+                oc[c] = in_use ? st.s[po + c * pw + i] : 0.0;
+            }
+            float mx = mc[0];
+            [[unroll]] for (uint c = 1u; c < ATT_CHUNKS; ++c) if (c < nch) mx = max(mx, mc[c]);
             float num = 0.0, den = 0.0;
-            for (uint c = 0u; c < nch; ++c) {
-                TICK();
-                float w = exp(st.s[po + c * pw + hs] - mx);
-                num += st.s[po + c * pw + i] * w;
-                den += st.s[po + c * pw + hs + 1u] * w;
+            [[unroll]] for (uint c = 0u; c < ATT_CHUNKS; ++c) {
+                if (c < nch) {
+                    float w = exp(mc[c] - mx);
+                    num += oc[c] * w;
+                    den += lc[c] * w;
+                }
             }
             sx_set(SXI(j), num / den);
         }
@@ -449,7 +458,7 @@ void unit_attn(uint layer, uint h, uint c, uint nch) {
     uint qo = P(H_OFF_Q) + h * hs;
     uint ao = P(H_OFF_ATT) + h * ms;
     uint pw = hs + 2u;
-    uint po = P(H_OFF_ATTP) + h * P(H_ATT_CHUNKS) * pw;
+    uint po = P(H_OFF_ATTP) + h * ATT_CHUNKS * pw;
     float scale = uintBitsToFloat(P(H_ATT_SCALE));
     uint n = pc.pos + 1u;
     uint cl = (n + nch - 1u) / nch;

@@ -140,15 +140,24 @@ interface! {
         RING_FRAME_WORDS = 27,
         /// Ring frame slots.
         RING_SLOTS = 28,
-        /// State offset of the attention's per-chunk partials (heads x ATT_CHUNKS records of
-        /// head_size + 2 floats: the chunk's unnormalised output, its max, its sum).
+        /// State offset of the attention's per-chunk partials (heads x `att::CHUNKS` records
+        /// of head_size + 2 floats: the chunk's unnormalised output, its max, its sum).
         OFF_ATTP = 29,
-        /// The most position chunks a head's attention is split into.
-        ATT_CHUNKS = 30,
-        /// Positions per chunk at least (fewer positions: fewer chunks).
-        ATT_CHUNK_MIN = 31,
         /// Header words.
         WORDS = 32,
+    }
+
+    /// Attention split over position chunks (`ATT_*`): compile-time constants of the shader
+    /// (its combine keeps one register per chunk).
+    mod att: u32 = ("ATT_", "u") {
+        /// The most position chunks a head's attention is split into (one workgroup each).
+        /// With 32 query heads that is 128 units, one wave on a 132-SM H200: the query heads
+        /// of one KV head read their chunk's keys and values at about the same time, so the
+        /// L2 serves the repeats.
+        CHUNKS = 4,
+        /// Positions per chunk at least: up to this many positions a head is one chunk, so
+        /// short contexts do not pay for parallelism they cannot use.
+        CHUNK_MIN = 64,
     }
 
     /// Level record fields (`L_*`), `L_WORDS` words per level.

@@ -20,13 +20,7 @@ use crate::quant::GgmlType;
 /// the interface table by a test).
 pub use baro_telemetry::StageKind;
 
-/// The most position chunks one head's attention is split into (one workgroup each). With
-/// 32 query heads that is 128 units, one wave on a 132-SM H200: the query heads of one KV head
-/// read their chunk's keys and values at about the same time, so the L2 serves the repeats.
-pub const ATT_CHUNKS: u32 = 4;
-/// Positions per attention chunk at least: below 2 x this a head is one chunk, so short
-/// contexts do not pay the combine for no parallelism.
-pub const ATT_CHUNK_MIN: u32 = 64;
+pub use super::interface::att::{CHUNKS as ATT_CHUNKS, CHUNK_MIN as ATT_CHUNK_MIN};
 
 /// Position chunks of one head's attention over `n` positions (the shader's `att_chunks`).
 pub fn att_chunks(n: u32) -> u32 {
@@ -326,8 +320,6 @@ impl Program {
         hdr[h::OFF_ACC] = off_acc as u32;
         hdr[h::N_LAYERS] = c.n_layers as u32;
         hdr[h::OFF_ATTP] = off_attp as u32;
-        hdr[h::ATT_CHUNKS] = ATT_CHUNKS;
-        hdr[h::ATT_CHUNK_MIN] = ATT_CHUNK_MIN;
         // Stage → tensors kept beside the stage list for serialisation.
         let mut p = Program {
             levels,
