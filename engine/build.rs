@@ -80,16 +80,28 @@ fn main() {
     let mut deps = Vec::new();
     let src = expand(&shaders, "decode.comp", 0, &mut deps);
     // GPUs: Vulkan memory model, with and without the device clock. CPU devices (lavapipe):
-    // GLSL450 model (see shaders/layout.glsl for why), with and without the clock.
-    for (file, defines) in [
-        ("decode.spv", vec![]),
-        ("decode_noclock.spv", vec![("NO_CLOCK", None)]),
-        ("decode_cpu.spv", vec![("CPU_MODEL", None)]),
+    // GLSL450 model (see shaders/layout.glsl for why), with and without the clock. Each also
+    // as `_kv16`: able to store the KV cache as f16 (16-bit storage, so a device must have
+    // storageBuffer16BitAccess to load it); the f32 path runs the modules without it.
+    for (name, defines) in [
+        ("decode", vec![]),
+        ("decode_noclock", vec![("NO_CLOCK", None)]),
+        ("decode_cpu", vec![("CPU_MODEL", None)]),
         (
-            "decode_cpu_noclock.spv",
+            "decode_cpu_noclock",
             vec![("CPU_MODEL", None), ("NO_CLOCK", None)],
         ),
-    ] {
+    ]
+    .into_iter()
+    .flat_map(|(name, defines)| {
+        let mut kv16 = defines.clone();
+        kv16.push(("KV16", None));
+        [
+            (format!("{name}.spv"), defines),
+            (format!("{name}_kv16.spv"), kv16),
+        ]
+    }) {
+        let file = name.as_str();
         let words = compile(file, &src, &defines);
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         std::fs::write(out.join(file), bytes).expect("writing SPIR-V");

@@ -379,6 +379,24 @@ void prologue(uint lvl) {
     wg_sync();
 }
 
+// ---- the KV cache ----
+// Element o of the key (K_*) or value (V_*) cache. Without KV16 these are the plain f32
+// accesses, so the f32 modules compute exactly what they did before the f16 option existed.
+// With KV16 and KV_F16 an element is an f16, rounded from the f32 result when stored
+// (round to nearest even) and widened exactly when loaded: only storage is 16-bit, every
+// product and sum stays f32.
+#ifdef KV16
+float K_AT(uint o) { if (KV_F16) return float(kvc16.kv[o]); return kvc.kv[o]; }
+float V_AT(uint o) { if (KV_F16) return float(kvv16.kv[o]); return kvv.kv[o]; }
+void K_SET(uint o, float x) { if (KV_F16) kvc16.kv[o] = float16_t(x); else kvc.kv[o] = x; }
+void V_SET(uint o, float x) { if (KV_F16) kvv16.kv[o] = float16_t(x); else kvv.kv[o] = x; }
+#else
+#define K_AT(o) kvc.kv[o]
+#define V_AT(o) kvv.kv[o]
+#define K_SET(o, x) kvc.kv[o] = (x)
+#define V_SET(o, x) kvv.kv[o] = (x)
+#endif
+
 // ---- stage bodies ----
 float rope_cos(uint pair) { return st.s[P(H_OFF_ROPE) + (pc.pos * (P(H_HEAD_SIZE) / 2u) + pair) * 2u]; }
 float rope_sin(uint pair) { return st.s[P(H_OFF_ROPE) + (pc.pos * (P(H_HEAD_SIZE) / 2u) + pair) * 2u + 1u]; }
@@ -394,8 +412,8 @@ void store_rope(uint kind, uint layer, uint r, float v0, float v1) {
         st.s[o + 1u] = b;
     } else {
         uint o = layer * P(H_KV_LAYER) + pc.pos * P(H_KV_DIM) + r;
-        kvc.kv[o] = a;
-        kvc.kv[o + 1u] = b;
+        K_SET(o, a);
+        K_SET(o + 1u, b);
     }
 }
 void unit_rope(uint kind, uint t, uint layer, uint u) {
@@ -405,7 +423,7 @@ void unit_rope(uint kind, uint t, uint layer, uint u) {
 }
 
 void store_v(uint layer, uint r, float v) {
-    kvv.kv[layer * P(H_KV_LAYER) + pc.pos * P(H_KV_DIM) + r] = v;
+    V_SET(layer * P(H_KV_LAYER) + pc.pos * P(H_KV_DIM) + r, v);
 }
 void unit_v(uint t, uint layer, uint r) {
     float v = dot_sx(t, r);
@@ -471,10 +489,10 @@ void unit_attn(uint layer, uint h, uint c, uint nch) {
         for (uint i = l; i < hs; i += S) {
             TICK();
             float qi = st.s[qo + i];
-            float k0 = kvc.kv[kb + t0 * kvd + i];
-            float k1 = t0 + nt < c1 ? kvc.kv[kb + (t0 + nt) * kvd + i] : 0.0;
-            float k2 = t0 + 2u * nt < c1 ? kvc.kv[kb + (t0 + 2u * nt) * kvd + i] : 0.0;
-            float k3 = t0 + 3u * nt < c1 ? kvc.kv[kb + (t0 + 3u * nt) * kvd + i] : 0.0;
+            float k0 = K_AT(kb + t0 * kvd + i);
+            float k1 = t0 + nt < c1 ? K_AT(kb + (t0 + nt) * kvd + i) : 0.0;
+            float k2 = t0 + 2u * nt < c1 ? K_AT(kb + (t0 + 2u * nt) * kvd + i) : 0.0;
+            float k3 = t0 + 3u * nt < c1 ? K_AT(kb + (t0 + 3u * nt) * kvd + i) : 0.0;
             sc[0] += qi * k0;
             sc[1] += qi * k1;
             sc[2] += qi * k2;
@@ -506,10 +524,10 @@ void unit_attn(uint layer, uint h, uint c, uint nch) {
             for (uint t = c0 + g; t < c1; t += 4u * pg) {
                 TICK();
                 uint t1 = t + pg, t2 = t + 2u * pg, t3 = t + 3u * pg;
-                float v0 = kvv.kv[vb + t * kvd + i];
-                float v1 = t1 < c1 ? kvv.kv[vb + t1 * kvd + i] : 0.0;
-                float v2 = t2 < c1 ? kvv.kv[vb + t2 * kvd + i] : 0.0;
-                float v3 = t3 < c1 ? kvv.kv[vb + t3 * kvd + i] : 0.0;
+                float v0 = V_AT(vb + t * kvd + i);
+                float v1 = t1 < c1 ? V_AT(vb + t1 * kvd + i) : 0.0;
+                float v2 = t2 < c1 ? V_AT(vb + t2 * kvd + i) : 0.0;
+                float v3 = t3 < c1 ? V_AT(vb + t3 * kvd + i) : 0.0;
                 acc += st.s[ao + t] * v0;
                 if (t1 < c1) acc += st.s[ao + t1] * v1;
                 if (t2 < c1) acc += st.s[ao + t2] * v2;

@@ -8,6 +8,12 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_shader_realtime_clock : require
 #extension GL_EXT_control_flow_attributes : require
+#ifdef KV16
+// The KV16 modules (built beside the others) may store the KV cache as f16: 16-bit storage
+// only (loads and stores of float16_t, converted to and from f32; no f16 arithmetic), so they
+// need storageBuffer16BitAccess. The f32 path runs the modules built without it.
+#extension GL_EXT_shader_16bit_storage : require
+#endif
 #ifdef CPU_MODEL
 // CPU devices (lavapipe) get the GLSL450 memory model. Under `#pragma use_vulkan_memory_model`
 // glslang marks every access to `shared` and `coherent` memory MakePointerVisible/Available;
@@ -42,6 +48,7 @@ layout(constant_id = SPEC_NCHUNK_USED) const uint NCHUNK_USED = 1;     // weight
 layout(constant_id = SPEC_MAX_WG) const uint MAX_WG = 1024;       // upper bound of the workgroup size (array sizes)
 layout(constant_id = SPEC_MAT_TY) const uint MAT_TY = 0xFFFFu;    // the one type of every matrix, or 0xFFFF (read per tensor)
 layout(constant_id = SPEC_ROWS) const uint ROWS = 1;             // weight rows a team streams at once (1, 2, 4)
+layout(constant_id = SPEC_KV_F16) const bool KV_F16 = false;    // KV cache stored as f16 (KV16 modules only)
 
 #define NCHUNK 8
 layout(set = 0, binding = B_WEIGHTS) readonly buffer Weights { uint w[]; } weights[NCHUNK];
@@ -50,6 +57,11 @@ layout(set = 0, binding = B_WEIGHTS) readonly buffer Weights4 { uvec4 w4[]; } we
 layout(set = 0, binding = B_STATE) coherent buffer State { float s[]; } st;
 layout(set = 0, binding = B_KV) coherent buffer Kv { float kv[]; } kvc;      // keys
 layout(set = 0, binding = B_KV_V) coherent buffer KvV { float kv[]; } kvv;   // values
+#ifdef KV16
+// The same two buffers as f16 elements (KV_F16): element o of the cache at byte 2·o.
+layout(set = 0, binding = B_KV) coherent buffer Kv16 { float16_t kv[]; } kvc16;
+layout(set = 0, binding = B_KV_V) coherent buffer KvV16 { float16_t kv[]; } kvv16;
+#endif
 layout(set = 0, binding = B_OUT) coherent buffer Out { uint o[]; } outb;
 layout(set = 0, binding = B_SYNC) coherent buffer Sync { uint w[]; } sy;
 layout(set = 0, binding = B_PROG) readonly buffer Prog { uint p[]; } prog;

@@ -171,6 +171,13 @@ pub struct GpuArgs {
     /// the context's end) are dropped. (bench: the timed passes, prompt tokens from the host.)
     #[arg(long, value_parser = validate::chain, allow_negative_numbers = true)]
     pub chain: Option<u32>,
+    /// KV cache storage: f32 or f16 [default: f32]. f32 is the reference path (bit-exact
+    /// against the goldens); f16 rounds every key and value to f16 when stored (all arithmetic
+    /// stays f32): half the cache's bytes and half the attention's cache reads, logits within
+    /// ~1e-3 of f32's. The gate then checks against a reference that rounds the same way.
+    /// Needs storageBuffer16BitAccess (`baro-top devices` says).
+    #[arg(long, value_name = "f32|f16", value_parser = validate::kv)]
+    pub kv: Option<baro_engine::device::KvType>,
     /// Grid-barrier spin timeout, milliseconds, at least 1 [default: 1000].
     #[arg(long, value_parser = validate::spin_timeout_ms, allow_negative_numbers = true)]
     pub spin_timeout_ms: Option<u64>,
@@ -235,6 +242,7 @@ impl GpuArgs {
             ("--rows", self.rows.is_some()),
             ("--ring-every", self.ring_every.is_some()),
             ("--chain", self.chain.is_some()),
+            ("--kv", self.kv.is_some()),
             ("--spin-timeout-ms", self.spin_timeout_ms.is_some()),
             ("--watchdog-ms", self.watchdog_ms.is_some()),
             ("--inject-stall-wg", self.inject_stall_wg.is_some()),
@@ -253,6 +261,7 @@ impl GpuArgs {
             rows: self.rows,
             ring_every: self.ring_every.unwrap_or(1),
             chain: self.chain.unwrap_or(DEFAULT_CHAIN),
+            kv: self.kv.unwrap_or_default(),
             max_seq,
             spin_timeout: std::time::Duration::from_millis(self.spin_timeout_ms.unwrap_or(1000)),
             test_stall_wg: self.inject_stall_wg,

@@ -127,6 +127,12 @@ pub fn rows(s: &str) -> Result<u32, String> {
     }
 }
 
+/// `--kv`: how the KV cache stores keys and values, exactly `f32` or `f16` (no other
+/// spelling, no case folding).
+pub fn kv(s: &str) -> Result<baro_engine::device::KvType, String> {
+    baro_engine::device::KvType::parse(s)
+}
+
 /// `--spin-timeout-ms`: 1 ms to 2000 ms. The kernel compares the low 32 bits of the device
 /// clock (ns), which wrap every 4.29 s; a difference is only unambiguous below half of that.
 pub fn spin_timeout_ms(s: &str) -> Result<u64, String> {
@@ -239,6 +245,8 @@ mod tests {
         assert!(grid("65536").expect_err("65536").contains("at most 65535"));
         assert!(margin("nan").is_err());
         assert_eq!(seed("0"), Ok(0));
+        assert_eq!(kv("f16"), Ok(baro_engine::device::KvType::F16));
+        assert!(kv("f64").expect_err("f64").contains("f32, f16"));
         assert_ne!(resolve_seed(0), 0);
         assert_eq!(resolve_seed(7), 7);
     }

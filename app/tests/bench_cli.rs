@@ -569,3 +569,23 @@ fn bench_ring_every_names_the_sampled_arm_and_is_refused_without_the_ring() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("no event ring"), "{}", stderr(&o));
 }
+
+#[test]
+fn bench_rows_carry_the_kv_type_f32_by_default_and_f16_with_kv_f16() {
+    let dir = TempDir::new("kv");
+    let p = dir.prompts();
+    for (extra, want) in [(&[][..], "f32"), (&["--kv", "f16"][..], "f16")] {
+        let mut a = quick(&p, &["-o", "json"]);
+        a.extend_from_slice(extra);
+        let o = baro(&dir, &a);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout(&o)).expect("a JSON array");
+        assert_eq!(rows.len(), 2, "pp and tg");
+        for r in &rows {
+            assert_eq!(r["kv"], want, "{extra:?}: {r}");
+        }
+    }
+    let o = baro(&dir, &quick(&p, &["--kv", "f64"]));
+    assert!(!o.status.success(), "--kv f64 accepted");
+    assert!(stderr(&o).contains("f32, f16"), "{}", stderr(&o));
+}

@@ -418,6 +418,42 @@ fn grid_and_probe_limits_are_refused_naming_the_range() {
 }
 
 #[test]
+fn kv_type_other_than_f32_or_f16_is_refused_naming_the_accepted_values() {
+    for c in ["gate", "run", "generate", "bench", "record"] {
+        for bad in ["f64", "F16", "fp16", ""] {
+            refused(
+                &baro(&[c, "--kv", bad]),
+                &["--kv", "expected one of f32, f16"],
+            );
+        }
+    }
+}
+
+#[test]
+fn kv_f16_gates_against_the_f16_rounded_reference_and_generates_on_the_cpu_too() {
+    let o = baro(&["generate", "-n", "12", "--kv", "f16"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("backend cpu, KV cache f16"),
+        "{}",
+        stderr(&o)
+    );
+    let Some(_turn) = vulkan() else { return };
+    let o = baro(&["gate", "--steps", "40", "--kv", "f16"]);
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{err}\n{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(
+        err.contains("KV cache f16 (the reference rounds its cache to f16 too)"),
+        "{err}"
+    );
+}
+
+#[test]
 fn wg_size_is_checked_against_the_device_limit_not_clamped() {
     let Some(_turn) = vulkan() else { return };
     let o = baro(&[

@@ -43,7 +43,7 @@ pub struct GateConfig {
     /// √n·ε per dot product (n ≤ 14336, ε = 6e-8 → ≈ 7e-6) and compounds over layers; 1e-3
     /// flags real bugs (a wrong row, a stale read) which show up at ≥ 1e-2.
     pub max_rel_l2: f64,
-    /// Decoder options (mode is overridden per mode).
+    /// Decoder options (mode is overridden per mode). Its KV type is the reference's too.
     pub decoder: DecoderOptions,
 }
 
@@ -202,7 +202,9 @@ pub fn run_gate(
             ))
         }
     };
-    let mut cpu = CpuDecoder::new(&model.config, &model.weights, steps);
+    // The reference stores its KV cache as the decoder does: an f16-KV run is judged against
+    // a reference whose keys and values are rounded to f16 too (everything else f32).
+    let mut cpu = CpuDecoder::with_kv(&model.config, &model.weights, steps, cfg.decoder.kv);
     let mut report = GateReport::default();
     let mut token = cfg
         .prompt

@@ -9,6 +9,7 @@
 //! - [`llama2c`]: llama2.c checkpoint import.
 //! - [`model`]: the llama configuration and weights as the decoders consume them.
 //! - [`reference`]: the plain f32 CPU decoder every GPU result is checked against.
+//! - [`kv`]: the KV cache's storage type (f32, the reference path, or f16).
 //! - [`synth`]: deterministic synthetic models of any llama shape.
 //! - [`device`], [`session`], [`gate`], [`bench`]: what the app uses to reach the GPU (open
 //!   and list devices; a live decode session with commands and sinks; the correctness gate;
@@ -24,6 +25,7 @@ pub mod error;
 pub mod gate;
 pub mod generate;
 pub mod gguf;
+pub mod kv;
 pub mod llama2c;
 pub mod model;
 pub mod quant;

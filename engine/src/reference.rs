@@ -8,6 +8,7 @@
 //! This module must never be "optimised" in a way that changes a single rounding: it is the
 //! definition every GPU path is checked against.
 
+use crate::kv::KvType;
 use crate::model::types::{Config, Tensor, Weights};
 
 /// RMSNorm: `o[j] = w[j] * (x[j] / sqrt(mean(x²) + eps))`, computed as run.c does
@@ -168,12 +169,21 @@ pub struct CpuDecoder<'w> {
     row: Vec<f32>,
     key_cache: Vec<f32>,
     value_cache: Vec<f32>,
+    kv: KvType,
     logits: Vec<f32>,
 }
 
 impl<'w> CpuDecoder<'w> {
-    /// A decoder for `cfg`/`w` that can run up to `max_seq` positions.
+    /// A decoder for `cfg`/`w` that can run up to `max_seq` positions, with an f32 KV cache
+    /// (the reference path).
     pub fn new(cfg: &Config, w: &'w Weights, max_seq: usize) -> Self {
+        Self::with_kv(cfg, w, max_seq, KvType::F32)
+    }
+
+    /// [`CpuDecoder::new`] with the KV cache stored as `kv_type`: with [`KvType::F16`] each key
+    /// and value is rounded to f16 as it is stored ([`KvType::store`]), as an f16-KV GPU run
+    /// stores it; everything else stays f32.
+    pub fn with_kv(cfg: &Config, w: &'w Weights, max_seq: usize, kv_type: KvType) -> Self {
         let (d, h, kv) = (cfg.dim, cfg.hidden_dim, cfg.kv_dim());
         let max_seq = max_seq.clamp(1, cfg.seq_len);
         CpuDecoder {
@@ -195,6 +205,7 @@ impl<'w> CpuDecoder<'w> {
             row: Vec::new(),
             key_cache: vec![0.0; cfg.n_layers * max_seq * kv],
             value_cache: vec![0.0; cfg.n_layers * max_seq * kv],
+            kv: kv_type,
             logits: vec![0.0; cfg.vocab_size],
         }
     }
@@ -202,6 +213,11 @@ impl<'w> CpuDecoder<'w> {
     /// Positions this decoder can hold.
     pub fn max_seq(&self) -> usize {
         self.max_seq
+    }
+
+    /// How its KV cache stores keys and values.
+    pub fn kv(&self) -> KvType {
+        self.kv
     }
 
     /// Run one token at `pos` (0-based, `< max_seq`) and return the logits.
@@ -219,8 +235,24 @@ impl<'w> CpuDecoder<'w> {
             matvec(&mut self.v, &lw.wv, &self.xb, &mut self.row);
             rope(&mut self.q, &mut self.k, pos, hs, c.rope_theta);
             let loff = l * self.max_seq * kv;
-            self.key_cache[loff + pos * kv..loff + (pos + 1) * kv].copy_from_slice(&self.k);
-            self.value_cache[loff + pos * kv..loff + (pos + 1) * kv].copy_from_slice(&self.v);
+            let (kc, vc) = (
+                &mut self.key_cache[loff + pos * kv..loff + (pos + 1) * kv],
+                &mut self.value_cache[loff + pos * kv..loff + (pos + 1) * kv],
+            );
+            match self.kv {
+                KvType::F32 => {
+                    kc.copy_from_slice(&self.k);
+                    vc.copy_from_slice(&self.v);
+                }
+                t => {
+                    for (c, &x) in kc.iter_mut().zip(&self.k) {
+                        *c = t.store(x);
+                    }
+                    for (c, &x) in vc.iter_mut().zip(&self.v) {
+                        *c = t.store(x);
+                    }
+                }
+            }
             let scale = (hs as f32).sqrt();
             for h in 0..c.n_heads {
                 let q = &self.q[h * hs..(h + 1) * hs];
@@ -326,6 +358,51 @@ mod tests {
         assert_eq!((m.top1, m.top2, m.margin), (0, 2, 0.5));
         let m = margin(&[0.0, 9.0]);
         assert_eq!((m.top1, m.top2), (1, 0));
+    }
+
+    #[test]
+    fn an_f16_kv_cache_stores_each_key_and_value_rounded_to_f16_and_moves_the_logits() {
+        use crate::quant::GgmlType;
+        use crate::synth::{self, Shape};
+        let (mut cfg, tied) = Shape::Tiny.config();
+        cfg.n_layers = 2;
+        let model = synth::generate(&cfg, tied, GgmlType::F32, 3, |_, _| {}).unwrap();
+        let (c, w) = (&model.config, &model.weights);
+        let mut f32kv = CpuDecoder::new(c, w, 8);
+        let mut f16kv = CpuDecoder::with_kv(c, w, 8, KvType::F16);
+        assert_eq!((f32kv.kv(), f16kv.kv()), (KvType::F32, KvType::F16));
+        let (a, b) = (f32kv.forward(1, 0).to_vec(), f16kv.forward(1, 0).to_vec());
+        // Layer 0 at position 0 sees the same input in both: its cached keys and values are
+        // the f32 ones rounded to f16, by hand (and not all of them were f16 already).
+        let kv = c.kv_dim();
+        for (i, (x, y)) in [
+            (&f32kv.key_cache[..kv], &f16kv.key_cache[..kv]),
+            (&f32kv.value_cache[..kv], &f16kv.value_cache[..kv]),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            assert!(x.iter().any(|&v| v != 0.0));
+            for (&x, &y) in x.iter().zip(y) {
+                assert_eq!(
+                    y.to_bits(),
+                    half::f16::from_f32(x).to_f32().to_bits(),
+                    "{i}"
+                );
+            }
+            assert!(x.iter().zip(y).any(|(x, y)| x != y), "{i}: nothing rounded");
+        }
+        // The rounding reaches the logits (already at position 0 through layer 1's input).
+        assert_ne!(a, b, "f16 KV gave the f32 logits");
+        let (a, b) = (f32kv.forward(7, 1).to_vec(), f16kv.forward(7, 1).to_vec());
+        let d2: f64 = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| ((x - y) as f64).powi(2))
+            .sum();
+        let n2: f64 = a.iter().map(|x| (*x as f64).powi(2)).sum();
+        let rel = (d2 / n2).sqrt();
+        assert!(rel > 0.0 && rel < 1e-2, "rel-L2 {rel}");
     }
 
     #[test]

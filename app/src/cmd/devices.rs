@@ -52,6 +52,14 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
         )?;
         outln!("  memory model     {}", d.memory_model)?;
         outln!(
+            "  f16 KV cache     {}",
+            if d.storage_16bit {
+                "yes (storageBuffer16BitAccess)"
+            } else {
+                "no: --kv f16 is refused (lacks storageBuffer16BitAccess)"
+            }
+        )?;
+        outln!(
             "  SMs / CUs        {}",
             d.sm_count.map_or("unknown".into(), |n| n.to_string())
         )?;

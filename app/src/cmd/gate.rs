@@ -53,7 +53,7 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
         )
     };
     note!(
-        "gate: model {} ({} layers, dim {}), {} steps, dispatch {}",
+        "gate: model {} ({} layers, dim {}), {} steps, dispatch {}, KV cache {}",
         model.source,
         model.config.n_layers,
         model.config.dim,
@@ -62,6 +62,10 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
             DispatchSet::Mega => "mega",
             DispatchSet::Multi => "multi",
             DispatchSet::Both => "mega and multi",
+        },
+        match cfg.decoder.kv {
+            baro_engine::device::KvType::F32 => "f32".to_string(),
+            k => format!("{k} (the reference rounds its cache to {k} too)"),
         }
     );
     let mut grid_line = None;

@@ -59,7 +59,8 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     }
     // --temp and --topp were validated by their parsers (crate::validate).
     if a.backend == Backend::Cpu {
-        let mut given = a.gpu.given();
+        // --kv applies to the CPU reference too (its cache rounded as the GPU's would be).
+        let mut given: Vec<_> = a.gpu.given().into_iter().filter(|f| *f != "--kv").collect();
         if a.dispatch.is_some() {
             given.insert(0, "--dispatch");
         }
@@ -82,7 +83,12 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     }
     let mut sampler = Sampler::new(model.config.vocab_size, a.temp, a.topp, seed);
     let mut dec: Box<dyn Decode + '_> = match a.backend {
-        Backend::Cpu => Box::new(CpuDecoder::new(&model.config, &model.weights, steps)),
+        Backend::Cpu => Box::new(CpuDecoder::with_kv(
+            &model.config,
+            &model.weights,
+            steps,
+            a.gpu.kv.unwrap_or_default(),
+        )),
         Backend::Vulkan => {
             let ctx = super::open_gpu(&a.gpu)?;
             let dispatch = a.dispatch.unwrap_or(crate::DispatchArg::Mega).dispatch();
@@ -96,7 +102,7 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         }
     };
     note!(
-        "baro-top: model {} ({} layers, dim {}, vocab {}), backend {}",
+        "baro-top: model {} ({} layers, dim {}, vocab {}), backend {}, KV cache {}",
         model.source,
         model.config.n_layers,
         model.config.dim,
@@ -104,7 +110,8 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         match a.backend {
             Backend::Cpu => "cpu",
             Backend::Vulkan => "vulkan",
-        }
+        },
+        a.gpu.kv.unwrap_or_default()
     );
     let mut out = crate::out::Stdout::lock();
     let g = generate(

@@ -95,6 +95,7 @@ impl Engine {
             Some(_) => Some(Shadow::spawn(
                 b.model.clone(),
                 crate::generate::Decode::max_seq(&dec),
+                dec.opts.kv,
                 b.near_tie,
                 b.reference_hook.clone(),
             )?),
@@ -336,6 +337,7 @@ impl Engine {
                     self.shadow = Some(Shadow::spawn(
                         (*m).clone(),
                         crate::generate::Decode::max_seq(&dec),
+                        dec.opts.kv,
                         self.b.near_tie,
                         self.b.reference_hook.clone(),
                     )?);

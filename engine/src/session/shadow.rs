@@ -1,6 +1,7 @@
 //! The shadow CPU reference that judges the GPU's tokens beside the engine (`baro-shadow`).
 
 use super::*;
+use crate::kv::KvType;
 
 /// Work for the shadow reference.
 pub(super) enum ToShadow {
@@ -29,6 +30,7 @@ impl Shadow {
     pub(super) fn spawn(
         model: Model,
         max_seq: usize,
+        kv: KvType,
         near_tie: f32,
         hook: Option<ReferenceHook>,
     ) -> Result<Shadow> {
@@ -38,7 +40,7 @@ impl Shadow {
         let c2 = cancel.clone();
         let join = std::thread::Builder::new()
             .name("baro-shadow".into())
-            .spawn(move || shadow_main(model, max_seq, near_tie, hook, jobs, out, c2))
+            .spawn(move || shadow_main(model, (max_seq, kv), near_tie, hook, jobs, out, c2))
             .map_err(|e| Error::EngineThread(format!("spawning the shadow reference: {e}")))?;
         Ok(Shadow {
             tx,
@@ -55,9 +57,10 @@ impl Shadow {
     }
 }
 
+/// `cache`: the reference's KV cache, as the decoder's (positions, storage type).
 pub(super) fn shadow_main(
     mut model: Model,
-    max_seq: usize,
+    (max_seq, kv): (usize, KvType),
     near_tie: f32,
     hook: Option<ReferenceHook>,
     jobs: Receiver<ToShadow>,
@@ -66,7 +69,9 @@ pub(super) fn shadow_main(
 ) {
     loop {
         let next: Box<Model> = {
-            let mut cpu = CpuDecoder::new(&model.config, &model.weights, max_seq);
+            // The reference's KV cache stores what the decoder's does (f16: rounded keys and
+            // values), so an f16-KV session is judged against an f16-KV reference.
+            let mut cpu = CpuDecoder::with_kv(&model.config, &model.weights, max_seq, kv);
             let mut judge = Judge::new(near_tie);
             let vocab = model.config.vocab_size as u32;
             loop {

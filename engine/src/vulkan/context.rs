@@ -65,6 +65,9 @@ pub struct DeviceInfo {
     pub memory_model: bool,
     /// Dynamic indexing of storage buffer arrays.
     pub storage_array_indexing: bool,
+    /// 16-bit loads and stores in storage buffers (`storageBuffer16BitAccess`): what an f16
+    /// KV cache needs ([`crate::kv::KvType::F16`]); enabled at device creation when present.
+    pub storage_16bit: bool,
     /// Streaming multiprocessors / compute units, when the driver reports them.
     pub sm_count: Option<u32>,
     /// Largest storage buffer range.
@@ -260,8 +263,11 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
         instance.get_physical_device_properties2(pd, &mut props2);
         let p = props2.properties;
         let mut clock = vk::PhysicalDeviceShaderClockFeaturesKHR::default();
+        let mut v11 = vk::PhysicalDeviceVulkan11Features::default();
         let mut v12 = vk::PhysicalDeviceVulkan12Features::default();
-        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut v12);
+        let mut f2 = vk::PhysicalDeviceFeatures2::default()
+            .push_next(&mut v11)
+            .push_next(&mut v12);
         if clock_ext {
             f2 = f2.push_next(&mut clock);
         }
@@ -304,6 +310,7 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
             memory_model: v12.vulkan_memory_model == vk::TRUE
                 && v12.vulkan_memory_model_device_scope == vk::TRUE,
             storage_array_indexing: feats.shader_storage_buffer_array_dynamic_indexing == vk::TRUE,
+            storage_16bit: v11.storage_buffer16_bit_access == vk::TRUE,
             sm_count: if sm_ext && sm.shader_sm_count > 0 {
                 Some(sm.shader_sm_count)
             } else if amd_ext {
@@ -460,10 +467,15 @@ impl GpuContext {
             .vulkan_memory_model(true)
             .vulkan_memory_model_device_scope(true)
             .host_query_reset(true);
+        // 16-bit storage only where the device has it (the f16 KV cache's modules need it;
+        // a decoder asked for f16 KV on a device without it refuses, naming the feature).
+        let mut v11 = vk::PhysicalDeviceVulkan11Features::default()
+            .storage_buffer16_bit_access(chosen.storage_16bit);
         let feats = vk::PhysicalDeviceFeatures::default()
             .shader_storage_buffer_array_dynamic_indexing(true);
         let mut f2 = vk::PhysicalDeviceFeatures2::default()
             .features(feats)
+            .push_next(&mut v11)
             .push_next(&mut v12);
         if chosen.device_clock {
             f2 = f2.push_next(&mut clock);

@@ -80,8 +80,11 @@ interface! {
         MAT_TY = 12,
         /// Weight rows a team streams at once in the matvec stages (1, 2 or 4).
         ROWS = 13,
+        /// The KV cache stores keys and values as f16 (only in the module built with
+        /// 16-bit storage; the f32 path runs the module without it).
+        KV_F16 = 14,
         /// How many there are.
-        COUNT = 14,
+        COUNT = 15,
     }
 
     /// Program header word indices (`H_*`).

@@ -23,8 +23,9 @@ use crate::{DispatchArg, GpuArgs};
 pub struct AbArgs {
     #[command(flatten)]
     pub work: Workload,
-    /// Arm A's options: --dispatch mega|multi, --instrument off|on, --chain, --grid, --wg-size, --rows,
-    /// --spin-timeout-ms, --watchdog-ms (with --a-binary: any options of that binary's bench).
+    /// Arm A's options: --dispatch mega|multi, --instrument off|on, --chain, --kv, --grid,
+    /// --wg-size, --rows, --spin-timeout-ms, --watchdog-ms (with --a-binary: any options of
+    /// that binary's bench). Arms with different --kv cannot have bitwise-equal logits.
     #[arg(
         long = "a",
         value_name = "ARGS",
@@ -260,6 +261,7 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
         rows: None,
         ring_every: None,
         chain: None,
+        kv: None,
         spin_timeout_ms: None,
         watchdog_ms: None,
         inject_stall_wg: None,
@@ -319,6 +321,7 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
                     instrument: arm.options.instrument,
                     grid,
                     chain: arm.options.chain,
+                    kv: arm.options.kv.to_string(),
                     commit: commit.into(),
                 })
                 .collect();
@@ -576,6 +579,7 @@ pub fn child_arm(name: &str, run: u64, rows: &[Row]) -> anyhow::Result<(ArmResul
         instrument: pp.instrument,
         grid: pp.grid,
         chain: pp.chain,
+        kv: pp.kv.clone(),
         commit: pp.commit.clone(),
     };
     Ok((res, info))

@@ -324,6 +324,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             instrument: arm.options.instrument,
             grid,
             chain: arm.options.chain,
+            kv: arm.options.kv.to_string(),
             commit: meta.commit.clone(),
         })
         .collect();

@@ -66,12 +66,18 @@ pub struct ArmInfo {
     pub grid: u32,
     /// Passes per submission in the timed passes.
     pub chain: u32,
+    /// KV cache storage (`f32`, `f16`).
+    pub kv: String,
     /// Commit of the binary that ran it.
     pub commit: String,
 }
 
 fn one() -> u32 {
     1
+}
+
+fn f32_name() -> String {
+    "f32".into()
 }
 
 /// One row: an arm's prompt (`pp`) or generation (`tg`) numbers.
@@ -92,6 +98,9 @@ pub struct Row {
     /// rows from binaries before chaining read 1.
     #[serde(default = "one")]
     pub chain: u32,
+    /// KV cache storage, `f32` or `f16`; rows from binaries before the f16 option read f32.
+    #[serde(default = "f32_name")]
+    pub kv: String,
     /// `pp` (prompt) or `tg` (generation).
     pub test: String,
     /// Prompt tokens per sample (mean over the prompt set, BOS included); 0 in `tg` rows.
@@ -206,6 +215,7 @@ pub fn rows(meta: &Meta, arms: &[ArmInfo], report: &BenchReport) -> Vec<Row> {
                 instrument: info.instrument,
                 grid: info.grid,
                 chain: info.chain,
+                kv: info.kv.clone(),
                 test: test.into(),
                 n_prompt,
                 n_gen: if pp { 0 } else { meta.n_gen },
@@ -237,7 +247,7 @@ pub fn rows(meta: &Meta, arms: &[ArmInfo], report: &BenchReport) -> Vec<Row> {
 }
 
 /// The CSV columns, in order (every field of [`Row`]).
-const COLUMNS: [&str; 36] = [
+const COLUMNS: [&str; 37] = [
     "model_filename",
     "model_type",
     "model_size",
@@ -250,6 +260,7 @@ const COLUMNS: [&str; 36] = [
     "instrument",
     "grid",
     "chain",
+    "kv",
     "test",
     "n_prompt",
     "n_gen",
@@ -470,6 +481,7 @@ mod tests {
             instrument: false,
             grid: 2,
             chain: 1,
+            kv: "f32".into(),
             commit: "c".into(),
         };
         let r = rows(&meta, &[info("A"), info("B")], &report);
@@ -491,5 +503,47 @@ mod tests {
         let header: Vec<&str> = lines.next().unwrap().split(',').collect();
         assert!(header.contains(&"avg_ts") && header.contains(&"samples_ns"));
         assert_eq!(lines.count(), 4);
+    }
+
+    #[test]
+    fn rows_carry_the_kv_type_and_rows_written_before_it_read_f32() {
+        let report = BenchReport {
+            arms: vec![arm("A", &[PowerMode::Fast])],
+            grids: vec![2],
+        };
+        let meta = Meta {
+            model_filename: "m".into(),
+            model_type: "f32".into(),
+            model_size: 1,
+            model_n_params: 1,
+            device: "d".into(),
+            driver: "v".into(),
+            commit: "c".into(),
+            prompts: 1,
+            runs: 1,
+            n_gen: 4,
+            contended: false,
+        };
+        let info = ArmInfo {
+            name: "A".into(),
+            dispatch: "mega".into(),
+            instrument: false,
+            grid: 2,
+            chain: 1,
+            kv: "f16".into(),
+            commit: "c".into(),
+        };
+        let r = rows(&meta, &[info], &report);
+        assert!(r.iter().all(|r| r.kv == "f16"));
+        let csv = render(Format::Csv, &r).unwrap();
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let col = header.iter().position(|c| *c == "kv").expect("a kv column");
+        let first: Vec<&str> = lines.next().unwrap().split(',').collect();
+        assert_eq!(first[col], "f16");
+        let mut old = serde_json::to_value(&r[0]).unwrap();
+        old.as_object_mut().unwrap().remove("kv");
+        let back: Row = serde_json::from_value(old).unwrap();
+        assert_eq!(back.kv, "f32");
     }
 }

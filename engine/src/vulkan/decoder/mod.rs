@@ -20,6 +20,7 @@ use gpu_allocator::MemoryLocation;
 
 use super::context::{vkr, DeviceKind, GpuContext};
 use super::program::{repack, Program, StageKind, TensorPlace};
+pub use crate::kv::KvType;
 use crate::model::Model;
 use crate::{Error, Result};
 use baro_telemetry::{FailReport, Frame, LevelDetails, RunDetails, StageDetails};
@@ -28,6 +29,15 @@ static SPV_CLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode.spv")
 static SPV_NOCLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_noclock.spv"));
 static SPV_CPU: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_cpu.spv"));
 static SPV_CPU_NOCLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_cpu_noclock.spv"));
+// The same four built with KV16: able to store the KV cache as f16 (spec constant KV_F16),
+// they declare 16-bit storage and so load only where storageBuffer16BitAccess is enabled. An
+// f32 KV cache runs the modules above, which a device without 16-bit storage loads too.
+static SPV_CLOCK_KV16: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_kv16.spv"));
+static SPV_NOCLOCK_KV16: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/decode_noclock_kv16.spv"));
+static SPV_CPU_KV16: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_cpu_kv16.spv"));
+static SPV_CPU_NOCLOCK_KV16: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/decode_cpu_noclock_kv16.spv"));
 
 use super::interface::{spec, sy};
 
@@ -87,6 +97,13 @@ pub struct DecoderOptions {
     /// spans and stage timings (their frames carry wall, GPU time, fail word and token, as
     /// with instrumentation off). 1 = every pass.
     pub ring_every: u32,
+    /// How the KV cache stores keys and values. [`KvType::F32`] (the default) is the
+    /// reference path: bit-exact against the goldens. [`KvType::F16`] rounds every key and
+    /// value to f16 when it is stored (round to nearest even; all arithmetic stays f32), giving
+    /// up those bits for half the cache bytes and half the attention's cache reads; mega and
+    /// multi still agree bitwise, and the gate checks it against a reference that rounds the
+    /// same way. Needs `storageBuffer16BitAccess` (refused where the device lacks it).
+    pub kv: KvType,
 }
 
 /// The most passes one submission holds.
@@ -118,6 +135,7 @@ impl Default for DecoderOptions {
             no_device_clock: false,
             chain: 1,
             ring_every: 1,
+            kv: KvType::F32,
         }
     }
 }

@@ -58,6 +58,12 @@ impl VulkanDecoder {
         if grid > 65535 {
             return Err(Error::Invalid(format!("grid {grid} is larger than 65535")));
         }
+        if opts.kv == KvType::F16 && !info.storage_16bit {
+            return Err(Error::Invalid(format!(
+                "KV cache f16: device {} ({}) lacks storageBuffer16BitAccess (16-bit loads and stores in storage buffers), which an f16 KV cache needs; use the f32 KV cache",
+                info.index, info.name
+            )));
+        }
         let rows = opts.rows.unwrap_or(DEFAULT_ROWS);
         if ![1, 2, 4].contains(&rows) {
             return Err(Error::Invalid(format!(
@@ -233,12 +239,15 @@ impl VulkanDecoder {
             self.chunks.push(b);
         }
         let c_state = self.program.state_floats * 4;
+        // Each cache holds cache_floats elements of the KV type (f32 or f16), rounded up to
+        // whole words.
+        let cache_bytes = (self.program.cache_floats * self.opts.kv.bytes()).div_ceil(4) * 4;
         // These are bound whole: each must fit one storage-buffer range.
         let range = ctx.info.max_storage_range;
         for (name, bytes) in [
             ("state", c_state),
-            ("key cache", self.program.cache_floats * 4),
-            ("value cache", self.program.cache_floats * 4),
+            ("key cache", cache_bytes),
+            ("value cache", cache_bytes),
             ("logits", (self.vocab as u64 + 2 + 2 * self.grid as u64) * 4),
         ] {
             if bytes > range {
@@ -254,14 +263,14 @@ impl VulkanDecoder {
         self.kv = create_buffer(
             &ctx,
             "kv_cache.keys",
-            self.program.cache_floats * 4,
+            cache_bytes,
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
         self.kv_v = create_buffer(
             &ctx,
             "kv_cache.values",
-            self.program.cache_floats * 4,
+            cache_bytes,
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
@@ -480,11 +489,16 @@ impl VulkanDecoder {
     pub(super) fn build_pipeline(&mut self, sx_cap: u32, cpu: bool) -> Result<()> {
         let ctx = self.ctx.clone();
         let d = &ctx.device;
-        let spv = match (cpu, self.has_clock()) {
-            (false, true) => SPV_CLOCK,
-            (false, false) => SPV_NOCLOCK,
-            (true, true) => SPV_CPU,
-            (true, false) => SPV_CPU_NOCLOCK,
+        let kv16 = self.opts.kv == KvType::F16;
+        let spv = match (cpu, self.has_clock(), kv16) {
+            (false, true, false) => SPV_CLOCK,
+            (false, false, false) => SPV_NOCLOCK,
+            (true, true, false) => SPV_CPU,
+            (true, false, false) => SPV_CPU_NOCLOCK,
+            (false, true, true) => SPV_CLOCK_KV16,
+            (false, false, true) => SPV_NOCLOCK_KV16,
+            (true, true, true) => SPV_CPU_KV16,
+            (true, false, true) => SPV_CPU_NOCLOCK_KV16,
         };
         let code = ash::util::read_spv(&mut std::io::Cursor::new(spv))
             .map_err(|e| Error::Vulkan(format!("embedded SPIR-V: {e}")))?;
@@ -562,6 +576,7 @@ impl VulkanDecoder {
                 (spec::MAX_WG, 1024),
                 (spec::MAT_TY, self.mat_type),
                 (spec::ROWS, self.rows),
+                (spec::KV_F16, kv16 as u32),
             ] {
                 spec[id as usize] = value;
             }

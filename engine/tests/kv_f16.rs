@@ -1,0 +1,136 @@
+//! The f16 KV cache (`DecoderOptions::kv = KvType::F16`): keys and values rounded to f16 on
+//! store, all arithmetic f32. Past 256 positions (every attention chunk count) it must track
+//! the CPU reference that rounds its cache the same way, keep mega and multi bit-identical,
+//! and actually change the logits against the f32 cache while staying close to them. Runs on
+//! lavapipe in CI (a missing device fails).
+
+mod common;
+
+use baro_engine::gate::{run_gate, GateConfig, GateReport};
+use baro_engine::kv::KvType;
+use baro_engine::quant::GgmlType;
+use baro_engine::synth::{self, Shape};
+use baro_engine::vulkan::{DecoderOptions, Dispatch, VulkanDecoder};
+
+use common::device;
+
+/// Positions decoded: past 4 x 64, so the attention runs every chunk count.
+const N: usize = 300;
+
+fn model() -> baro_engine::model::Model {
+    let (mut cfg, tied) = Shape::Tiny.config();
+    cfg.n_layers = 2;
+    synth::generate(&cfg, tied, GgmlType::Q8_0, 5, |_, _| {}).expect("model")
+}
+
+/// A forced token sequence (no argmax feedback: the comparison never stops at a near-tie).
+fn prompt(model: &baro_engine::model::Model) -> Vec<u32> {
+    let vocab = model.config.vocab_size;
+    let mut t: Vec<u32> = (0..N).map(|p| ((p * 37 + 11) % vocab) as u32).collect();
+    t[0] = model.tokenizer.bos_id();
+    t
+}
+
+fn rel_l2(a: &[f32], r: &[f32]) -> f64 {
+    let (mut num, mut den) = (0f64, 0f64);
+    for (&x, &y) in a.iter().zip(r) {
+        num += (x as f64 - y as f64).powi(2);
+        den += (y as f64).powi(2);
+    }
+    (num / den).sqrt()
+}
+
+fn assert_clean(r: &GateReport, what: &str) {
+    let fails: Vec<_> = r.passes.iter().flat_map(|p| p.failures.clone()).collect();
+    assert!(r.ok(), "{what}: {fails:?}");
+    assert_eq!(r.passes.len(), N, "{what}: every position compared");
+    for p in &r.passes {
+        assert_eq!(p.bitwise_equal, Some(true), "{what}: pass {}", p.pos);
+        for m in &p.modes {
+            assert!(
+                m.rel_l2 < 1e-4,
+                "{what}: pass {} {}: rel-L2 {}",
+                p.pos,
+                m.dispatch.name(),
+                m.rel_l2
+            );
+        }
+    }
+}
+
+#[test]
+fn f16_kv_tracks_the_f16_rounded_reference_and_mega_equals_multi_past_256_positions() {
+    let Some((ctx, _turn)) = device() else { return };
+    assert!(
+        ctx.info.storage_16bit,
+        "the test device must have storageBuffer16BitAccess"
+    );
+    let model = model();
+    let mut gate = GateConfig::new(N, vec![Dispatch::Mega, Dispatch::Multi], prompt(&model));
+    // rel-L2 < 1e-4 (assert_clean). The f16 run sits above the f32 run's ~2e-6 (here: median
+    // ~2e-5, worst ~8e-5 on lavapipe): the GPU's keys and values differ from the reference's
+    // by f32 ulps (another summation order), and now and then such an ulp carries a value
+    // across an f16 rounding boundary, which costs a whole f16 ulp (2^13 f32 ulps).
+    gate.decoder.kv = KvType::F16;
+    let r = run_gate(&ctx.clone().into(), &model, &gate, |_, _| {}).expect("gate ran");
+    assert_clean(&r, "f16 KV");
+    eprintln!(
+        "f16 KV vs the f16-rounded reference: worst rel-L2 {:.3e}",
+        r.max_rel_l2().unwrap_or(f64::NAN)
+    );
+}
+
+#[test]
+fn f16_kv_changes_the_logits_of_the_f32_kv_run_but_stays_close_to_them() {
+    assert_eq!(
+        DecoderOptions::default().kv,
+        KvType::F32,
+        "f32 is the default"
+    );
+    let Some((ctx, _turn)) = device() else { return };
+    let model = model();
+    let toks = prompt(&model);
+    let run = |kv: KvType| -> Vec<Vec<f32>> {
+        let opts = DecoderOptions {
+            dispatch: Dispatch::Mega,
+            max_seq: N,
+            read_logits: true,
+            kv,
+            ..Default::default()
+        };
+        let mut dec = VulkanDecoder::new(ctx.clone(), &model, opts).expect("decoder");
+        toks.iter()
+            .enumerate()
+            .map(|(pos, &t)| {
+                let p = dec.step(t, pos).expect("pass");
+                assert!(p.fail.ok(), "{}", p.fail.line(|l| dec.level_name(l)));
+                dec.logits().to_vec()
+            })
+            .collect()
+    };
+    let (full, half) = (run(KvType::F32), run(KvType::F16));
+    let mut differing = 0;
+    let mut worst = 0f64;
+    for (a, b) in full.iter().zip(&half) {
+        if a.iter().zip(b).any(|(x, y)| x.to_bits() != y.to_bits()) {
+            differing += 1;
+        }
+        worst = worst.max(rel_l2(b, a));
+    }
+    assert!(
+        differing > N / 2,
+        "the f16 KV run gave the f32 run's bits at {} of {N} positions: the option is ignored",
+        N - differing
+    );
+    assert!(
+        worst < 1e-2,
+        "f16 KV moved the logits by rel-L2 {worst} against the f32 KV run"
+    );
+    eprintln!("f16 KV vs f32 KV: {differing}/{N} positions differ, worst rel-L2 {worst:.3e}");
+    // Far enough apart that the 1e-4 bound of the gate test above tells an f16-rounded
+    // reference from an f32 one.
+    assert!(
+        worst > 1e-4,
+        "f16 KV moved the logits by only rel-L2 {worst}: too little to tell the references apart"
+    );
+}
