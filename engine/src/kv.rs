@@ -19,7 +19,9 @@ pub enum KvType {
     /// ties to even) when it is stored, and read back as f32. Gives up the f32 reference's
     /// bits (logits move by the keys' and values' rounding, ~1e-3 relative) for half the cache
     /// bytes (twice the context in the same memory) and half the attention's cache reads.
-    /// Mega and multi still agree bitwise. Needs `storageBuffer16BitAccess`.
+    /// Mega and multi still agree bitwise. Needs `storageBuffer16BitAccess`. Not faster yet:
+    /// on the H200 it decodes 17–30 % slower than f32 at 4k–16k positions (bench/RESULTS.md,
+    /// round 12), since the attention loads 2-byte scalars in latency-bound loops.
     F16,
 }
 

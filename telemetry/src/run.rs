@@ -77,7 +77,8 @@ pub enum StageKind {
     /// Value rows, into the cache.
     #[serde(rename = "v")]
     V = 2,
-    /// Attention, one head per workgroup.
+    /// Attention: a (head, position chunk) per workgroup (up to 4 chunks of at least 64
+    /// positions), unnormalised; the output projection's prologue combines the chunks.
     #[serde(rename = "attn")]
     Attn = 3,
     /// Output projection plus residual.
