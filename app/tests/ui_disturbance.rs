@@ -187,3 +187,31 @@ fn another_process_holding_the_host_lock_is_shown_in_the_header_and_explained_in
         "the GPU's host lock is free"
     );
 }
+
+/// A run off the f32 reference path (an f16 KV cache) says so in the header and the log; an
+/// f32 run (the reference) shows no KV segment.
+#[test]
+fn an_f16_kv_run_is_labelled_in_the_header_and_the_log_and_an_f32_run_is_not() {
+    let layout = Layout::default_preset();
+    for kv in [baro_telemetry::KvType::F32, baro_telemetry::KvType::F16] {
+        let mut s = Synth::new(clean());
+        let meta = baro_top_ui::synthetic::meta(s.details());
+        let mut st = baro_top_ui::app::new_state(meta, &layout);
+        for mut m in s.stream(5) {
+            if let Telemetry::Start(d) = &mut m {
+                d.kv = kv;
+            }
+            st.live.ingest(m);
+        }
+        // The header's first line: device, model, dispatch, grid, and the KV type off f32.
+        let header = lines(&render(&mut st, &layout, 240, 60))[0].clone();
+        let logged = st.live.log.iter().any(|e| e.text.contains("kv f16"));
+        if kv.is_f32() {
+            assert!(!header.contains("kv "), "{header}");
+            assert!(!logged);
+        } else {
+            assert!(header.contains("kv f16"), "{header}");
+            assert!(logged, "the run's log line names the KV type");
+        }
+    }
+}

@@ -99,6 +99,8 @@ fn f16_kv_changes_the_logits_of_the_f32_kv_run_but_stays_close_to_them() {
             ..Default::default()
         };
         let mut dec = VulkanDecoder::new(ctx.clone(), &model, opts).expect("decoder");
+        // The run's details (a recording's Start) say which cache it ran with.
+        assert_eq!(dec.run_details("tiny").kv, kv);
         toks.iter()
             .enumerate()
             .map(|(pos, &t)| {

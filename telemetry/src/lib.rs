@@ -49,6 +49,7 @@ pub mod clock;
 pub mod fail;
 pub mod frame;
 pub mod judge;
+pub mod kv;
 pub mod labels;
 pub mod recording;
 pub mod ring;
@@ -66,6 +67,7 @@ pub use frame::{
     Contention, ContentionReason, Frame, GpuClient, LockHolder, PowerMode, StageTiming,
 };
 pub use judge::{CheckPlan, CheckState, Correctness, Judge, Margin, Verdict};
+pub use kv::KvType;
 pub use recording::{RecordingError, RecordingHeader};
 pub use ring::{DecodedRing, RingError, RingLayout};
 pub use run::{DeviceKind, Dispatch, LevelDetails, RunDetails, StageDetails, StageId, StageKind};

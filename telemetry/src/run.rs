@@ -209,6 +209,10 @@ pub struct RunDetails {
     /// Which passes a live reference checks; `None`: no live reference.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<crate::CheckPlan>,
+    /// How the KV cache stores keys and values; absent (older recordings, and every f32 run,
+    /// so their bytes do not change) means f32, the reference path.
+    #[serde(default, skip_serializing_if = "crate::KvType::is_f32")]
+    pub kv: crate::KvType,
 }
 
 impl RunDetails {
@@ -272,6 +276,7 @@ pub(crate) mod tests {
             ],
             instrumented: true,
             check: None,
+            kv: Default::default(),
         }
     }
 
@@ -283,6 +288,25 @@ pub(crate) mod tests {
         assert!(j.contains(r#""dispatch":"mega""#), "{j}");
         assert!(j.contains(r#""kind":"attn""#), "{j}");
         assert_eq!(serde_json::from_str::<RunDetails>(&j).unwrap(), d);
+    }
+
+    #[test]
+    fn the_kv_type_is_written_only_off_f32_and_absent_reads_as_f32() {
+        let d = details();
+        let j = serde_json::to_string(&d).unwrap();
+        assert!(
+            !j.contains("\"kv\""),
+            "an f32 run's bytes do not change: {j}"
+        );
+        let mut f16 = d.clone();
+        f16.kv = crate::KvType::F16;
+        let j16 = serde_json::to_string(&f16).unwrap();
+        assert!(j16.contains("\"kv\":\"f16\""), "{j16}");
+        assert_eq!(serde_json::from_str::<RunDetails>(&j16).unwrap(), f16);
+        assert_eq!(
+            serde_json::from_str::<RunDetails>(&j).unwrap().kv,
+            crate::KvType::F32
+        );
     }
 
     #[test]

@@ -94,6 +94,7 @@ pub fn synthetic_run(grid: u32, stages: u32, levels: u32) -> RunDetails {
         levels: lv,
         instrumented: true,
         check: None,
+        kv: Default::default(),
     }
 }
 

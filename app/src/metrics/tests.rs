@@ -57,6 +57,7 @@ fn run_details(device: &str) -> RunDetails {
         ],
         instrumented: true,
         check: None,
+        kv: Default::default(),
     }
 }
 

@@ -315,8 +315,18 @@ pub fn headless_line(m: &Telemetry) -> Option<String> {
             ))
         }
         Telemetry::Start(d) => Some(format!(
-            "start: {} ({}), {}, {} grid {}x{}",
-            d.device, d.driver, d.model, d.dispatch, d.grid, d.wg_size
+            "start: {} ({}), {}, {} grid {}x{}{}",
+            d.device,
+            d.driver,
+            d.model,
+            d.dispatch,
+            d.grid,
+            d.wg_size,
+            if d.kv.is_f32() {
+                String::new()
+            } else {
+                format!(", kv {}", d.kv)
+            }
         )),
         Telemetry::End {
             passes,

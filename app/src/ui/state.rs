@@ -292,13 +292,18 @@ impl Data {
                 self.stats = Some(Stats::new(self.kinds.clone(), d.levels.len()));
                 self.dispatch = Some(d.dispatch);
                 let line = format!(
-                    "run: {} ({}), {} stages, {} levels, grid {} x {}",
+                    "run: {} ({}), {} stages, {} levels, grid {} x {}{}",
                     d.device,
                     d.driver,
                     d.stages.len(),
                     d.levels.len(),
                     d.grid,
-                    d.wg_size
+                    d.wg_size,
+                    if d.kv.is_f32() {
+                        String::new()
+                    } else {
+                        format!(", kv {} (off the f32 reference path)", d.kv)
+                    }
                 );
                 self.log(None, Severity::Info, line);
                 self.run = Some(Arc::new(d));

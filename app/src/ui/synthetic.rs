@@ -177,6 +177,7 @@ impl Synth {
             levels,
             instrumented: true,
             check: None,
+            kv: Default::default(),
         };
         Synth {
             rng: cfg.seed ^ 0x9e37_79b9_7f4a_7c15,

@@ -113,6 +113,7 @@ pub fn llama_run(grid: u32, layers: u32) -> RunDetails {
         levels,
         instrumented: true,
         check: None,
+        kv: Default::default(),
     }
 }
 

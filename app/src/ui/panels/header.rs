@@ -64,6 +64,10 @@ impl Widget for &Header<'_> {
                     &format!("grid {}×{}", r.grid, r.wg_size),
                     Default::default(),
                 );
+                // Off the reference path: say so where every screen shows it.
+                if !r.kv.is_f32() {
+                    seg(&mut x, &format!("kv {}", r.kv), t.fg(Tone::Warn));
+                }
             }
             None => seg(&mut x, "waiting for the telemetry stream…", dim),
         }

@@ -76,6 +76,7 @@ impl VulkanDecoder {
                 .collect(),
             instrumented: self.opts.instrument,
             check: None,
+            kv: self.opts.kv,
         }
     }
 
