@@ -6,13 +6,13 @@
 
 mod common;
 
-use baro_engine::gate::{run_gate, GateConfig, GateReport};
+use baro_engine::gate::{run_gate, GateConfig};
 use baro_engine::kv::KvType;
 use baro_engine::quant::GgmlType;
 use baro_engine::synth::{self, Shape};
 use baro_engine::vulkan::{DecoderOptions, Dispatch, VulkanDecoder};
 
-use common::device;
+use common::{assert_gate_clean, device};
 
 /// Positions decoded: past 4 x 64, so the attention runs every chunk count.
 const N: usize = 300;
@@ -40,24 +40,6 @@ fn rel_l2(a: &[f32], r: &[f32]) -> f64 {
     (num / den).sqrt()
 }
 
-fn assert_clean(r: &GateReport, what: &str) {
-    let fails: Vec<_> = r.passes.iter().flat_map(|p| p.failures.clone()).collect();
-    assert!(r.ok(), "{what}: {fails:?}");
-    assert_eq!(r.passes.len(), N, "{what}: every position compared");
-    for p in &r.passes {
-        assert_eq!(p.bitwise_equal, Some(true), "{what}: pass {}", p.pos);
-        for m in &p.modes {
-            assert!(
-                m.rel_l2 < 1e-4,
-                "{what}: pass {} {}: rel-L2 {}",
-                p.pos,
-                m.dispatch.name(),
-                m.rel_l2
-            );
-        }
-    }
-}
-
 #[test]
 fn f16_kv_tracks_the_f16_rounded_reference_and_mega_equals_multi_past_256_positions() {
     let Some((ctx, _turn)) = device() else { return };
@@ -67,13 +49,13 @@ fn f16_kv_tracks_the_f16_rounded_reference_and_mega_equals_multi_past_256_positi
     );
     let model = model();
     let mut gate = GateConfig::new(N, vec![Dispatch::Mega, Dispatch::Multi], prompt(&model));
-    // rel-L2 < 1e-4 (assert_clean). The f16 run sits above the f32 run's ~2e-6 (here: median
+    // rel-L2 < 1e-4 (assert_gate_clean). The f16 run sits above the f32 run's ~2e-6 (here: median
     // ~2e-5, worst ~8e-5 on lavapipe): the GPU's keys and values differ from the reference's
     // by f32 ulps (another summation order), and now and then such an ulp carries a value
     // across an f16 rounding boundary, which costs a whole f16 ulp (2^13 f32 ulps).
     gate.decoder.kv = KvType::F16;
     let r = run_gate(&ctx.clone().into(), &model, &gate, |_, _| {}).expect("gate ran");
-    assert_clean(&r, "f16 KV");
+    assert_gate_clean(&r, N, 1e-4, "f16 KV");
     eprintln!(
         "f16 KV vs the f16-rounded reference: worst rel-L2 {:.3e}",
         r.max_rel_l2().unwrap_or(f64::NAN)

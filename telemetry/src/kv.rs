@@ -56,6 +56,11 @@ impl KvType {
         *self == KvType::F32
     }
 
+    /// `kv f16` for a run off the reference path (what screens and logs show); `None` for f32.
+    pub fn label(self) -> Option<String> {
+        (!self.is_f32()).then(|| format!("kv {}", self.name()))
+    }
+
     /// Bytes per stored element.
     pub fn bytes(self) -> u64 {
         match self {

@@ -322,11 +322,7 @@ pub fn headless_line(m: &Telemetry) -> Option<String> {
             d.dispatch,
             d.grid,
             d.wg_size,
-            if d.kv.is_f32() {
-                String::new()
-            } else {
-                format!(", kv {}", d.kv)
-            }
+            d.kv.label().map(|l| format!(", {l}")).unwrap_or_default()
         )),
         Telemetry::End {
             passes,

@@ -299,11 +299,9 @@ impl Data {
                     d.levels.len(),
                     d.grid,
                     d.wg_size,
-                    if d.kv.is_f32() {
-                        String::new()
-                    } else {
-                        format!(", kv {} (off the f32 reference path)", d.kv)
-                    }
+                    d.kv.label()
+                        .map(|l| format!(", {l} (off the f32 reference path)"))
+                        .unwrap_or_default()
                 );
                 self.log(None, Severity::Info, line);
                 self.run = Some(Arc::new(d));

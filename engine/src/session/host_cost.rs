@@ -155,11 +155,12 @@ pub fn ring_words(run: &RunDetails, f: &Frame, pass_id: u32) -> Vec<u32> {
     w
 }
 
-/// The readback buffer as the decoder maps it: `16 + G` sync words, `vocab + 2 + 2G` output
+/// The readback buffer as the decoder maps it: the sync words, `vocab + 2 + 2G` output
 /// words, then the ring frame; returns the bytes and the ring's byte offset.
 fn readback(cfg: &Config, ring: &[u32]) -> (Vec<u8>, usize) {
     let g = cfg.grid as usize;
-    let start = (16 + g + cfg.vocab + 2 + 2 * g) * 4;
+    let sync = crate::vulkan::program::sync_words(cfg.grid);
+    let start = (sync + cfg.vocab + 2 + 2 * g) * 4;
     let mut b = vec![0u8; start];
     b.extend(ring.iter().flat_map(|w| w.to_le_bytes()));
     (b, start)

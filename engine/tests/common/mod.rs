@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
+use baro_engine::gate::GateReport;
 use baro_engine::vulkan::GpuContext;
 
 /// One device for the whole binary; tests take turns (lavapipe's pool threads are the grid).
@@ -27,6 +28,27 @@ pub fn device() -> Option<(Arc<GpuContext>, MutexGuard<'static, ()>)> {
                 return None;
             }
             panic!("no usable Vulkan device: {e}\ninstall lavapipe: apt-get install mesa-vulkan-drivers libvulkan1 (or run scripts/test.sh)");
+        }
+    }
+}
+
+/// A gate over forced tokens passed: every one of `passes` positions compared, mega and multi
+/// bit-identical, and every dispatch style within `max_rel_l2` of the reference.
+#[allow(dead_code)] // not every test binary runs a gate
+pub fn assert_gate_clean(r: &GateReport, passes: usize, max_rel_l2: f64, what: &str) {
+    let fails: Vec<_> = r.passes.iter().flat_map(|p| p.failures.clone()).collect();
+    assert!(r.ok(), "{what}: {fails:?}");
+    assert_eq!(r.passes.len(), passes, "{what}: every position compared");
+    for p in &r.passes {
+        assert_eq!(p.bitwise_equal, Some(true), "{what}: pass {}", p.pos);
+        for m in &p.modes {
+            assert!(
+                m.rel_l2 < max_rel_l2,
+                "{what}: pass {} {}: rel-L2 {}",
+                p.pos,
+                m.dispatch.name(),
+                m.rel_l2
+            );
         }
     }
 }

@@ -455,14 +455,9 @@ mod tests {
         assert_eq!(common_mode(&none), None);
     }
 
-    #[test]
-    fn statistics_are_over_the_compared_mode_and_samples_list_all() {
-        use PowerMode::*;
-        let report = BenchReport {
-            arms: vec![arm("A", &[Fast, Slow, Fast]), arm("B", &[Fast, Fast, Fast])],
-            grids: vec![2, 2],
-        };
-        let meta = Meta {
+    /// A bench's metadata for `prompts` prompts, one run of 4 generated tokens.
+    fn test_meta(prompts: usize, contended: bool) -> Meta {
+        Meta {
             model_filename: "m".into(),
             model_type: "f32".into(),
             model_size: 1,
@@ -470,11 +465,21 @@ mod tests {
             device: "d".into(),
             driver: "v".into(),
             commit: "c".into(),
-            prompts: 3,
+            prompts,
             runs: 1,
             n_gen: 4,
-            contended: true,
+            contended,
+        }
+    }
+
+    #[test]
+    fn statistics_are_over_the_compared_mode_and_samples_list_all() {
+        use PowerMode::*;
+        let report = BenchReport {
+            arms: vec![arm("A", &[Fast, Slow, Fast]), arm("B", &[Fast, Fast, Fast])],
+            grids: vec![2, 2],
         };
+        let meta = test_meta(3, true);
         let info = |n: &str| ArmInfo {
             name: n.into(),
             dispatch: "mega".into(),
@@ -511,19 +516,7 @@ mod tests {
             arms: vec![arm("A", &[PowerMode::Fast])],
             grids: vec![2],
         };
-        let meta = Meta {
-            model_filename: "m".into(),
-            model_type: "f32".into(),
-            model_size: 1,
-            model_n_params: 1,
-            device: "d".into(),
-            driver: "v".into(),
-            commit: "c".into(),
-            prompts: 1,
-            runs: 1,
-            n_gen: 4,
-            contended: false,
-        };
+        let meta = test_meta(1, false);
         let info = ArmInfo {
             name: "A".into(),
             dispatch: "mega".into(),

@@ -65,8 +65,8 @@ impl Widget for &Header<'_> {
                     Default::default(),
                 );
                 // Off the reference path: say so where every screen shows it.
-                if !r.kv.is_f32() {
-                    seg(&mut x, &format!("kv {}", r.kv), t.fg(Tone::Warn));
+                if let Some(l) = r.kv.label() {
+                    seg(&mut x, &l, t.fg(Tone::Warn));
                 }
             }
             None => seg(&mut x, "waiting for the telemetry stream…", dim),
