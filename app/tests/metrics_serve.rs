@@ -113,6 +113,24 @@ fn stop_with(guard: &mut Guard, signal: libc::c_int) -> std::process::ExitStatus
     }
 }
 
+/// Everything the child printed on stderr after `stop_with`: the reader thread forwards lines
+/// until EOF, which can come after the exit status, so read until it hangs up (10 s at most)
+/// rather than taking only what has already arrived.
+fn rest_of_stderr(lines: &mpsc::Receiver<String>) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut said = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) => said.push(line),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return said,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                panic!("stderr still open 10 s after the exit; so far: {said:?}")
+            }
+        }
+    }
+}
+
 #[test]
 fn serve_live_decodes_stories260k_into_stage_histograms_and_exits_0_on_sigterm() {
     let (mut guard, addr, lines) = start_serve(&["--device", "0"]);
@@ -143,7 +161,7 @@ fn serve_live_decodes_stories260k_into_stage_histograms_and_exits_0_on_sigterm()
     assert!(body.contains("baro_tokens_per_second "), "{body}");
     let status = stop_with(&mut guard, libc::SIGTERM);
     assert_eq!(status.code(), Some(0));
-    let said: Vec<String> = lines.try_iter().collect();
+    let said = rest_of_stderr(&lines);
     assert!(
         said.iter()
             .any(|l| l.contains("metrics endpoint stopped after") && l.contains("(stopped)")),
@@ -193,7 +211,7 @@ fn serve_synthetic_exposes_passes_and_stops_cleanly_on_sigterm_and_sigint() {
         }
         let status = stop_with(&mut guard, signal);
         assert_eq!(status.code(), Some(0), "signal {signal}");
-        let said: Vec<String> = lines.try_iter().collect();
+        let said = rest_of_stderr(&lines);
         assert!(
             said.iter()
                 .any(|l| l.contains("metrics endpoint stopped after")),
