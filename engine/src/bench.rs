@@ -125,6 +125,8 @@ pub struct ArmResult {
     pub tokens: Vec<Vec<u32>>,
     /// Samples (run, prompt) whose tokens differed from the sweep's (nondeterminism).
     pub differing: Vec<(u64, usize)>,
+    /// The driver compiler's statistics for the arm's pipelines (empty where not reported).
+    pub pipelines: Vec<baro_telemetry::PipelineStats>,
 }
 
 /// The bench's result.
@@ -298,13 +300,15 @@ pub fn run_bench(
     let mut out: Vec<ArmResult> = cfg
         .arms
         .iter()
-        .map(|a| ArmResult {
+        .zip(&st)
+        .map(|(a, s)| ArmResult {
             arm: a.clone(),
             samples: vec![],
             modes: ModeTally::default(),
             logits_checksum: 0xcbf2_9ce4_8422_2325,
             tokens: vec![],
             differing: vec![],
+            pipelines: s.details.pipelines.clone(),
         })
         .collect();
     // The parity sweep (and warm-up): every prompt, logits read back and folded.

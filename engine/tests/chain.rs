@@ -241,23 +241,31 @@ fn each_chained_pass_keeps_its_own_ring_frame_and_timestamps() {
 }
 
 #[test]
-fn ring_every_n_stamps_every_nth_pass_only_and_changes_no_result() {
+fn ring_every_n_stamps_every_nth_pass_only_on_its_own_pipeline_and_changes_no_logit_bit() {
     let Some((ctx, _turn)) = device() else { return };
     let model = tiny(GgmlType::Q4_0);
     let base = DecoderOptions {
         max_seq: 8,
         chain: 6,
+        read_logits: true,
         ..Default::default()
     };
     let bos = model.tokenizer.bos_id();
     let mut feeds = vec![Feed::Argmax; 6];
     feeds[0] = Feed::Token(bos);
     let mut plain = VulkanDecoder::new(ctx.clone(), &model, base.clone()).expect("decoder");
+    assert!(
+        !plain.has_unstamped_pipeline(),
+        "a plain decoder has one pipeline"
+    );
     let want: Vec<u32> = plain
         .step_chain(&feeds, 0)
         .expect("chain")
         .iter()
         .map(|p| p.argmax)
+        .collect();
+    let want_logits: Vec<Vec<u32>> = (0..6)
+        .map(|i| plain.logits_at(i).iter().map(|x| x.to_bits()).collect())
         .collect();
     let mut dec = VulkanDecoder::new(
         ctx.clone(),
@@ -272,10 +280,26 @@ fn ring_every_n_stamps_every_nth_pass_only_and_changes_no_result() {
     if !dec.has_clock() {
         panic!("this device has no shader clock: the ring frames would read 0");
     }
+    assert!(
+        dec.has_unstamped_pipeline(),
+        "sampling every 3rd pass runs the others on a plain pipeline"
+    );
     let details = dec.run_details("tiny");
+    // The driver's statistics, where it reports them: one entry per pipeline.
+    let (one, two) = if ctx.info.pipeline_stats {
+        (1, 2)
+    } else {
+        (0, 0)
+    };
+    assert_eq!(plain.run_details("tiny").pipelines.len(), one);
+    assert_eq!(details.pipelines.len(), two, "{:?}", details.pipelines);
     let passes = dec.step_chain(&feeds, 0).expect("chain");
     let got: Vec<u32> = passes.iter().map(|p| p.argmax).collect();
     assert_eq!(got, want, "the ring never changes a token");
+    for (i, w) in want_logits.iter().enumerate() {
+        let g: Vec<u32> = dec.logits_at(i).iter().map(|x| x.to_bits()).collect();
+        assert!(&g == w, "pass {i}: logits differ from the plain decoder's");
+    }
     let stamped: Vec<usize> = (0..6)
         .filter(|&i| dec.frame_words_at(i).is_some())
         .collect();

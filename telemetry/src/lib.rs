@@ -40,6 +40,7 @@
 //! - [`judge`]: the near-tie correctness rule shared by the gate and a shadow reference;
 //! - [`recording`]: the stream on disk (`*.baro`), its reader, exports and diff;
 //! - [`synth`]: synthetic runs and frames of any shape, for tests and benches.
+//! - [`pipeline`]: the driver compiler's statistics for the decode pipeline (registers, spills);
 //! - [`labels`]: per-pass power-mode and contention labelling from frames and sensor samples.
 
 #![deny(missing_docs)]
@@ -51,6 +52,7 @@ pub mod frame;
 pub mod judge;
 pub mod kv;
 pub mod labels;
+pub mod pipeline;
 pub mod recording;
 pub mod ring;
 pub mod run;
@@ -68,6 +70,7 @@ pub use frame::{
 };
 pub use judge::{CheckPlan, CheckState, Correctness, Judge, Margin, Verdict};
 pub use kv::KvType;
+pub use pipeline::{PipelineStat, PipelineStats, StatValue};
 pub use recording::{RecordingError, RecordingHeader};
 pub use ring::{DecodedRing, RingError, RingLayout};
 pub use run::{DeviceKind, Dispatch, LevelDetails, RunDetails, StageDetails, StageId, StageKind};

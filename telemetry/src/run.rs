@@ -213,6 +213,11 @@ pub struct RunDetails {
     /// so their bytes do not change) means f32, the reference path.
     #[serde(default, skip_serializing_if = "crate::KvType::is_f32")]
     pub kv: crate::KvType,
+    /// What the driver's compiler reported for the run's pipelines
+    /// (VK_KHR_pipeline_executable_properties): registers, spills. Empty where the device
+    /// lacks the extension (and in older recordings).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pipelines: Vec<crate::PipelineStats>,
 }
 
 impl RunDetails {
@@ -277,6 +282,7 @@ pub(crate) mod tests {
             instrumented: true,
             check: None,
             kv: Default::default(),
+            pipelines: Vec::new(),
         }
     }
 

@@ -60,6 +60,14 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
             }
         )?;
         outln!(
+            "  compiler stats   {}",
+            if d.pipeline_stats {
+                "yes (VK_KHR_pipeline_executable_properties: registers, spills in a run's details)"
+            } else {
+                "no (the driver does not report registers or spills)"
+            }
+        )?;
+        outln!(
             "  SMs / CUs        {}",
             d.sm_count.map_or("unknown".into(), |n| n.to_string())
         )?;

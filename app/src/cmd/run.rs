@@ -185,6 +185,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                     d.instrumented,
                     check_name(d.check)
                 );
+                for p in &d.pipelines {
+                    note!("run: pipeline {}: {}", p.pipeline, p.summary());
+                }
             }
             Telemetry::Frame(f) => {
                 outln!("{}", text_line(&f)).context("writing to stdout")?;

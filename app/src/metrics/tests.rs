@@ -58,6 +58,7 @@ fn run_details(device: &str) -> RunDetails {
         instrumented: true,
         check: None,
         kv: Default::default(),
+        pipelines: Vec::new(),
     }
 }
 

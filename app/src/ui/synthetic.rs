@@ -178,6 +178,7 @@ impl Synth {
             instrumented: true,
             check: None,
             kv: Default::default(),
+            pipelines: Vec::new(),
         };
         Synth {
             rng: cfg.seed ^ 0x9e37_79b9_7f4a_7c15,

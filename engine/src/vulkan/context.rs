@@ -68,6 +68,10 @@ pub struct DeviceInfo {
     /// 16-bit loads and stores in storage buffers (`storageBuffer16BitAccess`): what an f16
     /// KV cache needs ([`crate::kv::KvType::F16`]); enabled at device creation when present.
     pub storage_16bit: bool,
+    /// VK_KHR_pipeline_executable_properties with `pipelineExecutableInfo`: the driver reports
+    /// its compiler's statistics (registers per lane, spills) for each pipeline; enabled at
+    /// device creation when present.
+    pub pipeline_stats: bool,
     /// Streaming multiprocessors / compute units, when the driver reports them.
     pub sm_count: Option<u32>,
     /// Largest storage buffer range.
@@ -265,11 +269,16 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
         let mut clock = vk::PhysicalDeviceShaderClockFeaturesKHR::default();
         let mut v11 = vk::PhysicalDeviceVulkan11Features::default();
         let mut v12 = vk::PhysicalDeviceVulkan12Features::default();
+        let pex_ext = has_ext(&exts, ash::khr::pipeline_executable_properties::NAME);
+        let mut pex = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
         let mut f2 = vk::PhysicalDeviceFeatures2::default()
             .push_next(&mut v11)
             .push_next(&mut v12);
         if clock_ext {
             f2 = f2.push_next(&mut clock);
+        }
+        if pex_ext {
+            f2 = f2.push_next(&mut pex);
         }
         instance.get_physical_device_features2(pd, &mut f2);
         let feats = f2.features;
@@ -311,6 +320,7 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
                 && v12.vulkan_memory_model_device_scope == vk::TRUE,
             storage_array_indexing: feats.shader_storage_buffer_array_dynamic_indexing == vk::TRUE,
             storage_16bit: v11.storage_buffer16_bit_access == vk::TRUE,
+            pipeline_stats: pex_ext && pex.pipeline_executable_info == vk::TRUE,
             sm_count: if sm_ext && sm.shader_sm_count > 0 {
                 Some(sm.shader_sm_count)
             } else if amd_ext {
@@ -479,6 +489,14 @@ impl GpuContext {
             .push_next(&mut v12);
         if chosen.device_clock {
             f2 = f2.push_next(&mut clock);
+        }
+        // The compiler's statistics (registers, spills) where the driver offers them: asked
+        // for at pipeline creation, read once, carried in the run's details.
+        let mut pex = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
+            .pipeline_executable_info(true);
+        if chosen.pipeline_stats {
+            ext_names.push(ash::khr::pipeline_executable_properties::NAME.as_ptr());
+            f2 = f2.push_next(&mut pex);
         }
         let dci = vk::DeviceCreateInfo::default()
             .queue_create_infos(&qci)

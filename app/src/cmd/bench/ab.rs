@@ -312,17 +312,24 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
                 )
             })
             .context("benchmarking")?;
+            super::note_pipelines(&report);
             let infos = arms
                 .iter()
                 .zip(&report.grids)
-                .map(|(arm, &grid)| ArmInfo {
-                    name: arm.name.clone(),
-                    dispatch: arm.options.dispatch.to_string(),
-                    instrument: arm.options.instrument,
-                    grid,
-                    chain: arm.options.chain,
-                    kv: arm.options.kv.to_string(),
-                    commit: commit.into(),
+                .zip(&report.arms)
+                .map(|((arm, &grid), res)| {
+                    let (registers, spills) = ArmInfo::compiler(&res.pipelines);
+                    ArmInfo {
+                        name: arm.name.clone(),
+                        dispatch: arm.options.dispatch.to_string(),
+                        instrument: arm.options.instrument,
+                        grid,
+                        chain: arm.options.chain,
+                        kv: arm.options.kv.to_string(),
+                        commit: commit.into(),
+                        registers,
+                        spills,
+                    }
                 })
                 .collect();
             (report, infos)
@@ -572,6 +579,7 @@ pub fn child_arm(name: &str, run: u64, rows: &[Row]) -> anyhow::Result<(ArmResul
         logits_checksum: checksum,
         tokens: vec![],
         differing: vec![],
+        pipelines: vec![],
     };
     let info = ArmInfo {
         name: name.into(),
@@ -581,6 +589,8 @@ pub fn child_arm(name: &str, run: u64, rows: &[Row]) -> anyhow::Result<(ArmResul
         chain: pp.chain,
         kv: pp.kv.clone(),
         commit: pp.commit.clone(),
+        registers: pp.registers,
+        spills: pp.spills,
     };
     Ok((res, info))
 }

@@ -28,6 +28,21 @@ use clap::{Args, Subcommand, ValueEnum};
 use crate::{DispatchSet, GpuArgs, ModelArgs};
 use output::{ArmInfo, Format, Meta};
 
+/// Each arm's pipelines as the driver's compiler reports them (registers, spills), one
+/// line each on stderr; nothing where the driver reports none.
+pub(crate) fn note_pipelines(report: &BenchReport) {
+    for a in &report.arms {
+        for p in &a.pipelines {
+            note!(
+                "bench: arm {} pipeline {}: {}",
+                a.arm.name,
+                p.pipeline,
+                p.summary()
+            );
+        }
+    }
+}
+
 /// `--instrument`: the in-kernel event ring off, on, or both as separate arms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Instrument {
@@ -315,17 +330,24 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         a.runs,
         contended,
     );
+    note_pipelines(&report);
     let infos: Vec<ArmInfo> = arms
         .iter()
         .zip(&report.grids)
-        .map(|(arm, &grid)| ArmInfo {
-            name: arm.name.clone(),
-            dispatch: arm.options.dispatch.to_string(),
-            instrument: arm.options.instrument,
-            grid,
-            chain: arm.options.chain,
-            kv: arm.options.kv.to_string(),
-            commit: meta.commit.clone(),
+        .zip(&report.arms)
+        .map(|((arm, &grid), res)| {
+            let (registers, spills) = ArmInfo::compiler(&res.pipelines);
+            ArmInfo {
+                name: arm.name.clone(),
+                dispatch: arm.options.dispatch.to_string(),
+                instrument: arm.options.instrument,
+                grid,
+                chain: arm.options.chain,
+                kv: arm.options.kv.to_string(),
+                commit: meta.commit.clone(),
+                registers,
+                spills,
+            }
         })
         .collect();
     let rows = output::rows(&meta, &infos, &report);

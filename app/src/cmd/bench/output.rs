@@ -70,6 +70,19 @@ pub struct ArmInfo {
     pub kv: String,
     /// Commit of the binary that ran it.
     pub commit: String,
+    /// Registers per lane of its (stamping) decode pipeline, where the driver reports them.
+    pub registers: Option<u64>,
+    /// Spills of that pipeline, where the driver reports them.
+    pub spills: Option<u64>,
+}
+
+impl ArmInfo {
+    /// Registers and spills of the first (stamping) pipeline of `stats`: what the rows carry.
+    pub fn compiler(stats: &[baro_engine::telemetry::PipelineStats]) -> (Option<u64>, Option<u64>) {
+        stats
+            .first()
+            .map_or((None, None), |p| (p.registers(), p.spill_bytes()))
+    }
 }
 
 fn one() -> u32 {
@@ -101,6 +114,13 @@ pub struct Row {
     /// KV cache storage, `f32` or `f16`; rows from binaries before the f16 option read f32.
     #[serde(default = "f32_name")]
     pub kv: String,
+    /// Registers per lane of the arm's decode pipeline as the driver's compiler reports them
+    /// (VK_KHR_pipeline_executable_properties); absent where it does not.
+    #[serde(default)]
+    pub registers: Option<u64>,
+    /// Spills of that pipeline as the driver reports them; absent where it does not.
+    #[serde(default)]
+    pub spills: Option<u64>,
     /// `pp` (prompt) or `tg` (generation).
     pub test: String,
     /// Prompt tokens per sample (mean over the prompt set, BOS included); 0 in `tg` rows.
@@ -216,6 +236,8 @@ pub fn rows(meta: &Meta, arms: &[ArmInfo], report: &BenchReport) -> Vec<Row> {
                 grid: info.grid,
                 chain: info.chain,
                 kv: info.kv.clone(),
+                registers: info.registers,
+                spills: info.spills,
                 test: test.into(),
                 n_prompt,
                 n_gen: if pp { 0 } else { meta.n_gen },
@@ -247,7 +269,7 @@ pub fn rows(meta: &Meta, arms: &[ArmInfo], report: &BenchReport) -> Vec<Row> {
 }
 
 /// The CSV columns, in order (every field of [`Row`]).
-const COLUMNS: [&str; 37] = [
+const COLUMNS: [&str; 39] = [
     "model_filename",
     "model_type",
     "model_size",
@@ -261,6 +283,8 @@ const COLUMNS: [&str; 37] = [
     "grid",
     "chain",
     "kv",
+    "registers",
+    "spills",
     "test",
     "n_prompt",
     "n_gen",
@@ -290,6 +314,8 @@ const COLUMNS: [&str; 37] = [
 fn csv_cell(v: &serde_json::Value) -> String {
     let s = match v {
         serde_json::Value::String(s) => s.clone(),
+        // Not reported (a driver without compiler statistics): an empty cell.
+        serde_json::Value::Null => String::new(),
         other => other.to_string(),
     };
     if s.contains([',', '"', '\n']) {
@@ -441,6 +467,7 @@ mod tests {
             logits_checksum: 1,
             tokens: vec![],
             differing: vec![],
+            pipelines: vec![],
         }
     }
 
@@ -488,6 +515,8 @@ mod tests {
             chain: 1,
             kv: "f32".into(),
             commit: "c".into(),
+            registers: None,
+            spills: None,
         };
         let r = rows(&meta, &[info("A"), info("B")], &report);
         assert_eq!(r.len(), 4);
@@ -525,6 +554,8 @@ mod tests {
             chain: 1,
             kv: "f16".into(),
             commit: "c".into(),
+            registers: None,
+            spills: None,
         };
         let r = rows(&meta, &[info], &report);
         assert!(r.iter().all(|r| r.kv == "f16"));
@@ -538,5 +569,64 @@ mod tests {
         old.as_object_mut().unwrap().remove("kv");
         let back: Row = serde_json::from_value(old).unwrap();
         assert_eq!(back.kv, "f32");
+    }
+
+    #[test]
+    fn rows_carry_registers_and_spills_where_reported_empty_csv_cells_where_not() {
+        use baro_engine::telemetry::{PipelineStat, PipelineStats, StatValue};
+        let report = BenchReport {
+            arms: vec![arm("A", &[PowerMode::Fast]), arm("B", &[PowerMode::Fast])],
+            grids: vec![2, 2],
+        };
+        let stats = PipelineStats {
+            pipeline: "decode".into(),
+            executable: "compute".into(),
+            subgroup_size: 32,
+            stats: vec![
+                PipelineStat {
+                    name: "Register Count".into(),
+                    value: StatValue::U64(72),
+                },
+                PipelineStat {
+                    name: "Spill bytes".into(),
+                    value: StatValue::U64(0),
+                },
+            ],
+        };
+        let (registers, spills) = ArmInfo::compiler(std::slice::from_ref(&stats));
+        assert_eq!((registers, spills), (Some(72), Some(0)));
+        assert_eq!(ArmInfo::compiler(&[]), (None, None));
+        let info = |n: &str, registers, spills| ArmInfo {
+            name: n.into(),
+            dispatch: "mega".into(),
+            instrument: true,
+            grid: 2,
+            chain: 1,
+            kv: "f32".into(),
+            commit: "c".into(),
+            registers,
+            spills,
+        };
+        let r = rows(
+            &test_meta(1, false),
+            &[info("A", registers, spills), info("B", None, None)],
+            &report,
+        );
+        assert_eq!((r[0].registers, r[0].spills), (Some(72), Some(0)));
+        assert_eq!((r[2].registers, r[2].spills), (None, None));
+        let csv = render(Format::Csv, &r).unwrap();
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let col = header.iter().position(|c| *c == "registers").unwrap();
+        let cells: Vec<Vec<String>> = lines
+            .map(|l| l.split(',').map(str::to_string).collect())
+            .collect();
+        assert_eq!(cells[0][col], "72");
+        assert_eq!(cells[0][col + 1], "0");
+        assert_eq!(cells[2][col], "");
+        let mut old = serde_json::to_value(&r[0]).unwrap();
+        old.as_object_mut().unwrap().remove("registers");
+        let back: Row = serde_json::from_value(old).unwrap();
+        assert_eq!(back.registers, None);
     }
 }

@@ -38,6 +38,13 @@ impl VulkanDecoder {
         &self.logits[i * self.vocab..(i + 1) * self.vocab]
     }
 
+    /// Whether the passes that write no ring run on a second, plain pipeline (an instrumented
+    /// decoder stamping every N-th pass, N > 1): those passes then cost what an
+    /// uninstrumented decoder's do.
+    pub fn has_unstamped_pipeline(&self) -> bool {
+        self.pipeline_plain != vk::Pipeline::null()
+    }
+
     /// Static details of this decoder's program for the telemetry stream.
     pub fn run_details(&self, model: &str) -> RunDetails {
         let p = &self.program;
@@ -77,6 +84,7 @@ impl VulkanDecoder {
             instrumented: self.opts.instrument,
             check: None,
             kv: self.opts.kv,
+            pipelines: self.pipeline_stats.clone(),
         }
     }
 

@@ -23,7 +23,10 @@ use super::program::{repack, Program, StageKind, TensorPlace};
 pub use crate::kv::KvType;
 use crate::model::Model;
 use crate::{Error, Result};
-use baro_telemetry::{FailReport, Frame, LevelDetails, RunDetails, StageDetails};
+use baro_telemetry::{
+    FailReport, Frame, LevelDetails, PipelineStat, PipelineStats, RunDetails, StageDetails,
+    StatValue,
+};
 
 static SPV_CLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode.spv"));
 static SPV_NOCLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_noclock.spv"));
@@ -227,6 +230,11 @@ pub struct VulkanDecoder {
     dsl: vk::DescriptorSetLayout,
     layout: vk::PipelineLayout,
     pipeline: vk::Pipeline,
+    /// The plain (INSTR off) pipeline an instrumented decoder with `ring_every` > 1 runs its
+    /// unstamped passes on; null otherwise.
+    pipeline_plain: vk::Pipeline,
+    /// The driver's statistics for each pipeline, where it reports them.
+    pipeline_stats: Vec<PipelineStats>,
     dpool: vk::DescriptorPool,
     set: vk::DescriptorSet,
     /// This decoder's own command pool (a pool must be externally synchronized; one per
@@ -402,6 +410,9 @@ impl Drop for VulkanDecoder {
             }
             if self.pipeline != vk::Pipeline::null() {
                 d.destroy_pipeline(self.pipeline, None);
+            }
+            if self.pipeline_plain != vk::Pipeline::null() {
+                d.destroy_pipeline(self.pipeline_plain, None);
             }
             if self.layout != vk::PipelineLayout::null() {
                 d.destroy_pipeline_layout(self.layout, None);

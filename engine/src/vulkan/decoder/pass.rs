@@ -100,7 +100,6 @@ impl VulkanDecoder {
         // fence was waited on); every query and range lies inside its pool or buffer.
         unsafe {
             d.cmd_reset_query_pool(cb, self.qpool, 0, self.queries_per_pass * n as u32);
-            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, self.pipeline);
             d.cmd_bind_descriptor_sets(
                 cb,
                 vk::PipelineBindPoint::COMPUTE,
@@ -110,9 +109,21 @@ impl VulkanDecoder {
                 &[],
             );
             self.slot_stamped.clear();
+            let mut bound = vk::Pipeline::null();
             for (i, f) in feeds.iter().enumerate() {
                 let id = first_id.wrapping_add(i as u32);
                 let stamp = self.opts.instrument && id.is_multiple_of(self.opts.ring_every.max(1));
+                // Unstamped passes of a sampled run take the plain pipeline where there is
+                // one. (Bound sets and push constants survive: one layout for both.)
+                let want = if stamp || self.pipeline_plain == vk::Pipeline::null() {
+                    self.pipeline
+                } else {
+                    self.pipeline_plain
+                };
+                if want != bound {
+                    d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, want);
+                    bound = want;
+                }
                 self.record_pass(cb, i, id, *f, pos + i, stamp);
                 self.slot_stamped.push(stamp);
             }

@@ -130,6 +130,8 @@ impl VulkanDecoder {
             dsl: vk::DescriptorSetLayout::null(),
             layout: vk::PipelineLayout::null(),
             pipeline: vk::Pipeline::null(),
+            pipeline_plain: vk::Pipeline::null(),
+            pipeline_stats: Vec::new(),
             dpool: vk::DescriptorPool::null(),
             set: vk::DescriptorSet::null(),
             pool: vk::CommandPool::null(),
@@ -554,32 +556,45 @@ impl VulkanDecoder {
                 0
             };
             // Indexed by the interface table's ids, so no value can land on another's id.
-            let mut spec = [0u32; spec::COUNT as usize];
-            for (id, value) in [
-                (spec::WG_SIZE, self.wg_size),
-                (spec::MEGA, mega as u32),
-                (spec::GRID, self.grid),
-                (spec::SX_CAP, sx_cap),
-                (spec::INSTR, self.opts.instrument as u32),
-                (spec::HAS_CLOCK, self.has_clock() as u32),
-                (spec::ITER_BUDGET, budget),
-                (spec::CPU_PAUSE, cpu as u32),
-                (
-                    spec::TEST_SLOW_KIND,
-                    self.opts.test_slow_kind.map_or(0xFFFF, |k| k.code()),
-                ),
-                (
-                    spec::TEST_STALL_WG,
-                    self.opts.test_stall_wg.unwrap_or(u32::MAX),
-                ),
-                (spec::NCHUNK_USED, n_chunks as u32),
-                (spec::MAX_WG, 1024),
-                (spec::MAT_TY, self.mat_type),
-                (spec::ROWS, self.rows),
-                (spec::KV_F16, kv16 as u32),
-            ] {
-                spec[id as usize] = value;
-            }
+            let spec_for = |instr: bool| {
+                let mut spec = [0u32; spec::COUNT as usize];
+                for (id, value) in [
+                    (spec::WG_SIZE, self.wg_size),
+                    (spec::MEGA, mega as u32),
+                    (spec::GRID, self.grid),
+                    (spec::SX_CAP, sx_cap),
+                    (spec::INSTR, instr as u32),
+                    (spec::HAS_CLOCK, self.has_clock() as u32),
+                    (spec::ITER_BUDGET, budget),
+                    (spec::CPU_PAUSE, cpu as u32),
+                    (
+                        spec::TEST_SLOW_KIND,
+                        self.opts.test_slow_kind.map_or(0xFFFF, |k| k.code()),
+                    ),
+                    (
+                        spec::TEST_STALL_WG,
+                        self.opts.test_stall_wg.unwrap_or(u32::MAX),
+                    ),
+                    (spec::NCHUNK_USED, n_chunks as u32),
+                    (spec::MAX_WG, 1024),
+                    (spec::MAT_TY, self.mat_type),
+                    (spec::ROWS, self.rows),
+                    (spec::KV_F16, kv16 as u32),
+                ] {
+                    spec[id as usize] = value;
+                }
+                spec
+            };
+            // An instrumented run that stamps only every N-th pass runs the others on a
+            // second, plain pipeline (INSTR off): those passes then pay nothing for the ring,
+            // not even the registers its code holds. The two differ in no arithmetic.
+            let instrs: &[bool] = if self.opts.instrument && self.opts.ring_every > 1 {
+                &[true, false]
+            } else {
+                &[self.opts.instrument]
+            };
+            let specs: Vec<[u32; spec::COUNT as usize]> =
+                instrs.iter().map(|&i| spec_for(i)).collect();
             let entries: Vec<vk::SpecializationMapEntry> = (0..spec::COUNT)
                 .map(|i| vk::SpecializationMapEntry {
                     constant_id: i,
@@ -587,33 +602,69 @@ impl VulkanDecoder {
                     size: 4,
                 })
                 .collect();
-            let spec_bytes = unsafe_words_as_bytes(&spec);
-            let si = vk::SpecializationInfo::default()
-                .map_entries(&entries)
-                .data(spec_bytes);
+            let sis: Vec<vk::SpecializationInfo> = specs
+                .iter()
+                .map(|spec| {
+                    vk::SpecializationInfo::default()
+                        .map_entries(&entries)
+                        .data(unsafe_words_as_bytes(spec))
+                })
+                .collect();
             // Created last, so no error path above leaks it; destroyed right after use.
             let module = vkr(
                 "vkCreateShaderModule",
                 d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&code), None),
             )?;
-            let stage = vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::COMPUTE)
-                .module(module)
-                .name(c"main")
-                .specialization_info(&si);
-            let pci = [vk::ComputePipelineCreateInfo::default()
-                .stage(stage)
-                .layout(self.layout)];
+            let stats = ctx.info.pipeline_stats;
+            let flags = if stats {
+                vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
+            } else {
+                vk::PipelineCreateFlags::empty()
+            };
+            let pci: Vec<vk::ComputePipelineCreateInfo> = sis
+                .iter()
+                .map(|si| {
+                    vk::ComputePipelineCreateInfo::default()
+                        .flags(flags)
+                        .stage(
+                            vk::PipelineShaderStageCreateInfo::default()
+                                .stage(vk::ShaderStageFlags::COMPUTE)
+                                .module(module)
+                                .name(c"main")
+                                .specialization_info(si),
+                        )
+                        .layout(self.layout)
+                })
+                .collect();
             let p = d.create_compute_pipelines(vk::PipelineCache::null(), &pci, None);
             d.destroy_shader_module(module, None);
-            self.pipeline = match p {
-                Ok(v) => v[0],
-                Err((_, e)) => {
+            let made = match p {
+                Ok(v) => v,
+                Err((v, e)) => {
+                    for p in v {
+                        if p != vk::Pipeline::null() {
+                            d.destroy_pipeline(p, None);
+                        }
+                    }
                     return Err(Error::Vulkan(format!(
                         "creating the decode pipeline: {e:?}"
-                    )))
+                    )));
                 }
             };
+            self.pipeline = made[0];
+            self.pipeline_plain = made.get(1).copied().unwrap_or(vk::Pipeline::null());
+            if stats {
+                let names = if made.len() == 2 {
+                    ["decode", "decode (unstamped)"]
+                } else {
+                    ["decode", ""]
+                };
+                self.pipeline_stats = made
+                    .iter()
+                    .zip(names)
+                    .filter_map(|(&p, name)| read_pipeline_stats(&ctx, p, name))
+                    .collect();
+            }
             let sizes = [vk::DescriptorPoolSize {
                 ty: vk::DescriptorType::STORAGE_BUFFER,
                 descriptor_count: NCHUNK as u32 + super::super::interface::binding::KV_V,
@@ -685,4 +736,55 @@ impl VulkanDecoder {
         }
         Ok(())
     }
+}
+
+/// The driver compiler's statistics for `pipeline`'s first executable (a compute pipeline has
+/// one), named `name`. `None` when the driver reports nothing (the statistics are a
+/// diagnostic: a driver that fails to report them does not stop a decode).
+fn read_pipeline_stats(
+    ctx: &GpuContext,
+    pipeline: vk::Pipeline,
+    name: &str,
+) -> Option<PipelineStats> {
+    let ext = ash::khr::pipeline_executable_properties::Device::new(&ctx.instance, &ctx.device);
+    let info = vk::PipelineInfoKHR::default().pipeline(pipeline);
+    // SAFETY: the pipeline was created on this device with CAPTURE_STATISTICS_KHR and the
+    // extension and its feature are enabled (DeviceInfo::pipeline_stats).
+    let execs = unsafe { ext.get_pipeline_executable_properties(&info) }.ok()?;
+    let first = execs.first()?;
+    let exec = vk::PipelineExecutableInfoKHR::default()
+        .pipeline(pipeline)
+        .executable_index(0);
+    // SAFETY: as above; executable 0 exists (listed just now).
+    let raw = unsafe { ext.get_pipeline_executable_statistics(&exec) }.ok()?;
+    let stats = raw
+        .iter()
+        .map(|s| {
+            // SAFETY: the union member read is the one `format` names.
+            let value = unsafe {
+                match s.format {
+                    vk::PipelineExecutableStatisticFormatKHR::BOOL32 => {
+                        StatValue::Bool(s.value.b32 == vk::TRUE)
+                    }
+                    vk::PipelineExecutableStatisticFormatKHR::INT64 => StatValue::I64(s.value.i64),
+                    vk::PipelineExecutableStatisticFormatKHR::UINT64 => StatValue::U64(s.value.u64),
+                    _ => StatValue::F64(s.value.f64),
+                }
+            };
+            PipelineStat {
+                name: s
+                    .name_as_c_str()
+                    .map_or_else(|_| "?".into(), |c| c.to_string_lossy().trim().to_string()),
+                value,
+            }
+        })
+        .collect();
+    Some(PipelineStats {
+        pipeline: name.to_string(),
+        executable: first
+            .name_as_c_str()
+            .map_or_else(|_| "?".into(), |c| c.to_string_lossy().trim().to_string()),
+        subgroup_size: first.subgroup_size,
+        stats,
+    })
 }
