@@ -1,6 +1,6 @@
 //! Recordings: the telemetry stream on disk (`*.baro`), read back as the same stream.
 //!
-//! A recording is every [`Telemetry`] message of a run, in order, behind a header that says
+//! A recording is every [`Telemetry`](crate::Telemetry) message of a run, in order, behind a header that says
 //! where it came from. [`Writer`] streams it (one flushed record per message: a process
 //! killed mid-run leaves a file whose every complete record replays); [`Reader`] gives the
 //! messages back, seeks to a pass through the index footer, and on a truncated or damaged file
@@ -36,7 +36,7 @@
 //! ```
 //!
 //! Record kinds (low 7 bits): 1 start, 2 clock, 3 frame, 4 sensor, 5 end, 6 any other
-//! [`Telemetry`] variant (a future one), 0x7f index footer. A reader skips a kind it does
+//! [`Telemetry`](crate::Telemetry) variant (a future one), 0x7f index footer. A reader skips a kind it does
 //! not know (counted in [`Reader::skipped`]); a version-1 reader refuses any other version.
 //!
 //! A compressed payload is `varint n` (the uncompressed length) followed by one LZ4 block
