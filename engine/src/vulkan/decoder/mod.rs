@@ -7,8 +7,9 @@
 //! is returned with its result, pass or fail, for the caller to print.
 //!
 //! Files: this one (options, the decoder's state, buffers, drop), `setup` (buffers, upload,
-//! pipeline and specialisation, warm-up, submission), `frame` (run details, frame building,
-//! ring readback), `pass` (one pass: recording, submission under the watchdog, fail word and
+//! warm-up, submission), `pipeline` (SPIR-V variant, specialisation, the plain pipeline of a
+//! sampled run, compiler statistics), `frame` (run details, frame building, ring readback),
+//! `pass` (one pass: recording, submission under the watchdog, fail word and
 //! logits readback), `calibrate` (device clock ↔ timestamps ↔ host).
 
 use std::sync::Arc;
@@ -343,6 +344,7 @@ const STORAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
 mod calibrate;
 mod frame;
 mod pass;
+mod pipeline;
 mod setup;
 
 pub use calibrate::Calibration;
