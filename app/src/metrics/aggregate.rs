@@ -112,6 +112,8 @@ pub struct RunInfo {
     pub dispatch: &'static str,
     /// Workgroups.
     pub grid: u32,
+    /// KV cache storage: `f32` (the reference path) or `f16`.
+    pub kv: &'static str,
 }
 
 /// The last value of each sensor, `None` until one is sampled (an absent series, not a 0).
@@ -286,6 +288,7 @@ impl Aggregator {
             quant: quant_of(&run.model),
             dispatch: DISPATCHES[self.dispatch],
             grid: run.grid,
+            kv: run.kv.name(),
         });
     }
 

@@ -196,6 +196,7 @@ pub fn render(a: &Aggregator, now_ns: u64, format: Format) -> String {
                 ("quant", r.quant),
                 ("dispatch", r.dispatch),
                 ("grid", &grid),
+                ("kv", r.kv),
                 ("version", env!("CARGO_PKG_VERSION")),
             ],
             1,
