@@ -215,3 +215,50 @@ fn an_f16_kv_run_is_labelled_in_the_header_and_the_log_and_an_f32_run_is_not() {
         }
     }
 }
+
+#[test]
+fn the_log_names_each_pipelines_registers_and_warns_when_the_compiler_spilled() {
+    use baro_telemetry::{PipelineStat, PipelineStats, StatValue};
+    let layout = Layout::default_preset();
+    let stats = |name: &str, spill: u64| PipelineStats {
+        pipeline: name.into(),
+        executable: "compute".into(),
+        subgroup_size: 32,
+        stats: vec![
+            PipelineStat {
+                name: "Register Count".into(),
+                value: StatValue::U64(64),
+            },
+            PipelineStat {
+                name: "Spill bytes".into(),
+                value: StatValue::U64(spill),
+            },
+        ],
+    };
+    let mut s = Synth::new(clean());
+    let meta = baro_top_ui::synthetic::meta(s.details());
+    let mut st = baro_top_ui::app::new_state(meta, &layout);
+    for mut m in s.stream(3) {
+        if let Telemetry::Start(d) = &mut m {
+            d.pipelines = vec![stats("decode", 96), stats("decode (unstamped)", 0)];
+        }
+        st.live.ingest(m);
+    }
+    let line = |name: &str| {
+        st.live
+            .log
+            .iter()
+            .find(|e| e.text.starts_with(&format!("pipeline {name}:")))
+            .unwrap_or_else(|| panic!("no log line for pipeline {name}"))
+    };
+    let stamped = line("decode");
+    assert!(
+        stamped.text.contains("64 registers/lane, spills 96") && stamped.text.contains("spilled"),
+        "{}",
+        stamped.text
+    );
+    assert_eq!(stamped.sev, Severity::Warn);
+    let plain = line("decode (unstamped)");
+    assert!(!plain.text.contains("spilled"), "{}", plain.text);
+    assert_eq!(plain.sev, Severity::Info);
+}

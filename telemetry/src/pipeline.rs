@@ -8,7 +8,7 @@
 //! build sits on, per build (instrumented or plain, f32 or f16 KV), on the device it ran on.
 //!
 //! Drivers name their statistics freely (NVIDIA, RADV, lavapipe and ANV all differ), so the
-//! statistics are kept verbatim; [`PipelineStats::registers`] and [`PipelineStats::spill_bytes`]
+//! statistics are kept verbatim; [`PipelineStats::registers`] and [`PipelineStats::spills`]
 //! find the common ones by name.
 
 use serde::{Deserialize, Serialize};
@@ -107,9 +107,10 @@ impl PipelineStats {
         self.find(&["register"]).or_else(|| self.find(&["vgpr"]))
     }
 
-    /// Bytes or registers spilled, where the driver names such a statistic (any name with
-    /// "spill" in it; the sum of them, since drivers split it by kind). `None`: not reported.
-    pub fn spill_bytes(&self) -> Option<u64> {
+    /// Spills, in the driver's unit (bytes, registers or instructions: drivers differ), where
+    /// it names such a statistic: the sum of every statistic with "spill" in its name (drivers
+    /// split it by kind). `None`: not reported. Only zero vs non-zero compares across drivers.
+    pub fn spills(&self) -> Option<u64> {
         let v: Vec<u64> = self
             .stats
             .iter()
@@ -121,7 +122,7 @@ impl PipelineStats {
 
     /// One short line: registers and spills where reported, else the statistics' count.
     pub fn summary(&self) -> String {
-        match (self.registers(), self.spill_bytes()) {
+        match (self.registers(), self.spills()) {
             (Some(r), Some(s)) => format!("{r} registers/lane, spills {s}"),
             (Some(r), None) => format!("{r} registers/lane"),
             (None, Some(s)) => format!("spills {s}"),
@@ -158,7 +159,7 @@ mod tests {
             ("local memory spill loads", StatValue::I64(4)),
         ]);
         assert_eq!(s.registers(), Some(64));
-        assert_eq!(s.spill_bytes(), Some(16));
+        assert_eq!(s.spills(), Some(16));
         assert_eq!(s.summary(), "64 registers/lane, spills 16");
     }
 
@@ -170,7 +171,7 @@ mod tests {
             ("Ratio", StatValue::F64(0.5)),
         ]);
         assert_eq!(s.registers(), None);
-        assert_eq!(s.spill_bytes(), None);
+        assert_eq!(s.spills(), None);
         assert_eq!(s.summary(), "3 driver statistics");
     }
 

@@ -304,6 +304,24 @@ impl Data {
                         .unwrap_or_default()
                 );
                 self.log(None, Severity::Info, line);
+                // What the driver's compiler made of the kernel: a spill puts local-memory
+                // traffic inside every stage's number, so it is a warning, not a detail.
+                for p in &d.pipelines {
+                    let spilled = p.spills().is_some_and(|b| b > 0);
+                    let (sev, tail) = if spilled {
+                        (
+                            Severity::Warn,
+                            " (the compiler spilled: stage times include local-memory traffic)",
+                        )
+                    } else {
+                        (Severity::Info, "")
+                    };
+                    self.log(
+                        None,
+                        sev,
+                        format!("pipeline {}: {}{tail}", p.pipeline, p.summary()),
+                    );
+                }
                 self.run = Some(Arc::new(d));
             }
             Telemetry::Frame(f) => self.frame(Arc::from(f)),

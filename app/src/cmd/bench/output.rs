@@ -81,7 +81,7 @@ impl ArmInfo {
     pub fn compiler(stats: &[baro_engine::telemetry::PipelineStats]) -> (Option<u64>, Option<u64>) {
         stats
             .first()
-            .map_or((None, None), |p| (p.registers(), p.spill_bytes()))
+            .map_or((None, None), |p| (p.registers(), p.spills()))
     }
 }
 
