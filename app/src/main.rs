@@ -160,8 +160,9 @@ pub struct GpuArgs {
     #[arg(long, value_parser = validate::rows, allow_negative_numbers = true)]
     pub rows: Option<u32>,
     /// Write the in-kernel event ring on every N-th pass only, 1..=1000000 [default: 1, every
-    /// pass]: the ring's cost shrinks N-fold; the other passes carry no spans or stage
-    /// timings (wall, GPU time, fail word and token still). Needs the ring on.
+    /// pass]: the other passes run on a second, plain pipeline (no ring code, no stamps) and
+    /// carry no spans or stage timings (wall, GPU time, fail word and token still). Needs the
+    /// ring on.
     #[arg(long, value_parser = validate::ring_every, allow_negative_numbers = true)]
     pub ring_every: Option<u32>,
     /// Passes per submission when decoding greedily, 1..=64 [default: 16]: past the prompt,
