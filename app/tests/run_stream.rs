@@ -67,6 +67,40 @@ fn run_json_is_the_stream_start_first_then_frames_with_the_old_fields_then_end()
 }
 
 #[test]
+fn run_json_carries_compiler_statistics_for_both_pipelines_exactly_when_devices_says_the_driver_reports_them(
+) {
+    if !has_vulkan() {
+        return;
+    }
+    let d = baro(&["devices"]);
+    let listing = String::from_utf8_lossy(&d.stdout);
+    let line = listing
+        .lines()
+        .find(|l| l.trim_start().starts_with("compiler stats"))
+        .unwrap_or_else(|| {
+            panic!("devices names whether the driver reports registers:\n{listing}")
+        });
+    let reports = line.contains("yes (VK_KHR_pipeline_executable_properties");
+    assert!(reports || line.contains("no ("), "{line}");
+    let o = baro(&["run", "--json", "--passes", "2", "--ring-every", "2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let start: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&o.stdout).lines().next().unwrap()).unwrap();
+    let names: Vec<&str> = start["pipelines"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|p| p["pipeline"].as_str()).collect())
+        .unwrap_or_default();
+    if reports {
+        assert_eq!(names, ["decode", "decode (unstamped)"], "{start}");
+        assert!(start["pipelines"][0]["stats"]
+            .as_array()
+            .is_some_and(|s| !s.is_empty()));
+    } else {
+        assert!(start.get("pipelines").is_none(), "{start}");
+    }
+}
+
+#[test]
 fn run_exits_non_zero_when_a_pass_fails_and_says_why() {
     if !has_vulkan() {
         return;
