@@ -2,6 +2,8 @@
 //! status is the engine's outcome. Also: the app reaches the GPU only through the engine's
 //! device, session, gate and bench APIs.
 
+#![allow(clippy::unwrap_used)]
+
 use std::process::{Command, Output};
 
 fn baro(args: &[&str]) -> Output {
