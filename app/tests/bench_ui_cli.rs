@@ -97,12 +97,18 @@ fn bench_ui_live_on_lavapipe_reports_tokens_per_second_for_both_arms() {
     if !has_vulkan() {
         return;
     }
+    // Every arm, the 1 s warm-up included, needs two frames to arrive within it. With the
+    // default chain (16 passes a submission) frames come in bursts of 16, which a loaded
+    // lavapipe machine can take longer than 1 s to decode: one pass a submission, and 3 s
+    // (the default) per measured arm.
     let o = baro(&[
         "bench",
         "ui",
         "--live",
-        "--seconds",
+        "--chain",
         "1",
+        "--seconds",
+        "3",
         "--rounds",
         "1",
         "--allow-cpu",

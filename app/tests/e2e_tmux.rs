@@ -131,6 +131,22 @@ impl Session {
         }
     }
 
+    /// Wait (bounded) until the pane shows none of `gone`.
+    fn wait_gone(&self, gone: &[&str], t: Duration) -> String {
+        let until = Instant::now() + t;
+        loop {
+            let s = self.capture();
+            if !gone.iter().any(|g| s.contains(g)) {
+                return s;
+            }
+            assert!(
+                Instant::now() < until,
+                "waited {t:?} for {gone:?} to go; pane:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn exit_status(&self, t: Duration) -> String {
         let until = Instant::now() + t;
         loop {
@@ -189,6 +205,10 @@ fn replay_in_tmux_shows_every_panel_banner_help_and_quits_cleanly() {
         Duration::from_secs(10),
     );
     s.t(&["send-keys", "-t", "0", "Escape"]);
+    // Escape closes the help; only then q. Sent at once, both bytes can reach the app in one
+    // read, which the terminal parser takes for Alt-q: with the help open, a key that only
+    // closes it, and baro-top would never see the q.
+    s.wait_gone(&["help · keys"], Duration::from_secs(10));
     s.t(&["send-keys", "-t", "0", "q"]);
     assert_eq!(s.exit_status(Duration::from_secs(10)), "0");
     assert_eq!(

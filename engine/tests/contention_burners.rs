@@ -51,18 +51,27 @@ impl Drop for Burners {
     }
 }
 
-/// The frames that end within `d`, with their CPU-busy reading where a sample was fresh.
-fn frames_for(rx: &Receiver<Telemetry>, d: Duration) -> Vec<Frame> {
-    let end = Instant::now() + d;
-    let mut v = vec![];
-    while let Some(left) = end.checked_duration_since(Instant::now()) {
-        match rx.recv_timeout(left) {
+/// The frames that end within `d`, with their CPU-busy reading where a sample was fresh; on
+/// a machine that decodes too slowly for `readings` of them to carry a reading within `d`,
+/// on until they do (60 s at most: then the caller's count says so).
+fn frames_for(rx: &Receiver<Telemetry>, d: Duration, readings: usize) -> Vec<Frame> {
+    let start = Instant::now();
+    let (end, limit) = (start + d, start + Duration::from_secs(60));
+    let mut v: Vec<Frame> = vec![];
+    let enough =
+        |v: &[Frame]| v.iter().filter(|f| f.contention.cpu_busy.is_some()).count() >= readings;
+    loop {
+        let now = Instant::now();
+        let until = if now < end { end } else { limit };
+        if now >= limit || (now >= end && enough(&v)) {
+            return v;
+        }
+        match rx.recv_timeout(until - now) {
             Ok(Telemetry::Frame(f)) => v.push(*f),
             Ok(Telemetry::End { reason, .. }) => panic!("the session ended: {reason}"),
             Ok(_) | Err(_) => {}
         }
     }
-    v
 }
 
 fn cpu_reason(f: &Frame) -> Option<f32> {
@@ -96,15 +105,15 @@ fn passes_under_cpu_burners_are_labelled_contended_cpu_busy_and_the_reading_rise
 
     // The machine as it is (the sensor's first sample gives no CPU figure: a second later
     // every pass has one).
-    let _ = frames_for(&rx, Duration::from_secs(1));
-    let before = frames_for(&rx, Duration::from_secs(4));
+    let _ = frames_for(&rx, Duration::from_secs(1), 0);
+    let before = frames_for(&rx, Duration::from_secs(4), 4);
     // More burners than CPUs: with this process's pool threads runnable too, they take well
     // over half of every CPU, on 2 cores or 64.
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
     let burners = Burners::start((cpus + 2).max(3));
     // Settle: passes that started before the burners, and a sensor interval.
-    let _ = frames_for(&rx, Duration::from_millis(1500));
-    let during = frames_for(&rx, Duration::from_secs(4));
+    let _ = frames_for(&rx, Duration::from_millis(1500), 0);
+    let during = frames_for(&rx, Duration::from_secs(4), 4);
     drop(burners);
     session.stop();
     let outcome = session.wait().unwrap();

@@ -418,6 +418,17 @@ mod tests {
         }
     }
 
+    /// Wait for `n` frames on the UI sink `rx` that the recording started just before also
+    /// gets. The session emits each message to every sink under one lock, and a recording
+    /// subscribes under it too: once `toggle_record` has returned, what the UI sink already
+    /// holds was emitted before the recording existed (dropped here), and every frame after
+    /// it goes to the recording as well. Counting the UI's backlog instead would let a slow
+    /// test thread stop a recording that has no frame yet.
+    fn frames_recorded(rx: &Receiver<Telemetry>, n: usize) {
+        rx.try_iter().for_each(drop);
+        frames(rx, n);
+    }
+
     #[test]
     fn file_names_are_baro_utc_yyyymmdd_hhmmss() {
         assert_eq!(file_name(0), "baro-19700101-000000.baro");
@@ -474,7 +485,7 @@ mod tests {
             assert!(ctl.recording().is_none());
             assert!(ctl.toggle_record());
             let shown = ctl.recording().expect("recording");
-            frames(&ui, 5);
+            frames_recorded(&ui, 5);
             assert!(ctl.toggle_record());
             assert!(ctl.recording().is_none(), "stopped");
             let notes = ctl.notes().unwrap();
@@ -533,7 +544,7 @@ mod tests {
                 .unwrap()
                 .with_recorder(dir.clone(), None);
             assert!(ctl.toggle_record());
-            frames(&ui, 3);
+            frames_recorded(&ui, 3);
             // What quitting does: stop the session while the recording runs.
             ctl.stop();
             ctl.into_writers().unwrap()

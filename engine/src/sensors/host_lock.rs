@@ -322,8 +322,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = lock_path(dir.path(), "gpu0");
         let first = HostLock::try_lock(&path, me(21, "baro-top bench")).unwrap();
+        // The holder lets go once the waiter has reported it (a fixed delay instead would
+        // race a waiter that is scheduled late: it would find the lock already free). If
+        // no report comes, it lets go after 5 s anyway and `seen` below says so.
+        let (reported, told) = std::sync::mpsc::channel::<()>();
         let t = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(150));
+            let _ = told.recv_timeout(Duration::from_secs(5));
             drop(first);
         });
         let mut seen = Vec::new();
@@ -332,7 +336,10 @@ mod tests {
             me(22, "baro-top record"),
             Some(Duration::from_secs(10)),
             Duration::from_millis(10),
-            |h| seen.push(h.map(|h| h.pid)),
+            |h| {
+                seen.push(h.map(|h| h.pid));
+                let _ = reported.send(());
+            },
         )
         .unwrap();
         t.join().unwrap();
