@@ -265,8 +265,13 @@ fn live(a: UiBenchArgs) -> anyhow::Result<ExitCode> {
             theme: &theme,
             period: Duration::from_secs_f64(1.0 / fps as f64),
         };
-        // Warm-up: the first passes (pipeline caches, clocks) are not measured.
-        m.arm(Arm::Dashboard, Duration::from_secs_f64(secs.min(1.0)))?;
+        // Warm-up: the first passes (pipeline caches, clocks) are not measured. It lasts
+        // until a second pass has arrived and `min(--seconds, 1 s)` has passed, however
+        // slow the device: only a session that sends no second pass in 60 s fails here.
+        m.warm_up(
+            Duration::from_secs_f64(secs.min(1.0)),
+            Duration::from_secs(60),
+        )?;
         let mut runs = vec![];
         for r in 0..rounds {
             let order = if r % 2 == 0 {
@@ -307,6 +312,36 @@ struct Measure<'a> {
 }
 
 impl Measure<'_> {
+    /// Feed the dashboard until `min` has passed and two passes have arrived; an error only
+    /// when two passes do not arrive within `limit`, or the session ends.
+    fn warm_up(&mut self, min: Duration, limit: Duration) -> anyhow::Result<()> {
+        let t0 = Instant::now();
+        let mut passes = 0u32;
+        while passes < 2 || t0.elapsed() < min {
+            let left = limit.saturating_sub(t0.elapsed());
+            if left.is_zero() {
+                bail!(
+                    "the warm-up saw {passes} of 2 passes in {:.0} s: the decode is not running",
+                    limit.as_secs_f64()
+                );
+            }
+            match self.rx.recv_timeout(left) {
+                Ok(Telemetry::End { reason, .. }) => {
+                    bail!("the decode session ended during the warm-up: {reason}")
+                }
+                Ok(t) => {
+                    passes += u32::from(matches!(t, Telemetry::Frame(_)));
+                    self.st.live.ingest(t);
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    bail!("the decode session's telemetry stopped during the warm-up")
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Run one arm for `len`: receive every message; the dashboard arm ingests it and
     /// redraws at most every `period` when something arrived, the headless arm drops frames.
     fn arm(&mut self, arm: Arm, len: Duration) -> anyhow::Result<ArmRun> {
