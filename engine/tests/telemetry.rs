@@ -160,11 +160,40 @@ fn a_deliberately_slowed_stage_shows_up_as_its_own_busy_time() {
         v.sort_unstable();
         v[v.len() / 2] as f64
     };
-    let (_, base, _) = frames(Dispatch::Mega, None, 12);
-    let (_, slow, _) = frames(Dispatch::Mega, Some(StageKind::V), 12);
-    // Machine-wide drift between the two runs (CPU clocks, other load) scales every stage
-    // alike: estimate it as the median slow/base ratio of the stages that were not slowed,
-    // and look for what is left over.
+    // The two decoders take turns pass by pass, so load from outside (other tests, other
+    // processes on a 2-core CI machine) falls on both alike rather than on one run.
+    let (base, slow) = {
+        let (ctx, _turn) = device().expect("device");
+        let model = Model::embedded().expect("model");
+        let dec = |slow| {
+            let opts = DecoderOptions {
+                dispatch: Dispatch::Mega,
+                instrument: true,
+                max_seq: 12,
+                test_slow_kind: slow,
+                ..Default::default()
+            };
+            VulkanDecoder::new(ctx.clone(), &model, opts).expect("decoder")
+        };
+        let mut decs = [dec(None), dec(Some(StageKind::V))];
+        let details: Vec<RunDetails> = decs.iter().map(|d| d.run_details("m")).collect();
+        let mut out: [Vec<Frame>; 2] = [vec![], vec![]];
+        let mut tok = [model.tokenizer.bos_id(); 2];
+        for pos in 0..12 {
+            for i in 0..2 {
+                let p = decs[i].step(tok[i], pos).expect("pass");
+                assert!(p.fail.ok(), "{}", p.fail.line(|l| decs[i].level_name(l)));
+                let f = decs[i].frame(&details[i], pos as u64, pos, tok[i], p.argmax, &p);
+                tok[i] = p.argmax;
+                out[i].push(f);
+            }
+        }
+        let [b, s] = out;
+        (b, s)
+    };
+    // Machine-wide drift (CPU clocks, other load) scales every stage alike: estimate it as
+    // the median slow/base ratio of the stages that were not slowed, and look for what is
+    // left over.
     let others = ["q", "k", "attn", "wo", "ffn_up", "ffn_down", "head"];
     let mut ratios: Vec<f64> = others
         .iter()
