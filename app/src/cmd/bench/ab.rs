@@ -313,25 +313,7 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
             })
             .context("benchmarking")?;
             super::note_pipelines(&report);
-            let infos = arms
-                .iter()
-                .zip(&report.grids)
-                .zip(&report.arms)
-                .map(|((arm, &grid), res)| {
-                    let (registers, spills) = ArmInfo::compiler(&res.pipelines);
-                    ArmInfo {
-                        name: arm.name.clone(),
-                        dispatch: arm.options.dispatch.to_string(),
-                        instrument: arm.options.instrument,
-                        grid,
-                        chain: arm.options.chain,
-                        kv: arm.options.kv.to_string(),
-                        commit: commit.into(),
-                        registers,
-                        spills,
-                    }
-                })
-                .collect();
+            let infos = ArmInfo::of_report(&arms, &report, commit);
             (report, infos)
         }
         None => {

@@ -331,25 +331,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         contended,
     );
     note_pipelines(&report);
-    let infos: Vec<ArmInfo> = arms
-        .iter()
-        .zip(&report.grids)
-        .zip(&report.arms)
-        .map(|((arm, &grid), res)| {
-            let (registers, spills) = ArmInfo::compiler(&res.pipelines);
-            ArmInfo {
-                name: arm.name.clone(),
-                dispatch: arm.options.dispatch.to_string(),
-                instrument: arm.options.instrument,
-                grid,
-                chain: arm.options.chain,
-                kv: arm.options.kv.to_string(),
-                commit: meta.commit.clone(),
-                registers,
-                spills,
-            }
-        })
-        .collect();
+    let infos: Vec<ArmInfo> = ArmInfo::of_report(&arms, &report, &meta.commit);
     let rows = output::rows(&meta, &infos, &report);
     emit(format, &meta, &rows, &report, a.out.as_deref())?;
     let parity = report.parity();

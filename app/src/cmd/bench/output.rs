@@ -77,6 +77,33 @@ pub struct ArmInfo {
 }
 
 impl ArmInfo {
+    /// Every arm of an in-process bench as its rows print it (the report's grids and
+    /// compiler statistics beside each arm's options).
+    pub fn of_report(
+        arms: &[baro_engine::bench::Arm],
+        report: &BenchReport,
+        commit: &str,
+    ) -> Vec<ArmInfo> {
+        arms.iter()
+            .zip(&report.grids)
+            .zip(&report.arms)
+            .map(|((arm, &grid), res)| {
+                let (registers, spills) = ArmInfo::compiler(&res.pipelines);
+                ArmInfo {
+                    name: arm.name.clone(),
+                    dispatch: arm.options.dispatch.to_string(),
+                    instrument: arm.options.instrument,
+                    grid,
+                    chain: arm.options.chain,
+                    kv: arm.options.kv.to_string(),
+                    commit: commit.into(),
+                    registers,
+                    spills,
+                }
+            })
+            .collect()
+    }
+
     /// Registers and spills of the first (stamping) pipeline of `stats`: what the rows carry.
     pub fn compiler(stats: &[baro_engine::telemetry::PipelineStats]) -> (Option<u64>, Option<u64>) {
         stats
