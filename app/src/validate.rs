@@ -65,6 +65,18 @@ pub fn margin(s: &str) -> Result<f32, String> {
     Ok(v)
 }
 
+/// `bench --depth`: positions of context before every prompt, 0 or more; the model's context
+/// bounds it with the prompt and the generated tokens (checked when the prompts are read).
+pub fn depth(s: &str) -> Result<usize, String> {
+    whole(
+        s,
+        0,
+        1 << 20,
+        "positions of context before the prompt; no model has more than 2^20",
+    )
+    .map(|v| v as usize)
+}
+
 /// A count of positions (`gate --steps`, `run --ctx`, `bench --tokens`): at least 1; the upper
 /// bound is the model's context, checked by [`positions_fit`].
 pub fn positions(s: &str) -> Result<usize, String> {

@@ -411,6 +411,78 @@ fn bench_ab_between_binaries_runs_each_as_a_child_and_compares_them() {
     );
 }
 
+/// `--depth D`: every row says it, the passes run at positions D.. (the logits differ from
+/// depth 0's), `bench ab` hands it to binary children (their logits equal plain bench's at
+/// that depth), and a depth the context cannot hold is refused naming the sums.
+#[test]
+fn bench_at_a_depth_runs_there_says_so_in_every_row_and_refuses_one_past_the_context() {
+    let dir = TempDir::new("depth");
+    let p = dir.prompts();
+    let rows = |o: &Output| -> Vec<serde_json::Value> {
+        assert!(o.status.success(), "{}", stderr(o));
+        serde_json::from_str(&stdout(o)).expect("a JSON array")
+    };
+    let flat = rows(&baro(&dir, &quick(&p, &["-o", "json"])));
+    let deep = rows(&baro(&dir, &quick(&p, &["--depth", "300", "-o", "json"])));
+    assert!(flat.iter().all(|r| r["n_depth"] == 0), "{flat:?}");
+    assert!(deep.iter().all(|r| r["n_depth"] == 300), "{deep:?}");
+    assert_ne!(
+        flat[0]["logits_checksum"], deep[0]["logits_checksum"],
+        "the same logits at depth 0 and 300: the depth was not applied"
+    );
+    let o = baro(&dir, &quick(&p, &["--depth", "300"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("tg2 @ d300"), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("at depth 300 (zeroed cache rows)"),
+        "{}",
+        stderr(&o)
+    );
+
+    let log = dir.s("pred.log");
+    let children = rows(&baro(
+        &dir,
+        &ab(
+            &p,
+            &log,
+            &[
+                "--a-binary",
+                BIN,
+                "--b-binary",
+                BIN,
+                "--a",
+                "--dispatch multi",
+                "--b",
+                "--dispatch multi",
+                "--depth",
+                "300",
+                "-o",
+                "json",
+            ],
+        ),
+    ));
+    assert!(children.iter().all(|r| r["n_depth"] == 300), "{children:?}");
+    assert_eq!(
+        children[0]["logits_checksum"], deep[0]["logits_checksum"],
+        "a child's logits are not plain bench's at depth 300: the depth was not handed on"
+    );
+
+    // stories260K has 512 positions: 510 + "Hi" (BOS + 1 or more) + 2 generated does not fit.
+    let o = baro(&dir, &quick(&p, &["--depth", "510"]));
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("--depth 510 + ") && e.contains("context of 512"),
+        "{e}"
+    );
+    let o = baro(&dir, &quick(&p, &["--depth", "-1"]));
+    assert!(
+        !o.status.success() && stderr(&o).contains("--depth"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// Hold this device's lock as another timing run would.
 fn hold_lock(dir: &TempDir) -> HostLock {
     let devs = baro_engine::device::Device::list().expect("a Vulkan device");

@@ -78,6 +78,13 @@ pub struct BenchConfig {
     pub arms: Vec<Arm>,
     /// The power-mode classifier's tuning.
     pub mode: ModeConfig,
+    /// Positions of context before every prompt (llama-bench's `-d`): each sample's passes
+    /// run at positions `depth ..`, attending over the cache's first `depth` rows, which are
+    /// zeros (cleared when the decoder is made, never written by a pass), not a decoded text.
+    /// A pass's cost does not depend on the values it reads, so this measures decode at that
+    /// depth without decoding a prompt of that length first; the tokens are not a real
+    /// context's continuation. 0: no context before the prompt.
+    pub depth: usize,
 }
 
 /// One prompt in one arm.
@@ -275,7 +282,14 @@ pub fn run_bench(
             "bench: an empty prompt (not even BOS)".into(),
         ));
     }
-    let steps = longest + cfg.gen_tokens;
+    let d = cfg.depth;
+    let steps = d + longest + cfg.gen_tokens;
+    if steps > model.config.seq_len {
+        return Err(Error::Invalid(format!(
+            "bench: depth {d} + the longest prompt's {longest} tokens + {} generated = {steps} positions, more than the model's context of {}",
+            cfg.gen_tokens, model.config.seq_len
+        )));
+    }
     let mut st = vec![];
     for arm in &cfg.arms {
         let opts = DecoderOptions {
@@ -317,14 +331,14 @@ pub fn run_bench(
             let mut toks = vec![];
             let mut next = 0;
             for (pos, &t) in prompt.iter().enumerate() {
-                let p = s.dec.step(t, pos)?;
+                let p = s.dec.step(t, d + pos)?;
                 if !p.fail.ok() {
-                    return Err(failed("parity sweep", arm, pos, &s.dec, &p));
+                    return Err(failed("parity sweep", arm, d + pos, &s.dec, &p));
                 }
                 o.logits_checksum = fold_logits(o.logits_checksum, s.dec.logits());
                 next = p.argmax;
             }
-            for pos in prompt.len()..prompt.len() + cfg.gen_tokens {
+            for pos in d + prompt.len()..d + prompt.len() + cfg.gen_tokens {
                 let p = s.dec.step(next, pos)?;
                 if !p.fail.ok() {
                     return Err(failed("parity sweep", arm, pos, &s.dec, &p));
@@ -367,20 +381,20 @@ pub fn run_bench(
                         .iter()
                         .map(|&t| Feed::Token(t))
                         .collect();
-                    let passes = s.dec.step_chain(&feeds, pos)?;
+                    let passes = s.dec.step_chain(&feeds, d + pos)?;
                     for (i, p) in passes.iter().enumerate() {
                         if !p.fail.ok() {
                             return Err(failed(
                                 &format!("run {r} prompt {pi}"),
                                 arm,
-                                pos + i,
+                                d + pos + i,
                                 &s.dec,
                                 p,
                             ));
                         }
                         next = p.argmax;
                         let a0 = Instant::now();
-                        s.keep_frame(i, pos + i, prompt[pos + i], p);
+                        s.keep_frame(i, d + pos + i, prompt[pos + i], p);
                         aside += a0.elapsed().as_nanos() as u64;
                     }
                     pos += k;
@@ -394,19 +408,19 @@ pub fn run_bench(
                     let k = (end - pos).min(c);
                     let mut feeds = vec![Feed::Argmax; k];
                     feeds[0] = Feed::Token(next);
-                    let passes = s.dec.step_chain(&feeds, pos)?;
+                    let passes = s.dec.step_chain(&feeds, d + pos)?;
                     for (i, p) in passes.iter().enumerate() {
                         if !p.fail.ok() {
                             return Err(failed(
                                 &format!("run {r} prompt {pi}"),
                                 arm,
-                                pos + i,
+                                d + pos + i,
                                 &s.dec,
                                 p,
                             ));
                         }
                         let a0 = Instant::now();
-                        s.keep_frame(i, pos + i, next, p);
+                        s.keep_frame(i, d + pos + i, next, p);
                         aside += a0.elapsed().as_nanos() as u64;
                         next = p.argmax;
                         toks.push(next);

@@ -494,3 +494,65 @@ fn run_details_carry_each_stages_weight_bytes_from_its_matrices() {
     let total: u64 = d.stages.iter().map(|s| s.weight_bytes).sum();
     assert!(total > 0 && d.stages.iter().any(|s| s.weight_bytes == 0));
 }
+
+fn rel_l2(a: &[f32], r: &[f32]) -> f64 {
+    let (mut num, mut den) = (0f64, 0f64);
+    for (&x, &y) in a.iter().zip(r) {
+        num += (x as f64 - y as f64).powi(2);
+        den += (y as f64).powi(2);
+    }
+    (num / den).sqrt()
+}
+
+/// `bench --depth` stands on this: a new decoder's cache, and one cleared by
+/// `clear_kv_cache` after decoding D positions, read as zeros below D. One token at D then
+/// tracks a CPU reference that decoded only that token at D (its cache is zeros), while a
+/// decoder that kept its rows does not (so the cleared rows were live before the clear).
+#[test]
+fn a_new_or_cleared_kv_cache_reads_as_zeros_below_the_first_decoded_position() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = Model::embedded().expect("model");
+    const D: usize = 40;
+    let vocab = model.config.vocab_size;
+    let opts = DecoderOptions {
+        max_seq: D + 1,
+        read_logits: true,
+        ..Default::default()
+    };
+    let mk = || VulkanDecoder::new(ctx.clone(), &model, opts.clone()).expect("decoder");
+    let (mut fresh, mut cleared, mut kept) = (mk(), mk(), mk());
+    for dec in [&mut cleared, &mut kept] {
+        for p in 0..D {
+            let t = if p == 0 {
+                model.tokenizer.bos_id()
+            } else {
+                ((p * 37 + 11) % vocab) as u32
+            };
+            assert!(dec.step(t, p).expect("step").fail.ok(), "pos {p}");
+        }
+    }
+    cleared.clear_kv_cache().expect("clear");
+    let t = 7u32;
+    let mut cpu = baro_engine::reference::CpuDecoder::new(&model.config, &model.weights, D + 1);
+    let want = cpu.forward(t, D).to_vec();
+    let mut err = vec![];
+    for dec in [&mut fresh, &mut cleared, &mut kept] {
+        assert!(dec.step(t, D).expect("step").fail.ok());
+        err.push(rel_l2(dec.logits(), &want));
+    }
+    assert!(
+        err[0] < 1e-4,
+        "a new decoder's cache is not zero: rel-L2 {:.3e}",
+        err[0]
+    );
+    assert!(
+        err[1] < 1e-4,
+        "the cleared cache is not zero: rel-L2 {:.3e}",
+        err[1]
+    );
+    assert!(
+        err[2] > 1e-2,
+        "the rows below {D} did not change the logits (rel-L2 {:.3e}): the test proves nothing",
+        err[2]
+    );
+}

@@ -239,7 +239,7 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
     if let Some(r) = a.predict {
         // Frozen before anything runs: the line stays whatever happens next.
         let line = format!(
-            "{} commit={commit} PREDICT B vs A generation tok/s in [{:+}%, {:+}%] | a={:?} b={:?}{}{} model={} tokens={} pairs={}",
+            "{} commit={commit} PREDICT B vs A generation tok/s in [{:+}%, {:+}%] | a={:?} b={:?}{}{} model={} tokens={} depth={} pairs={}",
             now_utc(),
             r.lo,
             r.hi,
@@ -249,6 +249,7 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
             a.b_binary.as_ref().map_or(String::new(), |p| format!(" b_binary={}", p.display())),
             a.work.model.model.as_ref().map_or("stories260K (embedded)".into(), |p| p.display().to_string()),
             a.work.tokens,
+            a.work.depth,
             a.pairs
         );
         append_log(&a.log, &line)?;
@@ -299,11 +300,13 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
                 runs: a.pairs,
                 arms: arms.clone(),
                 mode: ModeConfig::default(),
+                depth: a.work.depth,
             };
             let report = run_bench(&p.device, &p.model, &cfg, |grids| {
                 note!(
-                    "bench ab: {} | {} prompts + {} tokens, {} pairs, A = {:?}, B = {:?}, grids {grids:?}",
+                    "bench ab: {} | {}{} prompts + {} tokens, {} pairs, A = {:?}, B = {:?}, grids {grids:?}",
                     p.model.source,
+                    super::depth_note(a.work.depth),
                     p.prompts.len(),
                     a.work.tokens,
                     a.pairs,
@@ -415,6 +418,10 @@ fn run_binaries(a: &AbArgs) -> anyhow::Result<(BenchReport, Vec<ArmInfo>)> {
     path_arg("--model", &a.work.model.model);
     path_arg("--tokenizer", &a.work.model.tokenizer);
     path_arg("--prompts", &a.work.prompts);
+    // Only where set: a binary from before the option then still runs without one.
+    if a.work.depth > 0 {
+        common.extend(["--depth".into(), a.work.depth.to_string()]);
+    }
     if let Some(d) = &a.device {
         common.extend(["--device".into(), d.clone()]);
     }

@@ -67,6 +67,12 @@ pub struct Workload {
     /// Prompts file, one prompt a line (default: 20 built-in story openings).
     #[arg(long, value_name = "FILE")]
     pub prompts: Option<PathBuf>,
+    /// Positions of context before every prompt, as llama-bench's -d: the passes run at
+    /// positions D.. and attend over D cache rows, which are zeros rather than a decoded
+    /// text (a pass costs the same whatever it reads), so decode at depth is measured without
+    /// decoding D tokens first. The generated tokens are then no real text's continuation.
+    #[arg(long, default_value_t = 0, value_name = "D", value_parser = crate::validate::depth, allow_negative_numbers = true)]
+    pub depth: usize,
     /// Allow a CPU device (lavapipe): its numbers say nothing about a GPU.
     #[arg(long)]
     pub allow_cpu: bool,
@@ -145,7 +151,13 @@ pub fn prepare(w: &Workload, gpu: &GpuArgs) -> anyhow::Result<Prepared> {
         Some(p) => prompts::read_file(p)?,
         None => prompts::builtin(),
     };
-    let prompts = prompts::tokenize(&list, &model.tokenizer, w.tokens, model.config.seq_len)?;
+    let prompts = prompts::tokenize(
+        &list,
+        &model.tokenizer,
+        w.tokens,
+        w.depth,
+        model.config.seq_len,
+    )?;
     let device = super::open_gpu(gpu)?;
     if device.info().kind.is_cpu() && !w.allow_cpu {
         bail!(
@@ -232,6 +244,7 @@ pub fn meta(
         prompts,
         runs,
         n_gen: w.tokens,
+        n_depth: w.depth,
         contended,
     }
 }
@@ -253,6 +266,15 @@ pub fn emit(
     };
     crate::out::stdout_fmt(format_args!("{s}"))?;
     Ok(())
+}
+
+/// "at depth D (zeroed cache rows), " where the bench runs at a depth; else nothing.
+pub fn depth_note(depth: usize) -> String {
+    if depth == 0 {
+        String::new()
+    } else {
+        format!("at depth {depth} (zeroed cache rows), ")
+    }
 }
 
 /// Say which samples' tokens differed from the parity sweep (nondeterminism).
@@ -307,11 +329,13 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         runs: a.runs,
         arms: arms.clone(),
         mode: ModeConfig::default(),
+        depth: a.work.depth,
     };
     let report = run_bench(&p.device, &p.model, &cfg, |grids| {
         note!(
-            "bench: {} | {} prompts + {} tokens x {} runs per arm, arms {}, grids {grids:?}, {} pass{} per submission",
+            "bench: {} | {}{} prompts + {} tokens x {} runs per arm, arms {}, grids {grids:?}, {} pass{} per submission",
             p.model.source,
+            depth_note(a.work.depth),
             p.prompts.len(),
             a.work.tokens,
             a.runs,

@@ -49,6 +49,8 @@ pub struct Meta {
     pub runs: u64,
     /// Generated tokens per sample.
     pub n_gen: usize,
+    /// Positions of (zeroed) context before every prompt (`--depth`).
+    pub n_depth: usize,
     /// Another timing run held the GPU lock (`--no-wait`): every pass is contended.
     pub contended: bool,
 }
@@ -154,6 +156,10 @@ pub struct Row {
     pub n_prompt: usize,
     /// Generated tokens per sample; 0 in `pp` rows.
     pub n_gen: usize,
+    /// Positions of context before every prompt (`--depth`, zeroed cache rows); rows from
+    /// binaries before the option read 0.
+    #[serde(default)]
+    pub n_depth: usize,
     pub prompts: usize,
     pub runs: u64,
     /// The power mode the statistics are over: `fast`, `slow`, or `all`.
@@ -268,6 +274,7 @@ pub fn rows(meta: &Meta, arms: &[ArmInfo], report: &BenchReport) -> Vec<Row> {
                 test: test.into(),
                 n_prompt,
                 n_gen: if pp { 0 } else { meta.n_gen },
+                n_depth: meta.n_depth,
                 prompts: meta.prompts,
                 runs: meta.runs,
                 mode: mode_label(mode).into(),
@@ -296,7 +303,7 @@ pub fn rows(meta: &Meta, arms: &[ArmInfo], report: &BenchReport) -> Vec<Row> {
 }
 
 /// The CSV columns, in order (every field of [`Row`]).
-const COLUMNS: [&str; 39] = [
+const COLUMNS: [&str; 40] = [
     "model_filename",
     "model_type",
     "model_size",
@@ -315,6 +322,7 @@ const COLUMNS: [&str; 39] = [
     "test",
     "n_prompt",
     "n_gen",
+    "n_depth",
     "prompts",
     "runs",
     "mode",
@@ -383,11 +391,7 @@ pub fn render(format: Format, rows: &[Row]) -> anyhow::Result<String> {
             out.push_str("| model | type | size | params | device | arm | test | mode | t/s | median (min, max) |\n");
             out.push_str("| --- | --- | ---: | ---: | --- | --- | --- | --- | ---: | ---: |\n");
             for r in rows {
-                let test = if r.test == "pp" {
-                    format!("pp{}", r.n_prompt)
-                } else {
-                    format!("tg{}", r.n_gen)
-                };
+                let test = test_label(r);
                 out.push_str(&format!(
                     "| {} | {} | {:.2} MiB | {} | {} | {} | {} | {} ({}) | {:.2} ± {:.2} | {:.2} ({:.2}, {:.2}) |\n",
                     r.model_filename,
@@ -411,21 +415,31 @@ pub fn render(format: Format, rows: &[Row]) -> anyhow::Result<String> {
     Ok(out)
 }
 
+/// A row's test as llama-bench names it: `pp7`, `tg128`, `tg128 @ d4096` at a depth.
+pub fn test_label(r: &Row) -> String {
+    let t = if r.test == "pp" {
+        format!("pp{}", r.n_prompt)
+    } else {
+        format!("tg{}", r.n_gen)
+    };
+    if r.n_depth > 0 {
+        format!("{t} @ d{}", r.n_depth)
+    } else {
+        t
+    }
+}
+
 /// The text report: per arm prompt and generation tok/s, median (min, max), and the passes
 /// and samples per mode; then which mode was compared.
 pub fn text(meta: &Meta, rows: &[Row], report: &BenchReport) -> String {
     let mut s = format!(
-        "{:<14} {:>5} {:>32} {:>30} {:>20}\n",
+        "{:<14} {:>15} {:>32} {:>30} {:>20}\n",
         "arm", "test", "tok/s median (min, max)", "mean ± stddev", "passes fast/slow/unk"
     );
     for r in rows {
-        let test = if r.test == "pp" {
-            format!("pp{}", r.n_prompt)
-        } else {
-            format!("tg{}", r.n_gen)
-        };
+        let test = test_label(r);
         s.push_str(&format!(
-            "{:<14} {:>5} {:>32} {:>30} {:>20}\n",
+            "{:<14} {:>15} {:>32} {:>30} {:>20}\n",
             r.arm,
             test,
             format!("{:.1} ({:.1}, {:.1})", r.median_ts, r.min_ts, r.max_ts),
@@ -522,6 +536,7 @@ mod tests {
             prompts,
             runs: 1,
             n_gen: 4,
+            n_depth: 0,
             contended,
         }
     }

@@ -90,18 +90,24 @@ pub fn tokenize(
     prompts: &[Prompt],
     tok: &Tokenizer,
     gen: usize,
+    depth: usize,
     seq_len: usize,
 ) -> anyhow::Result<Vec<Vec<u32>>> {
+    let at = if depth > 0 {
+        format!("--depth {depth} + ")
+    } else {
+        String::new()
+    };
     prompts
         .iter()
         .map(|p| {
             let t = tok.encode(p.text.as_bytes(), true, false);
-            if t.len() + gen > seq_len {
+            if depth + t.len() + gen > seq_len {
                 bail!(
-                    "{}: {} prompt tokens (BOS included) + --tokens {gen} = {} positions, more than the model's context of {seq_len}",
+                    "{}: {at}{} prompt tokens (BOS included) + --tokens {gen} = {} positions, more than the model's context of {seq_len}",
                     p.origin,
                     t.len(),
-                    t.len() + gen
+                    depth + t.len() + gen
                 );
             }
             Ok(t)

@@ -337,6 +337,9 @@ impl VulkanDecoder {
         uploads.push((100, 0, prog_words));
         uploads.push((101, off_rope, rope));
         self.upload(uploads)?;
+        // A fresh cache holds whatever the memory held; zeroed, every row a pass has not
+        // written reads as 0 (a bench at depth attends over such rows).
+        self.clear_kv_cache()?;
         self.build_pipeline(sx_cap, cpu)?;
         self.warm_up()?;
         Ok(())
@@ -392,6 +395,23 @@ impl VulkanDecoder {
         } // else: a copy may still be reading it; leak it rather than free it under the GPU
 
         r
+    }
+
+    /// Zero every row of the key and value caches (both KV types: 0.0 is all-zero bits in
+    /// f32 and f16). Rows below a position the decoder then starts at read as zeros: the
+    /// pass attends over them at a real context's cost (`bench --depth`).
+    pub fn clear_kv_cache(&mut self) -> Result<()> {
+        if let Some(why) = &self.broken {
+            return Err(Error::Vulkan(format!("the decoder is broken: {why}")));
+        }
+        let (k, v) = (self.kv.buffer, self.kv_v.buffer);
+        // SAFETY: `cb` is recording (one_shot begins it); both caches are live buffers created
+        // with TRANSFER_DST, filled whole. The next pass's transfer-to-compute barrier orders
+        // these writes before any shader reads them.
+        self.one_shot(|d, cb| unsafe {
+            d.cmd_fill_buffer(cb, k, 0, vk::WHOLE_SIZE, 0);
+            d.cmd_fill_buffer(cb, v, 0, vk::WHOLE_SIZE, 0);
+        })
     }
 
     /// Dispatch the pipeline once (one workgroup, the calibration branch) so its JIT compile
