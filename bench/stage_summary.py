@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Summarise `baro-top run --json` lines (stdin) per stage kind, by position bucket.
+
+Per bucket of positions (edges given as arguments, e.g. `64 128`: [0,64) [64,128) [128,inf)),
+prints the passes' median GPU time and, per stage kind, the median over passes of the sum of
+its stages' busy and charged µs, and the median per-pass sum of barrier arrival spreads.
+Used by bench/h200_*.sh to compare two builds stage by stage in one device call.
+"""
+import json
+import statistics
+import sys
+
+edges = [int(a) for a in sys.argv[1:]]
+kinds = {}
+buckets = {}
+for line in sys.stdin:
+    try:
+        d = json.loads(line)
+    except json.JSONDecodeError:
+        continue
+    if d.get("type") == "start":
+        kinds = {s["id"]: s["kind"] for s in d["stages"]}
+    elif d.get("type") == "frame" and isinstance(d.get("stages"), list):
+        b = sum(1 for e in edges if d["pos"] >= e)
+        busy, charged = {}, {}
+        for s in d["stages"]:
+            k = kinds.get(s["stage"], "?")
+            busy[k] = busy.get(k, 0) + s["busy_ns"]
+            charged[k] = charged.get(k, 0) + s["charged_ns"]
+        spread = sum(x["arrival_spread_ns"] for x in d["barriers"])
+        buckets.setdefault(b, []).append((d["pos"], d.get("gpu_ns") or 0, busy, charged, spread))
+
+
+def med(v):
+    return statistics.median(v) / 1e3 if v else float("nan")
+
+
+for b in sorted(buckets):
+    rows = buckets[b]
+    lo = min(r[0] for r in rows)
+    hi = max(r[0] for r in rows)
+    print(f"  positions {lo}..{hi} ({len(rows)} passes): gpu {med([r[1] for r in rows]):.1f} µs, "
+          f"arrival spread {med([r[4] for r in rows]):.1f} µs")
+    for k in sorted({k for r in rows for k in r[2]}):
+        print(f"    {k:<9} busy {med([r[2].get(k, 0) for r in rows]):8.1f}  "
+              f"charged {med([r[3].get(k, 0) for r in rows]):8.1f} µs")
