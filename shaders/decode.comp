@@ -428,10 +428,12 @@ void unit_ffn(uint t0, uint t1, uint r) {
 
 // ---- attention ----
 // Tuning (compile time; register arrays): the quads of a key row a lane loads before using any
-// (the score loop's loads in flight), and the value rows (positions) a lane loads before using
-// any. At 1024 lanes an NVIDIA SM has 64 registers per lane: 8 vec4 loads are 32 of them.
+// (the score loop's loads in flight; it also sets the lanes per key row, so it is part of the
+// op's order), and the value rows (positions) a lane loads before using any (the value loop
+// also holds 4 heads x 4 accumulators; the order does not depend on it). At 1024 lanes an
+// NVIDIA SM has 64 registers per lane: 8 vec4 loads are 32 of them.
 #define ATT_KQ 8u
-#define ATT_VP 8u
+#define ATT_VP 4u
 
 // Quad j (elements 4j..4j+3) of the key (k_quad) or value (v_quad) row whose element 0 is
 // cache element b. A head size that is a multiple of 4 reads it in one load (16 bytes of an
@@ -470,14 +472,14 @@ vec4 q_quad(uint i, uint j, uint hs) {
     return r;
 }
 
-// Component-wise max over the workgroup; the team maxima go through sx4[at + team].
+// Component-wise max over the workgroup; the team maxima go through sx4[at + team]. No barrier
+// after the reads: the caller's next barrier must come before sx4[at..] is written again.
 vec4 wg_max4(vec4 v, uint at) {
     vec4 t = subgroupMax(v);
     if (tlane() == 0u) sx4[at + team()] = t;
     wg_sync();
     vec4 m = sx4[at];
     for (uint i = 1u; i < nteams(); ++i) m = max(m, sx4[at + i]);
-    wg_sync();
     return m;
 }
 
@@ -494,14 +496,15 @@ shared bool s_last;
 // The op's reduction order, for each head h of the group (query q), fixed for a given subgroup
 // size S, workgroup size and SX_CAP (never the grid or the schedule):
 // - score(t) = s(t) / scale. A key row is read by R lanes, R the least power of two with
-//   R·ATT_KQ >= Q, at most S; lane r adds, over its quads j = r, r+R, r+2R, ... ascending,
-//   q[4j]·k[4j], q[4j+1]·k[4j+1], q[4j+2]·k[4j+2], q[4j+3]·k[4j+3] in this order; s(t) is the
-//   butterfly of the R lane sums: for o = R/2, R/4, ..., 1 each lane adds the value of lane
-//   r xor o (every lane of the row ends with the same bits).
+//   R·ATT_KQ >= Q, at most S; lane r adds (from 0), over its quads j = r, r+R, r+2R, ...
+//   ascending, q[4j]·k[4j], q[4j+1]·k[4j+1], q[4j+2]·k[4j+2], q[4j+3]·k[4j+3] in this order;
+//   s(t) is the butterfly of the R lane sums: for o = R/2, R/4, ..., 1 each lane adds the
+//   value of lane r xor o (every lane of the row ends with the same bits).
 // - chunk max m_c: the largest score(t) of the chunk; e(t) = exp(score(t) - m_c).
 // - value cluster k (Q lanes, the lane of quad j taking elements 4j..4j+3), k < PG =
 //   min(wg / Q, SXV / (hb·Q + 1)) with SXV the vec4s of sx, adds e(t)·v[t] per element and
-//   e(t) over t = c0+k, c0+k+PG, c0+k+2PG, ... ascending (from 0);
+//   e(t) over t = c0+k, c0+k+PG, c0+k+2PG, ... ascending (from 0; the loop runs in tiles of
+//   a multiple of PG positions, whose e(t) go through sx: the order is the same);
 // - the chunk's output o_c and sum l_c: the clusters' values added in cluster order
 //   (cluster 0's, then + cluster 1's, ...).
 // - nch = 1: out = o_0 / l_0, written by the unit.
@@ -512,6 +515,7 @@ shared bool s_last;
 // The attention output goes to OFF_ATTO, which the next level's prologue (PRO_ATT) loads.
 // Loads: a lane holds ATT_KQ key quads (one key row's quads r, r+R, ...) in flight in the
 // score loop and ATT_VP value quads (ATT_VP positions of its cluster) in the value loop.
+// Workgroup barriers per unit: 7 (one chunk) or 9 (several), plus two per further tile.
 void unit_attn(uint layer, uint hg, uint c, uint nch) {
     // The head size as a specialisation constant (= P(H_HEAD_SIZE)): quad counts, lanes per
     // row and the fallback fold at pipeline creation.
@@ -597,7 +601,7 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
     for (uint a = c0; a < c1; a += tt) {
         TICK();
         uint b = min(c1, a + tt);
-        wg_sync();   // the previous tile's reads done before it is overwritten
+        wg_sync();   // the previous tile's (or the maxima's) reads done before it is overwritten
         for (uint x = lid(); x < b - a; x += wg) {
             TICK();
             vec4 e = vec4(0.0);
