@@ -431,9 +431,11 @@ void unit_ffn(uint t0, uint t1, uint r) {
 // (the score loop's loads in flight; it also sets the lanes per key row, so it is part of the
 // op's order), and the value rows (positions) a lane loads before using any (the value loop
 // also holds 4 heads x 4 accumulators; the order does not depend on it). At 1024 lanes an
-// NVIDIA SM has 64 registers per lane: 8 vec4 loads are 32 of them.
-#define ATT_KQ 8u
-#define ATT_VP 4u
+// NVIDIA SM has 64 registers per lane. Measured on the H200 (bench/RESULTS.md, round 14c):
+// 4 and 2 beat 8 and 4 at every depth (1b: +2.5 % at positions 5..133, +4 % at 16k; 8b
+// +1.5 % / +3 %): less unrolled code, the same loads' worth in flight across the lanes.
+#define ATT_KQ 4u
+#define ATT_VP 2u
 
 // Quad j (elements 4j..4j+3) of the key (k_quad) or value (v_quad) row whose element 0 is
 // cache element b. A head size that is a multiple of 4 reads it in one load (16 bytes of an
