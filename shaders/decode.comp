@@ -8,7 +8,8 @@
 // - matvec row: lane l of a subgroup ("team") of S lanes accumulates elements/blocks
 //   l, l+S, ... in ascending order; then subgroupAdd over the team.
 // - workgroup sums: subgroupAdd per subgroup, then subgroup partials added in index order.
-// - attention output: positions in ascending order, one lane per output element.
+// - attention: see unit_attn (per position chunk and head group, the chunks combined in
+//   chunk order).
 
 #include "layout.glsl"
 
@@ -312,7 +313,7 @@ void NAME(uint ts[R], uint rs[R], out float res[R]) {                           
 DEFINE_DOT_ROWS(dot_rows2, 2u)
 DEFINE_DOT_ROWS(dot_rows4, 4u)
 
-// Position chunks of one head's attention over n positions (unit_attn): a function of n
+// Position chunks of one head group's attention over n positions (unit_attn): a function of n
 // alone, so neither the grid nor the schedule changes a result.
 uint att_chunks(uint n) {
     return min((n + ATT_CHUNK_MIN - 1u) / ATT_CHUNK_MIN, ATT_CHUNKS);
@@ -342,35 +343,9 @@ void prologue(uint lvl) {
             sx_set(SXI(j), welem(nt, 0u, j) * (scale * sx_get(SXI(j))));
         }
     } else if (kind == PRO_ATT) {
-        // The attention output, the heads' position chunks combined (see unit_attn):
-        // element j = h·hs + i is (sum over c ascending of o_c[i]·w_c) / (sum over c ascending
-        // of l_c·w_c), w_c = exp(m_c - M), M the largest m_c. Every workgroup combines the
-        // same way after the grid barrier: no arrival counter, no extra fence.
-        uint hs = P(H_HEAD_SIZE), pw = hs + 2u, nch = att_chunks(pc.pos + 1u);
-        uint o = P(H_OFF_ATTP);
-        for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue;
-            TICK();
-            uint po = o + (j / hs) * ATT_CHUNKS * pw, i = j % hs;
-            // Every load first (independent, in flight together), then the arithmetic.
-            float mc[ATT_CHUNKS], lc[ATT_CHUNKS], oc[ATT_CHUNKS];
-            [[unroll]] for (uint c = 0u; c < ATT_CHUNKS; ++c) {
-                bool in_use = c < nch;
-                mc[c] = in_use ? st.s[po + c * pw + hs] : 0.0;
-                lc[c] = in_use ? st.s[po + c * pw + hs + 1u] : 0.0;
-                oc[c] = in_use ? st.s[po + c * pw + i] : 0.0;
-            }
-            float mx = mc[0];
-            [[unroll]] for (uint c = 1u; c < ATT_CHUNKS; ++c) if (c < nch) mx = max(mx, mc[c]);
-            float num = 0.0, den = 0.0;
-            [[unroll]] for (uint c = 0u; c < ATT_CHUNKS; ++c) {
-                if (c < nch) {
-                    float w = exp(mc[c] - mx);
-                    num += oc[c] * w;
-                    den += lc[c] * w;
-                }
-            }
-            sx_set(SXI(j), num / den);
-        }
+        // The attention output: unit_attn wrote it, every head's chunks combined.
+        uint o = P(H_OFF_ATTO);
+        for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue; TICK(); sx_set(SXI(j), st.s[o + j]); }
     } else if (kind == PRO_HB) {
         uint h = P(H_HIDDEN), o = P(H_OFF_HB);
         if (h <= SX_CAP)
@@ -451,104 +426,276 @@ void unit_ffn(uint t0, uint t1, uint r) {
     if (tlane() == 0u) store_ffn(r, g, u);
 }
 
-// Attention, split over positions: a unit is (head h, position chunk c), run by a whole
-// workgroup (the attention level has no prologue, so sx is free scratch here). The n = pos+1
-// positions fall into nch = att_chunks(n) chunks of cl = ceil(n / nch) positions (chunk c:
-// [c·cl, min(n, (c+1)·cl))), a function of n alone: the grid and the schedule change nothing.
-// The op's reduction order, fixed for a given team count:
-// - score(t) = (sum over i of q[i]·k[t][i]) / scale: lane l of a team adds i = l, l+S, ... in
-//   ascending order, then subgroupAdd; team j takes positions c0+j, c0+j+nteams, ...
-// - chunk max m_c and sum l_c = sum of e(t) = exp(score(t) - m_c) as wg_max / wg_sum over lanes
-//   taking t = c0+lid, c0+lid+wg, ... ascending;
-// - chunk output o_c[i] = sum over g < PG of partial_g[i], g ascending, where position group g
-//   (team g, PG = min(nteams, SX_CAP / head size)) adds e(t)·v[t][i] over t = c0+g, c0+g+PG,
-//   ... ascending, lane l taking i = l, l+S, ...;
-// - out[i] = (sum over c ascending of o_c[i]·w_c) / (sum over c ascending of l_c·w_c), with
-//   w_c = exp(m_c - M), M the largest m_c: the next level's prologue (PRO_ATT) combines the
-//   chunks in every workgroup, so the level needs no arrival counter or fence of its own.
-// Positions are taken four at a time so four loads are in flight per lane; each position's
-// terms are still added in ascending order.
-void unit_attn(uint layer, uint h, uint c, uint nch) {
-    uint hs = P(H_HEAD_SIZE), kvd = P(H_KV_DIM), ms = P(H_MAX_SEQ);
-    uint kvh = h / (P(H_N_HEADS) / P(H_N_KV_HEADS));
+// ---- attention ----
+// Tuning (compile time; register arrays): the quads of a key row a lane loads before using any
+// (the score loop's loads in flight; it also sets the lanes per key row, so it is part of the
+// op's order), and the value rows (positions) a lane loads before using any (the value loop
+// also holds 4 heads x 4 accumulators; the order does not depend on it). At 1024 lanes an
+// NVIDIA SM has 64 registers per lane. Measured on the H200 (bench/RESULTS.md, round 14c):
+// 4 and 2 beat 8 and 4 at every depth (1b: +2.5 % at positions 5..133, +4 % at 16k; 8b
+// +1.5 % / +3 %): less unrolled code, the same loads' worth in flight across the lanes.
+#define ATT_KQ 4u
+#define ATT_VP 2u
+
+// Quad j (elements 4j..4j+3) of the key (k_quad) or value (v_quad) row whose element 0 is
+// cache element b. A head size that is a multiple of 4 reads it in one load (16 bytes of an
+// f32 cache, 8 of an f16 one: four halves widened with unpackHalf2x16, exactly as a scalar
+// f16 load widens them); a head size of 4k+2 (the fallback) reads scalars, the two elements
+// past the head size zero.
+vec4 kq4(uint o) {
+#ifdef KV16
+    if (KV_F16) { uvec2 u = kvc16x4.kv[o >> 2u]; return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y)); }
+#endif
+    return kvc4.kv[o >> 2u];
+}
+vec4 vq4(uint o) {
+#ifdef KV16
+    if (KV_F16) { uvec2 u = kvv16x4.kv[o >> 2u]; return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y)); }
+#endif
+    return kvv4.kv[o >> 2u];
+}
+vec4 k_quad(uint b, uint j, uint hs) {
+    if ((hs & 3u) == 0u) return kq4(b + 4u * j);
+    vec4 r = vec4(0.0);
+    [[unroll]] for (uint e = 0u; e < 4u; ++e) if (4u * j + e < hs) r[e] = K_AT(b + 4u * j + e);
+    return r;
+}
+vec4 v_quad(uint b, uint j, uint hs) {
+    if ((hs & 3u) == 0u) return vq4(b + 4u * j);
+    vec4 r = vec4(0.0);
+    [[unroll]] for (uint e = 0u; e < 4u; ++e) if (4u * j + e < hs) r[e] = V_AT(b + 4u * j + e);
+    return r;
+}
+// Quad j of query i of the unit's head group, kept in sx as floats i·hs + e.
+vec4 q_quad(uint i, uint j, uint hs) {
+    if ((hs & 3u) == 0u) return sx4[((i * hs) >> 2u) + j];
+    vec4 r = vec4(0.0);
+    [[unroll]] for (uint e = 0u; e < 4u; ++e) if (4u * j + e < hs) r[e] = sx_get(i * hs + 4u * j + e);
+    return r;
+}
+
+// Component-wise max over the workgroup; the team maxima go through sx4[at + team]. No barrier
+// after the reads: the caller's next barrier must come before sx4[at..] is written again.
+vec4 wg_max4(vec4 v, uint at) {
+    vec4 t = subgroupMax(v);
+    if (tlane() == 0u) sx4[at + team()] = t;
+    wg_sync();
+    vec4 m = sx4[at];
+    for (uint i = 1u; i < nteams(); ++i) m = max(m, sx4[at + i]);
+    return m;
+}
+
+shared bool s_last;
+
+// Attention over position chunks, by head group: a unit is (head group g, position chunk c),
+// run by a whole workgroup (the attention level has no prologue, so sx is free scratch here).
+// Head group g holds up to ATT_HEADS query heads h0 .. h0+hb-1 of one KV head (a KV head's
+// gq = n_heads / n_kv_heads query heads form ceil(gq / ATT_HEADS) groups, in head order): the
+// unit loads each key and value of its chunk once for all hb heads. The n = pos+1 positions
+// fall into nch = att_chunks(n) chunks of cl = ceil(n / nch) positions (chunk c: [c·cl,
+// min(n, (c+1)·cl)), never empty), a function of n alone. Rows are read as quads (elements
+// 4j..4j+3, Q = ceil(hs / 4) per row; a head size of 4k+2 pads its last quad with zeros).
+// The op's reduction order, for each head h of the group (query q), fixed for a given subgroup
+// size S, workgroup size and SX_CAP (never the grid or the schedule):
+// - score(t) = s(t) / scale. A key row is read by R lanes, R the least power of two with
+//   R·ATT_KQ >= Q, at most S; lane r adds (from 0), over its quads j = r, r+R, r+2R, ...
+//   ascending, q[4j]·k[4j], q[4j+1]·k[4j+1], q[4j+2]·k[4j+2], q[4j+3]·k[4j+3] in this order;
+//   s(t) is the butterfly of the R lane sums: for o = R/2, R/4, ..., 1 each lane adds the
+//   value of lane r xor o (every lane of the row ends with the same bits).
+// - chunk max m_c: the largest score(t) of the chunk; e(t) = exp(score(t) - m_c).
+// - value cluster k (Q lanes, the lane of quad j taking elements 4j..4j+3), k < PG =
+//   min(wg / Q, SXV / (hb·Q + 1)) with SXV the vec4s of sx, adds e(t)·v[t] per element and
+//   e(t) over t = c0+k, c0+k+PG, c0+k+2PG, ... ascending (from 0; the loop runs in tiles of
+//   a multiple of PG positions, whose e(t) go through sx: the order is the same);
+// - the chunk's output o_c and sum l_c: the clusters' values added in cluster order
+//   (cluster 0's, then + cluster 1's, ...).
+// - nch = 1: out = o_0 / l_0, written by the unit.
+//   nch > 1: out = (sum over c ascending of o_c·w_c) / (sum over c ascending of l_c·w_c)
+//   (both sums from 0), w_c = exp(m_c - M), M the largest m_c: every unit stores its (o_c,
+//   m_c, l_c) and arrives at its head group's counter in the sync words; the group's last
+//   arrival (any workgroup: the same arithmetic) combines them.
+// The attention output goes to OFF_ATTO, which the next level's prologue (PRO_ATT) loads.
+// Loads: a lane holds ATT_KQ key quads (one key row's quads r, r+R, ...) in flight in the
+// score loop and ATT_VP value quads (ATT_VP positions of its cluster) in the value loop.
+// Workgroup barriers per unit: 7 (one chunk) or 9 (several), plus two per further tile.
+void unit_attn(uint layer, uint hg, uint c, uint nch) {
+    // The head size as a specialisation constant (= P(H_HEAD_SIZE)): quad counts, lanes per
+    // row and the fallback fold at pipeline creation.
+    uint hs = HEAD_SIZE, kvd = P(H_KV_DIM), ms = P(H_MAX_SEQ);
+    uint gq = P(H_N_HEADS) / P(H_N_KV_HEADS), nb = (gq + ATT_HEADS - 1u) / ATT_HEADS;
+    uint kvh = hg / nb, h0 = kvh * gq + (hg % nb) * ATT_HEADS;
+    uint hb = min(ATT_HEADS, gq - (hg % nb) * ATT_HEADS);
+    // Position t's key row starts at cache element kb + t·kvd; the value cache has the same
+    // layout.
     uint kb = layer * P(H_KV_LAYER) + kvh * hs;
-    uint vb = kb;   // the value cache has the key cache's layout
-    uint qo = P(H_OFF_Q) + h * hs;
-    uint ao = P(H_OFF_ATT) + h * ms;
-    uint pw = hs + 2u;
-    uint po = P(H_OFF_ATTP) + h * ATT_CHUNKS * pw;
+    uint ao = P(H_OFF_ATT);   // head h's score (then nothing) of position t at ao + h·ms + t
     float scale = uintBitsToFloat(P(H_ATT_SCALE));
     uint n = pc.pos + 1u;
     uint cl = (n + nch - 1u) / nch;
     uint c0 = min(n, c * cl), c1 = min(n, c0 + cl);
-    uint S = gl_SubgroupSize, nt = nteams(), g = team(), l = tlane();
-    float m = -3.402823e38;
-    for (uint t0 = c0 + g; t0 < c1; t0 += 4u * nt) {
+    uint Q = (hs + 3u) / 4u;
+    uint S = gl_SubgroupSize, nt = nteams(), g = team(), l = tlane(), wg = gl_WorkGroupSize.x;
+    // The group's queries (heads h0.. are contiguous in q) into sx.
+    for (uint x = lid(); x < hb * hs; x += wg) { TICK(); sx_set(x, st.s[P(H_OFF_Q) + h0 * hs + x]); }
+    wg_sync();
+
+    // Scores: a subgroup takes S / R positions at a time, R lanes each; the loop is uniform
+    // over the subgroup (the butterfly's shuffles).
+    uint R = 1u;
+    while (R < S && R * ATT_KQ < Q) R *= 2u;
+    uint ps = S / R, r = l % R;
+    vec4 mx = vec4(-3.402823e38);
+    for (uint t0 = c0 + g * ps; t0 < c1; t0 += nt * ps) {
         TICK();
-        float sc[4] = float[4](0.0, 0.0, 0.0, 0.0);
-        for (uint i = l; i < hs; i += S) {
+        uint t = t0 + l / R;
+        bool live = t < c1;
+        uint rb = kb + t * kvd;
+        vec4 sc = vec4(0.0);
+        for (uint y0 = 0u; R * y0 < Q; y0 += ATT_KQ) {   // uniform too (quads past Q masked)
             TICK();
-            float qi = st.s[qo + i];
-            float k0 = K_AT(kb + t0 * kvd + i);
-            float k1 = t0 + nt < c1 ? K_AT(kb + (t0 + nt) * kvd + i) : 0.0;
-            float k2 = t0 + 2u * nt < c1 ? K_AT(kb + (t0 + 2u * nt) * kvd + i) : 0.0;
-            float k3 = t0 + 3u * nt < c1 ? K_AT(kb + (t0 + 3u * nt) * kvd + i) : 0.0;
-            sc[0] += qi * k0;
-            sc[1] += qi * k1;
-            sc[2] += qi * k2;
-            sc[3] += qi * k3;
+            // Every load first (independent, in flight together), then the arithmetic.
+            vec4 kq[ATT_KQ];
+            [[unroll]] for (uint y = 0u; y < ATT_KQ; ++y) {
+                uint j = r + R * (y0 + y);
+                kq[y] = live && j < Q ? k_quad(rb, j, hs) : vec4(0.0);
+            }
+            [[unroll]] for (uint y = 0u; y < ATT_KQ; ++y) {
+                uint j = r + R * (y0 + y);
+                if (j < Q) {
+                    [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i) {
+                        if (i < hb) {
+                            vec4 q = q_quad(i, j, hs);
+                            sc[i] += q.x * kq[y].x;
+                            sc[i] += q.y * kq[y].y;
+                            sc[i] += q.z * kq[y].z;
+                            sc[i] += q.w * kq[y].w;
+                        }
+                    }
+                }
+            }
         }
-        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-            float v = subgroupAdd(sc[j]) / scale;
-            uint t = t0 + j * nt;
-            if (t < c1) {
-                if (l == 0u) st.s[ao + t] = v;
-                m = max(m, v);
+        for (uint o = R >> 1u; o > 0u; o >>= 1u) sc += subgroupShuffleXor(sc, o);
+        sc /= scale;
+        if (live) {
+            [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i) {
+                if (i < hb) {
+                    if ((i & (R - 1u)) == r) st.s[ao + (h0 + i) * ms + t] = sc[i];
+                    mx[i] = max(mx[i], sc[i]);
+                }
             }
         }
     }
-    m = wg_max(m);   // also orders the score writes above before the reads below
-    float sum = 0.0;
-    for (uint t0 = c0; t0 < c1; t0 += gl_WorkGroupSize.x) { uint t = t0 + lid(); if (t >= c1) continue;
+    // Also orders the score writes above before the reads below; the team maxima go behind
+    // the queries in sx.
+    vec4 m = wg_max4(mx, hb * Q);
+
+    // Values, in tiles of tt positions (a multiple of PG): the tile's e(t) of every head of
+    // the group (a vec4 per position) in sx, then the clusters' loads.
+    uint sxv = SX_CAP / 4u + SX_CAP / 32u + 1u;   // vec4s of sx
+    uint pw4 = hb * Q + 1u;                       // a cluster's partial: hb·Q quads, its sums
+    uint pg = max(1u, min(wg / Q, sxv / pw4));    // (the host checks that one cluster fits)
+    uint tt = sxv / pg * pg;
+    uint k = lid() / Q, j = lid() % Q;
+    bool vl = k < pg;
+    vec4 acc[ATT_HEADS];
+    [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i) acc[i] = vec4(0.0);
+    vec4 ls = vec4(0.0);
+    for (uint a = c0; a < c1; a += tt) {
         TICK();
-        float e = exp(st.s[ao + t] - m);
-        st.s[ao + t] = e;
-        sum += e;
-    }
-    sum = wg_sum(sum);   // also orders the e(t) writes above before the reads below
-    uint pg = min(nt, SX_CAP / hs);
-    if (g < pg) {
-        for (uint i = l; i < hs; i += S) {
+        uint b = min(c1, a + tt);
+        wg_sync();   // the previous tile's (or the maxima's) reads done before it is overwritten
+        for (uint x = lid(); x < b - a; x += wg) {
             TICK();
-            float acc = 0.0;
-            for (uint t = c0 + g; t < c1; t += 4u * pg) {
+            vec4 e = vec4(0.0);
+            [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
+                if (i < hb) e[i] = exp(st.s[ao + (h0 + i) * ms + a + x] - m[i]);
+            sx4[x] = e;
+        }
+        wg_sync();
+        if (vl) {
+            for (uint t = a + k; t < b; t += ATT_VP * pg) {
                 TICK();
-                uint t1 = t + pg, t2 = t + 2u * pg, t3 = t + 3u * pg;
-                float v0 = V_AT(vb + t * kvd + i);
-                float v1 = t1 < c1 ? V_AT(vb + t1 * kvd + i) : 0.0;
-                float v2 = t2 < c1 ? V_AT(vb + t2 * kvd + i) : 0.0;
-                float v3 = t3 < c1 ? V_AT(vb + t3 * kvd + i) : 0.0;
-                acc += st.s[ao + t] * v0;
-                if (t1 < c1) acc += st.s[ao + t1] * v1;
-                if (t2 < c1) acc += st.s[ao + t2] * v2;
-                if (t3 < c1) acc += st.s[ao + t3] * v3;
+                vec4 vq[ATT_VP];
+                [[unroll]] for (uint p = 0u; p < ATT_VP; ++p) {
+                    uint tp = t + p * pg;
+                    vq[p] = tp < b ? v_quad(kb + tp * kvd, j, hs) : vec4(0.0);
+                }
+                [[unroll]] for (uint p = 0u; p < ATT_VP; ++p) {
+                    uint tp = t + p * pg;
+                    if (tp < b) {
+                        vec4 e = sx4[tp - a];
+                        [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
+                            if (i < hb) acc[i] += e[i] * vq[p];
+                        ls += e;
+                    }
+                }
             }
-            sx_set(g * hs + i, acc);
         }
     }
+    // The clusters' partials, added in cluster order.
     wg_sync();
-    uint pc0 = po + c * pw;
-    for (uint i0 = 0u; i0 < hs; i0 += gl_WorkGroupSize.x) { uint i = i0 + lid(); if (i >= hs) continue;
+    if (vl) {
+        [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i) if (i < hb) sx4[k * pw4 + i * Q + j] = acc[i];
+        if (j == 0u) sx4[k * pw4 + hb * Q] = ls;
+    }
+    wg_sync();
+    uint pw = hs + 2u, pb = P(H_OFF_ATTP), oo = P(H_OFF_ATTO);
+    for (uint x = lid(); x < hb * Q; x += wg) {
         TICK();
-        float acc = 0.0;
-        for (uint k = 0u; k < pg; ++k) { TICK(); acc += sx_get(k * hs + i); }
-        st.s[pc0 + i] = acc;
+        vec4 o = sx4[x], lv = sx4[hb * Q];
+        for (uint kk = 1u; kk < pg; ++kk) { TICK(); o += sx4[kk * pw4 + x]; lv += sx4[kk * pw4 + hb * Q]; }
+        uint i = x / Q, e0 = 4u * (x % Q), h = h0 + i;
+        float lsum = lv[i];
+        uint rec = pb + (h * ATT_CHUNKS + c) * pw;
+        [[unroll]] for (uint e = 0u; e < 4u; ++e) {
+            if (e0 + e < hs) {
+                if (nch == 1u) st.s[oo + h * hs + e0 + e] = o[e] / lsum;
+                else st.s[rec + e0 + e] = o[e];
+            }
+        }
+        if (e0 == 0u && nch > 1u) {
+            st.s[rec + hs] = m[i];
+            st.s[rec + hs + 1u] = lsum;
+        }
     }
-    if (lid() == 0u) {
-        st.s[pc0 + hs] = m;
-        st.s[pc0 + hs + 1u] = sum;
+    if (nch > 1u) {
+        // Arrive at the group's counter (cumulative over layers, zeroed every pass) with a
+        // release of this chunk's partials; the layer's last arrival combines the chunks.
+        wg_sync();
+        if (lid() == 0u) {
+            uint seen = atomicAdd(sy.w[SY_RESIDENT + G + hg], 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease) + 1u;
+            s_last = seen == (layer + 1u) * nch;
+            if (s_last) memoryBarrier(SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+        }
+        wg_sync();
+        if (s_last) {
+            for (uint x = lid(); x < hb * hs; x += wg) {
+                TICK();
+                uint i = x / hs, e = x % hs, h = h0 + i;
+                uint rec = pb + h * ATT_CHUNKS * pw;
+                // Every load first (independent, in flight together), then the arithmetic.
+                float mc[ATT_CHUNKS], lc[ATT_CHUNKS], oc[ATT_CHUNKS];
+                [[unroll]] for (uint cc = 0u; cc < ATT_CHUNKS; ++cc) {
+                    bool in_use = cc < nch;
+                    mc[cc] = in_use ? st.s[rec + cc * pw + hs] : 0.0;
+                    lc[cc] = in_use ? st.s[rec + cc * pw + hs + 1u] : 0.0;
+                    oc[cc] = in_use ? st.s[rec + cc * pw + e] : 0.0;
+                }
+                float mm = mc[0];
+                [[unroll]] for (uint cc = 1u; cc < ATT_CHUNKS; ++cc) if (cc < nch) mm = max(mm, mc[cc]);
+                float num = 0.0, den = 0.0;
+                [[unroll]] for (uint cc = 0u; cc < ATT_CHUNKS; ++cc) {
+                    if (cc < nch) {
+                        float w = exp(mc[cc] - mm);
+                        num += oc[cc] * w;
+                        den += lc[cc] * w;
+                    }
+                }
+                st.s[oo + h * hs + e] = num / den;
+            }
+        }
     }
-    wg_sync();
+    wg_sync();   // sx free for the next unit
 }
 
 // Argmax over the per-workgroup partials: the largest value, the lowest index on ties (an
@@ -629,8 +776,8 @@ void run_stage(uint si, bool first, bool last) {
     if (kind == TEST_SLOW_KIND && lid() == 0u) red[63] = slow_work(float(pc.pos));
     if (kind == K_ATTN || kind == K_ARGMAX) {
         // Workgroup-granular units.
-        // Attention units are (head, position chunk): n heads times the chunks of this
-        // position (unit u = head u / nch, chunk u % nch).
+        // Attention units are (head group, position chunk): n head groups times the chunks
+        // of this position (unit u = group u / nch, chunk u % nch).
         uint nch = kind == K_ATTN ? att_chunks(pc.pos + 1u) : 1u;
         uint nu = n * nch;
         for (uint u = (wg_id() + G - off % G) % G; u < nu; u += G) {

@@ -6,6 +6,7 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_shader_realtime_clock : require
 #extension GL_EXT_control_flow_attributes : require
 #ifdef KV16
@@ -49,6 +50,7 @@ layout(constant_id = SPEC_MAX_WG) const uint MAX_WG = 1024;       // upper bound
 layout(constant_id = SPEC_MAT_TY) const uint MAT_TY = 0xFFFFu;    // the one type of every matrix, or 0xFFFF (read per tensor)
 layout(constant_id = SPEC_ROWS) const uint ROWS = 1;             // weight rows a team streams at once (1, 2, 4)
 layout(constant_id = SPEC_KV_F16) const bool KV_F16 = false;    // KV cache stored as f16 (KV16 modules only)
+layout(constant_id = SPEC_HEAD_SIZE) const uint HEAD_SIZE = 64;  // the program's head size (H_HEAD_SIZE)
 
 #define NCHUNK 8
 layout(set = 0, binding = B_WEIGHTS) readonly buffer Weights { uint w[]; } weights[NCHUNK];
@@ -57,10 +59,18 @@ layout(set = 0, binding = B_WEIGHTS) readonly buffer Weights4 { uvec4 w4[]; } we
 layout(set = 0, binding = B_STATE) coherent buffer State { float s[]; } st;
 layout(set = 0, binding = B_KV) coherent buffer Kv { float kv[]; } kvc;      // keys
 layout(set = 0, binding = B_KV_V) coherent buffer KvV { float kv[]; } kvv;   // values
+// The same two buffers as 16-byte vectors: elements 4k..4k+3 of an f32 cache in one load (the
+// attention's wide loads; a head size that is a multiple of 4 keeps every row's quads aligned).
+layout(set = 0, binding = B_KV) coherent buffer Kv4 { vec4 kv[]; } kvc4;
+layout(set = 0, binding = B_KV_V) coherent buffer KvV4 { vec4 kv[]; } kvv4;
 #ifdef KV16
 // The same two buffers as f16 elements (KV_F16): element o of the cache at byte 2·o.
 layout(set = 0, binding = B_KV) coherent buffer Kv16 { float16_t kv[]; } kvc16;
 layout(set = 0, binding = B_KV_V) coherent buffer KvV16 { float16_t kv[]; } kvv16;
+// And as pairs of words: elements 4k..4k+3 of an f16 cache (8 bytes) in one load, widened with
+// unpackHalf2x16 (no 16-bit types involved, but only the KV16 modules read an f16 cache).
+layout(set = 0, binding = B_KV) coherent buffer Kv16x4 { uvec2 kv[]; } kvc16x4;
+layout(set = 0, binding = B_KV_V) coherent buffer KvV16x4 { uvec2 kv[]; } kvv16x4;
 #endif
 layout(set = 0, binding = B_OUT) coherent buffer Out { uint o[]; } outb;
 layout(set = 0, binding = B_SYNC) coherent buffer Sync { uint w[]; } sy;

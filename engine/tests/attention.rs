@@ -1,86 +1,267 @@
-//! Attention split over position chunks: past 64 positions a head's attention runs as up to
-//! four (head, chunk) units on different workgroups, combined in the next level's prologue.
-//! The result must track the CPU reference, stay bit-identical between mega and multi, and
-//! not depend on the grid (which workgroup runs which chunk). Runs on lavapipe
-//! in CI (a missing device fails).
+//! Attention over position chunks and head groups: a unit is (head group, position chunk),
+//! a head group up to `ATT_HEADS` query heads of one KV head (each key and value loaded once
+//! for all of them), and past `ATT_CHUNK_MIN` positions a group's attention runs as up to
+//! `ATT_CHUNKS` units on different workgroups, the last to finish combining them. The result
+//! must track the CPU reference, stay bit-identical between mega and multi, and not depend on
+//! the grid (which workgroup runs which chunk, which one arrives last). Runs on lavapipe in CI
+//! (a missing device fails).
 
 mod common;
 
 use baro_engine::gate::{run_gate, GateConfig};
+use baro_engine::kv::KvType;
+use baro_engine::model::{Config, Model};
 use baro_engine::quant::GgmlType;
 use baro_engine::synth::{self, Shape};
-use baro_engine::vulkan::program::{att_chunks, ATT_CHUNKS, ATT_CHUNK_MIN};
+use baro_engine::vulkan::program::{att_chunks, att_groups, ATT_CHUNKS, ATT_CHUNK_MIN, ATT_HEADS};
 use baro_engine::vulkan::{DecoderOptions, Dispatch, VulkanDecoder};
 
 use common::{assert_gate_clean, device};
 
-/// Positions decoded: every chunk count from 1 to ATT_CHUNKS, and uneven chunk lengths.
+/// Positions decoded on the small shapes: chunk counts 1 to 5, uneven chunk lengths.
 const N: usize = 300;
 
-fn model() -> baro_engine::model::Model {
+/// Positions decoded on the GQA shape: past the point where the chunk count reaches its cap.
+const N_CAP: usize = (ATT_CHUNKS * ATT_CHUNK_MIN) as usize + 40;
+
+/// Tiny: 8 query heads, 4 KV heads (two query heads per group), head size 16.
+fn tiny_model() -> Model {
     let (mut cfg, tied) = Shape::Tiny.config();
     cfg.n_layers = 2;
     synth::generate(&cfg, tied, GgmlType::Q8_0, 5, |_, _| {}).expect("model")
 }
 
-/// A forced token sequence (no argmax feedback: the comparison never stops at a near-tie).
-fn tokens(vocab: usize) -> Vec<u32> {
-    (0..N).map(|p| ((p * 37 + 11) % vocab) as u32).collect()
+fn config(dim: usize, hidden_dim: usize, n_heads: usize, n_kv_heads: usize, seq: usize) -> Config {
+    let (base, _) = Shape::Tiny.config();
+    Config {
+        dim,
+        hidden_dim,
+        n_layers: 2,
+        n_heads,
+        n_kv_heads,
+        seq_len: seq,
+        ..base
+    }
 }
 
-#[test]
-fn the_chunk_count_grows_with_the_context_to_its_cap() {
-    assert_eq!(att_chunks(1), 1);
-    assert_eq!(att_chunks(ATT_CHUNK_MIN), 1);
-    assert_eq!(att_chunks(ATT_CHUNK_MIN + 1), 2);
-    assert_eq!(att_chunks(N as u32), ATT_CHUNKS);
-    assert_eq!(att_chunks(16384), ATT_CHUNKS);
-    assert!(
-        att_chunks(N as u32) > 1 && N as u32 > ATT_CHUNKS * ATT_CHUNK_MIN,
-        "the tests below must reach the cap"
+/// The Llama 3 attention shape in small: 4 query heads per KV head, head size 64 (on lavapipe's
+/// 8-lane subgroups a key row is read by 2 lanes and summed by the shuffle butterfly; the
+/// hidden width leaves shared memory for 3 value clusters).
+fn gqa_model() -> Model {
+    let cfg = config(256, 768, 4, 1, N_CAP);
+    assert_eq!((cfg.head_size(), cfg.n_heads / cfg.n_kv_heads), (64, 4));
+    synth::generate(&cfg, true, GgmlType::Q8_0, 7, |_, _| {}).expect("model")
+}
+
+/// Head size 10 (not a multiple of 4: the scalar loads, a padded last quad) and 8 query heads
+/// per KV head (two head groups per KV head).
+fn odd_model() -> Model {
+    let cfg = config(160, 480, 16, 2, N);
+    assert_eq!((cfg.head_size(), cfg.n_heads / cfg.n_kv_heads), (10, 8));
+    synth::generate(&cfg, true, GgmlType::Q8_0, 9, |_, _| {}).expect("model")
+}
+
+/// A forced token sequence (no argmax feedback: the comparison never stops at a near-tie).
+fn tokens(vocab: usize, n: usize) -> Vec<u32> {
+    (0..n).map(|p| ((p * 37 + 11) % vocab) as u32).collect()
+}
+
+/// rel-L2 bounds against the reference: f32 as the other gate tests; f16 the gate's own bound
+/// (an f32 ulp between the GPU's and the reference's key or value now and then crosses an f16
+/// rounding boundary, a whole f16 ulp: head size 64 measured 2.6e-4 here).
+fn bound(kv: KvType) -> f64 {
+    match kv {
+        KvType::F32 => 1e-4,
+        KvType::F16 => 1e-3,
+    }
+}
+
+fn gate(model: &Model, n: usize, kv: KvType, what: &str) {
+    let Some((ctx, _turn)) = device() else { return };
+    let mut prompt = tokens(model.config.vocab_size, n);
+    prompt[0] = model.tokenizer.bos_id();
+    let mut gate = GateConfig::new(n, vec![Dispatch::Mega, Dispatch::Multi], prompt);
+    gate.decoder.kv = kv;
+    let r = run_gate(&ctx.clone().into(), model, &gate, |_, _| {}).expect("gate ran");
+    assert_gate_clean(&r, n, bound(kv), what);
+    eprintln!(
+        "{what}: worst rel-L2 {:.3e}",
+        r.max_rel_l2().unwrap_or(f64::NAN)
     );
 }
 
-#[test]
-fn chunked_attention_tracks_the_reference_and_mega_equals_multi_past_256_positions() {
-    let Some((ctx, _turn)) = device() else { return };
-    let model = model();
-    let mut prompt = tokens(model.config.vocab_size);
-    prompt[0] = model.tokenizer.bos_id();
-    let gate = GateConfig::new(N, vec![Dispatch::Mega, Dispatch::Multi], prompt);
-    let r = run_gate(&ctx.clone().into(), &model, &gate, |_, _| {}).expect("gate ran");
-    assert_gate_clean(&r, N, 1e-4, "f32 KV");
-}
-
-#[test]
-fn chunked_attention_gives_the_same_bits_on_one_workgroup_and_on_two() {
-    let Some((ctx, _turn)) = device() else { return };
-    let model = model();
-    let toks = tokens(model.config.vocab_size);
-    let run = |grid: u32| -> Vec<Vec<u32>> {
-        let opts = DecoderOptions {
-            dispatch: Dispatch::Mega,
-            grid: Some(grid),
-            max_seq: N,
-            read_logits: true,
-            ..Default::default()
-        };
-        let mut dec = VulkanDecoder::new(ctx.clone(), &model, opts).expect("decoder");
-        toks.iter()
+/// Every pass's logits (bits) of a decode over `n` positions on `grid` workgroups.
+fn logits_on_grid(model: &Model, n: usize, (dispatch, grid): Run) -> Option<Vec<Vec<u32>>> {
+    let (ctx, _turn) = device()?;
+    let opts = DecoderOptions {
+        dispatch,
+        grid: Some(grid),
+        max_seq: n,
+        read_logits: true,
+        ..Default::default()
+    };
+    let mut dec = VulkanDecoder::new(ctx.clone(), model, opts).expect("decoder");
+    Some(
+        tokens(model.config.vocab_size, n)
+            .iter()
             .enumerate()
             .map(|(pos, &t)| {
                 let p = dec.step(t, pos).expect("pass");
                 assert!(p.fail.ok(), "{}", p.fail.line(|l| dec.level_name(l)));
                 dec.logits().iter().map(|f| f.to_bits()).collect()
             })
-            .collect()
+            .collect(),
+    )
+}
+
+/// A dispatch style on a grid. lavapipe runs 2 workgroups at a time (its pool threads), so
+/// larger grids run multi (one stage per dispatch: no co-residency needed).
+type Run = (Dispatch, u32);
+
+fn assert_same_bits_on_grids(model: &Model, n: usize, runs: &[Run]) {
+    let Some(first) = logits_on_grid(model, n, runs[0]) else {
+        return;
     };
-    let (one, two) = (run(1), run(2));
-    for (pos, (a, b)) in one.iter().zip(&two).enumerate() {
+    for &run in &runs[1..] {
+        let other = logits_on_grid(model, n, run).expect("device");
+        for (pos, (a, b)) in first.iter().zip(&other).enumerate() {
+            assert!(
+                a == b,
+                "position {pos} ({} chunks): logits differ between {} on grid {} and {} on grid {}",
+                att_chunks(pos as u32 + 1),
+                runs[0].0.name(),
+                runs[0].1,
+                run.0.name(),
+                run.1
+            );
+        }
+    }
+}
+
+#[test]
+fn the_chunk_count_grows_with_the_context_to_its_cap_and_no_chunk_is_empty() {
+    assert_eq!(att_chunks(1), 1);
+    assert_eq!(att_chunks(ATT_CHUNK_MIN), 1);
+    assert_eq!(att_chunks(ATT_CHUNK_MIN + 1), 2);
+    assert_eq!(att_chunks(N as u32), (N as u32).div_ceil(ATT_CHUNK_MIN));
+    assert_eq!(att_chunks(N_CAP as u32), ATT_CHUNKS);
+    assert_eq!(att_chunks(1 << 20), ATT_CHUNKS);
+    assert!(
+        ((ATT_CHUNKS - 1) * ATT_CHUNK_MIN) < N_CAP as u32,
+        "the GQA tests below must reach the cap"
+    );
+    // The shader's chunk c is [c·cl, min(n, (c+1)·cl)), cl = ceil(n / nch): never empty.
+    for n in 1..=(1u32 << 17) {
+        let nch = att_chunks(n);
+        let cl = n.div_ceil(nch);
         assert!(
-            a == b,
-            "position {pos} ({} chunks): logits differ between grid 1 and grid 2",
-            att_chunks(pos as u32 + 1)
+            (nch - 1) * cl < n,
+            "n {n}: the last of {nch} chunks is empty"
         );
     }
+}
+
+#[test]
+fn a_head_group_is_up_to_att_heads_query_heads_of_one_kv_head() {
+    let shape = |n_heads, n_kv_heads| Config {
+        n_heads,
+        n_kv_heads,
+        ..Shape::Tiny.config().0
+    };
+    assert_eq!(ATT_HEADS, 4);
+    // Llama 3 1B / 8B: 32 query heads, 8 KV heads: 8 groups of 4.
+    assert_eq!(att_groups(&Shape::Llama8B.config().0), 8);
+    assert_eq!(att_groups(&Shape::Llama1B.config().0), 8);
+    assert_eq!(att_groups(&shape(8, 8)), 8, "one query head per KV head");
+    assert_eq!(att_groups(&shape(8, 4)), 4, "two query heads per group");
+    assert_eq!(
+        att_groups(&shape(16, 2)),
+        4,
+        "8 per KV head: two groups each"
+    );
+    assert_eq!(
+        att_groups(&shape(12, 2)),
+        4,
+        "6 per KV head: groups of 4 and 2"
+    );
+}
+
+#[test]
+fn chunked_attention_tracks_the_reference_and_mega_equals_multi_past_256_positions() {
+    gate(&tiny_model(), N, KvType::F32, "tiny, f32 KV");
+}
+
+#[test]
+fn chunked_attention_gives_the_same_bits_on_one_workgroup_and_on_two() {
+    assert_same_bits_on_grids(
+        &tiny_model(),
+        N,
+        &[(Dispatch::Mega, 1), (Dispatch::Mega, 2)],
+    );
+}
+
+#[test]
+fn gqa_tracks_the_reference_and_mega_equals_multi_past_the_chunk_cap() {
+    gate(
+        &gqa_model(),
+        N_CAP,
+        KvType::F32,
+        "GQA 4:1, head size 64, f32 KV",
+    );
+}
+
+#[test]
+fn gqa_with_an_f16_cache_tracks_its_reference_and_mega_equals_multi() {
+    gate(
+        &gqa_model(),
+        N,
+        KvType::F16,
+        "GQA 4:1, head size 64, f16 KV",
+    );
+}
+
+#[test]
+fn gqa_past_the_chunk_cap_gives_the_same_bits_on_one_workgroup_mega_and_three_multi() {
+    // (The gate above: mega and multi on 2.)
+    let runs = [(Dispatch::Mega, 1), (Dispatch::Multi, 3)];
+    assert_same_bits_on_grids(&gqa_model(), N_CAP, &runs);
+}
+
+#[test]
+fn head_size_10_and_two_groups_per_kv_head_track_the_reference_and_mega_equals_multi() {
+    gate(
+        &odd_model(),
+        N,
+        KvType::F32,
+        "head size 10, 8 query heads per KV head",
+    );
+}
+
+#[test]
+fn head_size_10_and_two_groups_per_kv_head_give_the_same_bits_on_one_workgroup_mega_and_three_multi(
+) {
+    let runs = [(Dispatch::Mega, 1), (Dispatch::Multi, 3)];
+    assert_same_bits_on_grids(&odd_model(), N, &runs);
+}
+
+#[test]
+fn a_head_wider_than_the_workgroup_has_lanes_for_its_quads_is_refused_naming_the_sizes() {
+    let Some((ctx, _turn)) = device() else { return };
+    // Head size 1024: 256 quads, one value-row quad per lane, on lavapipe's 64-lane
+    // workgroups.
+    let cfg = config(1024, 1024, 1, 1, 8);
+    let model = synth::generate(&cfg, true, GgmlType::Q8_0, 3, |_, _| {}).expect("model");
+    let opts = DecoderOptions {
+        wg_size: Some(64),
+        max_seq: 8,
+        ..Default::default()
+    };
+    let e = match VulkanDecoder::new(ctx.clone(), &model, opts) {
+        Ok(_) => panic!("head size 1024 on 64 lanes was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.contains("head size 1024") && e.contains("at least 256 lanes per workgroup (has 64)"),
+        "{e}"
+    );
 }

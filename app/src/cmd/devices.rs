@@ -38,7 +38,7 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
         outln!("  driver           {}", d.driver)?;
         outln!("  vulkan           {}", d.api)?;
         outln!(
-            "  subgroup         {} (arithmetic in compute: {})",
+            "  subgroup         {} (arithmetic and shuffle in compute: {})",
             d.subgroup_size,
             d.subgroup_arith
         )?;

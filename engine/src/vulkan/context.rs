@@ -57,7 +57,7 @@ pub struct DeviceInfo {
     pub api: String,
     /// Subgroup size.
     pub subgroup_size: u32,
-    /// Subgroup arithmetic in compute shaders.
+    /// Subgroup arithmetic and shuffles in compute shaders.
     pub subgroup_arith: bool,
     /// VK_KHR_shader_clock with a device-scope clock.
     pub device_clock: bool,
@@ -114,7 +114,7 @@ impl DeviceInfo {
     pub fn missing(&self) -> Vec<&'static str> {
         let mut m = vec![];
         if !self.subgroup_arith {
-            m.push("subgroup arithmetic in compute");
+            m.push("subgroup arithmetic and shuffle in compute");
         }
         if !self.memory_model {
             m.push("vulkanMemoryModel + device scope");
@@ -311,7 +311,7 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
             subgroup_size: subgroup.subgroup_size,
             subgroup_arith: subgroup
                 .supported_operations
-                .contains(vk::SubgroupFeatureFlags::ARITHMETIC)
+                .contains(vk::SubgroupFeatureFlags::ARITHMETIC | vk::SubgroupFeatureFlags::SHUFFLE)
                 && subgroup
                     .supported_stages
                     .contains(vk::ShaderStageFlags::COMPUTE),

@@ -83,8 +83,12 @@ interface! {
         /// The KV cache stores keys and values as f16 (only in the module built with
         /// 16-bit storage; the f32 path runs the module without it).
         KV_F16 = 14,
+        /// The head size: the attention's quad count, lanes per key row and loop trip counts
+        /// fold at pipeline creation, and a head size that is a multiple of 4 drops the
+        /// scalar fallback.
+        HEAD_SIZE = 15,
         /// How many there are.
-        COUNT = 15,
+        COUNT = 16,
     }
 
     /// Program header word indices (`H_*`).
@@ -146,21 +150,27 @@ interface! {
         /// State offset of the attention's per-chunk partials (heads x `att::CHUNKS` records
         /// of head_size + 2 floats: the chunk's unnormalised output, its max, its sum).
         OFF_ATTP = 29,
+        /// State offset of the attention output (dim floats: every head's chunks combined,
+        /// written by the attention level, loaded by the output projection's prologue).
+        OFF_ATTO = 30,
         /// Header words.
         WORDS = 32,
     }
 
-    /// Attention split over position chunks (`ATT_*`): compile-time constants of the shader
-    /// (its combine keeps one register per chunk).
+    /// Attention units (`ATT_*`): compile-time constants of the shader (register arrays).
+    /// A unit is (head group, position chunk): a head group is up to `HEADS` query heads of
+    /// one KV head, so a unit loads each key and value of its chunk once for all of them.
     mod att: u32 = ("ATT_", "u") {
-        /// The most position chunks a head's attention is split into (one workgroup each).
-        /// With 32 query heads that is 128 units, one wave on a 132-SM H200: the query heads
-        /// of one KV head read their chunk's keys and values at about the same time, so the
-        /// L2 serves the repeats.
-        CHUNKS = 4,
-        /// Positions per chunk at least: up to this many positions a head is one chunk, so
-        /// short contexts do not pay for parallelism they cannot use.
+        /// The most position chunks a head group's attention is split into (one workgroup
+        /// each). An 8-KV-head model (Llama 3 1B/8B: 32 query heads, 4 per KV head) has 8
+        /// head groups: 128 units, one wave on a 132-SM H200.
+        CHUNKS = 16,
+        /// Positions per chunk at least: up to this many positions a head group is one chunk,
+        /// so short contexts do not pay for parallelism they cannot use.
         CHUNK_MIN = 64,
+        /// Query heads a unit serves at most (models with more query heads per KV head split
+        /// them into several head groups, each loading the KV head's keys and values).
+        HEADS = 4,
     }
 
     /// Level record fields (`L_*`), `L_WORDS` words per level.
@@ -185,7 +195,7 @@ interface! {
         NONE = 0,
         /// RMSNorm of x (or the embedding) into the shared vector.
         NORM = 1,
-        /// The attention output: the heads' position chunks combined.
+        /// Load the attention output (the attention level combined every head's chunks).
         ATT = 2,
         /// Load hb.
         HB = 3,
@@ -288,7 +298,10 @@ interface! {
         /// A chained pass's input token: the previous pass's argmax, copied here on the GPU
         /// before the pass (push flag 2).
         TOKEN = 10,
-        /// G words: pass_id + 1 when the workgroup started.
+        /// G words: pass_id + 1 when the workgroup started; then one word per attention
+        /// head group: its position chunks finished so far this pass (cumulative over layers;
+        /// the layer's last arrival combines the chunks). The residency words are read back,
+        /// the counters are not.
         RESIDENT = 16,
     }
 

@@ -5,8 +5,9 @@
 //! One transformer block is five levels:
 //! ```text
 //!  qkv.lN   : rmsnorm(x) prologue; q, k, v rows (q/k rows in RoPE pairs; k, v into the cache)
-//!  attn.lN  : a (head, position chunk) per workgroup: unnormalised partials
-//!  wo.lN    : the chunks combined (prologue); x += Wo·att (layer 0: x = embedding + Wo·att)
+//!  attn.lN  : a (head group, position chunk) per workgroup; a head group's last chunk to
+//!             finish combines the chunks into the attention output
+//!  wo.lN    : x += Wo·att (layer 0: x = embedding + Wo·att)
 //!  ffn.lN   : rmsnorm(x) prologue; h = silu(Wg·x) * (Wu·x)
 //!  down.lN  : x += Wd·h
 //! ```
@@ -20,17 +21,37 @@ use crate::quant::GgmlType;
 /// the interface table by a test).
 pub use baro_telemetry::StageKind;
 
-pub use super::interface::att::{CHUNKS as ATT_CHUNKS, CHUNK_MIN as ATT_CHUNK_MIN};
+pub use super::interface::att::{
+    CHUNKS as ATT_CHUNKS, CHUNK_MIN as ATT_CHUNK_MIN, HEADS as ATT_HEADS,
+};
 
-/// Position chunks of one head's attention over `n` positions (the shader's `att_chunks`).
+/// Position chunks of one head group's attention over `n` positions (the shader's
+/// `att_chunks`): a function of `n` alone.
 pub fn att_chunks(n: u32) -> u32 {
     n.div_ceil(ATT_CHUNK_MIN).clamp(1, ATT_CHUNKS)
 }
 
-/// Sync words of one pass: the fixed words and one residency word per workgroup
-/// (`interface::sy`).
+/// Attention head groups of a model: up to [`ATT_HEADS`] query heads of one KV head each
+/// (the attention stage's units, before the position chunks).
+pub fn att_groups(c: &Config) -> u32 {
+    groups(c.n_heads as u32, c.n_kv_heads as u32)
+}
+
+fn groups(n_heads: u32, n_kv_heads: u32) -> u32 {
+    let n_kv_heads = n_kv_heads.max(1);
+    n_kv_heads * (n_heads / n_kv_heads).div_ceil(ATT_HEADS)
+}
+
+/// Sync words of one pass that are read back: the fixed words and one residency word per
+/// workgroup (`interface::sy`).
 pub fn sync_words(grid: u32) -> usize {
     super::interface::sy::RESIDENT + grid as usize
+}
+
+/// Sync words of the buffer, zeroed before every pass: [`sync_words`], then one attention
+/// arrival counter per head group (not read back).
+pub fn sync_buffer_words(grid: u32, att_groups: u32) -> usize {
+    sync_words(grid) + att_groups as usize
 }
 
 /// One stage of the program.
@@ -227,7 +248,7 @@ impl Program {
                 0,
                 0,
                 0,
-                vec![(Attn, l32, c.n_heads as u32, 0, 0)],
+                vec![(Attn, l32, att_groups(c), 0, 0)],
                 &mut stages,
                 &mut stage_t,
             );
@@ -292,7 +313,8 @@ impl Program {
         let off_rope = off_att + c.n_heads as u64 * ms;
         let off_acc = off_rope + ms * hs;
         let off_attp = off_acc + d as u64;
-        let state_floats = off_attp + c.n_heads as u64 * ATT_CHUNKS as u64 * (hs + 2);
+        let off_atto = off_attp + c.n_heads as u64 * ATT_CHUNKS as u64 * (hs + 2);
+        let state_floats = off_atto + d as u64;
         let kv_layer = ms * kv as u64;
         let cache_floats = c.n_layers as u64 * kv_layer;
 
@@ -320,6 +342,7 @@ impl Program {
         hdr[h::OFF_ACC] = off_acc as u32;
         hdr[h::N_LAYERS] = c.n_layers as u32;
         hdr[h::OFF_ATTP] = off_attp as u32;
+        hdr[h::OFF_ATTO] = off_atto as u32;
         // Stage → tensors kept beside the stage list for serialisation.
         let mut p = Program {
             levels,
@@ -332,6 +355,16 @@ impl Program {
         };
         p.header.extend(stage_t.iter().flat_map(|&(a, b)| [a, b]));
         p
+    }
+
+    /// The head size (the shader's spec constant HEAD_SIZE too).
+    pub fn head_size(&self) -> u32 {
+        self.header[h::HEAD_SIZE]
+    }
+
+    /// Attention head groups ([`att_groups`]): one arrival counter each in the sync buffer.
+    pub fn att_groups(&self) -> u32 {
+        groups(self.header[h::N_HEADS], self.header[h::N_KV_HEADS])
     }
 
     /// Stage `i`'s (t0, t1) tensor indices.

@@ -240,7 +240,10 @@ impl VulkanDecoder {
             );
             // Sync words: all zero but the "no failing level yet" marker. (Fill, not one big
             // update: vkCmdUpdateBuffer is limited to 64 KiB and large grids exceed it.)
-            d.cmd_fill_buffer(cb, self.sync.buffer, 0, sync_words as u64 * 4, 0);
+            // The attention's arrival counters behind them too.
+            let fill_words =
+                super::super::program::sync_buffer_words(grid, self.program.att_groups());
+            d.cmd_fill_buffer(cb, self.sync.buffer, 0, fill_words as u64 * 4, 0);
             let none = [u32::MAX];
             barrier(
                 d,

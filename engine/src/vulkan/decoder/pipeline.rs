@@ -97,6 +97,7 @@ impl VulkanDecoder {
                     (spec::MAT_TY, self.mat_type),
                     (spec::ROWS, self.rows),
                     (spec::KV_F16, kv16 as u32),
+                    (spec::HEAD_SIZE, self.program.head_size()),
                 ] {
                     spec[id as usize] = value;
                 }

@@ -91,6 +91,22 @@ impl VulkanDecoder {
         } else {
             (shared_floats / 32 * 32).max(c.dim)
         };
+        // The attention (decode.comp, unit_attn) keeps a head group's query vectors with its
+        // subgroups' maxima, then a value cluster's partials, in the shared vector, and runs a
+        // value row's quads (four elements each) on that many lanes: shapes where these do not
+        // fit are refused here.
+        {
+            let hs = c.head_size();
+            let quads = hs.div_ceil(4);
+            let heads = (c.n_heads / c.n_kv_heads).min(super::super::program::ATT_HEADS as usize);
+            let need = heads * quads + (wg_size / sg).max(1) as usize;
+            let sx_vec4s = sx_cap / 4 + sx_cap / 32 + 1;
+            if need > sx_vec4s || quads > wg_size as usize {
+                return Err(Error::Invalid(format!(
+                    "head size {hs} with {heads} query heads per attention unit: the attention needs {need} 16-byte slots of shared memory (has {sx_vec4s}) and at least {quads} lanes per workgroup (has {wg_size})"
+                )));
+            }
+        }
         let program = Program::new(model, max_seq);
 
         let mut dec = VulkanDecoder {
@@ -285,10 +301,13 @@ impl VulkanDecoder {
             MemoryLocation::GpuOnly,
         )?;
         let sync_words = super::super::program::sync_words(self.grid) as u64;
+        // The buffer also holds the attention's arrival counters (zeroed, not read back).
+        let sync_buffer_words =
+            super::super::program::sync_buffer_words(self.grid, self.program.att_groups()) as u64;
         self.sync = create_buffer(
             &ctx,
             "sync",
-            sync_words * 4,
+            sync_buffer_words * 4,
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
