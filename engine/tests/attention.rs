@@ -5,18 +5,25 @@
 //! must track the CPU reference, stay bit-identical between mega and multi, and not depend on
 //! the grid (which workgroup runs which chunk, which one arrives last). Runs on lavapipe in CI
 //! (a missing device fails).
+//!
+//! Cost: a lavapipe pass costs tens of milliseconds at any position, so each shape decodes
+//! once: its decoders (grids and dispatch styles) run in lockstep with one CPU reference
+//! ([`lockstep`]), each checked against the reference and against the first one's bits,
+//! instead of a gate and a further decode per grid.
 
 mod common;
 
-use baro_engine::gate::{run_gate, GateConfig};
 use baro_engine::kv::KvType;
 use baro_engine::model::{Config, Model};
 use baro_engine::quant::GgmlType;
+use baro_engine::reference::CpuDecoder;
 use baro_engine::synth::{self, Shape};
 use baro_engine::vulkan::program::{att_chunks, att_groups, ATT_CHUNKS, ATT_CHUNK_MIN, ATT_HEADS};
 use baro_engine::vulkan::{DecoderOptions, Dispatch, VulkanDecoder};
+use baro_telemetry::judge::NEAR_TIE;
+use baro_telemetry::Judge;
 
-use common::{assert_gate_clean, device};
+use common::device;
 
 /// Positions decoded on the small shapes: chunk counts 1 to 5, uneven chunk lengths.
 const N: usize = 300;
@@ -46,9 +53,15 @@ fn config(dim: usize, hidden_dim: usize, n_heads: usize, n_kv_heads: usize, seq:
 
 /// The Llama 3 attention shape in small: 4 query heads per KV head, head size 64 (on lavapipe's
 /// 8-lane subgroups a key row is read by 2 lanes and summed by the shuffle butterfly; the
-/// hidden width leaves shared memory for 3 value clusters).
+/// hidden width leaves shared memory for 3 value clusters). One layer: this shape decodes past
+/// the chunk cap ([`N_CAP`] positions per decoder) and a lavapipe pass costs about its layers'
+/// matrix work; the arrival counters' count over layers is checked on the two-layer shapes
+/// (tiny, head size 10).
 fn gqa_model() -> Model {
-    let cfg = config(256, 768, 4, 1, N_CAP);
+    let cfg = Config {
+        n_layers: 1,
+        ..config(256, 768, 4, 1, N_CAP)
+    };
     assert_eq!((cfg.head_size(), cfg.n_heads / cfg.n_kv_heads), (64, 4));
     synth::generate(&cfg, true, GgmlType::Q8_0, 7, |_, _| {}).expect("model")
 }
@@ -61,9 +74,13 @@ fn odd_model() -> Model {
     synth::generate(&cfg, true, GgmlType::Q8_0, 9, |_, _| {}).expect("model")
 }
 
-/// A forced token sequence (no argmax feedback: the comparison never stops at a near-tie).
-fn tokens(vocab: usize, n: usize) -> Vec<u32> {
-    (0..n).map(|p| ((p * 37 + 11) % vocab) as u32).collect()
+/// A forced token sequence, BOS first (no argmax feedback: the comparison never stops at a
+/// near-tie).
+fn tokens(model: &Model, n: usize) -> Vec<u32> {
+    let vocab = model.config.vocab_size;
+    let mut t: Vec<u32> = (0..n).map(|p| ((p * 37 + 11) % vocab) as u32).collect();
+    t[0] = model.tokenizer.bos_id();
+    t
 }
 
 /// rel-L2 bounds against the reference: f32 as the other gate tests; f16 the gate's own bound
@@ -76,66 +93,96 @@ fn bound(kv: KvType) -> f64 {
     }
 }
 
-fn gate(model: &Model, n: usize, kv: KvType, what: &str) {
-    let Some((ctx, _turn)) = device() else { return };
-    let mut prompt = tokens(model.config.vocab_size, n);
-    prompt[0] = model.tokenizer.bos_id();
-    let mut gate = GateConfig::new(n, vec![Dispatch::Mega, Dispatch::Multi], prompt);
-    gate.decoder.kv = kv;
-    let r = run_gate(&ctx.clone().into(), model, &gate, |_, _| {}).expect("gate ran");
-    assert_gate_clean(&r, n, bound(kv), what);
-    eprintln!(
-        "{what}: worst rel-L2 {:.3e}",
-        r.max_rel_l2().unwrap_or(f64::NAN)
-    );
-}
-
-/// Every pass's logits (bits) of a decode over `n` positions on `grid` workgroups.
-fn logits_on_grid(model: &Model, n: usize, (dispatch, grid): Run) -> Option<Vec<Vec<u32>>> {
-    let (ctx, _turn) = device()?;
-    let opts = DecoderOptions {
-        dispatch,
-        grid: Some(grid),
-        max_seq: n,
-        read_logits: true,
-        ..Default::default()
-    };
-    let mut dec = VulkanDecoder::new(ctx.clone(), model, opts).expect("decoder");
-    Some(
-        tokens(model.config.vocab_size, n)
-            .iter()
-            .enumerate()
-            .map(|(pos, &t)| {
-                let p = dec.step(t, pos).expect("pass");
-                assert!(p.fail.ok(), "{}", p.fail.line(|l| dec.level_name(l)));
-                dec.logits().iter().map(|f| f.to_bits()).collect()
-            })
-            .collect(),
-    )
+/// ‖gpu − ref‖₂ / ‖ref‖₂ (the gate's measure).
+fn rel_l2(a: &[f32], r: &[f32]) -> f64 {
+    let (mut num, mut den) = (0f64, 0f64);
+    for (&x, &y) in a.iter().zip(r) {
+        let d = x as f64 - y as f64;
+        num += d * d;
+        den += (y as f64) * (y as f64);
+    }
+    if den == 0.0 {
+        num.sqrt()
+    } else {
+        (num / den).sqrt()
+    }
 }
 
 /// A dispatch style on a grid. lavapipe runs 2 workgroups at a time (its pool threads), so
 /// larger grids run multi (one stage per dispatch: no co-residency needed).
 type Run = (Dispatch, u32);
 
-fn assert_same_bits_on_grids(model: &Model, n: usize, runs: &[Run]) {
-    let Some(first) = logits_on_grid(model, n, runs[0]) else {
-        return;
-    };
-    for &run in &runs[1..] {
-        let other = logits_on_grid(model, n, run).expect("device");
-        for (pos, (a, b)) in first.iter().zip(&other).enumerate() {
+/// The gate's checks, with every run in `runs` a decoder of its own, over `n` forced positions
+/// next to one CPU reference (whose KV cache is `kv` too): at every position every run's pass
+/// is clean, its token is the reference's (the gate's judge: a near-tie ends the token
+/// comparison), its logits are within `bound(kv)` rel-L2 of the reference's, and they have the
+/// bits of the first run's.
+fn lockstep(model: &Model, n: usize, kv: KvType, runs: &[Run], what: &str) {
+    let Some((ctx, _turn)) = device() else { return };
+    let mut decs: Vec<VulkanDecoder> = runs
+        .iter()
+        .map(|&(dispatch, grid)| {
+            let opts = DecoderOptions {
+                dispatch,
+                grid: Some(grid),
+                max_seq: n,
+                read_logits: true,
+                kv,
+                ..Default::default()
+            };
+            VulkanDecoder::new(ctx.clone(), model, opts).expect("decoder")
+        })
+        .collect();
+    let name = |(dispatch, grid): Run| format!("{} on grid {grid}", dispatch.name());
+    let mut judges = vec![Judge::new(NEAR_TIE); runs.len()];
+    let mut cpu = CpuDecoder::with_kv(&model.config, &model.weights, n, kv);
+    let mut worst = 0f64;
+    for (pos, &token) in tokens(model, n).iter().enumerate() {
+        let reference = cpu.forward(token, pos).to_vec();
+        assert!(
+            reference.iter().all(|v| v.is_finite()),
+            "{what}: position {pos}: the reference's logits are not finite"
+        );
+        for ((dec, judge), &run) in decs.iter_mut().zip(&mut judges).zip(runs) {
+            let p = dec.step(token, pos).expect("pass");
             assert!(
-                a == b,
-                "position {pos} ({} chunks): logits differ between {} on grid {} and {} on grid {}",
+                p.fail.ok(),
+                "{what}: {} position {pos}: {}",
+                name(run),
+                p.fail.line(|l| dec.level_name(l))
+            );
+            let c = judge.judge(pos as u64, p.argmax, Some(dec.logits()), &reference);
+            assert!(
+                !c.verdict.is_failure(),
+                "{what}: {} position {pos}: {:?}",
+                name(run),
+                c
+            );
+            let e = rel_l2(dec.logits(), &reference);
+            // NaN fails too, hence not `!(e > bound)`.
+            assert!(
+                e < bound(kv),
+                "{what}: {} position {pos}: rel-L2 {e:.3e}",
+                name(run)
+            );
+            worst = worst.max(e);
+        }
+        let first = decs[0].logits();
+        for (dec, &run) in decs.iter().zip(runs).skip(1) {
+            let same = first
+                .iter()
+                .zip(dec.logits())
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(
+                same,
+                "{what}: position {pos} ({} chunks): logits differ between {} and {}",
                 att_chunks(pos as u32 + 1),
-                runs[0].0.name(),
-                runs[0].1,
-                run.0.name(),
-                run.1
+                name(runs[0]),
+                name(run)
             );
         }
     }
+    eprintln!("{what}: worst rel-L2 {worst:.3e}");
 }
 
 #[test]
@@ -187,61 +234,60 @@ fn a_head_group_is_up_to_att_heads_query_heads_of_one_kv_head() {
 }
 
 #[test]
-fn chunked_attention_tracks_the_reference_and_mega_equals_multi_past_256_positions() {
-    gate(&tiny_model(), N, KvType::F32, "tiny, f32 KV");
+fn chunked_attention_tracks_the_reference_past_256_positions_with_the_same_bits_mega_on_one_and_two_workgroups_and_multi_on_two(
+) {
+    let runs = [
+        (Dispatch::Mega, 1),
+        (Dispatch::Mega, 2),
+        (Dispatch::Multi, 2),
+    ];
+    lockstep(&tiny_model(), N, KvType::F32, &runs, "tiny, f32 KV");
 }
 
 #[test]
-fn chunked_attention_gives_the_same_bits_on_one_workgroup_and_on_two() {
-    assert_same_bits_on_grids(
-        &tiny_model(),
-        N,
-        &[(Dispatch::Mega, 1), (Dispatch::Mega, 2)],
-    );
-}
-
-#[test]
-fn gqa_tracks_the_reference_and_mega_equals_multi_past_the_chunk_cap() {
-    gate(
+fn gqa_past_the_chunk_cap_tracks_the_reference_with_the_same_bits_mega_on_one_and_two_workgroups_and_multi_on_three(
+) {
+    let runs = [
+        (Dispatch::Mega, 1),
+        (Dispatch::Mega, 2),
+        (Dispatch::Multi, 3),
+    ];
+    lockstep(
         &gqa_model(),
         N_CAP,
         KvType::F32,
+        &runs,
         "GQA 4:1, head size 64, f32 KV",
     );
 }
 
 #[test]
 fn gqa_with_an_f16_cache_tracks_its_reference_and_mega_equals_multi() {
-    gate(
+    let runs = [(Dispatch::Mega, 2), (Dispatch::Multi, 2)];
+    lockstep(
         &gqa_model(),
         N,
         KvType::F16,
+        &runs,
         "GQA 4:1, head size 64, f16 KV",
     );
 }
 
 #[test]
-fn gqa_past_the_chunk_cap_gives_the_same_bits_on_one_workgroup_mega_and_three_multi() {
-    // (The gate above: mega and multi on 2.)
-    let runs = [(Dispatch::Mega, 1), (Dispatch::Multi, 3)];
-    assert_same_bits_on_grids(&gqa_model(), N_CAP, &runs);
-}
-
-#[test]
-fn head_size_10_and_two_groups_per_kv_head_track_the_reference_and_mega_equals_multi() {
-    gate(
+fn head_size_10_and_two_groups_per_kv_head_track_the_reference_with_the_same_bits_mega_on_one_and_two_workgroups_and_multi_on_three(
+) {
+    let runs = [
+        (Dispatch::Mega, 1),
+        (Dispatch::Mega, 2),
+        (Dispatch::Multi, 3),
+    ];
+    lockstep(
         &odd_model(),
         N,
         KvType::F32,
+        &runs,
         "head size 10, 8 query heads per KV head",
     );
-}
-
-#[test]
-fn head_size_10_and_two_groups_per_kv_head_give_the_same_bits_on_one_workgroup_mega_and_three_multi(
-) {
-    let runs = [(Dispatch::Mega, 1), (Dispatch::Multi, 3)];
-    assert_same_bits_on_grids(&odd_model(), N, &runs);
 }
 
 #[test]
