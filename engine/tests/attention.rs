@@ -128,6 +128,10 @@ fn lockstep(model: &Model, n: usize, kv: KvType, runs: &[Run], what: &str) {
                 max_seq: n,
                 read_logits: true,
                 kv,
+                // Mega on 2 workgroups spins at grid barriers for lavapipe's other pool
+                // thread; on a loaded 2-core machine that thread can be off the CPU longer
+                // than the default 1 s, which would say nothing about the attention.
+                spin_timeout: std::time::Duration::from_secs(10),
                 ..Default::default()
             };
             VulkanDecoder::new(ctx.clone(), model, opts).expect("decoder")
