@@ -467,12 +467,47 @@ fn bench_at_a_depth_runs_there_says_so_in_every_row_and_refuses_one_past_the_con
         "a child's logits are not plain bench's at depth 300: the depth was not handed on"
     );
 
-    // stories260K has 512 positions: 510 + "Hi" (BOS + 1 or more) + 2 generated does not fit.
+    // A binary arm cannot take a workload option of its own: its rows would be compared as
+    // if it ran the shared workload.
+    let o = baro(
+        &dir,
+        &ab(
+            &p,
+            &log,
+            &[
+                "--a-binary",
+                BIN,
+                "--b-binary",
+                BIN,
+                "--a",
+                "--dispatch multi --depth 300",
+                "--b",
+                "--dispatch multi",
+            ],
+        ),
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--depth belongs to the workload"),
+        "{}",
+        stderr(&o)
+    );
+
+    // stories260K has 512 positions: 509 + "Hi" (BOS + 1 or more) + 2 generated does not fit
+    // (the prompt's line is named); 510 + BOS + 2 generated does not even leave room for a
+    // prompt.
+    let o = baro(&dir, &quick(&p, &["--depth", "509"]));
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("line 1: --depth 509 + ") && e.contains("context of 512"),
+        "{e}"
+    );
     let o = baro(&dir, &quick(&p, &["--depth", "510"]));
     assert!(!o.status.success());
     let e = stderr(&o);
     assert!(
-        e.contains("--depth 510 + ") && e.contains("context of 512"),
+        e.contains("--tokens 2 at --depth 510 does not fit the model's context of 512"),
         "{e}"
     );
     let o = baro(&dir, &quick(&p, &["--depth", "-1"]));

@@ -25,7 +25,8 @@ pub struct AbArgs {
     pub work: Workload,
     /// Arm A's options: --dispatch mega|multi, --instrument off|on, --chain, --kv, --grid,
     /// --wg-size, --rows, --spin-timeout-ms, --watchdog-ms (with --a-binary: any options of
-    /// that binary's bench). Arms with different --kv cannot have bitwise-equal logits.
+    /// that binary's bench but the workload's: --depth, --tokens, --prompts, -m, ... go to
+    /// `bench ab` itself). Arms with different --kv cannot have bitwise-equal logits.
     #[arg(
         long = "a",
         value_name = "ARGS",
@@ -133,6 +134,37 @@ pub fn parity(a: u64, b: u64) -> (bool, String) {
     } else {
         (false, format!("DIFFER (A {a:016x}, B {b:016x})"))
     }
+}
+
+/// The workload's options (the same for both arms of an A/B, given to `bench ab` itself): a
+/// binary arm's options string naming one would run that arm on another workload than the
+/// one its rows are compared on.
+const WORKLOAD_FLAGS: [&str; 14] = [
+    "--depth",
+    "--tokens",
+    "--prompts",
+    "--model",
+    "-m",
+    "--tokenizer",
+    "-z",
+    "--runs",
+    "--output",
+    "-o",
+    "--json",
+    "--out",
+    "--allow-cpu",
+    "--no-wait",
+];
+
+/// The first workload option in a binary arm's words, if any (`--x`, `--x=v`, `-mFILE`).
+fn workload_flag(words: &[String]) -> Option<&'static str> {
+    words.iter().find_map(|w| {
+        WORKLOAD_FLAGS.iter().copied().find(|f| {
+            w == f
+                || (f.starts_with("--") && w.starts_with(&format!("{f}=")))
+                || (!f.starts_with("--") && w.starts_with(f) && w.len() > f.len())
+        })
+    })
 }
 
 /// Split an options string on whitespace, honouring '…' and "…" quotes.
@@ -431,6 +463,11 @@ fn run_binaries(a: &AbArgs) -> anyhow::Result<(BenchReport, Vec<ArmInfo>)> {
     let mut arm_words = vec![];
     for (flag, s) in [("--a", &a.a), ("--b", &a.b)] {
         let mut w = split_args(s).with_context(|| flag.to_string())?;
+        if let Some(x) = workload_flag(&w) {
+            bail!(
+                "{flag} {s:?}: {x} belongs to the workload, which both arms share: give it to `bench ab` itself (an A/B compares two builds or configurations on one workload)"
+            );
+        }
         // A child arm is one configuration: plain bench's default is both dispatch styles.
         if !w
             .iter()
@@ -482,6 +519,21 @@ fn run_binaries(a: &AbArgs) -> anyhow::Result<(BenchReport, Vec<ArmInfo>)> {
                         bins[i].display()
                     )
                 })?;
+            // The comparison is only fair on the parent's workload.
+            if let Some(r) = rows
+                .iter()
+                .find(|r| r.n_depth != a.work.depth || (r.test == "tg" && r.n_gen != a.work.tokens))
+            {
+                bail!(
+                    "arm {} ({}) ran depth {} and {} generated tokens, not the comparison's depth {} and {} tokens",
+                    names[i],
+                    bins[i].display(),
+                    r.n_depth,
+                    rows.iter().find(|r| r.test == "tg").map_or(0, |r| r.n_gen),
+                    a.work.depth,
+                    a.work.tokens
+                );
+            }
             let (res, info) = child_arm(names[i], pair, &rows)
                 .with_context(|| format!("arm {} ({})", names[i], bins[i].display()))?;
             match &mut results[i] {
@@ -587,6 +639,22 @@ pub fn child_arm(name: &str, run: u64, rows: &[Row]) -> anyhow::Result<(ArmResul
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+
+    #[test]
+    fn workload_options_in_a_binary_arm_are_found_in_every_spelling() {
+        let w = |s: &str| workload_flag(&split_args(s).unwrap());
+        assert_eq!(w("--dispatch multi --depth 300"), Some("--depth"));
+        assert_eq!(w("--tokens=5"), Some("--tokens"));
+        assert_eq!(w("-m /tmp/x.gguf"), Some("-m"));
+        assert_eq!(w("-m/tmp/x.gguf"), Some("-m"));
+        assert_eq!(w("--instrument on --prompts p.txt"), Some("--prompts"));
+        assert_eq!(
+            w("--dispatch mega --instrument on --chain 4 --kv f16"),
+            None
+        );
+        assert_eq!(w("--model-free --dispatch mega"), None);
+    }
+
     use super::*;
 
     #[test]

@@ -138,13 +138,18 @@ pub struct Prepared {
 /// without `--allow-cpu`).
 pub fn prepare(w: &Workload, gpu: &GpuArgs) -> anyhow::Result<Prepared> {
     let model = super::load_model(&w.model)?;
-    // Position 0 is BOS; each token after it takes one more position.
-    if w.tokens >= model.config.seq_len {
+    // Position 0 (or D with --depth D) is BOS; each token after it takes one more position.
+    if w.depth + w.tokens >= model.config.seq_len {
+        let at = if w.depth > 0 {
+            format!(" at --depth {}", w.depth)
+        } else {
+            String::new()
+        };
         bail!(
-            "--tokens {} does not fit the model's context of {} positions (at most {} tokens after BOS)",
+            "--tokens {}{at} does not fit the model's context of {} positions (at most {} tokens after BOS)",
             w.tokens,
             model.config.seq_len,
-            model.config.seq_len - 1
+            model.config.seq_len.saturating_sub(w.depth + 1)
         );
     }
     let list = match &w.prompts {
