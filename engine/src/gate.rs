@@ -158,7 +158,8 @@ fn first_non_finite(v: &[f32]) -> Option<usize> {
     v.iter().position(|x| !x.is_finite())
 }
 
-fn rel_l2(a: &[f32], r: &[f32]) -> f64 {
+/// ‖a − r‖₂ / ‖r‖₂, the gate's logits measure (‖a − r‖₂ where r is all zeros).
+pub fn rel_l2(a: &[f32], r: &[f32]) -> f64 {
     let (mut num, mut den) = (0f64, 0f64);
     for (&x, &y) in a.iter().zip(r) {
         let d = x as f64 - y as f64;

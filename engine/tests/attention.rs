@@ -13,6 +13,7 @@
 
 mod common;
 
+use baro_engine::gate::rel_l2;
 use baro_engine::kv::KvType;
 use baro_engine::model::{Config, Model};
 use baro_engine::quant::GgmlType;
@@ -90,21 +91,6 @@ fn bound(kv: KvType) -> f64 {
     match kv {
         KvType::F32 => 1e-4,
         KvType::F16 => 1e-3,
-    }
-}
-
-/// ‖gpu − ref‖₂ / ‖ref‖₂ (the gate's measure).
-fn rel_l2(a: &[f32], r: &[f32]) -> f64 {
-    let (mut num, mut den) = (0f64, 0f64);
-    for (&x, &y) in a.iter().zip(r) {
-        let d = x as f64 - y as f64;
-        num += d * d;
-        den += (y as f64) * (y as f64);
-    }
-    if den == 0.0 {
-        num.sqrt()
-    } else {
-        (num / den).sqrt()
     }
 }
 

@@ -6,7 +6,7 @@
 
 mod common;
 
-use baro_engine::gate::{run_gate, GateConfig};
+use baro_engine::gate::{rel_l2, run_gate, GateConfig};
 use baro_engine::kv::KvType;
 use baro_engine::quant::GgmlType;
 use baro_engine::synth::{self, Shape};
@@ -29,15 +29,6 @@ fn prompt(model: &baro_engine::model::Model) -> Vec<u32> {
     let mut t: Vec<u32> = (0..N).map(|p| ((p * 37 + 11) % vocab) as u32).collect();
     t[0] = model.tokenizer.bos_id();
     t
-}
-
-fn rel_l2(a: &[f32], r: &[f32]) -> f64 {
-    let (mut num, mut den) = (0f64, 0f64);
-    for (&x, &y) in a.iter().zip(r) {
-        num += (x as f64 - y as f64).powi(2);
-        den += (y as f64).powi(2);
-    }
-    (num / den).sqrt()
 }
 
 #[test]

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baro_engine::gate::{run_gate, GateConfig};
+use baro_engine::gate::{rel_l2, run_gate, GateConfig};
 use baro_engine::generate::generate;
 use baro_engine::model::Model;
 use baro_engine::quant::GgmlType;
@@ -493,15 +493,6 @@ fn run_details_carry_each_stages_weight_bytes_from_its_matrices() {
     }
     let total: u64 = d.stages.iter().map(|s| s.weight_bytes).sum();
     assert!(total > 0 && d.stages.iter().any(|s| s.weight_bytes == 0));
-}
-
-fn rel_l2(a: &[f32], r: &[f32]) -> f64 {
-    let (mut num, mut den) = (0f64, 0f64);
-    for (&x, &y) in a.iter().zip(r) {
-        num += (x as f64 - y as f64).powi(2);
-        den += (y as f64).powi(2);
-    }
-    (num / den).sqrt()
 }
 
 /// `bench --depth` stands on this: a new decoder's cache, and one cleared by
