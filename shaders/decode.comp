@@ -249,6 +249,13 @@ DEFINE_DOT(dot_range, XS)
 // Whole row against the vector in sx.
 float dot_sx(uint t, uint row) { return dot_range(t, row, 0u, T(t, T_COLS)); }
 
+// A team's slot among the grid's G * nteams teams for row-granular units: unit u goes to slot
+// (u + off) mod NT. Slots run across the workgroups first (team 0 of every workgroup, then
+// team 1, ...), so a stage of n units keeps min(n, G) workgroups busy with n / G teams each,
+// instead of filling workgroups one by one and leaving the rest of the grid idle at the
+// level's barrier. Which team computes a unit never changes its value.
+uint team_slot() { return team() * G + wg_id(); }
+
 // ---- several rows at once (ROWS > 1) ----
 // A team streams R rows together (R = 2 or 4, every row present: no predicated slots, which
 // measured 2x slower than one row at a time in round 7): every row's loads are issued before
@@ -737,7 +744,7 @@ void unit_argmax() {
 // (the op's definition for wide inputs), kept in the `acc` scratch between chunks.
 void stage_down_chunked(uint t0, uint n, uint off) {
     uint h = P(H_HIDDEN), cap = (SX_CAP / 32u) * 32u;
-    uint NT = G * nteams(), me = wg_id() * nteams() + team();
+    uint NT = G * nteams(), me = team_slot();
     uint ohb = P(H_OFF_HB), oacc = P(H_OFF_ACC), ox = P(H_OFF_X);
     for (uint c0 = 0u; c0 < h; c0 += cap) {
         TICK();
@@ -803,7 +810,7 @@ void run_stage(uint si, bool first, bool last) {
             if (g_stamp && !last) { wg_sync(); stamp_stage(si, 1u); }
             return;
         }
-        uint NT = G * nteams(), me = wg_id() * nteams() + team();
+        uint NT = G * nteams(), me = team_slot();
         float best = -3.402823e38;
         uint bi = 0xFFFFFFFFu;
         if (ROWS > 1u) {
