@@ -249,12 +249,27 @@ DEFINE_DOT(dot_range, XS)
 // Whole row against the vector in sx.
 float dot_sx(uint t, uint row) { return dot_range(t, row, 0u, T(t, T_COLS)); }
 
-// A team's slot among the grid's G * nteams teams for row-granular units: unit u goes to slot
-// (u + off) mod NT. Slots run across the workgroups first (team 0 of every workgroup, then
-// team 1, ...), so a stage of n units keeps min(n, G) workgroups busy with n / G teams each,
-// instead of filling workgroups one by one and leaving the rest of the grid idle at the
-// level's barrier. Which team computes a unit never changes its value.
-uint team_slot() { return team() * G + wg_id(); }
+// The workgroups [w0, w0 + nw) a row-granular stage's units run on (stage record b). In the
+// megakernel a level's stages share the grid in proportion to their units (the host's
+// stage_workgroups: every workgroup has work, and holds one stage's units or two at a share's
+// edge, so the instrumented build's barrier between stages costs what the plain build's
+// schedule costs); a one-stage dispatch (multi) has the grid to itself. Unit u goes to team
+// u / nw of workgroup w0 + u % nw, then u + nw * nteams, ...: which team computes a unit never
+// changes its value.
+void stage_wgs(uint b, out uint w0, out uint nw) {
+    if (!MEGA) { w0 = 0u; nw = G; return; }
+    uint w = P(b + S_WGS);
+    w0 = w & 0xFFFFu;
+    nw = w >> 16u;
+}
+// This team's first unit of the stage (n: none here) and the stride between its units.
+uint first_unit(uint b, uint n, out uint NT) {
+    uint w0, nw;
+    stage_wgs(b, w0, nw);
+    NT = nw * nteams();
+    uint w = wg_id() - w0;
+    return w < nw ? team() * nw + w : n;
+}
 
 // ---- several rows at once (ROWS > 1) ----
 // A team streams R rows together (R = 2 or 4, every row present: no predicated slots, which
@@ -742,9 +757,9 @@ void unit_argmax() {
 // The down projection when the FFN width does not fit shared memory: the input goes through
 // sx in chunks of whole blocks; each row's sum is the chunk sums added in ascending order
 // (the op's definition for wide inputs), kept in the `acc` scratch between chunks.
-void stage_down_chunked(uint t0, uint n, uint off) {
+void stage_down_chunked(uint b, uint t0, uint n) {
     uint h = P(H_HIDDEN), cap = (SX_CAP / 32u) * 32u;
-    uint NT = G * nteams(), me = team_slot();
+    uint NT, me = first_unit(b, n, NT);
     uint ohb = P(H_OFF_HB), oacc = P(H_OFF_ACC), ox = P(H_OFF_X);
     for (uint c0 = 0u; c0 < h; c0 += cap) {
         TICK();
@@ -752,7 +767,7 @@ void stage_down_chunked(uint t0, uint n, uint off) {
         wg_sync();
         for (uint j0 = 0u; j0 < cl; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= cl) continue; TICK(); sx_set(SXI(j), st.s[ohb + c0 + j]); }
         wg_sync();
-        for (uint u = (me + NT - off % NT) % NT; u < n; u += NT) {
+        for (uint u = me; u < n; u += NT) {
             TICK();
             if (!budget_ok()) break;
             float v = dot_range(t0, u, c0, cl);
@@ -806,11 +821,11 @@ void run_stage(uint si, bool first, bool last) {
         }
     } else {
         if (kind == K_DOWN && P(H_HIDDEN) > SX_CAP) {
-            stage_down_chunked(t0, n, off);
+            stage_down_chunked(b, t0, n);
             if (g_stamp && !last) { wg_sync(); stamp_stage(si, 1u); }
             return;
         }
-        uint NT = G * nteams(), me = team_slot();
+        uint NT, me = first_unit(b, n, NT);
         float best = -3.402823e38;
         uint bi = 0xFFFFFFFFu;
         if (ROWS > 1u) {
@@ -818,7 +833,7 @@ void run_stage(uint si, bool first, bool last) {
             // time: a unit of Q/K (a rope pair) or FFN (gate and up) is two rows, else one.
             // Results are stored unit by unit in ascending order (the head's argmax order).
             bool pair = kind == K_Q || kind == K_K || kind == K_FFN;
-            uint u = (me + NT - off % NT) % NT;
+            uint u = me;
             while (u < n) {
                 TICK();
                 if (!budget_ok()) break;
@@ -883,7 +898,7 @@ void run_stage(uint si, bool first, bool last) {
                 u += nu * NT;
             }
         } else
-        for (uint u = (me + NT - off % NT) % NT; u < n; u += NT) {
+        for (uint u = me; u < n; u += NT) {
             TICK();
             if (!budget_ok()) break;
             if (kind == K_Q || kind == K_K) unit_rope(kind, t0, layer, u);

@@ -217,6 +217,9 @@ interface! {
         T1 = 5,
         /// Level.
         LEVEL = 6,
+        /// A row-granular stage's workgroups in the megakernel: first | count << 16. A level's
+        /// stages share the grid in proportion to their units (`Program::words`).
+        WGS = 7,
         /// Words per record.
         WORDS = 8,
     }

@@ -42,6 +42,24 @@ fn groups(n_heads: u32, n_kv_heads: u32) -> u32 {
     n_kv_heads * (n_heads / n_kv_heads).div_ceil(ATT_HEADS)
 }
 
+/// The workgroups `(first, count)` a row-granular stage runs on in the megakernel: the
+/// stage's `units` at unit offset `off` in a level of `level_units` take the same share of
+/// the `grid`, `[grid·off/N, grid·(off+units)/N)`, at least one workgroup. A workgroup then
+/// holds one stage's units (two at a share's edge) and every workgroup has work: the level's
+/// stages neither leave part of the grid idle at the barrier (units packed into the first
+/// workgroups) nor all share every workgroup, where the instrumented build's per-stage
+/// workgroup barrier would serialise them and its profile would no longer be the plain
+/// build's schedule. The grid is at most 65535 (first and count are 16-bit fields).
+pub fn stage_workgroups(grid: u32, off: u32, units: u32, level_units: u64) -> (u32, u32) {
+    let g = u64::from(grid.max(1));
+    if level_units == 0 {
+        return (0, g as u32);
+    }
+    let w0 = (g * u64::from(off) / level_units).min(g - 1);
+    let w1 = (g * (u64::from(off) + u64::from(units)) / level_units).clamp(w0 + 1, g);
+    (w0 as u32, (w1 - w0) as u32)
+}
+
 /// Sync words of one pass that are read back: the fixed words and one residency word per
 /// workgroup (`interface::sy`).
 pub fn sync_words(grid: u32) -> usize {
@@ -408,7 +426,7 @@ impl Program {
 
     /// Serialise: header, levels, stages, tensors. `places[i]` is tensor i's GPU placement;
     /// `ring` is (frame words, slots).
-    pub fn words(&self, places: &[TensorPlace], ring: (u32, u32)) -> Vec<u32> {
+    pub fn words(&self, places: &[TensorPlace], ring: (u32, u32), grid: u32) -> Vec<u32> {
         let mut w = self.header[..h::WORDS].to_vec();
         w[h::RING_FRAME_WORDS] = ring.0;
         w[h::RING_SLOTS] = ring.1;
@@ -423,6 +441,10 @@ impl Program {
             w.extend(r);
         }
         w[h::STAGES] = w.len() as u32;
+        let mut level_units = vec![0u64; self.levels.len()];
+        for s in &self.stages {
+            level_units[s.level as usize] += u64::from(s.units);
+        }
         let mut unit_off = 0u32;
         let mut cur_level = u32::MAX;
         for (i, s) in self.stages.iter().enumerate() {
@@ -430,6 +452,7 @@ impl Program {
                 cur_level = s.level;
                 unit_off = 0;
             }
+            let (w0, nw) = stage_workgroups(grid, unit_off, s.units, level_units[s.level as usize]);
             let (t0, t1) = self.stage_tensors(i);
             let mut r = [0u32; srec::WORDS];
             r[srec::KIND] = s.kind.code();
@@ -439,6 +462,7 @@ impl Program {
             r[srec::T0] = t0;
             r[srec::T1] = t1;
             r[srec::LEVEL] = s.level;
+            r[srec::WGS] = w0 | nw << 16;
             w.extend(r);
             unit_off = unit_off.wrapping_add(s.units);
         }
@@ -455,5 +479,76 @@ impl Program {
             w.extend(r);
         }
         w
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stage_workgroups;
+
+    /// A level's stages as the host lays them out: unit offsets and counts.
+    fn shares(grid: u32, units: &[u32]) -> Vec<(u32, u32)> {
+        let total: u64 = units.iter().map(|&u| u64::from(u)).sum();
+        let mut off = 0u32;
+        units
+            .iter()
+            .map(|&u| {
+                let r = stage_workgroups(grid, off, u, total);
+                off += u;
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_levels_stages_split_the_grid_in_proportion_without_gaps_or_empty_shares() {
+        // 1b q/k/v, 8b q/k/v, a lone stage, a tiny stage beside a huge one, more stages
+        // than workgroups.
+        let levels: [&[u32]; 6] = [
+            &[1024, 256, 512],
+            &[2048, 512, 1024],
+            &[2048],
+            &[1, 128_256],
+            &[5, 5, 5, 5, 5],
+            &[3, 900, 7],
+        ];
+        for grid in [1u32, 2, 3, 7, 132, 264, 65535] {
+            for units in levels {
+                let s = shares(grid, units);
+                let total: u64 = units.iter().map(|&u| u64::from(u)).sum();
+                for (i, (&(w0, nw), &u)) in s.iter().zip(units).enumerate() {
+                    assert!(nw >= 1, "grid {grid} {units:?}: stage {i} has no workgroup");
+                    assert!(
+                        w0 + nw <= grid,
+                        "grid {grid} {units:?}: stage {i} past the grid"
+                    );
+                    assert!(nw <= 0xFFFF && w0 <= 0xFFFF, "16-bit fields");
+                    // Its share, within one workgroup (plus the one every stage gets).
+                    let ideal = f64::from(grid) * f64::from(u) / total as f64;
+                    assert!(
+                        (f64::from(nw) - ideal).abs() <= 1.0 + 1e-9 || nw == 1,
+                        "grid {grid} {units:?}: stage {i} has {nw} workgroups for {ideal:.2}"
+                    );
+                }
+                // Consecutive shares touch or overlap by at most the one forced workgroup:
+                // no workgroup of the grid is left without a stage.
+                let mut covered = vec![false; grid as usize];
+                for &(w0, nw) in &s {
+                    for w in w0..w0 + nw {
+                        covered[w as usize] = true;
+                    }
+                }
+                assert!(
+                    covered.iter().all(|&c| c),
+                    "grid {grid} {units:?}: a workgroup has no stage: {s:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_empty_level_or_zero_grid_falls_back_to_the_whole_grid() {
+        assert_eq!(stage_workgroups(132, 0, 0, 0), (0, 132));
+        assert_eq!(stage_workgroups(0, 0, 5, 5), (0, 1));
     }
 }

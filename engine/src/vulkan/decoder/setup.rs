@@ -322,9 +322,9 @@ impl VulkanDecoder {
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
-        let prog_words = self
-            .program
-            .words(&places, (self.ring_frame_words, ring_slots));
+        let prog_words =
+            self.program
+                .words(&places, (self.ring_frame_words, ring_slots), self.grid);
         self.prog = create_buffer(
             &ctx,
             "program",
