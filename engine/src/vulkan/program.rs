@@ -42,21 +42,22 @@ fn groups(n_heads: u32, n_kv_heads: u32) -> u32 {
     n_kv_heads * (n_heads / n_kv_heads).div_ceil(ATT_HEADS)
 }
 
-/// The workgroups `(first, count)` a row-granular stage runs on in the megakernel: the
-/// stage's `units` at unit offset `off` in a level of `level_units` take the same share of
-/// the `grid`, `[grid·off/N, grid·(off+units)/N)`, at least one workgroup. A workgroup then
+/// The workgroups `(first, count)` a row-granular stage runs on in the megakernel: a stage
+/// of cost `cost` (the weight bytes it streams) at cost offset `off` in a level of total
+/// cost `level` takes the same share of the `grid`, `[grid·off/level, grid·(off+cost)/level)`,
+/// at least one workgroup. A workgroup then
 /// holds one stage's units (two at a share's edge) and every workgroup has work: the level's
 /// stages neither leave part of the grid idle at the barrier (units packed into the first
 /// workgroups) nor all share every workgroup, where the instrumented build's per-stage
 /// workgroup barrier would serialise them and its profile would no longer be the plain
 /// build's schedule. The grid is at most 65535 (first and count are 16-bit fields).
-pub fn stage_workgroups(grid: u32, off: u32, units: u32, level_units: u64) -> (u32, u32) {
-    let g = u64::from(grid.max(1));
-    if level_units == 0 {
+pub fn stage_workgroups(grid: u32, off: u64, cost: u64, level: u64) -> (u32, u32) {
+    let g = u128::from(grid.max(1));
+    if level == 0 {
         return (0, g as u32);
     }
-    let w0 = (g * u64::from(off) / level_units).min(g - 1);
-    let w1 = (g * (u64::from(off) + u64::from(units)) / level_units).clamp(w0 + 1, g);
+    let w0 = (g * u128::from(off) / u128::from(level)).min(g - 1);
+    let w1 = (g * (u128::from(off) + u128::from(cost)) / u128::from(level)).clamp(w0 + 1, g);
     (w0 as u32, (w1 - w0) as u32)
 }
 
@@ -385,7 +386,6 @@ impl Program {
         groups(self.header[h::N_HEADS], self.header[h::N_KV_HEADS])
     }
 
-    /// Stage `i`'s (t0, t1) tensor indices.
     /// Bytes of weights stage `i` streams per pass (its matrices; 0 for attention/argmax).
     pub fn stage_weight_bytes(&self, i: usize) -> u64 {
         let (t0, t1) = self.stage_tensors(i);
@@ -401,6 +401,7 @@ impl Program {
         }
     }
 
+    /// Stage `i`'s (t0, t1) tensor indices.
     fn stage_tensors(&self, i: usize) -> (u32, u32) {
         (
             self.header[h::WORDS + 2 * i],
@@ -441,18 +442,29 @@ impl Program {
             w.extend(r);
         }
         w[h::STAGES] = w.len() as u32;
-        let mut level_units = vec![0u64; self.levels.len()];
-        for s in &self.stages {
-            level_units[s.level as usize] += u64::from(s.units);
+        // A stage's share of the grid follows the weight bytes it streams (a Q/K unit is a
+        // row pair, a V unit one row), or its units where it streams none.
+        let cost: Vec<u64> = (0..self.stages.len())
+            .map(|i| match self.stage_weight_bytes(i) {
+                0 => u64::from(self.stages[i].units),
+                b => b,
+            })
+            .collect();
+        let mut level_cost = vec![0u64; self.levels.len()];
+        for (s, c) in self.stages.iter().zip(&cost) {
+            level_cost[s.level as usize] += c;
         }
         let mut unit_off = 0u32;
+        let mut cost_off = 0u64;
         let mut cur_level = u32::MAX;
         for (i, s) in self.stages.iter().enumerate() {
             if s.level != cur_level {
                 cur_level = s.level;
                 unit_off = 0;
+                cost_off = 0;
             }
-            let (w0, nw) = stage_workgroups(grid, unit_off, s.units, level_units[s.level as usize]);
+            let (w0, nw) = stage_workgroups(grid, cost_off, cost[i], level_cost[s.level as usize]);
+            cost_off += cost[i];
             let (t0, t1) = self.stage_tensors(i);
             let mut r = [0u32; srec::WORDS];
             r[srec::KIND] = s.kind.code();
@@ -487,14 +499,14 @@ mod tests {
     use super::stage_workgroups;
 
     /// A level's stages as the host lays them out: unit offsets and counts.
-    fn shares(grid: u32, units: &[u32]) -> Vec<(u32, u32)> {
-        let total: u64 = units.iter().map(|&u| u64::from(u)).sum();
-        let mut off = 0u32;
-        units
+    fn shares(grid: u32, costs: &[u64]) -> Vec<(u32, u32)> {
+        let total: u64 = costs.iter().sum();
+        let mut off = 0u64;
+        costs
             .iter()
-            .map(|&u| {
-                let r = stage_workgroups(grid, off, u, total);
-                off += u;
+            .map(|&c| {
+                let r = stage_workgroups(grid, off, c, total);
+                off += c;
                 r
             })
             .collect()
@@ -502,20 +514,21 @@ mod tests {
 
     #[test]
     fn a_levels_stages_split_the_grid_in_proportion_without_gaps_or_empty_shares() {
-        // 1b q/k/v, 8b q/k/v, a lone stage, a tiny stage beside a huge one, more stages
-        // than workgroups.
-        let levels: [&[u32]; 6] = [
-            &[1024, 256, 512],
-            &[2048, 512, 1024],
+        // 1b q/k/v bytes, 8b q/k/v bytes, a lone stage, a tiny stage beside a huge one,
+        // more stages than workgroups, a 70B-sized head in bytes.
+        let levels: [&[u64]; 7] = [
+            &[2_359_296, 589_824, 589_824],
+            &[9_437_184, 2_359_296, 2_359_296],
             &[2048],
             &[1, 128_256],
             &[5, 5, 5, 5, 5],
             &[3, 900, 7],
+            &[3_000_000_000, 1],
         ];
         for grid in [1u32, 2, 3, 7, 132, 264, 65535] {
             for units in levels {
                 let s = shares(grid, units);
-                let total: u64 = units.iter().map(|&u| u64::from(u)).sum();
+                let total: u64 = units.iter().sum();
                 for (i, (&(w0, nw), &u)) in s.iter().zip(units).enumerate() {
                     assert!(nw >= 1, "grid {grid} {units:?}: stage {i} has no workgroup");
                     assert!(
@@ -524,7 +537,7 @@ mod tests {
                     );
                     assert!(nw <= 0xFFFF && w0 <= 0xFFFF, "16-bit fields");
                     // Its share, within one workgroup (plus the one every stage gets).
-                    let ideal = f64::from(grid) * f64::from(u) / total as f64;
+                    let ideal = f64::from(grid) * u as f64 / total as f64;
                     assert!(
                         (f64::from(nw) - ideal).abs() <= 1.0 + 1e-9 || nw == 1,
                         "grid {grid} {units:?}: stage {i} has {nw} workgroups for {ideal:.2}"
