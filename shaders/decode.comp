@@ -225,30 +225,20 @@ float NAME(uint t, uint row, uint c0, uint cl) {                                
             acc += s * qscale(ch, sc, row * nbt + g0 + b);                                   \
         }                                                                                    \
     } else {                                                                                 \
-        /* Q4_0: two blocks per lane per iteration, and the next iteration's two blocks are   \
-           loaded before this one's are used (software pipelining: a row of several          \
-           iterations keeps its loads in flight while the lane computes); the blocks are     \
-           still added in the order b, b + S, b + 2S, ... */                                 \
+        /* Q4_0: two blocks per lane per iteration, both loads issued before either is used;   \
+           the blocks are still added in the order b, b + S, b + 2S, ... */                  \
         uint nb = cl / 32u, nbt = cols / 32u, g0 = c0 / 32u, sc = T(t, T_SC);                \
-        uint rb = row * nbt + g0;                                                            \
-        uint ba = tlane(), bb = ba + S;                                                      \
-        bool ha = ba < nb, hb = bb < nb;                                                     \
-        uvec4 qa = ha ? wld4(ch, base + (g0 + ba) * 4u) : uvec4(0u);                         \
-        uvec4 qb = hb ? wld4(ch, base + (g0 + bb) * 4u) : uvec4(0u);                         \
-        float da = ha ? qscale(ch, sc, rb + ba) : 0.0;                                       \
-        float db = hb ? qscale(ch, sc, rb + bb) : 0.0;                                       \
         for (uint b0 = 0u; b0 < nb; b0 += 2u * S) {                                         \
             TICK();                                                                          \
-            uint na = ba + 2u * S, nbb = bb + 2u * S;                                        \
-            bool hna = na < nb, hnb = nbb < nb;                                              \
-            uvec4 nqa = hna ? wld4(ch, base + (g0 + na) * 4u) : uvec4(0u);                   \
-            uvec4 nqb = hnb ? wld4(ch, base + (g0 + nbb) * 4u) : uvec4(0u);                  \
-            float nda = hna ? qscale(ch, sc, rb + na) : 0.0;                                 \
-            float ndb = hnb ? qscale(ch, sc, rb + nbb) : 0.0;                                \
+            uint ba = b0 + tlane(), bb = ba + S;                                             \
+            bool ha = ba < nb, hb = bb < nb;                                                 \
+            uvec4 qa = ha ? wld4(ch, base + (g0 + ba) * 4u) : uvec4(0u);                     \
+            uvec4 qb = hb ? wld4(ch, base + (g0 + bb) * 4u) : uvec4(0u);                     \
+            float da = ha ? qscale(ch, sc, row * nbt + g0 + ba) : 0.0;                        \
+            float db = hb ? qscale(ch, sc, row * nbt + g0 + bb) : 0.0;                        \
             TICK_N(40u);                                                                     \
             if (ha) { float lo = 0.0, hi = 0.0; Q4_BLOCK(qa, ba); acc += (lo + hi) * da; } \
             if (hb) { float lo = 0.0, hi = 0.0; Q4_BLOCK(qb, bb); acc += (lo + hi) * db; } \
-            ba = na; bb = nbb; ha = hna; hb = hnb; qa = nqa; qb = nqb; da = nda; db = ndb;   \
         }                                                                                    \
     }                                                                                        \
     return subgroupAdd(acc);                                                                 \
