@@ -475,6 +475,41 @@ fn wg_size_is_checked_against_the_device_limit_not_clamped() {
 }
 
 #[test]
+fn a_gate_on_a_grid_too_large_to_be_resident_is_refused_with_the_probe_hint() {
+    let Some(_turn) = vulkan() else { return };
+    // lavapipe keeps one workgroup per pool thread resident (2 in the tests); a GPU none
+    // near 65535 workgroups of 1024 lanes.
+    let cpu = stderr(&baro(&["devices"])).contains("llvmpipe")
+        || String::from_utf8_lossy(&baro(&["devices"]).stdout).contains("llvmpipe");
+    let grid = if cpu { "64" } else { "65535" };
+    let o = baro(&[
+        "gate",
+        "--steps",
+        "1",
+        "--grid",
+        grid,
+        "--spin-timeout-ms",
+        "300",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{out}\n{}", stderr(&o));
+    assert!(
+        out.contains("GATE                         REFUSED"),
+        "{out}"
+    );
+    let hint = out
+        .lines()
+        .find(|l| l.starts_with("hint"))
+        .unwrap_or_else(|| panic!("no hint line:\n{out}"));
+    assert!(
+        hint.contains(&format!("of {grid} workgroups"))
+            || hint.contains(&format!("grid of {grid}")),
+        "{hint}"
+    );
+    assert!(hint.contains("devices --probe"), "{hint}");
+}
+
+#[test]
 fn gpu_only_flags_with_the_cpu_backend_are_an_error() {
     for flag in [
         &["--dispatch", "multi"][..],

@@ -256,8 +256,12 @@ impl ArmState {
 }
 
 fn failed(what: &str, arm: &Arm, pos: usize, d: &VulkanDecoder, p: &crate::vulkan::Pass) -> Error {
+    let hint = p
+        .fail
+        .residency_hint()
+        .map_or(String::new(), |h| format!(" ({h})"));
     Error::Invalid(format!(
-        "{what} arm {} pos {pos}: {} — refusing to report throughput of a failing kernel",
+        "{what} arm {} pos {pos}: {} — refusing to report throughput of a failing kernel{hint}",
         arm.name,
         p.fail.line(|l| d.level_name(l))
     ))

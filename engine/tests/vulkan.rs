@@ -127,6 +127,13 @@ fn a_grid_larger_than_co_resident_fails_the_gate_within_seconds() {
         "the poisoned argmax must be caught: {line}"
     );
     assert!(line.contains("FAIL") && line.contains("resident"), "{line}");
+    // And it says what it looks like, with the command that finds a grid that fits.
+    let hint = p.fail.residency_hint();
+    assert!(
+        hint.as_deref()
+            .is_some_and(|h| h.contains("devices --probe")),
+        "{line}: no residency hint ({hint:?})"
+    );
     assert!(
         t0.elapsed() < Duration::from_secs(15),
         "took {:?}",

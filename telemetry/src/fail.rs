@@ -113,6 +113,29 @@ impl FailWord {
             .map(|(_, n)| *n)
     }
 
+    /// A hint for a failure that looks like a grid larger than the device keeps resident
+    /// at once: the first failure is a barrier timeout at level 0 with fewer arrivals than
+    /// workgroups (the missing ones may not have started: a workgroup that is not resident
+    /// can only start after the resident ones give up), or a workgroup that started after
+    /// the first barrier released. `None` for every other word (a workgroup hung later, a
+    /// budget, a bad token, a clean pass).
+    pub fn residency_hint(&self) -> Option<String> {
+        let probe = "`baro-top devices --probe` finds the largest grid that fits";
+        match (self.first, self.level) {
+            (bits::TIMEOUT, Some(0)) if self.grid > 1 && self.seen < self.grid => Some(format!(
+                "only {} of {} workgroups reached the first grid barrier: a grid larger than \
+                 the device keeps resident at once fails this way ({probe})",
+                self.seen, self.grid
+            )),
+            (bits::LATE, _) => Some(format!(
+                "a workgroup started after the first grid barrier released: the grid of {} is \
+                 larger than the device keeps resident at once ({probe})",
+                self.grid
+            )),
+            _ => None,
+        }
+    }
+
     /// The one-line form printed for every pass: `fail-word 0x00000000 PASS`, or e.g.
     /// `fail-word 0x00000201 FAIL barrier-timeout+output-poisoned at level 0 (qkv.l0)
     /// arrivals 131/132 seen by wg 8 resident 132/132 started 132 arrivals 131` (one line).
@@ -269,6 +292,46 @@ mod tests {
             "fail-word 0x00000201 FAIL barrier-timeout+output-poisoned at level 0 (qkv.l0) \
              arrivals 131/132 seen by wg 8 resident 132/132 started 132 arrivals 131"
         );
+    }
+
+    #[test]
+    fn a_first_barrier_timeout_short_of_the_grid_or_a_late_start_hints_at_residency() {
+        let timeout = |level, seen| FailWord {
+            bits: bits::TIMEOUT | bits::POISONED,
+            first: bits::TIMEOUT,
+            level: Some(level),
+            seen,
+            grid: 264,
+            ..Default::default()
+        };
+        let h = timeout(0, 132).residency_hint().expect("hint");
+        assert!(
+            h.contains("only 132 of 264") && h.contains("devices --probe"),
+            "{h}"
+        );
+        // A timeout at a later level is a workgroup that hung, not residency; a full first
+        // barrier is not short of the grid.
+        assert_eq!(timeout(3, 132 * 4).residency_hint(), None);
+        assert_eq!(timeout(0, 264).residency_hint(), None);
+        let late = FailWord {
+            bits: bits::LATE,
+            first: bits::LATE,
+            level: Some(0),
+            seen: 264,
+            grid: 264,
+            ..Default::default()
+        };
+        assert!(late.residency_hint().expect("hint").contains("grid of 264"));
+        let budget = FailWord {
+            bits: bits::BUDGET,
+            first: bits::BUDGET,
+            level: Some(0),
+            seen: 5,
+            grid: 264,
+            ..Default::default()
+        };
+        assert_eq!(budget.residency_hint(), None);
+        assert_eq!(FailWord::clean(264).residency_hint(), None);
     }
 
     #[test]

@@ -189,6 +189,15 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
     outln!("{:<28} {min_margin:.4}", "min reference margin")?;
     let ok = report.ok();
     outln!("{:<28} {}", "GATE", if ok { "PASS" } else { "REFUSED" })?;
+    // Once, after the verdict: the first failure that looks like an oversized grid.
+    if let Some(h) = report
+        .passes
+        .iter()
+        .flat_map(|p| &p.modes)
+        .find_map(|m| m.fail.residency_hint())
+    {
+        outln!("{:<28} {h}", "hint")?;
+    }
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
