@@ -9,7 +9,7 @@ exec > >(tee "$O/round19${TAG:-}.log") 2>&1
 t() { echo "== [$SECONDS s] $*"; }
 [ -e .bin/extra.tar.xz ] && tar xJf .bin/extra.tar.xz -C .bin
 SK=.bin/baro-top-sk; SKR=.bin/baro-top-skr
-t "main $(cat .bin/COMMIT) sk $($SK --version) skr"
+t "main $(cat .bin/COMMIT) sk $(cat .bin/COMMIT-sk 2>/dev/null) skr $(cat .bin/COMMIT-skr 2>/dev/null)"
 for s in llama-1b llama-8b; do [ -s /tmp/$s.gguf ] || $B model gen --shape $s --quant q4_0 --seq 16384 --margin-steps 0 -o /tmp/$s.gguf >/dev/null 2>&1; done
 echo "Once upon a time" > /tmp/one.txt; echo "Once" > /tmp/once.txt
 for b in $SK $SKR; do
