@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Round 19 (bench/README.md): split-K (baro-top-sk, 08b6a10) and the rope pair over two teams
 # (baro-top-skr, 82b046c; both from branch splitk, in .bin/extra.tar.xz) against main
-# (.bin/baro-top): gates and goldens, 1b stage sums, `bench ab` with the frozen predictions.
+# (.bin/baro-top): gates and goldens, 1b stage sums, `bench ab` with the frozen predictions;
+# then the local-memory variant (baro-top-lm, branch attlm): pipeline statistics, stage
+# sums, `bench ab` (its gates are not in this call: it is bit-identical, parity checks it).
 # Carry .gl and .bin.
 set -u
 . bench/h200_env.sh
@@ -31,5 +33,16 @@ ab() { # shape depth A B predict
 }
 ab llama-1b 0 $B $SK "2%..7%"; ab llama-1b 0 $SK $SKR "1%..4%"
 ab llama-8b 0 $B $SKR "-0.5%..0.5%"; ab llama-1b 3968 $B $SKR "2%..9%"
+LM=.bin/baro-top-lm
+t "local memory: main vs lm ($(cat .bin/COMMIT-lm 2>/dev/null))"
+for b in $B $LM; do
+  $b run -m /tmp/llama-1b.gguf --json --passes 140 -i "Once upon a time" --check off --dispatch mega 2>/dev/null > /tmp/run.jsonl
+  head -1 /tmp/run.jsonl | python3 -c "
+import json,sys
+d=json.loads(sys.stdin.readline())
+for p in d.get('pipelines',[]): print('  ', p['pipeline'], '; '.join('%s=%s'%(s['name'],s['value']) for s in p['stats']))"
+  python3 bench/stage_summary.py 65 < /tmp/run.jsonl
+done
+ab llama-1b 0 $B $LM "3%..7%"; ab llama-8b 0 $B $LM "2%..5%"
 nvidia-smi --query-gpu=clocks.sm,pstate,temperature.gpu,power.draw --format=csv,noheader
 t "done"
