@@ -209,7 +209,8 @@ interface! {
         LAYER = 1,
         /// Work units.
         UNITS = 2,
-        /// Unit offset within the level (spreads a level's stages over the grid).
+        /// Unit offset within the level (rotates the workgroup-granular stages: attention,
+        /// argmax; row-granular stages use `WGS`).
         OFF = 3,
         /// First tensor.
         T0 = 4,
@@ -218,7 +219,7 @@ interface! {
         /// Level.
         LEVEL = 6,
         /// A row-granular stage's workgroups in the megakernel: first | count << 16. A level's
-        /// stages share the grid in proportion to their units (`Program::words`).
+        /// stages share the grid in proportion to their weight bytes (`stage_workgroups`).
         WGS = 7,
         /// Words per record.
         WORDS = 8,

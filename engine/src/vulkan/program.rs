@@ -45,8 +45,8 @@ fn groups(n_heads: u32, n_kv_heads: u32) -> u32 {
 /// The workgroups `(first, count)` a row-granular stage runs on in the megakernel: a stage
 /// of cost `cost` (the weight bytes it streams) at cost offset `off` in a level of total
 /// cost `level` takes the same share of the `grid`, `[grid·off/level, grid·(off+cost)/level)`,
-/// at least one workgroup. A workgroup then
-/// holds one stage's units (two at a share's edge) and every workgroup has work: the level's
+/// at least one workgroup. A workgroup then holds one stage's units (two at a share's edge)
+/// and every workgroup has work: the level's
 /// stages neither leave part of the grid idle at the barrier (units packed into the first
 /// workgroups) nor all share every workgroup, where the instrumented build's per-stage
 /// workgroup barrier would serialise them and its profile would no longer be the plain
@@ -498,7 +498,7 @@ impl Program {
 mod tests {
     use super::stage_workgroups;
 
-    /// A level's stages as the host lays them out: unit offsets and counts.
+    /// A level's stages as the host lays them out: cost offsets and costs.
     fn shares(grid: u32, costs: &[u64]) -> Vec<(u32, u32)> {
         let total: u64 = costs.iter().sum();
         let mut off = 0u64;
