@@ -3,7 +3,9 @@
 
 Per bucket of positions (edges given as arguments, e.g. `64 128`: [0,64) [64,128) [128,inf)),
 prints the passes' median GPU time and, per stage kind, the median over passes of the sum of
-its stages' busy and charged µs, and the median per-pass sum of barrier arrival spreads.
+its stages' busy and charged µs, the weight bytes it streams per pass over that busy and
+that charged time (GB/s; `busy` is the mean over workgroups, so bytes / busy is the rate per
+unit of whole-grid time), and the median per-pass sum of barrier arrival spreads.
 Used by bench/h200_*.sh to compare two builds stage by stage in one device call.
 """
 import json
@@ -12,6 +14,7 @@ import sys
 
 edges = [int(a) for a in sys.argv[1:]]
 kinds = {}
+kind_bytes = {}
 buckets = {}
 for line in sys.stdin:
     try:
@@ -20,6 +23,9 @@ for line in sys.stdin:
         continue
     if d.get("type") == "start":
         kinds = {s["id"]: s["kind"] for s in d["stages"]}
+        kind_bytes = {}
+        for s in d["stages"]:
+            kind_bytes[s["kind"]] = kind_bytes.get(s["kind"], 0) + s.get("weight_bytes", 0)
     elif d.get("type") == "frame" and isinstance(d.get("stages"), list):
         b = sum(1 for e in edges if d["pos"] >= e)
         busy, charged = {}, {}
@@ -42,5 +48,11 @@ for b in sorted(buckets):
     print(f"  positions {lo}..{hi} ({len(rows)} passes): gpu {med([r[1] for r in rows]):.1f} µs, "
           f"arrival spread {med([r[4] for r in rows]):.1f} µs")
     for k in sorted({k for r in rows for k in r[2]}):
-        print(f"    {k:<9} busy {med([r[2].get(k, 0) for r in rows]):8.1f}  "
-              f"charged {med([r[3].get(k, 0) for r in rows]):8.1f} µs")
+        b = med([r[2].get(k, 0) for r in rows])
+        c = med([r[3].get(k, 0) for r in rows])
+        line = f"    {k:<9} busy {b:8.1f}  charged {c:8.1f} µs"
+        wb = kind_bytes.get(k, 0)
+        if wb and b > 0 and c > 0:
+            # bytes / µs = 1e6 bytes/s: / 1e3 more is GB/s.
+            line += f"  {wb / (b * 1e3):7.1f} / {wb / (c * 1e3):7.1f} GB/s"
+        print(line)
