@@ -9,8 +9,12 @@ unit of whole-grid time), and the median per-pass sum of barrier arrival spreads
 Used by bench/h200_*.sh to compare two builds stage by stage in one device call.
 """
 import json
+import signal
 import statistics
 import sys
+
+# A closed pipe (`| head`) ends the script quietly, as it would a shell tool.
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 edges = [int(a) for a in sys.argv[1:]]
 kinds = {}
