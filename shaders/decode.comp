@@ -509,12 +509,6 @@ vec4 wg_max4(vec4 v, uint at) {
 
 shared bool s_last;
 
-// Component i (< 4, known only at run time) of a vector held in registers, by selects: an
-// indexed read `v[i]` can make the compiler keep v in local memory. With the attention units
-// the driver's local memory went 16 -> 80 bytes per lane and every matvec stage of the build
-// slowed (round 15b); these two reads are the suspect (round 19 measures it).
-float vec4_at(vec4 v, uint i) { return i == 0u ? v.x : (i == 1u ? v.y : (i == 2u ? v.z : v.w)); }
-
 // Attention over position chunks, by head group: a unit is (head group g, position chunk c),
 // run by a whole workgroup (the attention level has no prologue, so sx is free scratch here).
 // Head group g holds up to ATT_HEADS query heads h0 .. h0+hb-1 of one KV head (a KV head's
@@ -673,7 +667,7 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
         vec4 o = sx4[x], lv = sx4[hb * Q];
         for (uint kk = 1u; kk < pg; ++kk) { TICK(); o += sx4[kk * pw4 + x]; lv += sx4[kk * pw4 + hb * Q]; }
         uint i = x / Q, e0 = 4u * (x % Q), h = h0 + i;
-        float lsum = vec4_at(lv, i);
+        float lsum = lv[i];
         uint rec = pb + (h * ATT_CHUNKS + c) * pw;
         [[unroll]] for (uint e = 0u; e < 4u; ++e) {
             if (e0 + e < hs) {
@@ -682,7 +676,7 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
             }
         }
         if (e0 == 0u && nch > 1u) {
-            st.s[rec + hs] = vec4_at(m, i);
+            st.s[rec + hs] = m[i];
             st.s[rec + hs + 1u] = lsum;
         }
     }
