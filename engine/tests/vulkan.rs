@@ -554,3 +554,46 @@ fn a_new_or_cleared_kv_cache_reads_as_zeros_below_the_first_decoded_position() {
         err[2]
     );
 }
+
+/// `pipeline_cache_out` (`run --pipeline-cache-out`): the driver's pipeline cache, written
+/// once the decode pipelines are built, is a Vulkan pipeline cache blob for this device (header
+/// length ≥ 32, header version one, the device's vendor ID); a path that cannot be written
+/// fails the decoder's creation and names the path.
+#[test]
+fn the_pipeline_cache_out_file_holds_this_devices_cache_header_or_the_error_names_the_path() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = Model::embedded().expect("model");
+    let dir = std::env::temp_dir().join(format!("baro-pcache-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("decode.vkcache");
+    let opts = DecoderOptions {
+        max_seq: 4,
+        instrument: true,
+        ring_every: 2,
+        pipeline_cache_out: Some(path.clone()),
+        ..Default::default()
+    };
+    drop(VulkanDecoder::new(ctx.clone(), &model, opts.clone()).expect("decoder"));
+    let blob = std::fs::read(&path).expect("the cache file was written");
+    let word = |i: usize| u32::from_le_bytes(blob[4 * i..4 * i + 4].try_into().unwrap());
+    assert!(blob.len() >= 32, "{} bytes", blob.len());
+    assert!(word(0) >= 32, "header length {}", word(0));
+    assert_eq!(word(1), 1, "header version");
+    assert_eq!(word(2), ctx.info.vendor_id, "vendor ID");
+    let bad = dir.join("missing").join("decode.vkcache");
+    let err = VulkanDecoder::new(
+        ctx.clone(),
+        &model,
+        DecoderOptions {
+            pipeline_cache_out: Some(bad.clone()),
+            ..opts
+        },
+    )
+    .err()
+    .expect("an unwritable path was accepted");
+    assert!(
+        err.to_string().contains(&bad.display().to_string()),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

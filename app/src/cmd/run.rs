@@ -39,6 +39,10 @@ pub struct RunArgs {
     /// Turn the in-kernel event ring off (stage timings disappear; the fail word stays).
     #[arg(long)]
     pub no_instrument: bool,
+    /// Write the driver's pipeline cache (the device's compiled binaries of this run's decode
+    /// pipelines) to FILE once they are built; `bench/sass.py` disassembles NVIDIA's.
+    #[arg(long, value_name = "FILE")]
+    pub pipeline_cache_out: Option<std::path::PathBuf>,
     /// Positions in the KV cache, 1 up to the model's context (default: 256, or the model's
     /// context if shorter).
     #[arg(long, value_parser = crate::validate::positions, allow_negative_numbers = true)]
@@ -151,6 +155,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let dispatch = a.dispatch.unwrap_or(crate::DispatchArg::Mega).dispatch();
     let mut opts = a.gpu.decoder_options(dispatch, positions);
     opts.instrument = !a.no_instrument;
+    opts.pipeline_cache_out = a.pipeline_cache_out.clone();
     let passes = a.passes.or(Some(64));
     let mut b = SessionBuilder::new(&dev, model, opts)
         .passes(passes)

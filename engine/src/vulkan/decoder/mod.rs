@@ -108,6 +108,12 @@ pub struct DecoderOptions {
     /// multi still agree bitwise, and the gate checks it against a reference that rounds the
     /// same way. Needs `storageBuffer16BitAccess` (refused where the device lacks it).
     pub kv: KvType,
+    /// Write the driver's pipeline cache to this file once the decode pipelines are built:
+    /// the device's compiled binaries of this exact build and specialisation, to be read at
+    /// the instruction level (`bench/sass.py` extracts NVIDIA's and disassembles them). The
+    /// file is the `vkGetPipelineCacheData` blob, header first; failing to write it fails the
+    /// decoder's creation, naming the path.
+    pub pipeline_cache_out: Option<std::path::PathBuf>,
 }
 
 /// The most passes one submission holds.
@@ -136,6 +142,7 @@ impl Default for DecoderOptions {
             read_logits: true,
             test_slow_kind: None,
             test_stall_wg: None,
+            pipeline_cache_out: None,
             no_device_clock: false,
             chain: 1,
             ring_every: 1,

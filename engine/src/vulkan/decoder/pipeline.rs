@@ -154,8 +154,28 @@ impl VulkanDecoder {
                         .layout(self.layout)
                 })
                 .collect();
-            let p = d.create_compute_pipelines(vk::PipelineCache::null(), &pci, None);
+            // A pipeline cache only when its data is wanted (`pipeline_cache_out`).
+            let cache = match &self.opts.pipeline_cache_out {
+                Some(_) => {
+                    match d.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            d.destroy_shader_module(module, None);
+                            return Err(Error::Vulkan(format!("vkCreatePipelineCache: {e:?}")));
+                        }
+                    }
+                }
+                None => vk::PipelineCache::null(),
+            };
+            let p = d.create_compute_pipelines(cache, &pci, None);
             d.destroy_shader_module(module, None);
+            let cache_data = if cache != vk::PipelineCache::null() {
+                let data = d.get_pipeline_cache_data(cache);
+                d.destroy_pipeline_cache(cache, None);
+                Some(data)
+            } else {
+                None
+            };
             let made = match p {
                 Ok(v) => v,
                 Err((v, e)) => {
@@ -169,8 +189,17 @@ impl VulkanDecoder {
                     )));
                 }
             };
+            // Stored before anything can fail, so Drop destroys them on every path.
             self.pipeline = made[0];
             self.pipeline_plain = made.get(1).copied().unwrap_or(vk::Pipeline::null());
+            if let (Some(path), Some(data)) = (&self.opts.pipeline_cache_out, cache_data) {
+                let data =
+                    data.map_err(|e| Error::Vulkan(format!("vkGetPipelineCacheData: {e:?}")))?;
+                std::fs::write(path, &data).map_err(|cause| Error::Io {
+                    path: path.clone(),
+                    cause,
+                })?;
+            }
             if stats {
                 let names = if made.len() == 2 {
                     ["decode", "decode (unstamped)"]
