@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Read the compiled binaries in a Vulkan pipeline cache (`baro-top run --pipeline-cache-out`).
 
-    sass.py CACHE [--out DIR] [--label NAME]
+    sass.py CACHE [--out DIR] [--label NAME] [--nvdisasm PATH] [--arch SM90]
 
 Prints the cache header (header length, version, vendor and device IDs, the cache UUID) and
-every ELF image inside the blob (NVIDIA's driver keeps its compiled shaders as CUDA-style ELF
-"cubins"; other drivers' blobs hold none, which is said, not hidden). With the CUDA toolkit's
+the compiled code inside the blob: ELF images where a driver stores those, else NVIDIA's
+format as driver 580.159.04 writes it (each pipeline a zstd frame holding an "NVDANVVMNVuc"
+container: NVVM IR and the raw SASS microcode, disassembled with `nvdisasm -b ARCH`; needs
+the `zstandard` module or the `zstd` command). A blob with neither is said, not hidden.
+The CUDA toolkit is not needed on the GPU machine: bring the blob back and run this where
+`pip download nvidia-cuda-nvdisasm` (unzipped) provides nvdisasm. With the CUDA toolkit's
 `nvdisasm` (else `cuobjdump -sass`) on PATH or under /usr/local/cuda*/bin each image is
 disassembled: the instruction
 count, the opcode histogram (top 30), and the memory and barrier instructions by kind — the
@@ -56,6 +60,45 @@ def elf_images(blob):
         at = i + end
 
 
+def zstd_frames(blob):
+    """Every zstd frame in the blob, decompressed (NVIDIA's cache entries are zstd frames)."""
+    out = []
+    at = 0
+    while True:
+        i = blob.find(b"\x28\xb5\x2f\xfd", at)
+        if i < 0:
+            return out
+        at = i + 4
+        data = None
+        try:
+            import zstandard
+            data = zstandard.ZstdDecompressor().decompressobj().decompress(blob[i:])
+        except ImportError:
+            zstd = shutil.which("zstd")
+            if zstd:
+                r = subprocess.run([zstd, "-dc"], input=blob[i:], capture_output=True)
+                data = r.stdout or None
+            else:
+                raise SystemExit("a zstd frame, but neither the zstandard module nor the zstd "
+                                 "command is here (pip install zstandard)")
+        except Exception:
+            data = None
+        if data:
+            out.append((i, data))
+
+
+def nvuc_code(data):
+    """The microcode of an 'NVDANVVMNVuc' container (layout read from driver 580.159.04's
+    caches: code size at byte 0x4c, code offset at byte 0x50, counted from byte 8)."""
+    if not data.startswith(b"NVDANVVMNVuc") or len(data) < 0x54:
+        return None
+    size, off = struct.unpack_from("<II", data, 0x4C)
+    start = 8 + off
+    if size == 0 or size % 16 or start + size > len(data):
+        return None
+    return data[start:start + size]
+
+
 def find_tool(name):
     found = [shutil.which(name)] + sorted(glob.glob(f"/usr/local/cuda*/bin/{name}")) + sorted(
         glob.glob(f"/usr/local/lib/python3*/*-packages/nvidia/cu*/bin/{name}"))
@@ -96,10 +139,15 @@ def main():
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     path, out, label = args[0], None, os.path.basename(args[0])
+    nvdisasm, arch = None, "SM90"
     if "--out" in args:
         out = args[args.index("--out") + 1]
     if "--label" in args:
         label = args[args.index("--label") + 1]
+    if "--nvdisasm" in args:
+        nvdisasm = args[args.index("--nvdisasm") + 1]
+    if "--arch" in args:
+        arch = args[args.index("--arch") + 1]
     blob = open(path, "rb").read()
     try:
         length, version, vendor, device, uuid = header(blob)
@@ -108,19 +156,29 @@ def main():
         return 2
     print(f"{label}: {len(blob)} bytes; header length {length}, version {version}, "
           f"vendor {vendor:#x}, device {device:#x}, cache UUID {uuid}")
-    images = elf_images(blob)
+    images = [(off, img, None) for off, img in elf_images(blob)]
     if not images:
-        print(f"{label}: no ELF image in the cache (this driver keeps its binaries another way)")
+        for off, data in zstd_frames(blob):
+            code = nvuc_code(data)
+            if code is not None:
+                images.append((off, code, arch))
+    if not images:
+        print(f"{label}: no ELF image and no NVIDIA microcode container in the cache")
         return 1
-    tools = [[t, "-c"] for t in [find_tool("nvdisasm")] if t]
-    tools += [[t, "-sass"] for t in [find_tool("cuobjdump")] if t]
+    nvd = nvdisasm or find_tool("nvdisasm")
+    cuo = find_tool("cuobjdump")
     if out:
         os.makedirs(out, exist_ok=True)
-    for n, (off, img) in enumerate(images):
-        print(f"  image {n}: {len(img)} bytes at offset {off:#x}")
-        cubin = os.path.join(out or "/tmp", f"{label}.{n}.cubin")
+    for n, (off, img, raw) in enumerate(images):
+        kind = f"raw {raw} microcode" if raw else "ELF"
+        print(f"  image {n}: {len(img)} bytes of {kind} (blob offset {off:#x})")
+        cubin = os.path.join(out or "/tmp", f"{label}.{n}.{'code' if raw else 'cubin'}")
         with open(cubin, "wb") as f:
             f.write(img)
+        if raw:
+            tools = [[nvd, "-b", raw]] if nvd else []
+        else:
+            tools = ([[nvd, "-c"]] if nvd else []) + ([[cuo, "-sass"]] if cuo else [])
         if not tools:
             print("  (neither nvdisasm nor cuobjdump found: not disassembled)")
             continue
