@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Read the compiled binaries in a Vulkan pipeline cache (`baro-top run --pipeline-cache-out`).
 
-    sass.py CACHE [--out DIR] [--label NAME] [--nvdisasm PATH] [--arch SM90]
+    sass.py CACHE [--out DIR] [--label NAME] [--nvdisasm PATH] [--arch SM90] [--loops]
 
 Prints the cache header (header length, version, vendor and device IDs, the cache UUID) and
 the compiled code inside the blob: ELF images where a driver stores those, else NVIDIA's
@@ -13,8 +13,10 @@ The CUDA toolkit is not needed on the GPU machine: bring the blob back and run t
 `nvdisasm` (else `cuobjdump -sass`) on PATH or under /usr/local/cuda*/bin each image is
 disassembled: the instruction
 count, the opcode histogram (top 30), and the memory and barrier instructions by kind — the
-instruction-level view the driver's pipeline statistics do not give. With `--out DIR` each
-image and its disassembly are written there as NAME.N.cubin / NAME.N.sass.
+instruction-level view the driver's pipeline statistics do not give. `--loops` lists every
+loop with global loads in it (innermost first): its addresses, body length and opcode mix
+(the Q4_0 dot's loop has two LDG.E.128.CONSTANT: 354 instructions on main). With `--out DIR`
+each image and its disassembly are written there as NAME.N.code (or .cubin) / NAME.N.sass.
 
 Exit 0 when at least one image was found and disassembled (or, without nvdisasm, found), 1
 when the blob holds no ELF image, 2 for a file that is not a pipeline cache.
@@ -133,6 +135,38 @@ def summarise(sass, label):
             print(f"  {name}: {sum(kinds.values())} ({detail})")
 
 
+def loops(sass, smallest=64):
+    """Loops (a backward branch to an address in the listing), innermost first: start and end
+    address, instructions in the body, its global loads, and its opcode mix (top 10)."""
+    ins = []
+    for line in sass.splitlines():
+        m = re.search(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
+        if m:
+            ins.append((int(m.group(1), 16), m.group(2).strip()))
+    at = {a: i for i, (a, _) in enumerate(ins)}
+    found = []
+    for i, (a, text) in enumerate(ins):
+        m = re.search(r"BRA (?:`\()?0x([0-9a-f]+)", text)
+        if not m or int(m.group(1), 16) >= a or int(m.group(1), 16) not in at:
+            continue
+        body = ins[at[int(m.group(1), 16)]:i + 1]
+        if len(body) < smallest:
+            continue
+        mix = collections.Counter()
+        for _, t in body:
+            mix[re.sub(r"^@!?U?P\w+\s+", "", t).split()[0].split(".")[0]] += 1
+        ldg = sum(1 for _, t in body if "LDG" in t)
+        found.append((body[0][0], a, len(body), ldg, mix))
+    return sorted(found, key=lambda f: f[2])
+
+
+def print_loops(sass, label):
+    for start, end, n, ldg, mix in loops(sass):
+        if ldg:
+            top = ", ".join(f"{o} {c}" for o, c in mix.most_common(10))
+            print(f"  {label} loop {start:#x}..{end:#x}: {n} instructions, {ldg} global loads: {top}")
+
+
 def main():
     args = sys.argv[1:]
     if not args or args[0].startswith("-"):
@@ -195,6 +229,8 @@ def main():
             with open(os.path.join(out, f"{label}.{n}.sass"), "w") as f:
                 f.write(r.stdout)
         summarise(r.stdout, f"{label} image {n}")
+        if "--loops" in args:
+            print_loops(r.stdout, f"{label} image {n}")
     return 0
 
 
