@@ -171,13 +171,15 @@ float welem(uint t, uint row, uint j) {
 #define Q4_VAL(n) (uintBitsToFloat(0x4B000000u | (n)) - 8388616.0)
 #define Q8_VAL(byte) (uintBitsToFloat(0x4B000000u | ((byte) ^ 128u)) - 8388736.0)
 
-// The nibble under MASK of a word as the float n - 8, exactly, in one mask-and-or and one
-// subtraction wherever the nibble sits (round 24): with the exponent E chosen so that the
-// nibble's lowest bit has weight 1 in the mantissa (E = 23 - its bit position), the float is
-// 2^E + n, and subtracting 2^E + 8 is exact. The nibble must lie below bit 23 (the exponent
-// field): a word's upper two bytes are read from w >> 16. Every product sees the same value
-// as Q4_VAL(n), so the sums are bit-identical to the shift-then-mask form it replaces, which
-// spent two or three integer instructions per nibble (bench/README.md, rounds 22-24).
+// The nibble under MASK of a word as the float n - 8, exactly, by a mask, an OR and one
+// subtraction wherever the nibble sits, without shifting it down (round 24): with the
+// exponent E chosen so that the nibble's lowest bit has weight 1 in the mantissa (E = 23 -
+// its bit position), the float is 2^E + n, and subtracting 2^E + 8 is exact. The nibble must
+// lie below bit 23 (the exponent field): a word's upper two bytes are read from w >> 16.
+// Every product sees the same value as Q4_VAL(n), so the sums are bit-identical to the
+// shift-mask-or form it replaces. The driver makes two LOP3s of the mask and OR (a LOP3
+// takes one immediate, round 25), so a nibble costs two integer instructions where it cost
+// two or three (the loop body 362 -> 354; bench/README.md, rounds 22-25).
 #define Q4_AT(W, MASK, EXP, BIAS) (uintBitsToFloat(((W) & (MASK)) | (EXP)) - (BIAS))
 
 // One Q4_0 block against 32 input elements: low nibbles are elements 0..15, high 16..31;
