@@ -14,7 +14,7 @@ The CUDA toolkit is not needed on the GPU machine: bring the blob back and run t
 disassembled: the instruction
 count, the opcode histogram (top 30), and the memory and barrier instructions by kind — the
 instruction-level view the driver's pipeline statistics do not give. `--loops` lists every
-loop with global loads in it (innermost first): its addresses, body length and opcode mix
+loop with global loads in it (shortest first): its addresses, body length and opcode mix
 (the Q4_0 dot's loop has two LDG.E.128.CONSTANT: 354 instructions on main). With `--out DIR`
 each image and its disassembly are written there as NAME.N.code (or .cubin) / NAME.N.sass.
 
@@ -107,15 +107,17 @@ def find_tool(name):
     return next((p for p in found if p), None)
 
 
-INSN = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
+INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
+
+
+def instructions(sass):
+    """(address, opcode with modifiers, whole text without the guard) of every instruction."""
+    return [(int(m.group(1), 16), m.group(3), m.group(3) + m.group(4))
+            for m in map(INSN.search, sass.splitlines()) if m]
 
 
 def summarise(sass, label):
-    ops = collections.Counter()
-    for line in sass.splitlines():
-        m = INSN.search(line)
-        if m:
-            ops[m.group(2)] += 1
+    ops = collections.Counter(op for _, op, _ in instructions(sass))
     total = sum(ops.values())
     base = collections.Counter()
     for op, n in ops.items():
@@ -136,26 +138,22 @@ def summarise(sass, label):
 
 
 def loops(sass, smallest=64):
-    """Loops (a backward branch to an address in the listing), innermost first: start and end
-    address, instructions in the body, its global loads, and its opcode mix (top 10)."""
-    ins = []
-    for line in sass.splitlines():
-        m = re.search(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
-        if m:
-            ins.append((int(m.group(1), 16), m.group(2).strip()))
-    at = {a: i for i, (a, _) in enumerate(ins)}
+    """Loops (a backward branch to an address in the listing) of at least `smallest`
+    instructions, shortest first: start and end address, instructions in the body, its
+    global loads, and its opcode mix."""
+    ins = instructions(sass)
+    at = {a: i for i, (a, _, _) in enumerate(ins)}
     found = []
-    for i, (a, text) in enumerate(ins):
-        m = re.search(r"BRA (?:`\()?0x([0-9a-f]+)", text)
-        if not m or int(m.group(1), 16) >= a or int(m.group(1), 16) not in at:
+    for i, (a, op, text) in enumerate(ins):
+        m = re.search(r"0x([0-9a-f]+)", text) if op.startswith("BRA") else None
+        target = int(m.group(1), 16) if m else None
+        if target is None or target >= a or target not in at:
             continue
-        body = ins[at[int(m.group(1), 16)]:i + 1]
+        body = ins[at[target]:i + 1]
         if len(body) < smallest:
             continue
-        mix = collections.Counter()
-        for _, t in body:
-            mix[re.sub(r"^@!?U?P\w+\s+", "", t).split()[0].split(".")[0]] += 1
-        ldg = sum(1 for _, t in body if "LDG" in t)
+        mix = collections.Counter(o.split(".")[0] for _, o, _ in body)
+        ldg = sum(1 for _, o, _ in body if o.startswith("LDG"))
         found.append((body[0][0], a, len(body), ldg, mix))
     return sorted(found, key=lambda f: f[2])
 
