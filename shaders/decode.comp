@@ -161,6 +161,98 @@ float welem(uint t, uint row, uint j) {
     return float(int(q) - 8) * d;
 }
 
+// ---- the q8 activation path (ACT_Q8 modules; engine/src/act.rs defines the op) ----
+#ifdef ACT_Q8
+// The input vector quantised per 32-element block: block B is sq[3B] and sq[3B + 1] (its 32
+// int8 quants, element 4k + i in byte i of word k, k = 0..7) and sq[3B + 2] = (scale bits,
+// sum of the quants, 0, 0). 48 bytes per block: lane l of a team reads block b0 + l, and
+// with a stride of 12 words the eight lanes of a 16-byte load phase hit eight different
+// 4-bank groups (no conflicts; a stride of 8 words would pair them up).
+shared uvec4 sq[SQ_CAP / 32u * 3u + 3u];
+#define IN_CAP SQ_CAP
+#define ACT_Q8_ON true
+#define QA_SX 0u     // quant_act's sources: the raw vector in sx,
+#define QA_NORM 1u   // sx normalised on the way (scale * sx[j] * norm weight j),
+#define QA_STATE 2u  // or state words from `off`
+
+// Quantise elements [0, n) of the input vector (whole blocks; n a multiple of 32) into sq,
+// exactly as engine/src/act.rs defines it: every step is exact (abs, max, a power-of-two
+// scaling, a comparison, round to nearest even), so every device and the CPU reference agree.
+// Eight consecutive lanes of a subgroup hold a block, four elements each; the block's max,
+// non-finite flag and quant sum travel between them by xor shuffles (a subgroup size that is
+// a multiple of 8; every lane of the workgroup runs the same trip count). The caller syncs.
+void quant_act(uint n, uint src, uint off, uint nt, float scale) {
+    uint nq = (n / 32u) * 8u, L = gl_WorkGroupSize.x;
+    for (uint i0 = 0u; i0 < nq; i0 += L) {
+        TICK();
+        uint i = i0 + team() * gl_SubgroupSize + tlane();
+        bool has = i < nq;
+        vec4 v = vec4(0.0);
+        if (has) {
+            if (src == QA_STATE) {
+                v = vec4(st.s[off + 4u * i], st.s[off + 4u * i + 1u], st.s[off + 4u * i + 2u], st.s[off + 4u * i + 3u]);
+            } else {
+                v = sx4[(i >> 3u) * 9u + (i & 7u)];
+                if (src == QA_NORM)
+                    [[unroll]] for (uint c = 0u; c < 4u; ++c) v[c] = welem(nt, 0u, 4u * i + c) * (scale * v[c]);
+            }
+        }
+        uint bad = (any(isnan(v)) || any(isinf(v))) ? 1u : 0u;
+        vec4 a = abs(v);
+        float m = max(max(a.x, a.y), max(a.z, a.w));
+        [[unroll]] for (uint x = 1u; x < 8u; x <<= 1u) {
+            m = max(m, subgroupShuffleXor(m, x));
+            bad |= subgroupShuffleXor(bad, x);
+        }
+        // m is a normal float >= 2^-100 past the first test: [2^(E-1), 2^E) with E its biased
+        // exponent - 126; e = E - 7 puts m * 2^-e in [64, 128), one more if that exceeds 127.
+        float bscale = 0.0, inv = 0.0;
+        if (bad != 0u) {
+            bscale = uintBitsToFloat(0x7FC00000u);
+        } else if (m >= uintBitsToFloat(27u << 23u)) {
+            int e = int(floatBitsToUint(m) >> 23u) - 133;
+            if (m * uintBitsToFloat(uint(127 - e) << 23u) > 127.0) e += 1;
+            inv = uintBitsToFloat(uint(127 - e) << 23u);
+            bscale = uintBitsToFloat(uint(127 + e) << 23u);
+        }
+        ivec4 q = bad != 0u ? ivec4(0) : ivec4(roundEven(v * inv));
+        int qs = q.x + q.y + q.z + q.w;
+        [[unroll]] for (uint x = 1u; x < 8u; x <<= 1u) qs += subgroupShuffleXor(qs, x);
+        if (has) {
+            uint blk = i >> 3u, k = i & 7u;
+            sq[blk * 3u + (k >> 2u)][k & 3u] = (uint(q.x) & 255u) | ((uint(q.y) & 255u) << 8u)
+                | ((uint(q.z) & 255u) << 16u) | (uint(q.w) << 24u);
+            if (k == 0u) sq[blk * 3u + 2u] = uvec4(floatBitsToUint(bscale), uint(qs), 0u, 0u);
+        }
+    }
+}
+
+// A Q4_0 block (its four quant words W, scale D) against block B of sq: the nibbles n as
+// unsigned bytes against the signed quants q, s = sum n*q - 8 * sum q exactly; the term is
+// (float(s) * D) * the block's scale. Q8_0 likewise with signed weight bytes (no offset).
+float q4_q8(uvec4 W, uint B, float D) {
+    uvec4 xa = sq[B * 3u], xb = sq[B * 3u + 1u], xs = sq[B * 3u + 2u];
+    int s = -8 * int(xs.y);
+    [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+        s += dotPacked4x8EXT(W[k] & 0x0F0F0F0Fu, int(xa[k]));
+        s += dotPacked4x8EXT((W[k] >> 4u) & 0x0F0F0F0Fu, int(xb[k]));
+    }
+    return float(s) * D * uintBitsToFloat(xs.x);
+}
+float q8_q8(uvec4 WA, uvec4 WB, uint B, float D) {
+    uvec4 xa = sq[B * 3u], xb = sq[B * 3u + 1u], xs = sq[B * 3u + 2u];
+    int s = 0;
+    [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+        s += dotPacked4x8EXT(int(WA[k]), int(xa[k]));
+        s += dotPacked4x8EXT(int(WB[k]), int(xb[k]));
+    }
+    return float(s) * D * uintBitsToFloat(xs.x);
+}
+#else
+#define IN_CAP SX_CAP
+#define ACT_Q8_ON false
+#endif
+
 // ---- the dot product of one weight row with the input vector, by one team ----
 // XLOAD(j) reads element j of the input vector (f32/f16 rows; quantised blocks read sx4 four
 // elements at a time, see Q4_BLOCK).
@@ -199,6 +291,27 @@ float welem(uint t, uint row, uint j) {
         hi += Q4_AT(w16, 0xF000u, 0x45000000u, 2056.0) * xh.w;                               \
     }
 
+// A lane's quantised block into its accumulator: against the f32 vector in sx, or (ACT_Q8)
+// against its int8 quantisation in sq.
+#ifdef ACT_Q8
+#define DOT_Q4_0(Q, B, D) { acc += q4_q8(Q, B, D); }
+#define DOT_Q8_0(QA, QB, B) { acc += q8_q8(QA, QB, B, qscale(ch, sc, row * nbt + g0 + (B))); }
+#else
+#define DOT_Q4_0(Q, B, D) { float lo = 0.0, hi = 0.0; Q4_BLOCK(Q, B); acc += (lo + hi) * (D); }
+#define DOT_Q8_0(QA, QB, B)                                                                  \
+    {                                                                                        \
+        float s = 0.0;                                                                       \
+        [[unroll]] for (uint k = 0u; k < 8u; ++k) {                                          \
+            uint word = k < 4u ? QA[k] : QB[k - 4u];                                         \
+            vec4 xv = sx4[(B) * 9u + k]; /* elements 4k..4k+3 of block B (SXI) */            \
+            [[unroll]] for (uint e = 0u; e < 4u; ++e) {                                      \
+                s += Q8_VAL((word >> (e * 8u)) & 255u) * xv[e];                              \
+            }                                                                                \
+        }                                                                                    \
+        acc += s * qscale(ch, sc, row * nbt + g0 + (B));                                     \
+    }
+#endif
+
 #define DEFINE_DOT(NAME, XLOAD)                                                              \
 float NAME(uint t, uint row, uint c0, uint cl) {                                             \
     /* A model whose matrices share one type compiles only that type's loop. */              \
@@ -227,16 +340,8 @@ float NAME(uint t, uint row, uint c0, uint cl) {                                
             uint b = b0 + tlane();                                                           \
             if (b >= nb) continue;                                                           \
             TICK_N(40u);                                                                     \
-            float s = 0.0;                                                                   \
             uvec4 qa = wld4(ch, base + (g0 + b) * 8u), qb = wld4(ch, base + (g0 + b) * 8u + 4u); \
-            [[unroll]] for (uint k = 0u; k < 8u; ++k) {                                      \
-                uint word = k < 4u ? qa[k] : qb[k - 4u];                                     \
-                vec4 xv = sx4[b * 9u + k]; /* elements 4k..4k+3 of block b (SXI) */          \
-                [[unroll]] for (uint e = 0u; e < 4u; ++e) {                                  \
-                    s += Q8_VAL((word >> (e * 8u)) & 255u) * xv[e];                          \
-                }                                                                            \
-            }                                                                                \
-            acc += s * qscale(ch, sc, row * nbt + g0 + b);                                   \
+            DOT_Q8_0(qa, qb, b)                                                               \
         }                                                                                    \
     } else {                                                                                 \
         /* Q4_0: two blocks per lane per iteration, both loads issued before either is used;   \
@@ -251,8 +356,8 @@ float NAME(uint t, uint row, uint c0, uint cl) {                                
             float da = ha ? qscale(ch, sc, row * nbt + g0 + ba) : 0.0;                        \
             float db = hb ? qscale(ch, sc, row * nbt + g0 + bb) : 0.0;                        \
             TICK_N(40u);                                                                     \
-            if (ha) { float lo = 0.0, hi = 0.0; Q4_BLOCK(qa, ba); acc += (lo + hi) * da; } \
-            if (hb) { float lo = 0.0, hi = 0.0; Q4_BLOCK(qb, bb); acc += (lo + hi) * db; } \
+            if (ha) DOT_Q4_0(qa, ba, da)                                                      \
+            if (hb) DOT_Q4_0(qb, bb, db)                                                      \
         }                                                                                    \
     }                                                                                        \
     return subgroupAdd(acc);                                                                 \
@@ -311,7 +416,8 @@ uint first_unit(uint b, uint n, out uint NT) {
 
 #define DEFINE_DOT_ROWS(NAME, R)                                                             \
 void NAME(uint ts[R], uint rs[R], out float res[R]) {                                        \
-    bool q4 = true;                                                                          \
+    /* ACT_Q8: the rows go one at a time through dot_sx, which reads sq. */                \
+    bool q4 = !ACT_Q8_ON;                                                                    \
     [[unroll]] for (uint r = 0u; r < R; ++r)                                                 \
         if ((MAT_TY != 0xFFFFu ? MAT_TY : T(ts[r], T_TYPE)) != TY_Q4_0) q4 = false;          \
     if (!q4) {                                                                               \
@@ -374,18 +480,32 @@ void prologue(uint lvl) {
         ss = wg_sum(ss);
         float scale = 1.0 / sqrt(ss / float(d) + uintBitsToFloat(P(H_EPS)));
         uint nt = P(base + L_PRO_T);
+#ifdef ACT_Q8
+        // Normalised and quantised in one sweep (wg_sum's barrier made sx whole); only sq is
+        // read past here (every matrix is quantised in a q8 run).
+        quant_act(d, QA_NORM, 0u, nt, scale);
+#else
         for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue;
             TICK();
             sx_set(SXI(j), welem(nt, 0u, j) * (scale * sx_get(SXI(j))));
         }
+#endif
     } else if (kind == PRO_ATT) {
         // The attention output: unit_attn wrote it, every head's chunks combined.
         uint o = P(H_OFF_ATTO);
+#ifdef ACT_Q8
+        quant_act(d, QA_STATE, o, 0u, 0.0);
+#else
         for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue; TICK(); sx_set(SXI(j), st.s[o + j]); }
+#endif
     } else if (kind == PRO_HB) {
         uint h = P(H_HIDDEN), o = P(H_OFF_HB);
+#ifdef ACT_Q8
+        if (h <= IN_CAP) quant_act(h, QA_STATE, o, 0u, 0.0);
+#else
         if (h <= SX_CAP)
             for (uint j0 = 0u; j0 < h; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= h) continue; TICK(); sx_set(SXI(j), st.s[o + j]); }
+#endif
     }
     wg_sync();
 }
@@ -772,14 +892,18 @@ void unit_argmax() {
 // sx in chunks of whole blocks; each row's sum is the chunk sums added in ascending order
 // (the op's definition for wide inputs), kept in the `acc` scratch between chunks.
 void stage_down_chunked(uint b, uint t0, uint n) {
-    uint h = P(H_HIDDEN), cap = (SX_CAP / 32u) * 32u;
+    uint h = P(H_HIDDEN), cap = (IN_CAP / 32u) * 32u;
     uint NT, me = first_unit(b, n, NT);
     uint ohb = P(H_OFF_HB), oacc = P(H_OFF_ACC), ox = P(H_OFF_X);
     for (uint c0 = 0u; c0 < h; c0 += cap) {
         TICK();
         uint cl = min(cap, h - c0);
         wg_sync();
+#ifdef ACT_Q8
+        quant_act(cl, QA_STATE, ohb + c0, 0u, 0.0);
+#else
         for (uint j0 = 0u; j0 < cl; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= cl) continue; TICK(); sx_set(SXI(j), st.s[ohb + c0 + j]); }
+#endif
         wg_sync();
         for (uint u = me; u < n; u += NT) {
             TICK();
@@ -834,7 +958,7 @@ void run_stage(uint si, bool first, bool last) {
             if (kind == K_ATTN) unit_attn(layer, u / nch, u % nch, nch); else unit_argmax();
         }
     } else {
-        if (kind == K_DOWN && P(H_HIDDEN) > SX_CAP) {
+        if (kind == K_DOWN && P(H_HIDDEN) > IN_CAP) {
             stage_down_chunked(b, t0, n);
             if (g_stamp && !last) { wg_sync(); stamp_stage(si, 1u); }
             return;

@@ -15,6 +15,12 @@
 // need storageBuffer16BitAccess. The f32 path runs the modules built without it.
 #extension GL_EXT_shader_16bit_storage : require
 #endif
+#ifdef ACT_Q8
+// The ACT_Q8 modules (built beside the others) multiply quantised matrices against the input
+// vector quantised to int8 (engine/src/act.rs): packed 4x8-bit integer dot products, so they
+// need shaderIntegerDotProduct. The f32 path runs the modules built without it.
+#extension GL_EXT_integer_dot_product : require
+#endif
 #ifdef CPU_MODEL
 // CPU devices (lavapipe) get the GLSL450 memory model. Under `#pragma use_vulkan_memory_model`
 // glslang marks every access to `shared` and `coherent` memory MakePointerVisible/Available;
@@ -51,6 +57,7 @@ layout(constant_id = SPEC_MAT_TY) const uint MAT_TY = 0xFFFFu;    // the one typ
 layout(constant_id = SPEC_ROWS) const uint ROWS = 1;             // weight rows a team streams at once (1, 2, 4)
 layout(constant_id = SPEC_KV_F16) const bool KV_F16 = false;    // KV cache stored as f16 (KV16 modules only)
 layout(constant_id = SPEC_HEAD_SIZE) const uint HEAD_SIZE = 64;  // the program's head size (H_HEAD_SIZE)
+layout(constant_id = SPEC_SQ_CAP) const uint SQ_CAP = 32;       // elements of the int8 input vector (ACT_Q8 modules)
 
 #define NCHUNK 8
 layout(set = 0, binding = B_WEIGHTS) readonly buffer Weights { uint w[]; } weights[NCHUNK];

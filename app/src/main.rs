@@ -179,6 +179,15 @@ pub struct GpuArgs {
     /// Needs storageBuffer16BitAccess (`baro-top devices` says).
     #[arg(long, value_name = "f32|f16", value_parser = validate::kv)]
     pub kv: Option<baro_engine::device::KvType>,
+    /// What quantised matrices multiply against: f32 or q8 [default: f32]. f32 is the
+    /// reference path (bit-exact against the goldens); q8 quantises each matvec's input
+    /// vector per 32-element block to int8 with a power-of-two scale and sums every block as
+    /// an exact integer dot product (4-way packed int8): a fraction of the instructions per
+    /// weight, logits within ≈ 1 % of f32's. The gate then checks against a reference that
+    /// quantises the same way. Needs shaderIntegerDotProduct (`baro-top devices` says) and
+    /// every matrix in Q4_0 or Q8_0.
+    #[arg(long, value_name = "f32|q8", value_parser = validate::act)]
+    pub act: Option<baro_engine::device::ActType>,
     /// Grid-barrier spin timeout, milliseconds, at least 1 [default: 1000].
     #[arg(long, value_parser = validate::spin_timeout_ms, allow_negative_numbers = true)]
     pub spin_timeout_ms: Option<u64>,
@@ -244,6 +253,7 @@ impl GpuArgs {
             ("--ring-every", self.ring_every.is_some()),
             ("--chain", self.chain.is_some()),
             ("--kv", self.kv.is_some()),
+            ("--act", self.act.is_some()),
             ("--spin-timeout-ms", self.spin_timeout_ms.is_some()),
             ("--watchdog-ms", self.watchdog_ms.is_some()),
             ("--inject-stall-wg", self.inject_stall_wg.is_some()),
@@ -263,6 +273,7 @@ impl GpuArgs {
             ring_every: self.ring_every.unwrap_or(1),
             chain: self.chain.unwrap_or(DEFAULT_CHAIN),
             kv: self.kv.unwrap_or_default(),
+            act: self.act.unwrap_or_default(),
             max_seq,
             spin_timeout: std::time::Duration::from_millis(self.spin_timeout_ms.unwrap_or(1000)),
             test_stall_wg: self.inject_stall_wg,

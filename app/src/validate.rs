@@ -145,6 +145,12 @@ pub fn kv(s: &str) -> Result<baro_engine::device::KvType, String> {
     baro_engine::device::KvType::parse(s)
 }
 
+/// `--act`: what quantised matrices multiply against, exactly `f32` or `q8` (no other
+/// spelling, no case folding).
+pub fn act(s: &str) -> Result<baro_engine::device::ActType, String> {
+    baro_engine::device::ActType::parse(s)
+}
+
 /// `--spin-timeout-ms`: 1 ms to 2000 ms. The kernel compares the low 32 bits of the device
 /// clock (ns), which wrap every 4.29 s; a difference is only unambiguous below half of that.
 pub fn spin_timeout_ms(s: &str) -> Result<u64, String> {
@@ -259,6 +265,11 @@ mod tests {
         assert_eq!(seed("0"), Ok(0));
         assert_eq!(kv("f16"), Ok(baro_engine::device::KvType::F16));
         assert!(kv("f64").expect_err("f64").contains("f32, f16"));
+        assert_eq!(act("q8"), Ok(baro_engine::device::ActType::Q8));
+        assert_eq!(act("f32"), Ok(baro_engine::device::ActType::F32));
+        for bad in ["Q8", "q8_0", "int8", ""] {
+            assert!(act(bad).expect_err(bad).contains("f32, q8"), "{bad}");
+        }
         assert_ne!(resolve_seed(0), 0);
         assert_eq!(resolve_seed(7), 7);
     }

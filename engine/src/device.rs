@@ -9,7 +9,8 @@ use crate::vulkan::{default_grid, GpuContext, VulkanDecoder};
 use crate::Result;
 
 pub use crate::vulkan::{
-    kind_words, max_wg_size, DecoderOptions, DeviceInfo, DeviceKind, Dispatch, KvType, MAX_CHAIN,
+    kind_words, max_wg_size, ActType, DecoderOptions, DeviceInfo, DeviceKind, Dispatch, KvType,
+    MAX_CHAIN,
 };
 
 /// An open Vulkan device, shared by sessions, gates and benches (cheap to clone).

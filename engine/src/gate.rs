@@ -203,9 +203,27 @@ pub fn run_gate(
             ))
         }
     };
-    // The reference stores its KV cache as the decoder does: an f16-KV run is judged against
-    // a reference whose keys and values are rounded to f16 too (everything else f32).
-    let mut cpu = CpuDecoder::with_kv(&model.config, &model.weights, steps, cfg.decoder.kv);
+    // The reference stores its KV cache as the decoder does and quantises what the decoder
+    // quantises: an f16-KV run is judged against a reference whose keys and values are rounded
+    // to f16 too, a q8 run against one whose quantised matvecs meet int8 inputs (crate::act).
+    let mut cpu = CpuDecoder::with_types(
+        &model.config,
+        &model.weights,
+        steps,
+        cfg.decoder.kv,
+        cfg.decoder.act,
+    );
+    // A q8 run's bounds come from the q8 definition's own distance to the f32 path at each
+    // pass (crate::act::q8_bounds): an f32-activation reference beside the q8 one.
+    let mut cpu_f32 = (cfg.decoder.act == crate::act::ActType::Q8).then(|| {
+        CpuDecoder::with_types(
+            &model.config,
+            &model.weights,
+            steps,
+            cfg.decoder.kv,
+            crate::act::ActType::F32,
+        )
+    });
     let mut report = GateReport::default();
     let mut token = cfg
         .prompt
@@ -215,6 +233,15 @@ pub fn run_gate(
     for pos in 0..steps {
         let ref_logits = cpu.forward(token, pos).to_vec();
         let ref_bad = first_non_finite(&ref_logits);
+        let (near_tie, max_rel_l2) = match &mut cpu_f32 {
+            Some(c) => crate::act::q8_bounds(
+                &ref_logits,
+                c.forward(token, pos),
+                cfg.near_tie,
+                cfg.max_rel_l2,
+            ),
+            None => (cfg.near_tie, cfg.max_rel_l2),
+        };
         let m = margin(&ref_logits);
         // A non-finite reference has no margin; its top-1 is still what is fed back.
         let top1 = m.map_or_else(|| crate::reference::margin(&ref_logits).top1, |m| m.top1);
@@ -254,6 +281,7 @@ pub fn run_gate(
                 // Tokens are compared until the first divergence (the judge's history); after
                 // it, the reference's own tokens keep both sides on one sequence and every
                 // other check goes on.
+                judge.set_near_tie(near_tie);
                 let c = judge.judge(pos as u64, r.argmax, Some(dec.logits()), &ref_logits);
                 match c.verdict {
                     Verdict::NearTie => p.near_tie = true,
@@ -266,17 +294,16 @@ pub fn run_gate(
                             c.reference.unwrap_or(top1),
                             c.runner_up.unwrap_or(top1),
                             c.margin.unwrap_or(f32::NAN),
-                            cfg.near_tie
+                            near_tie
                         ));
                     }
                     Verdict::Match | Verdict::Uncompared => {}
                 }
                 // NaN must fail too, hence not `rl2 > max`.
-                if rl2.is_nan() || rl2 > cfg.max_rel_l2 {
+                if rl2.is_nan() || rl2 > max_rel_l2 {
                     p.failures.push(format!(
-                        "{}: logits rel-L2 {rl2:.3e} > {:.1e}",
+                        "{}: logits rel-L2 {rl2:.3e} > {max_rel_l2:.1e}",
                         dispatch.name(),
-                        cfg.max_rel_l2
                     ));
                 }
             }

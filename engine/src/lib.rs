@@ -18,6 +18,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod act;
 pub mod bench;
 pub mod blob;
 pub mod device;

@@ -8,6 +8,7 @@
 //! This module must never be "optimised" in a way that changes a single rounding: it is the
 //! definition every GPU path is checked against.
 
+use crate::act::{self, ActType};
 use crate::kv::KvType;
 use crate::model::types::{Config, Tensor, Weights};
 
@@ -51,6 +52,32 @@ pub fn matvec(out: &mut [f32], w: &Tensor, x: &[f32], row: &mut Vec<f32>) {
                 let mut scratch = vec![0.0; w.cols];
                 matvec_rows(part, i * chunk, w, x, &mut scratch);
             });
+        }
+    });
+}
+
+/// [`matvec`] with the activation type `act`: with [`ActType::Q8`] a Q4_0 or Q8_0 matrix
+/// meets `x` quantised ([`crate::act`]: per 32-block int8, exact integer dot products),
+/// split across threads by rows as [`matvec`] is; every other matrix, and [`ActType::F32`],
+/// takes [`matvec`].
+pub fn matvec_act(out: &mut [f32], w: &Tensor, x: &[f32], row: &mut Vec<f32>, a: ActType) {
+    if a == ActType::F32 || !act::takes_q8(w.ty) {
+        return matvec(out, w, x, row);
+    }
+    let xq = act::quantize(&x[..w.cols]);
+    let rows = out.len().min(w.rows);
+    let threads = if rows * w.cols >= 1 << 22 {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(32)
+    } else {
+        1
+    };
+    let chunk = rows.div_ceil(threads.max(1));
+    std::thread::scope(|s| {
+        for (i, part) in out[..rows].chunks_mut(chunk).enumerate() {
+            let xq = &xq;
+            s.spawn(move || act::matvec_rows(part, i * chunk, w, xq));
         }
     });
 }
@@ -170,6 +197,7 @@ pub struct CpuDecoder<'w> {
     key_cache: Vec<f32>,
     value_cache: Vec<f32>,
     kv: KvType,
+    act: ActType,
     logits: Vec<f32>,
 }
 
@@ -184,6 +212,19 @@ impl<'w> CpuDecoder<'w> {
     /// and value is rounded to f16 as it is stored ([`KvType::store`]), as an f16-KV GPU run
     /// stores it; everything else stays f32.
     pub fn with_kv(cfg: &Config, w: &'w Weights, max_seq: usize, kv_type: KvType) -> Self {
+        Self::with_types(cfg, w, max_seq, kv_type, ActType::F32)
+    }
+
+    /// [`CpuDecoder::with_kv`] with the matvecs' activation type `act`: with [`ActType::Q8`]
+    /// every Q4_0 and Q8_0 matvec quantises its input as a q8 GPU run does
+    /// ([`matvec_act`]); everything else stays f32.
+    pub fn with_types(
+        cfg: &Config,
+        w: &'w Weights,
+        max_seq: usize,
+        kv_type: KvType,
+        act: ActType,
+    ) -> Self {
         let (d, h, kv) = (cfg.dim, cfg.hidden_dim, cfg.kv_dim());
         let max_seq = max_seq.clamp(1, cfg.seq_len);
         CpuDecoder {
@@ -206,6 +247,7 @@ impl<'w> CpuDecoder<'w> {
             key_cache: vec![0.0; cfg.n_layers * max_seq * kv],
             value_cache: vec![0.0; cfg.n_layers * max_seq * kv],
             kv: kv_type,
+            act,
             logits: vec![0.0; cfg.vocab_size],
         }
     }
@@ -220,6 +262,11 @@ impl<'w> CpuDecoder<'w> {
         self.kv
     }
 
+    /// What its quantised matvecs multiply against.
+    pub fn act(&self) -> ActType {
+        self.act
+    }
+
     /// Run one token at `pos` (0-based, `< max_seq`) and return the logits.
     /// Panics if `token` or `pos` is out of range (callers validate user input first).
     pub fn forward(&mut self, token: u32, pos: usize) -> &mut [f32] {
@@ -230,9 +277,9 @@ impl<'w> CpuDecoder<'w> {
         self.w.token_embd.dequant_row(token as usize, &mut self.x);
         for (l, lw) in self.w.layers.iter().enumerate() {
             rmsnorm(&mut self.xb, &self.x, &self.attn_norm[l], c.norm_eps);
-            matvec(&mut self.q, &lw.wq, &self.xb, &mut self.row);
-            matvec(&mut self.k, &lw.wk, &self.xb, &mut self.row);
-            matvec(&mut self.v, &lw.wv, &self.xb, &mut self.row);
+            matvec_act(&mut self.q, &lw.wq, &self.xb, &mut self.row, self.act);
+            matvec_act(&mut self.k, &lw.wk, &self.xb, &mut self.row, self.act);
+            matvec_act(&mut self.v, &lw.wv, &self.xb, &mut self.row, self.act);
             rope(&mut self.q, &mut self.k, pos, hs, c.rope_theta);
             let loff = l * self.max_seq * kv;
             let (kc, vc) = (
@@ -276,25 +323,26 @@ impl<'w> CpuDecoder<'w> {
                     }
                 }
             }
-            matvec(&mut self.xb2, &lw.wo, &self.xb, &mut self.row);
+            matvec_act(&mut self.xb2, &lw.wo, &self.xb, &mut self.row, self.act);
             for i in 0..d {
                 self.x[i] += self.xb2[i];
             }
             rmsnorm(&mut self.xb, &self.x, &self.ffn_norm[l], c.norm_eps);
-            matvec(&mut self.hb, &lw.w_gate, &self.xb, &mut self.row);
-            matvec(&mut self.hb2, &lw.w_up, &self.xb, &mut self.row);
+            matvec_act(&mut self.hb, &lw.w_gate, &self.xb, &mut self.row, self.act);
+            matvec_act(&mut self.hb2, &lw.w_up, &self.xb, &mut self.row, self.act);
             swiglu(&mut self.hb, &self.hb2);
-            matvec(&mut self.xb, &lw.w_down, &self.hb, &mut self.row);
+            matvec_act(&mut self.xb, &lw.w_down, &self.hb, &mut self.row, self.act);
             for i in 0..d {
                 self.x[i] += self.xb[i];
             }
         }
         rmsnorm(&mut self.xb, &self.x, &self.out_norm, c.norm_eps);
-        matvec(
+        matvec_act(
             &mut self.logits,
             self.w.classifier(),
             &self.xb,
             &mut self.row,
+            self.act,
         );
         &mut self.logits
     }

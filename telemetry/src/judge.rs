@@ -190,6 +190,17 @@ impl Judge {
         }
     }
 
+    /// The near-tie threshold for the passes judged from here on: a run whose reference
+    /// moves by more than float rounding (the q8 activation path) widens it pass by pass.
+    pub fn set_near_tie(&mut self, near_tie: f32) {
+        self.near_tie = near_tie;
+    }
+
+    /// The near-tie threshold in force.
+    pub fn near_tie(&self) -> f32 {
+        self.near_tie
+    }
+
     /// The pass at which tokens first diverged.
     pub fn first_divergence(&self) -> Option<u64> {
         self.first_divergence

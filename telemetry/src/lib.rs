@@ -46,6 +46,7 @@
 #![deny(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod act;
 pub mod clock;
 pub mod fail;
 pub mod frame;
@@ -63,6 +64,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub use act::ActType;
 pub use clock::{ClockSync, HostClock, ShaderCalibration};
 pub use fail::{FailReport, FailWord};
 pub use frame::{

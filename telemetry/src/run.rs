@@ -213,6 +213,10 @@ pub struct RunDetails {
     /// so their bytes do not change) means f32, the reference path.
     #[serde(default, skip_serializing_if = "crate::KvType::is_f32")]
     pub kv: crate::KvType,
+    /// What the quantised matrices multiplied against; absent (older recordings, and every
+    /// f32 run) means f32, the reference path.
+    #[serde(default, skip_serializing_if = "crate::ActType::is_f32")]
+    pub act: crate::ActType,
     /// What the driver's compiler reported for the run's pipelines
     /// (VK_KHR_pipeline_executable_properties): registers, spills. Empty where the device
     /// lacks the extension (and in older recordings).
@@ -221,6 +225,16 @@ pub struct RunDetails {
 }
 
 impl RunDetails {
+    /// What puts this run off the f32 reference path (`kv f16`, `act q8`), in that order;
+    /// empty for a reference-path run. Every screen and log shows these.
+    pub fn path_labels(&self) -> Vec<String> {
+        self.kv
+            .label()
+            .into_iter()
+            .chain(self.act.label())
+            .collect()
+    }
+
     /// Name of level `i` (`#i` when out of range): what [`crate::FailWord::line`] wants.
     pub fn level_name(&self, i: u32) -> Cow<'_, str> {
         self.levels
@@ -282,6 +296,7 @@ pub(crate) mod tests {
             instrumented: true,
             check: None,
             kv: Default::default(),
+            act: Default::default(),
             pipelines: Vec::new(),
         }
     }
@@ -312,6 +327,25 @@ pub(crate) mod tests {
         assert_eq!(
             serde_json::from_str::<RunDetails>(&j).unwrap().kv,
             crate::KvType::F32
+        );
+    }
+
+    #[test]
+    fn the_act_type_is_written_only_off_f32_and_absent_reads_as_f32() {
+        let d = details();
+        let j = serde_json::to_string(&d).unwrap();
+        assert!(
+            !j.contains("\"act\""),
+            "an f32 run's bytes do not change: {j}"
+        );
+        let mut q8 = d.clone();
+        q8.act = crate::ActType::Q8;
+        let jq = serde_json::to_string(&q8).unwrap();
+        assert!(jq.contains("\"act\":\"q8\""), "{jq}");
+        assert_eq!(serde_json::from_str::<RunDetails>(&jq).unwrap(), q8);
+        assert_eq!(
+            serde_json::from_str::<RunDetails>(&j).unwrap().act,
+            crate::ActType::F32
         );
     }
 

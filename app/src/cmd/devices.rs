@@ -60,6 +60,14 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
             }
         )?;
         outln!(
+            "  q8 activations   {}",
+            if d.integer_dot {
+                "yes (shaderIntegerDotProduct)"
+            } else {
+                "no: --act q8 is refused (lacks shaderIntegerDotProduct)"
+            }
+        )?;
+        outln!(
             "  compiler stats   {}",
             if d.pipeline_stats {
                 "yes (VK_KHR_pipeline_executable_properties: registers, spills in a run's details)"

@@ -53,7 +53,7 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
         )
     };
     note!(
-        "gate: model {} ({} layers, dim {}), {} steps, dispatch {}, KV cache {}",
+        "gate: model {} ({} layers, dim {}), {} steps, dispatch {}, KV cache {}, activations {}",
         model.source,
         model.config.n_layers,
         model.config.dim,
@@ -66,6 +66,10 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
         match cfg.decoder.kv {
             baro_engine::device::KvType::F32 => "f32".to_string(),
             k => format!("{k} (the reference rounds its cache to {k} too)"),
+        },
+        match cfg.decoder.act {
+            baro_engine::device::ActType::F32 => "f32".to_string(),
+            a => format!("{a} (the reference quantises its matvec inputs the same way)"),
         }
     );
     let mut grid_line = None;
@@ -182,9 +186,14 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     outln!(
-        "{:<28} {max_l2:.2e} (bound {:.0e})",
+        "{:<28} {max_l2:.2e} (bound {:.0e}{})",
         "max logits rel-L2 vs ref",
-        cfg.max_rel_l2
+        cfg.max_rel_l2,
+        if cfg.decoder.act == baro_engine::device::ActType::Q8 {
+            ", or per pass twice the q8 reference's distance to the f32 path"
+        } else {
+            ""
+        }
     )?;
     outln!("{:<28} {min_margin:.4}", "min reference margin")?;
     let ok = report.ok();

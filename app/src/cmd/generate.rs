@@ -59,8 +59,14 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     }
     // --temp and --topp were validated by their parsers (crate::validate).
     if a.backend == Backend::Cpu {
-        // --kv applies to the CPU reference too (its cache rounded as the GPU's would be).
-        let mut given: Vec<_> = a.gpu.given().into_iter().filter(|f| *f != "--kv").collect();
+        // --kv and --act apply to the CPU reference too (its cache rounded, its matvec inputs
+        // quantised as the GPU's would be).
+        let mut given: Vec<_> = a
+            .gpu
+            .given()
+            .into_iter()
+            .filter(|f| *f != "--kv" && *f != "--act")
+            .collect();
         if a.dispatch.is_some() {
             given.insert(0, "--dispatch");
         }
@@ -83,11 +89,12 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     }
     let mut sampler = Sampler::new(model.config.vocab_size, a.temp, a.topp, seed);
     let mut dec: Box<dyn Decode + '_> = match a.backend {
-        Backend::Cpu => Box::new(CpuDecoder::with_kv(
+        Backend::Cpu => Box::new(CpuDecoder::with_types(
             &model.config,
             &model.weights,
             steps,
             a.gpu.kv.unwrap_or_default(),
+            a.gpu.act.unwrap_or_default(),
         )),
         Backend::Vulkan => {
             let ctx = super::open_gpu(&a.gpu)?;
@@ -102,7 +109,7 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         }
     };
     note!(
-        "baro-top: model {} ({} layers, dim {}, vocab {}), backend {}, KV cache {}",
+        "baro-top: model {} ({} layers, dim {}, vocab {}), backend {}, KV cache {}, activations {}",
         model.source,
         model.config.n_layers,
         model.config.dim,
@@ -111,7 +118,8 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             Backend::Cpu => "cpu",
             Backend::Vulkan => "vulkan",
         },
-        a.gpu.kv.unwrap_or_default()
+        a.gpu.kv.unwrap_or_default(),
+        a.gpu.act.unwrap_or_default()
     );
     let mut out = crate::out::Stdout::lock();
     let g = generate(

@@ -179,12 +179,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         match t {
             Telemetry::Start(d) => {
                 note!(
-                    "run: {} | dispatch {} grid {} x {} kv {} | {} levels, {} stages | instrumented {} | reference checks {}",
+                    "run: {} | dispatch {} grid {} x {} kv {} act {} | {} levels, {} stages | instrumented {} | reference checks {}",
                     d.model,
                     d.dispatch,
                     d.grid,
                     d.wg_size,
                     d.kv,
+                    d.act,
                     d.levels.len(),
                     d.stages.len(),
                     d.instrumented,

@@ -114,6 +114,8 @@ pub struct RunInfo {
     pub grid: u32,
     /// KV cache storage: `f32` (the reference path) or `f16`.
     pub kv: &'static str,
+    /// What quantised matrices multiply against: `f32` (the reference path) or `q8`.
+    pub act: &'static str,
 }
 
 /// The last value of each sensor, `None` until one is sampled (an absent series, not a 0).
@@ -289,6 +291,7 @@ impl Aggregator {
             dispatch: DISPATCHES[self.dispatch],
             grid: run.grid,
             kv: run.kv.name(),
+            act: run.act.name(),
         });
     }
 

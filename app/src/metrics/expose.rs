@@ -197,6 +197,7 @@ pub fn render(a: &Aggregator, now_ns: u64, format: Format) -> String {
                 ("dispatch", r.dispatch),
                 ("grid", &grid),
                 ("kv", r.kv),
+                ("act", r.act),
                 ("version", env!("CARGO_PKG_VERSION")),
             ],
             1,

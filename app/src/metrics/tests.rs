@@ -58,6 +58,7 @@ fn run_details(device: &str) -> RunDetails {
         instrumented: true,
         check: None,
         kv: Default::default(),
+        act: Default::default(),
         pipelines: Vec::new(),
     }
 }
@@ -341,7 +342,7 @@ fn info_carries_the_run_and_version_and_sensors_are_in_base_units() {
         vec![(
             concat!(
                 r#"device="NVIDIA H200",device_kind="discrete",driver="NVIDIA 580.65","#,
-                r#"model="llama-1b q4_0",quant="q4_0",dispatch="mega",grid="132",kv="f32","#,
+                r#"model="llama-1b q4_0",quant="q4_0",dispatch="mega",grid="132",kv="f32",act="f32","#,
                 r#"version=""#,
                 env!("CARGO_PKG_VERSION"),
                 "\""
@@ -373,6 +374,18 @@ fn info_labels_an_f16_kv_run_f16() {
     let info = samples(&t, "baro_info");
     assert_eq!(info.len(), 1, "{t}");
     assert!(info[0].0.contains(r#",kv="f16","#), "{info:?}");
+}
+
+#[test]
+fn info_labels_a_q8_activation_run_q8() {
+    let mut stream = small_stream();
+    let mut run = run_details("NVIDIA H200");
+    run.act = baro_telemetry::ActType::Q8;
+    stream[0] = Telemetry::Start(run);
+    let t = render(&aggregated(&stream), NOW, Format::Prometheus);
+    let info = samples(&t, "baro_info");
+    assert_eq!(info.len(), 1, "{t}");
+    assert!(info[0].0.contains(r#",kv="f32",act="q8","#), "{info:?}");
 }
 
 #[test]

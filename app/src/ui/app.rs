@@ -322,7 +322,10 @@ pub fn headless_line(m: &Telemetry) -> Option<String> {
             d.dispatch,
             d.grid,
             d.wg_size,
-            d.kv.label().map(|l| format!(", {l}")).unwrap_or_default()
+            d.path_labels()
+                .iter()
+                .map(|l| format!(", {l}"))
+                .collect::<String>()
         )),
         Telemetry::End {
             passes,

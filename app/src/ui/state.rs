@@ -299,9 +299,10 @@ impl Data {
                     d.levels.len(),
                     d.grid,
                     d.wg_size,
-                    d.kv.label()
-                        .map(|l| format!(", {l} (off the f32 reference path)"))
-                        .unwrap_or_default()
+                    match d.path_labels() {
+                        l if l.is_empty() => String::new(),
+                        l => format!(", {} (off the f32 reference path)", l.join(", ")),
+                    }
                 );
                 self.log(None, Severity::Info, line);
                 // What the driver's compiler made of the kernel: a spill puts local-memory

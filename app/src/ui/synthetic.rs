@@ -178,6 +178,7 @@ impl Synth {
             instrumented: true,
             check: None,
             kv: Default::default(),
+            act: Default::default(),
             pipelines: Vec::new(),
         };
         Synth {

@@ -95,7 +95,7 @@ impl Engine {
             Some(_) => Some(Shadow::spawn(
                 b.model.clone(),
                 crate::generate::Decode::max_seq(&dec),
-                dec.opts.kv,
+                (dec.opts.kv, dec.opts.act),
                 b.near_tie,
                 b.reference_hook.clone(),
             )?),
@@ -337,7 +337,7 @@ impl Engine {
                     self.shadow = Some(Shadow::spawn(
                         (*m).clone(),
                         crate::generate::Decode::max_seq(&dec),
-                        dec.opts.kv,
+                        (dec.opts.kv, dec.opts.act),
                         self.b.near_tie,
                         self.b.reference_hook.clone(),
                     )?);

@@ -114,6 +114,7 @@ pub fn llama_run(grid: u32, layers: u32) -> RunDetails {
         instrumented: true,
         check: None,
         kv: Default::default(),
+        act: Default::default(),
         pipelines: Vec::new(),
     }
 }

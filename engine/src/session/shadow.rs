@@ -1,6 +1,7 @@
 //! The shadow CPU reference that judges the GPU's tokens beside the engine (`baro-shadow`).
 
 use super::*;
+use crate::act::ActType;
 use crate::kv::KvType;
 
 /// Work for the shadow reference.
@@ -30,7 +31,7 @@ impl Shadow {
     pub(super) fn spawn(
         model: Model,
         max_seq: usize,
-        kv: KvType,
+        types: (KvType, ActType),
         near_tie: f32,
         hook: Option<ReferenceHook>,
     ) -> Result<Shadow> {
@@ -40,7 +41,7 @@ impl Shadow {
         let c2 = cancel.clone();
         let join = std::thread::Builder::new()
             .name("baro-shadow".into())
-            .spawn(move || shadow_main(model, (max_seq, kv), near_tie, hook, jobs, out, c2))
+            .spawn(move || shadow_main(model, (max_seq, types), near_tie, hook, jobs, out, c2))
             .map_err(|e| Error::EngineThread(format!("spawning the shadow reference: {e}")))?;
         Ok(Shadow {
             tx,
@@ -57,10 +58,11 @@ impl Shadow {
     }
 }
 
-/// `cache`: the reference's KV cache, as the decoder's (positions, storage type).
+/// `cache`: the reference's KV cache and matvec inputs, as the decoder's (positions, KV
+/// storage type, activation type).
 pub(super) fn shadow_main(
     mut model: Model,
-    (max_seq, kv): (usize, KvType),
+    (max_seq, (kv, act)): (usize, (KvType, ActType)),
     near_tie: f32,
     hook: Option<ReferenceHook>,
     jobs: Receiver<ToShadow>,
@@ -70,8 +72,14 @@ pub(super) fn shadow_main(
     loop {
         let next: Box<Model> = {
             // The reference's KV cache stores what the decoder's does (f16: rounded keys and
-            // values), so an f16-KV session is judged against an f16-KV reference.
-            let mut cpu = CpuDecoder::with_kv(&model.config, &model.weights, max_seq, kv);
+            // values; q8: quantised matvec inputs), so an f16-KV or q8 session is judged
+            // against a reference that rounds the same way.
+            let mut cpu = CpuDecoder::with_types(&model.config, &model.weights, max_seq, kv, act);
+            // q8: an f32-activation reference beside it sets each pass's near-tie
+            // (crate::act::q8_bounds).
+            let mut cpu_f32 = (act == ActType::Q8).then(|| {
+                CpuDecoder::with_types(&model.config, &model.weights, max_seq, kv, ActType::F32)
+            });
             let mut judge = Judge::new(near_tie);
             let vocab = model.config.vocab_size as u32;
             loop {
@@ -101,6 +109,15 @@ pub(super) fn shadow_main(
                         let logits = cpu.forward(token, pos);
                         if let Some(h) = &hook {
                             h(pass, pos, logits);
+                        }
+                        if let Some(c32) = &mut cpu_f32 {
+                            let (nt, _) = crate::act::q8_bounds(
+                                logits,
+                                c32.forward(token, pos),
+                                near_tie,
+                                0.0,
+                            );
+                            judge.set_near_tie(nt);
                         }
                         let c = judge.judge(pass, gpu_token, None, logits);
                         if out.send((pass, c)).is_err() {

@@ -68,6 +68,10 @@ pub struct DeviceInfo {
     /// 16-bit loads and stores in storage buffers (`storageBuffer16BitAccess`): what an f16
     /// KV cache needs ([`crate::kv::KvType::F16`]); enabled at device creation when present.
     pub storage_16bit: bool,
+    /// VK_KHR_shader_integer_dot_product with `shaderIntegerDotProduct` (core in Vulkan 1.3):
+    /// packed 4×int8 dot products, what the q8 activation path needs
+    /// ([`crate::act::ActType::Q8`]); enabled at device creation when present.
+    pub integer_dot: bool,
     /// VK_KHR_pipeline_executable_properties with `pipelineExecutableInfo`: the driver reports
     /// its compiler's statistics (registers per lane, spills) for each pipeline; enabled at
     /// device creation when present.
@@ -271,6 +275,8 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
         let mut v12 = vk::PhysicalDeviceVulkan12Features::default();
         let pex_ext = has_ext(&exts, ash::khr::pipeline_executable_properties::NAME);
         let mut pex = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
+        let idp_ext = has_ext(&exts, ash::khr::shader_integer_dot_product::NAME);
+        let mut idp = vk::PhysicalDeviceShaderIntegerDotProductFeatures::default();
         let mut f2 = vk::PhysicalDeviceFeatures2::default()
             .push_next(&mut v11)
             .push_next(&mut v12);
@@ -279,6 +285,9 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
         }
         if pex_ext {
             f2 = f2.push_next(&mut pex);
+        }
+        if idp_ext {
+            f2 = f2.push_next(&mut idp);
         }
         instance.get_physical_device_features2(pd, &mut f2);
         let feats = f2.features;
@@ -320,6 +329,7 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
                 && v12.vulkan_memory_model_device_scope == vk::TRUE,
             storage_array_indexing: feats.shader_storage_buffer_array_dynamic_indexing == vk::TRUE,
             storage_16bit: v11.storage_buffer16_bit_access == vk::TRUE,
+            integer_dot: idp_ext && idp.shader_integer_dot_product == vk::TRUE,
             pipeline_stats: pex_ext && pex.pipeline_executable_info == vk::TRUE,
             sm_count: if sm_ext && sm.shader_sm_count > 0 {
                 Some(sm.shader_sm_count)
@@ -497,6 +507,14 @@ impl GpuContext {
         if chosen.pipeline_stats {
             ext_names.push(ash::khr::pipeline_executable_properties::NAME.as_ptr());
             f2 = f2.push_next(&mut pex);
+        }
+        // Packed int8 dot products where the device has them (the q8 activation path's
+        // modules need them; a decoder asked for q8 on a device without them refuses).
+        let mut idp = vk::PhysicalDeviceShaderIntegerDotProductFeatures::default()
+            .shader_integer_dot_product(true);
+        if chosen.integer_dot {
+            ext_names.push(ash::khr::shader_integer_dot_product::NAME.as_ptr());
+            f2 = f2.push_next(&mut idp);
         }
         let dci = vk::DeviceCreateInfo::default()
             .queue_create_infos(&qci)

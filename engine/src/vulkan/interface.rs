@@ -87,8 +87,11 @@ interface! {
         /// fold at pipeline creation, and a head size that is a multiple of 4 drops the
         /// scalar fallback.
         HEAD_SIZE = 15,
+        /// Elements of the shared int8 input vector (only in the modules built with the q8
+        /// activation path).
+        SQ_CAP = 16,
         /// How many there are.
-        COUNT = 16,
+        COUNT = 17,
     }
 
     /// Program header word indices (`H_*`).

@@ -7,6 +7,6 @@ pub mod program;
 
 pub use context::{any_device_hung, kind_words, list_devices, DeviceInfo, DeviceKind, GpuContext};
 pub use decoder::{
-    default_grid, fail, max_wg_size, DecoderOptions, Dispatch, FailWord, Feed, KvType, Pass,
-    VulkanDecoder, MAX_CHAIN,
+    default_grid, fail, max_wg_size, ActType, DecoderOptions, Dispatch, FailWord, Feed, KvType,
+    Pass, VulkanDecoder, MAX_CHAIN,
 };

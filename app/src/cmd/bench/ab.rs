@@ -26,7 +26,8 @@ pub struct AbArgs {
     /// Arm A's options: --dispatch mega|multi, --instrument off|on, --chain, --kv, --grid,
     /// --wg-size, --rows, --spin-timeout-ms, --watchdog-ms (with --a-binary: any options of
     /// that binary's bench but the workload's: --depth, --tokens, --prompts, -m, ... go to
-    /// `bench ab` itself). Arms with different --kv cannot have bitwise-equal logits.
+    /// `bench ab` itself). Arms with different --kv or --act cannot have bitwise-equal
+    /// logits.
     #[arg(
         long = "a",
         value_name = "ARGS",
@@ -295,6 +296,7 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
         ring_every: None,
         chain: None,
         kv: None,
+        act: None,
         spin_timeout_ms: None,
         watchdog_ms: None,
         inject_stall_wg: None,
@@ -629,6 +631,7 @@ pub fn child_arm(name: &str, run: u64, rows: &[Row]) -> anyhow::Result<(ArmResul
         grid: pp.grid,
         chain: pp.chain,
         kv: pp.kv.clone(),
+        act: pp.act.clone(),
         commit: pp.commit.clone(),
         registers: pp.registers,
         spills: pp.spills,

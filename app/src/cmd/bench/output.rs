@@ -70,6 +70,8 @@ pub struct ArmInfo {
     pub chain: u32,
     /// KV cache storage (`f32`, `f16`).
     pub kv: String,
+    /// What quantised matrices multiplied against (`f32`, `q8`).
+    pub act: String,
     /// Commit of the binary that ran it.
     pub commit: String,
     /// Registers per lane of its (stamping) decode pipeline, where the driver reports them.
@@ -98,6 +100,7 @@ impl ArmInfo {
                     grid,
                     chain: arm.options.chain,
                     kv: arm.options.kv.to_string(),
+                    act: arm.options.act.to_string(),
                     commit: commit.into(),
                     registers,
                     spills,
@@ -143,6 +146,10 @@ pub struct Row {
     /// KV cache storage, `f32` or `f16`; rows from binaries before the f16 option read f32.
     #[serde(default = "f32_name")]
     pub kv: String,
+    /// What quantised matrices multiplied against, `f32` or `q8`; rows from binaries before
+    /// the q8 option read f32.
+    #[serde(default = "f32_name")]
+    pub act: String,
     /// Registers per lane of the arm's decode pipeline as the driver's compiler reports them
     /// (VK_KHR_pipeline_executable_properties); absent where it does not.
     #[serde(default)]
@@ -269,6 +276,7 @@ pub fn rows(meta: &Meta, arms: &[ArmInfo], report: &BenchReport) -> Vec<Row> {
                 grid: info.grid,
                 chain: info.chain,
                 kv: info.kv.clone(),
+                act: info.act.clone(),
                 registers: info.registers,
                 spills: info.spills,
                 test: test.into(),
@@ -303,7 +311,7 @@ pub fn rows(meta: &Meta, arms: &[ArmInfo], report: &BenchReport) -> Vec<Row> {
 }
 
 /// The CSV columns, in order (every field of [`Row`]).
-const COLUMNS: [&str; 40] = [
+const COLUMNS: [&str; 41] = [
     "model_filename",
     "model_type",
     "model_size",
@@ -317,6 +325,7 @@ const COLUMNS: [&str; 40] = [
     "grid",
     "chain",
     "kv",
+    "act",
     "registers",
     "spills",
     "test",
@@ -556,6 +565,7 @@ mod tests {
             grid: 2,
             chain: 1,
             kv: "f32".into(),
+            act: "f32".into(),
             commit: "c".into(),
             registers: None,
             spills: None,
@@ -595,6 +605,7 @@ mod tests {
             grid: 2,
             chain: 1,
             kv: "f16".into(),
+            act: "f32".into(),
             commit: "c".into(),
             registers: None,
             spills: None,
@@ -645,6 +656,7 @@ mod tests {
             grid: 2,
             chain: 1,
             kv: "f32".into(),
+            act: "f32".into(),
             commit: "c".into(),
             registers,
             spills,

@@ -65,7 +65,7 @@ impl Widget for &Header<'_> {
                     Default::default(),
                 );
                 // Off the reference path: say so where every screen shows it.
-                if let Some(l) = r.kv.label() {
+                for l in r.path_labels() {
                     seg(&mut x, &l, t.fg(Tone::Warn));
                 }
             }

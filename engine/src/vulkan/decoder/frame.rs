@@ -84,6 +84,7 @@ impl VulkanDecoder {
             instrumented: self.opts.instrument,
             check: None,
             kv: self.opts.kv,
+            act: self.opts.act,
             pipelines: self.pipeline_stats.clone(),
         }
     }

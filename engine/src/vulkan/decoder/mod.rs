@@ -21,6 +21,7 @@ use gpu_allocator::MemoryLocation;
 
 use super::context::{vkr, DeviceKind, GpuContext};
 use super::program::{repack, Program, StageKind, TensorPlace};
+pub use crate::act::ActType;
 pub use crate::kv::KvType;
 use crate::model::Model;
 use crate::{Error, Result};
@@ -29,19 +30,31 @@ use baro_telemetry::{
     StatValue,
 };
 
-static SPV_CLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode.spv"));
-static SPV_NOCLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_noclock.spv"));
-static SPV_CPU: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_cpu.spv"));
-static SPV_CPU_NOCLOCK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_cpu_noclock.spv"));
-// The same four built with KV16: able to store the KV cache as f16 (spec constant KV_F16),
-// they declare 16-bit storage and so load only where storageBuffer16BitAccess is enabled. An
-// f32 KV cache runs the modules above, which a device without 16-bit storage loads too.
-static SPV_CLOCK_KV16: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_kv16.spv"));
-static SPV_NOCLOCK_KV16: &[u8] =
-    include_bytes!(concat!(env!("OUT_DIR"), "/decode_noclock_kv16.spv"));
-static SPV_CPU_KV16: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/decode_cpu_kv16.spv"));
-static SPV_CPU_NOCLOCK_KV16: &[u8] =
-    include_bytes!(concat!(env!("OUT_DIR"), "/decode_cpu_noclock_kv16.spv"));
+// The decode modules: `decode` (GPUs, device clock), `_noclock`, `_cpu` (lavapipe's memory
+// model), each with `_kv16` (able to store the KV cache as f16: it declares 16-bit storage, so
+// it loads only where storageBuffer16BitAccess is enabled) and `_q8` (the q8 activation path:
+// integer dot products). The reference path (f32 KV, f32 activations) runs the modules with
+// neither, which every device loads.
+mod modules {
+    include!(concat!(env!("OUT_DIR"), "/modules.rs"));
+}
+
+/// The SPIR-V of the module for a CPU device or a GPU, with or without the device clock,
+/// the f16-capable KV cache and the q8 activation path.
+fn module(cpu: bool, clock: bool, kv16: bool, q8: bool) -> &'static [u8] {
+    let name = format!(
+        "decode{}{}{}{}",
+        if cpu { "_cpu" } else { "" },
+        if clock { "" } else { "_noclock" },
+        if kv16 { "_kv16" } else { "" },
+        if q8 { "_q8" } else { "" },
+    );
+    modules::MODULES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, m)| *m)
+        .unwrap_or_else(|| unreachable!("build.rs builds every combination; {name} is missing"))
+}
 
 use super::interface::{spec, sy};
 
@@ -108,6 +121,14 @@ pub struct DecoderOptions {
     /// multi still agree bitwise, and the gate checks it against a reference that rounds the
     /// same way. Needs `storageBuffer16BitAccess` (refused where the device lacks it).
     pub kv: KvType,
+    /// What the quantised matrices multiply against. [`ActType::F32`] (the default) is the
+    /// reference path: bit-exact against the goldens. [`ActType::Q8`] quantises each matvec's
+    /// input vector per 32-element block to int8 with a power-of-two scale and takes every
+    /// block's sum as an exact integer dot product ([`crate::act`]): a fraction of the
+    /// instructions per weight, at the price of ≈ 1 % per matvec; mega and multi still agree
+    /// bitwise, and the gate checks it against a reference that quantises the same way.
+    /// Needs shaderIntegerDotProduct and every matrix in Q4_0 or Q8_0 (refused otherwise).
+    pub act: ActType,
     /// Write the driver's pipeline cache to this file once the decode pipelines are built:
     /// the device's compiled binaries of this exact build and specialisation, to be read at
     /// the instruction level (`bench/sass.py` extracts NVIDIA's and disassembles them). The
@@ -147,6 +168,7 @@ impl Default for DecoderOptions {
             chain: 1,
             ring_every: 1,
             kv: KvType::F32,
+            act: ActType::F32,
         }
     }
 }
@@ -225,6 +247,8 @@ pub struct VulkanDecoder {
     pub rows: u32,
     vocab: usize,
     mat_type: u32,
+    /// Elements of the shared int8 input vector (the q8 activation path; 32 otherwise).
+    sq_cap: u32,
     chunks: Vec<Buffer>,
     state: Buffer,
     kv: Buffer,

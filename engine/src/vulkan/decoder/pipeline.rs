@@ -9,16 +9,8 @@ impl VulkanDecoder {
         let ctx = self.ctx.clone();
         let d = &ctx.device;
         let kv16 = self.opts.kv == KvType::F16;
-        let spv = match (cpu, self.has_clock(), kv16) {
-            (false, true, false) => SPV_CLOCK,
-            (false, false, false) => SPV_NOCLOCK,
-            (true, true, false) => SPV_CPU,
-            (true, false, false) => SPV_CPU_NOCLOCK,
-            (false, true, true) => SPV_CLOCK_KV16,
-            (false, false, true) => SPV_NOCLOCK_KV16,
-            (true, true, true) => SPV_CPU_KV16,
-            (true, false, true) => SPV_CPU_NOCLOCK_KV16,
-        };
+        let q8 = self.opts.act == ActType::Q8;
+        let spv = module(cpu, self.has_clock(), kv16, q8);
         let code = ash::util::read_spv(&mut std::io::Cursor::new(spv))
             .map_err(|e| Error::Vulkan(format!("embedded SPIR-V: {e}")))?;
         let n_chunks = self.chunks.len();
@@ -98,6 +90,7 @@ impl VulkanDecoder {
                     (spec::ROWS, self.rows),
                     (spec::KV_F16, kv16 as u32),
                     (spec::HEAD_SIZE, self.program.head_size()),
+                    (spec::SQ_CAP, self.sq_cap),
                 ] {
                     spec[id as usize] = value;
                 }

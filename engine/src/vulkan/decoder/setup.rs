@@ -64,6 +64,34 @@ impl VulkanDecoder {
                 info.index, info.name
             )));
         }
+        let q8 = opts.act == ActType::Q8;
+        if q8 {
+            if !info.integer_dot {
+                return Err(Error::Invalid(format!(
+                    "activations q8: device {} ({}) lacks shaderIntegerDotProduct (packed int8 dot products), which the q8 activation path needs; use f32 activations",
+                    info.index, info.name
+                )));
+            }
+            if !sg.is_multiple_of(8) {
+                return Err(Error::Invalid(format!(
+                    "activations q8: device {} ({}) runs subgroups of {sg} lanes; the q8 path quantises a block on 8 lanes of one subgroup (a multiple of 8)",
+                    info.index, info.name
+                )));
+            }
+            let w = &model.weights;
+            if let Some(t) = w
+                .layers
+                .iter()
+                .flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down])
+                .chain([w.classifier()])
+                .find(|t| !crate::act::takes_q8(t.ty))
+            {
+                return Err(Error::Invalid(format!(
+                    "activations q8: every matrix must be Q4_0 or Q8_0 (they meet int8 activations); {} is {}",
+                    t.name, t.ty
+                )));
+            }
+        }
         let rows = opts.rows.unwrap_or(DEFAULT_ROWS);
         if ![1, 2, 4].contains(&rows) {
             return Err(Error::Invalid(format!(
@@ -86,10 +114,37 @@ impl VulkanDecoder {
         }
         // The FFN input goes through shared memory whole when it fits, else in as few
         // block-aligned chunks as the shared memory allows (see stage_down_chunked).
-        let sx_cap = if c.hidden_dim <= shared_floats {
-            c.hidden_dim.max(c.dim)
+        // The attention's 16-byte slots in sx (see below).
+        let att_slots = {
+            let heads = (c.n_heads / c.n_kv_heads).min(super::super::program::ATT_HEADS as usize);
+            heads * c.head_size().div_ceil(4) + (wg_size / sg).max(1) as usize
+        };
+        let (sx_cap, sq_cap) = if q8 {
+            // The q8 path: sx holds the dim-wide vector the norm reads (and the attention's
+            // scratch); every matvec input lives quantised in sq (48 bytes per block, see
+            // quant_act), the FFN width whole when it fits, else in chunks.
+            let sx = c.dim.max(4 * att_slots);
+            let sx_bytes = (sx / 4 + sx / 32 + 1) * 16;
+            let left = (info.max_shared as usize).saturating_sub(1024 + sx_bytes);
+            let sq_fit = (left / 48).saturating_sub(1) * 32;
+            if sq_fit < c.dim {
+                return Err(Error::Invalid(format!(
+                    "activations q8: model dim {} needs {} bytes of shared memory; the device has {}",
+                    c.dim,
+                    1024 + sx_bytes + (c.dim / 32 + 1) * 48,
+                    info.max_shared
+                )));
+            }
+            let sq = if c.hidden_dim <= sq_fit {
+                c.hidden_dim.max(c.dim)
+            } else {
+                sq_fit
+            };
+            (sx, sq)
+        } else if c.hidden_dim <= shared_floats {
+            (c.hidden_dim.max(c.dim), 32)
         } else {
-            (shared_floats / 32 * 32).max(c.dim)
+            ((shared_floats / 32 * 32).max(c.dim), 32)
         };
         // The attention (decode.comp, unit_attn) keeps a head group's query vectors with its
         // subgroups' maxima, then a value cluster's partials, in the shared vector, and runs a
@@ -99,7 +154,7 @@ impl VulkanDecoder {
             let hs = c.head_size();
             let quads = hs.div_ceil(4);
             let heads = (c.n_heads / c.n_kv_heads).min(super::super::program::ATT_HEADS as usize);
-            let need = heads * quads + (wg_size / sg).max(1) as usize;
+            let need = att_slots;
             let sx_vec4s = sx_cap / 4 + sx_cap / 32 + 1;
             if need > sx_vec4s || quads > wg_size as usize {
                 return Err(Error::Invalid(format!(
@@ -119,6 +174,7 @@ impl VulkanDecoder {
             wg_size,
             rows,
             vocab: c.vocab_size,
+            sq_cap: sq_cap as u32,
             mat_type: {
                 let w = &model.weights;
                 let mut tys = w
