@@ -170,7 +170,6 @@ float welem(uint t, uint row, uint j) {
 // 4-bank groups (no conflicts; a stride of 8 words would pair them up).
 shared uvec4 sq[SQ_CAP / 32u * 3u + 3u];
 #define IN_CAP SQ_CAP
-#define ACT_Q8_ON true
 #define QA_SX 0u     // quant_act's sources: the raw vector in sx,
 #define QA_NORM 1u   // sx normalised on the way (scale * sx[j] * norm weight j),
 #define QA_STATE 2u  // or state words from `off`
@@ -190,7 +189,7 @@ void quant_act(uint n, uint src, uint off, uint nt, float scale) {
         vec4 v = vec4(0.0);
         if (has) {
             if (src == QA_STATE) {
-                v = vec4(st.s[off + 4u * i], st.s[off + 4u * i + 1u], st.s[off + 4u * i + 2u], st.s[off + 4u * i + 3u]);
+                v = st4.s[(off >> 2u) + i];   // off: a multiple of 4 (the host's layout)
             } else {
                 v = sx4[(i >> 3u) * 9u + (i & 7u)];
                 if (src == QA_NORM)
@@ -250,7 +249,6 @@ float q8_q8(uvec4 WA, uvec4 WB, uint B, float D) {
 }
 #else
 #define IN_CAP SX_CAP
-#define ACT_Q8_ON false
 #endif
 
 // ---- the dot product of one weight row with the input vector, by one team ----
@@ -414,10 +412,17 @@ uint first_unit(uint b, uint n, out uint NT) {
         [[unroll]] for (uint r = 0u; r < R; ++r) acc[r] += (lo[r] + hi[r]) * D[r];           \
     }
 
+// R rows' blocks B (quant words Q[r], scales D[r]) into acc[r]: against sx, or (ACT_Q8)
+// against sq, each row exactly as dot_sx adds it.
+#ifdef ACT_Q8
+#define Q4_ROWS_DOT(Q, D, B, R) { [[unroll]] for (uint r = 0u; r < R; ++r) acc[r] += q4_q8(Q[r], B, D[r]); }
+#else
+#define Q4_ROWS_DOT(Q, D, B, R) Q4_ROWS_BLOCK(Q, D, B, R)
+#endif
+
 #define DEFINE_DOT_ROWS(NAME, R)                                                             \
 void NAME(uint ts[R], uint rs[R], out float res[R]) {                                        \
-    /* ACT_Q8: the rows go one at a time through dot_sx, which reads sq. */                \
-    bool q4 = !ACT_Q8_ON;                                                                    \
+    bool q4 = true;                                                                          \
     [[unroll]] for (uint r = 0u; r < R; ++r)                                                 \
         if ((MAT_TY != 0xFFFFu ? MAT_TY : T(ts[r], T_TYPE)) != TY_Q4_0) q4 = false;          \
     if (!q4) {                                                                               \
@@ -446,8 +451,8 @@ void NAME(uint ts[R], uint rs[R], out float res[R]) {                           
             da[r] = ha ? qscale(ch[r], sc[r], rs[r] * nb + ba) : 0.0;                        \
             db[r] = hb ? qscale(ch[r], sc[r], rs[r] * nb + bb) : 0.0;                        \
         }                                                                                    \
-        if (ha) Q4_ROWS_BLOCK(qa, da, ba, R)                                                 \
-        if (hb) Q4_ROWS_BLOCK(qb, db, bb, R)                                                 \
+        if (ha) Q4_ROWS_DOT(qa, da, ba, R)                                                   \
+        if (hb) Q4_ROWS_DOT(qb, db, bb, R)                                                   \
     }                                                                                        \
     [[unroll]] for (uint r = 0u; r < R; ++r) res[r] = subgroupAdd(acc[r]);                   \
 }
