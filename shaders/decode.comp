@@ -310,46 +310,6 @@ float q8_q8(uvec4 WA, uvec4 WB, uint B, float D) {
     }
 #endif
 
-// The Q4_0 row loop of DEFINE_DOT (nb blocks from g0; acc). Against sx: two blocks per lane
-// per iteration, both loads issued before either is used. Against sq (ACT_Q8) the blocks'
-// arithmetic is a fraction of the loads' latency, so four blocks' loads go out together.
-// Either way a lane adds its blocks in the order b, b + S, b + 2S, ...
-#ifdef ACT_Q8
-#define Q4_0_PER 4u
-#define Q4_0_LOOP                                                                            \
-        for (uint b0 = 0u; b0 < nb; b0 += Q4_0_PER * S) {                                    \
-            TICK();                                                                          \
-            uint bs[Q4_0_PER];                                                               \
-            bool hs[Q4_0_PER];                                                               \
-            uvec4 qs[Q4_0_PER];                                                              \
-            float ds[Q4_0_PER];                                                              \
-            [[unroll]] for (uint i = 0u; i < Q4_0_PER; ++i) {                                \
-                bs[i] = b0 + tlane() + i * S;                                                \
-                hs[i] = bs[i] < nb;                                                          \
-                qs[i] = hs[i] ? wld4(ch, base + (g0 + bs[i]) * 4u) : uvec4(0u);              \
-            }                                                                                \
-            [[unroll]] for (uint i = 0u; i < Q4_0_PER; ++i)                                  \
-                ds[i] = hs[i] ? qscale(ch, sc, row * nbt + g0 + bs[i]) : 0.0;                \
-            TICK_N(8u * Q4_0_PER); /* the i loops' and q4_q8's back-edges, if not unrolled */ \
-            [[unroll]] for (uint i = 0u; i < Q4_0_PER; ++i)                                  \
-                if (hs[i]) DOT_Q4_0(qs[i], bs[i], ds[i])                                     \
-        }
-#else
-#define Q4_0_LOOP                                                                            \
-        for (uint b0 = 0u; b0 < nb; b0 += 2u * S) {                                         \
-            TICK();                                                                          \
-            uint ba = b0 + tlane(), bb = ba + S;                                             \
-            bool ha = ba < nb, hb = bb < nb;                                                 \
-            uvec4 qa = ha ? wld4(ch, base + (g0 + ba) * 4u) : uvec4(0u);                     \
-            uvec4 qb = hb ? wld4(ch, base + (g0 + bb) * 4u) : uvec4(0u);                     \
-            float da = ha ? qscale(ch, sc, row * nbt + g0 + ba) : 0.0;                        \
-            float db = hb ? qscale(ch, sc, row * nbt + g0 + bb) : 0.0;                        \
-            TICK_N(40u);                                                                     \
-            if (ha) DOT_Q4_0(qa, ba, da)                                                      \
-            if (hb) DOT_Q4_0(qb, bb, db)                                                      \
-        }
-#endif
-
 #define DEFINE_DOT(NAME, XLOAD)                                                              \
 float NAME(uint t, uint row, uint c0, uint cl) {                                             \
     /* A model whose matrices share one type compiles only that type's loop. */              \
@@ -382,8 +342,21 @@ float NAME(uint t, uint row, uint c0, uint cl) {                                
             DOT_Q8_0(qa, qb, b)                                                               \
         }                                                                                    \
     } else {                                                                                 \
+        /* Q4_0: two blocks per lane per iteration, both loads issued before either is used;   \
+           the blocks are still added in the order b, b + S, b + 2S, ... */                  \
         uint nb = cl / 32u, nbt = cols / 32u, g0 = c0 / 32u, sc = T(t, T_SC);                \
-        Q4_0_LOOP                                                                            \
+        for (uint b0 = 0u; b0 < nb; b0 += 2u * S) {                                         \
+            TICK();                                                                          \
+            uint ba = b0 + tlane(), bb = ba + S;                                             \
+            bool ha = ba < nb, hb = bb < nb;                                                 \
+            uvec4 qa = ha ? wld4(ch, base + (g0 + ba) * 4u) : uvec4(0u);                     \
+            uvec4 qb = hb ? wld4(ch, base + (g0 + bb) * 4u) : uvec4(0u);                     \
+            float da = ha ? qscale(ch, sc, row * nbt + g0 + ba) : 0.0;                        \
+            float db = hb ? qscale(ch, sc, row * nbt + g0 + bb) : 0.0;                        \
+            TICK_N(40u);                                                                     \
+            if (ha) DOT_Q4_0(qa, ba, da)                                                      \
+            if (hb) DOT_Q4_0(qb, bb, db)                                                      \
+        }                                                                                    \
     }                                                                                        \
     return subgroupAdd(acc);                                                                 \
 }
