@@ -678,6 +678,39 @@ fn bench_ring_every_names_the_sampled_arm_and_is_refused_without_the_ring() {
 }
 
 #[test]
+fn bench_rows_carry_the_act_type_f32_by_default_and_q8_with_act_q8() {
+    let dir = TempDir::new("act");
+    let p = dir.prompts();
+    let m = dir.s("tiny-q4.gguf");
+    let o = baro(
+        &dir,
+        &[
+            "model", "gen", "--shape", "tiny", "--quant", "q4_0", "-o", &m,
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (extra, want) in [(&[][..], "f32"), (&["--act", "q8"][..], "q8")] {
+        let mut a = quick(&p, &["-o", "json", "-m", &m]);
+        a.extend_from_slice(extra);
+        let o = baro(&dir, &a);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout(&o)).expect("a JSON array");
+        assert_eq!(rows.len(), 2, "pp and tg");
+        for r in &rows {
+            assert_eq!(r["act"], want, "{extra:?}: {r}");
+        }
+    }
+    // The f32 stories260K model has no quantised matrix: q8 is refused, naming one.
+    let o = baro(&dir, &quick(&p, &["--act", "q8"]));
+    assert!(!o.status.success(), "--act q8 on an f32 model accepted");
+    assert!(
+        stderr(&o).contains("Q4_0 or Q8_0") && stderr(&o).contains("is f32"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn bench_rows_carry_the_kv_type_f32_by_default_and_f16_with_kv_f16() {
     let dir = TempDir::new("kv");
     let p = dir.prompts();

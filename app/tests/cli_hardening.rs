@@ -454,6 +454,48 @@ fn kv_f16_gates_against_the_f16_rounded_reference_and_generates_on_the_cpu_too()
 }
 
 #[test]
+fn act_type_other_than_f32_or_q8_is_refused_naming_the_accepted_values() {
+    for c in ["gate", "run", "generate", "bench", "record"] {
+        for bad in ["q8_0", "Q8", "int8", ""] {
+            refused(
+                &baro(&[c, "--act", bad]),
+                &["--act", "expected one of f32, q8"],
+            );
+        }
+    }
+}
+
+#[test]
+fn act_q8_gates_against_the_q8_reference_and_generates_on_the_cpu_too() {
+    let dir = std::env::temp_dir().join(format!("baro-act-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let m = dir.join("tiny-q4.gguf");
+    let m = m.to_str().expect("utf-8");
+    let o = baro(&[
+        "model", "gen", "--shape", "tiny", "--quant", "q4_0", "-o", m,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = baro(&["generate", "-m", m, "-n", "12", "--act", "q8"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("backend cpu, KV cache f32, activations q8"),
+        "{}",
+        stderr(&o)
+    );
+    let Some(_turn) = vulkan() else { return };
+    let o = baro(&["gate", "-m", m, "--steps", "24", "--act", "q8"]);
+    let err = stderr(&o);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{err}\n{out}");
+    assert!(
+        err.contains("activations q8 (the reference quantises its matvec inputs the same way)"),
+        "{err}"
+    );
+    assert!(out.contains("24/24 passes bit-identical"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn wg_size_is_checked_against_the_device_limit_not_clamped() {
     let Some(_turn) = vulkan() else { return };
     let o = baro(&[

@@ -333,7 +333,8 @@ impl Program {
         let off_acc = off_rope + ms * hs;
         let off_attp = off_acc + d as u64;
         // 16-byte aligned: the q8 path reads the attention output four floats at a time.
-        let off_atto = (off_attp + c.n_heads as u64 * ATT_CHUNKS as u64 * (hs + 2)).next_multiple_of(4);
+        let off_atto =
+            (off_attp + c.n_heads as u64 * ATT_CHUNKS as u64 * (hs + 2)).next_multiple_of(4);
         let state_floats = off_atto + d as u64;
         let kv_layer = ms * kv as u64;
         let cache_floats = c.n_layers as u64 * kv_layer;

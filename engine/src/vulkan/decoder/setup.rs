@@ -16,7 +16,9 @@ impl VulkanDecoder {
         let grid = opts.grid.unwrap_or_else(|| default_grid(&ctx)).max(1);
         // Measured on the H200 (bench/RESULTS.md, rounds 4 and 10): more warps per SM keep
         // more weight loads in flight; 1024 lanes from d 2048 up (round 10: +5 % over 512 on
-        // the 1b), 512 below. CPU devices: 64.
+        // the 1b), 512 below. With q8 activations (round 29) the 1b is faster at 512 lanes
+        // (+8.2 %: 100 registers per lane instead of the 64 that 1024 lanes allow) and the
+        // 8b at 1024 (512: −9.2 %): 1024 from d 4096 up. CPU devices: 64.
         // A default is clamped to the device; a size the caller asked for is refused when the
         // device cannot run it, naming the real limit.
         let sg = info.subgroup_size.max(1);
@@ -25,7 +27,9 @@ impl VulkanDecoder {
             Some(w) => w,
             None => (if cpu {
                 64
-            } else if model.config.dim >= 2048 {
+            } else if model.config.dim >= 2048
+                && (opts.act == ActType::F32 || model.config.dim >= 4096)
+            {
                 1024
             } else {
                 512
