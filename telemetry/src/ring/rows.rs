@@ -144,7 +144,7 @@ pub(super) fn min_start(n: usize, t: impl Fn(usize) -> u64) -> Option<u64> {
         i += 1;
     }
     let m = m0.min(m1).min(m2.min(m3));
-    (m != u64::MAX).then_some(m + 1)
+    (m != u64::MAX).then(|| m + 1)
 }
 
 /// The pass's origin by definition: scanning the stage records in order, the start that no
