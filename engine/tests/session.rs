@@ -289,6 +289,40 @@ fn lift_next(logits: &mut [f32], delta: f32) {
     logits[t] = logits[a] + delta;
 }
 
+/// A q8 session's shadow widens the near-tie by the q8 reference's distance to an f32 one,
+/// computed before any hook: a reference lifted by 50 (far above q8's noise) is a mismatch.
+#[test]
+fn a_q8_sessions_shadow_still_catches_a_forced_mismatch() {
+    let Some((ctx, _turn)) = device() else { return };
+    let (mut cfg, tied) = baro_engine::synth::Shape::Tiny.config();
+    cfg.n_layers = 1;
+    let model =
+        baro_engine::synth::generate(&cfg, tied, baro_engine::quant::GgmlType::Q4_0, 5, |_, _| {})
+            .expect("model");
+    let hook = Arc::new(|pass: u64, _pos: usize, logits: &mut [f32]| {
+        if pass == 0 {
+            lift_next(logits, 50.0)
+        }
+    });
+    let mut o = opts(Dispatch::Mega, 3);
+    o.act = baro_engine::act::ActType::Q8;
+    let mut b = SessionBuilder::new(&ctx.into(), model, o)
+        .passes(Some(3))
+        .check(Check::Plan(CheckPlan::All))
+        .reference_hook(hook);
+    let rx = b.subscribe(SinkKind::Lossless);
+    let o = b.spawn().expect("session").wait().expect("outcome");
+    assert_eq!((o.checked, o.failed_checks), (3, 1));
+    let first = rx.try_iter().find_map(|t| match t {
+        Telemetry::Correctness {
+            pass: 0,
+            correctness,
+        } => Some(correctness.verdict),
+        _ => None,
+    });
+    assert_eq!(first, Some(Verdict::Mismatch));
+}
+
 #[test]
 fn live_correctness_marks_a_forced_near_tie_and_mismatch_in_its_verdicts() {
     let Some((ctx, _turn)) = device() else { return };

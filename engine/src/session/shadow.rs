@@ -107,9 +107,8 @@ pub(super) fn shadow_main(
                             continue;
                         }
                         let logits = cpu.forward(token, pos);
-                        if let Some(h) = &hook {
-                            h(pass, pos, logits);
-                        }
+                        // The bound comes from the reference as computed, before a test
+                        // hook alters it (a lifted logit must not widen its own near-tie).
                         if let Some(c32) = &mut cpu_f32 {
                             let (nt, _) = crate::act::q8_bounds(
                                 logits,
@@ -118,6 +117,9 @@ pub(super) fn shadow_main(
                                 0.0,
                             );
                             judge.set_near_tie(nt);
+                        }
+                        if let Some(h) = &hook {
+                            h(pass, pos, logits);
                         }
                         let c = judge.judge(pass, gpu_token, None, logits);
                         if out.send((pass, c)).is_err() {
