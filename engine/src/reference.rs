@@ -33,25 +33,36 @@ pub fn rmsnorm(o: &mut [f32], x: &[f32], w: &[f32], eps: f32) {
 /// is bit-identical to the single-threaded loop.
 pub fn matvec(out: &mut [f32], w: &Tensor, x: &[f32], row: &mut Vec<f32>) {
     let rows = out.len().min(w.rows);
-    let threads = if rows * w.cols >= 1 << 22 {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(32)
-    } else {
-        1
-    };
+    let threads = row_threads(rows, w.cols);
     if threads <= 1 {
         row.resize(w.cols, 0.0);
         matvec_rows(&mut out[..rows], 0, w, x, row);
         return;
     }
-    let chunk = rows.div_ceil(threads);
+    by_row_chunks(&mut out[..rows], threads, |part, first| {
+        let mut scratch = vec![0.0; w.cols];
+        matvec_rows(part, first, w, x, &mut scratch);
+    });
+}
+
+/// Threads for a `rows × cols` matvec: one below 4M elements, else the cores (at most 32).
+fn row_threads(rows: usize, cols: usize) -> usize {
+    if rows * cols >= 1 << 22 {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(32)
+    } else {
+        1
+    }
+}
+
+/// `f(part, first_row)` over `out` split into `threads` contiguous row ranges, one thread each.
+fn by_row_chunks(out: &mut [f32], threads: usize, f: impl Fn(&mut [f32], usize) + Sync) {
+    let chunk = out.len().div_ceil(threads.max(1)).max(1);
     std::thread::scope(|s| {
-        for (i, part) in out[..rows].chunks_mut(chunk).enumerate() {
-            s.spawn(move || {
-                let mut scratch = vec![0.0; w.cols];
-                matvec_rows(part, i * chunk, w, x, &mut scratch);
-            });
+        for (i, part) in out.chunks_mut(chunk).enumerate() {
+            let f = &f;
+            s.spawn(move || f(part, i * chunk));
         }
     });
 }
@@ -66,20 +77,12 @@ pub fn matvec_act(out: &mut [f32], w: &Tensor, x: &[f32], row: &mut Vec<f32>, a:
     }
     let xq = act::quantize(&x[..w.cols]);
     let rows = out.len().min(w.rows);
-    let threads = if rows * w.cols >= 1 << 22 {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(32)
-    } else {
-        1
-    };
-    let chunk = rows.div_ceil(threads.max(1));
-    std::thread::scope(|s| {
-        for (i, part) in out[..rows].chunks_mut(chunk).enumerate() {
-            let xq = &xq;
-            s.spawn(move || act::matvec_rows(part, i * chunk, w, xq));
-        }
-    });
+    match row_threads(rows, w.cols) {
+        1 => act::matvec_rows(&mut out[..rows], 0, w, &xq),
+        t => by_row_chunks(&mut out[..rows], t, |part, first| {
+            act::matvec_rows(part, first, w, &xq)
+        }),
+    }
 }
 
 fn matvec_rows(out: &mut [f32], first: usize, w: &Tensor, x: &[f32], row: &mut [f32]) {

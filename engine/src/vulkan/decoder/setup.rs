@@ -118,11 +118,13 @@ impl VulkanDecoder {
         }
         // The FFN input goes through shared memory whole when it fits, else in as few
         // block-aligned chunks as the shared memory allows (see stage_down_chunked).
-        // The attention's 16-byte slots in sx (see below).
-        let att_slots = {
-            let heads = (c.n_heads / c.n_kv_heads).min(super::super::program::ATT_HEADS as usize);
-            heads * c.head_size().div_ceil(4) + (wg_size / sg).max(1) as usize
-        };
+        // The attention's 16-byte slots in sx (checked below).
+        let (hs, att_heads) = (
+            c.head_size(),
+            (c.n_heads / c.n_kv_heads).min(super::super::program::ATT_HEADS as usize),
+        );
+        let quads = hs.div_ceil(4);
+        let att_slots = att_heads * quads + (wg_size / sg).max(1) as usize;
         let (sx_cap, sq_cap) = if q8 {
             // The q8 path: sx holds the dim-wide vector the norm reads (and the attention's
             // scratch); every matvec input lives quantised in sq (48 bytes per block, see
@@ -155,14 +157,10 @@ impl VulkanDecoder {
         // value row's quads (four elements each) on that many lanes: shapes where these do not
         // fit are refused here.
         {
-            let hs = c.head_size();
-            let quads = hs.div_ceil(4);
-            let heads = (c.n_heads / c.n_kv_heads).min(super::super::program::ATT_HEADS as usize);
-            let need = att_slots;
             let sx_vec4s = sx_cap / 4 + sx_cap / 32 + 1;
-            if need > sx_vec4s || quads > wg_size as usize {
+            if att_slots > sx_vec4s || quads > wg_size as usize {
                 return Err(Error::Invalid(format!(
-                    "head size {hs} with {heads} query heads per attention unit: the attention needs {need} 16-byte slots of shared memory (has {sx_vec4s}) and at least {quads} lanes per workgroup (has {wg_size})"
+                    "head size {hs} with {att_heads} query heads per attention unit: the attention needs {att_slots} 16-byte slots of shared memory (has {sx_vec4s}) and at least {quads} lanes per workgroup (has {wg_size})"
                 )));
             }
         }
