@@ -616,13 +616,39 @@ fn endpoint_serves_metrics_an_index_and_404_and_refuses_other_methods() {
         assert!(Instant::now() < deadline, "baro_up stayed 1");
         std::thread::sleep(Duration::from_millis(50));
     }
+    assert!(
+        answers_as_an_exporter(addr),
+        "the probe must see a live server"
+    );
     let t = Instant::now();
     server.shutdown();
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     assert!(
-        TcpStream::connect(addr).is_err(),
-        "still listening after shutdown"
+        !answers_as_an_exporter(addr),
+        "still serving metrics on {addr} after shutdown"
     );
+}
+
+/// Whether something on `addr` answers `GET /metrics` with baro-top's families. A bare
+/// `connect` cannot tell: once the port is free, a connect to it can meet itself (TCP
+/// simultaneous open, when the kernel picks the same port as the source) or another
+/// test's fresh listener on a reused ephemeral port, and both happened under CI load.
+fn answers_as_an_exporter(addr: SocketAddr) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else {
+        return false;
+    };
+    if s.local_addr().ok() == s.peer_addr().ok() {
+        return false;
+    }
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut resp = String::new();
+    let _ = s.read_to_string(&mut resp);
+    resp.contains("baro_up")
 }
 
 #[test]
