@@ -1014,10 +1014,6 @@ void run_level(uint lvl, uint only_stage) {
 
 // The grid barrier after level `lvl`: leader arrives with a release, polls relaxed with a
 // bounded spin, then one acquire fence (DESIGN.md: acquire polls break lavapipe).
-// On a GPU the abort flag, the clock and the budget are checked on every 8th poll only: each
-// check is a round trip of its own before the counter's load can issue, and the release
-// reaches a waiter no sooner than its next counter load. A fault is still seen within 8
-// polls (microseconds); a CPU device (CPU_PAUSE) checks on every back-edge, as it paces them.
 bool grid_barrier(uint lvl, bool arrive_only) {
     wg_sync();
     if (lid() == 0u) {
@@ -1028,15 +1024,11 @@ bool grid_barrier(uint lvl, bool arrive_only) {
         uint target = (lvl + 1u) * G;
         uint seen = atomicAdd(sy.w[SY_COUNTER], 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease) + 1u;
         uint t0 = ta.x;
-        uint polls = 0u;
         while (!arrive_only && seen < target) {
             TICK();
-            if (CPU_PAUSE || (polls & 7u) == 0u) {
-                if (atomicLoad(sy.w[SY_ABORT], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u) { ok = false; break; }
-                if (HAS_CLOCK && now2().x - t0 > pc.timeout) { raise_fail(FAIL_TIMEOUT, lvl, seen); ok = false; break; }
-                if (!budget_ok()) { raise_fail(FAIL_BUDGET, lvl, g_iter); ok = false; break; }
-            }
-            ++polls;
+            if (atomicLoad(sy.w[SY_ABORT], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u) { ok = false; break; }
+            if (HAS_CLOCK && now2().x - t0 > pc.timeout) { raise_fail(FAIL_TIMEOUT, lvl, seen); ok = false; break; }
+            if (!budget_ok()) { raise_fail(FAIL_BUDGET, lvl, g_iter); ok = false; break; }
             seen = atomicLoad(sy.w[SY_COUNTER], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
             if (CPU_PAUSE) {
                 // A CPU device counts every back-edge of an invocation against one budget
