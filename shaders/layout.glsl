@@ -58,7 +58,6 @@ layout(constant_id = SPEC_ROWS) const uint ROWS = 1;             // weight rows 
 layout(constant_id = SPEC_KV_F16) const bool KV_F16 = false;    // KV cache stored as f16 (KV16 modules only)
 layout(constant_id = SPEC_HEAD_SIZE) const uint HEAD_SIZE = 64;  // the program's head size (H_HEAD_SIZE)
 layout(constant_id = SPEC_SQ_CAP) const uint SQ_CAP = 32;       // elements of the int8 input vector (ACT_Q8 modules)
-layout(constant_id = SPEC_PU_WORDS) const uint PU_WORDS = 0;     // program words in the uniform view
 
 #define NCHUNK 8
 layout(set = 0, binding = B_WEIGHTS) readonly buffer Weights { uint w[]; } weights[NCHUNK];
@@ -88,12 +87,6 @@ layout(set = 0, binding = B_STATE) coherent buffer State4 { vec4 s[]; } st4;
 layout(set = 0, binding = B_OUT) coherent buffer Out { uint o[]; } outb;
 layout(set = 0, binding = B_SYNC) coherent buffer Sync { uint w[]; } sy;
 layout(set = 0, binding = B_PROG) readonly buffer Prog { uint p[]; } prog;
-// The program's first PU_WORDS words again, as a uniform buffer: read through the constant
-// cache, which the grid barrier's device-scope acquire leaves alone, where a storage read
-// after the acquire misses L1 and waits on L2 — and a level's first reads are a chain
-// (header -> level -> stage -> tensor -> weights). 64 KiB declared; the host binds at most
-// the device's uniform range and sets PU_WORDS to match.
-layout(set = 0, binding = B_PROG_U, std140) uniform ProgU { uvec4 p4[4096]; } progu;
 layout(set = 0, binding = B_RING) coherent buffer Ring { uint r[]; } ring;
 
 layout(push_constant) uniform Push {
@@ -115,4 +108,4 @@ layout(push_constant) uniform Push {
 // o[0 .. vocab): logits (float bits); o[vocab], o[vocab+1]: argmax index, value bits;
 // o[vocab+2 .. vocab+2+2G): per-workgroup argmax partials.
 
-uint P(uint i) { return i < PU_WORDS ? progu.p4[i >> 2u][i & 3u] : prog.p[i]; }
+uint P(uint i) { return prog.p[i]; }

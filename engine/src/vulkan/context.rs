@@ -80,8 +80,6 @@ pub struct DeviceInfo {
     pub sm_count: Option<u32>,
     /// Largest storage buffer range.
     pub max_storage_range: u64,
-    /// Largest uniform buffer range (bytes).
-    pub max_uniform_range: u64,
     /// Shared memory per workgroup, bytes.
     pub max_shared: u32,
     /// Largest workgroup size (x).
@@ -347,7 +345,6 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
                 None
             },
             max_storage_range: p.limits.max_storage_buffer_range as u64,
-            max_uniform_range: p.limits.max_uniform_buffer_range as u64,
             max_shared: p.limits.max_compute_shared_memory_size,
             max_wg: p.limits.max_compute_work_group_size[0]
                 .min(p.limits.max_compute_work_group_invocations),

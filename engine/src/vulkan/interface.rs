@@ -48,10 +48,6 @@ interface! {
         /// The value cache (its own buffer: each cache must fit one storage-buffer range,
         /// 4 GiB on NVIDIA, which an 8B model's f32 keys and values at 16k positions fill).
         KV_V = 7,
-        /// The program again, as a uniform buffer over its first `PU_WORDS` words: program
-        /// words are read through the constant cache, which the grid barrier's acquire does
-        /// not invalidate (a storage-buffer read after it goes to L2 again).
-        PROG_U = 8,
     }
 
     /// Specialisation-constant ids (`SPEC_*`).
@@ -94,11 +90,8 @@ interface! {
         /// Elements of the shared int8 input vector (only in the modules built with the q8
         /// activation path).
         SQ_CAP = 16,
-        /// Program words readable through the uniform view (`B_PROG_U`): a multiple of 4,
-        /// at most the device's uniform range; words past it are read from the storage view.
-        PU_WORDS = 17,
         /// How many there are.
-        COUNT = 18,
+        COUNT = 17,
     }
 
     /// Program header word indices (`H_*`).

@@ -45,12 +45,6 @@ impl VulkanDecoder {
         self.pipeline_plain != vk::Pipeline::null()
     }
 
-    /// The program's words the kernel reads through its uniform view, and its words in all
-    /// (the rest are read through the storage view).
-    pub fn program_uniform_words(&self) -> (u32, u32) {
-        (self.prog_uniform_words, self.prog_words)
-    }
-
     /// Static details of this decoder's program for the telemetry stream.
     pub fn run_details(&self, model: &str) -> RunDetails {
         let p = &self.program;

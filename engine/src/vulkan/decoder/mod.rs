@@ -100,10 +100,6 @@ pub struct DecoderOptions {
     pub test_slow_kind: Option<StageKind>,
     /// Test only: this workgroup never arrives at a barrier.
     pub test_stall_wg: Option<u32>,
-    /// Test only: read at most this many program words through the uniform view (rounded
-    /// down to a multiple of 4; the rest through the storage view), as a device with a small
-    /// uniform range would.
-    pub test_prog_uniform_words: Option<u32>,
     /// Run the documented fallback for devices without VK_KHR_shader_clock even where the
     /// clock exists: spins are bounded by the iteration budget alone and stamps read 0.
     pub no_device_clock: bool,
@@ -167,7 +163,6 @@ impl Default for DecoderOptions {
             read_logits: true,
             test_slow_kind: None,
             test_stall_wg: None,
-            test_prog_uniform_words: None,
             pipeline_cache_out: None,
             no_device_clock: false,
             chain: 1,
@@ -254,10 +249,6 @@ pub struct VulkanDecoder {
     mat_type: u32,
     /// Elements of the shared int8 input vector (the q8 activation path; 32 otherwise).
     sq_cap: u32,
-    /// Program words the kernel reads through the uniform view (the rest through storage).
-    prog_uniform_words: u32,
-    /// Program words in all.
-    prog_words: u32,
     chunks: Vec<Buffer>,
     state: Buffer,
     kv: Buffer,
@@ -374,20 +365,6 @@ fn destroy_buffer(ctx: &GpuContext, b: &mut Buffer) {
         unsafe { ctx.device.destroy_buffer(b.buffer, None) };
     }
 }
-
-/// Words of the program the kernel reads through its uniform view (`B_PROG_U`): all of it
-/// where it fits the device's uniform range and the shader's declared 64 KiB view, else that
-/// much; a multiple of 4 (the view is an array of uvec4).
-fn prog_uniform_words(prog_words: usize, max_uniform_range: u64, cap: Option<u32>) -> u32 {
-    let fit = (max_uniform_range / 4).min(PROG_UNIFORM_CAP_WORDS as u64) as usize;
-    let w = prog_words
-        .min(fit)
-        .min(cap.map_or(usize::MAX, |c| c as usize));
-    (w & !3) as u32
-}
-
-/// The shader's uniform view of the program: `uvec4 p4[4096]`, 64 KiB.
-const PROG_UNIFORM_CAP_WORDS: u32 = 16384;
 
 const STORAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
     vk::BufferUsageFlags::STORAGE_BUFFER.as_raw()

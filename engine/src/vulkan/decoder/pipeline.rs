@@ -30,13 +30,6 @@ impl VulkanDecoder {
                         .stage_flags(vk::ShaderStageFlags::COMPUTE),
                 );
             }
-            bindings.push(
-                vk::DescriptorSetLayoutBinding::default()
-                    .binding(super::super::interface::binding::PROG_U)
-                    .descriptor_type(vk::DescriptorType::UNIFORM_BUFFER)
-                    .descriptor_count(1)
-                    .stage_flags(vk::ShaderStageFlags::COMPUTE),
-            );
             self.dsl = vkr(
                 "vkCreateDescriptorSetLayout",
                 d.create_descriptor_set_layout(
@@ -98,7 +91,6 @@ impl VulkanDecoder {
                     (spec::KV_F16, kv16 as u32),
                     (spec::HEAD_SIZE, self.program.head_size()),
                     (spec::SQ_CAP, self.sq_cap),
-                    (spec::PU_WORDS, self.prog_uniform_words),
                 ] {
                     spec[id as usize] = value;
                 }
@@ -213,16 +205,10 @@ impl VulkanDecoder {
                     .filter_map(|(&p, name)| read_pipeline_stats(&ctx, p, name))
                     .collect();
             }
-            let sizes = [
-                vk::DescriptorPoolSize {
-                    ty: vk::DescriptorType::STORAGE_BUFFER,
-                    descriptor_count: NCHUNK as u32 + super::super::interface::binding::KV_V,
-                },
-                vk::DescriptorPoolSize {
-                    ty: vk::DescriptorType::UNIFORM_BUFFER,
-                    descriptor_count: 1,
-                },
-            ];
+            let sizes = [vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::STORAGE_BUFFER,
+                descriptor_count: NCHUNK as u32 + super::super::interface::binding::KV_V,
+            }];
             self.dpool = vkr(
                 "vkCreateDescriptorPool",
                 d.create_descriptor_pool(
@@ -280,20 +266,6 @@ impl VulkanDecoder {
                         .buffer_info(inf),
                 );
             }
-            // The uniform view: the program's first words (never empty: a range of 0 is
-            // invalid; with no words in the view the kernel reads none of it).
-            let prog_u = [vk::DescriptorBufferInfo {
-                buffer: self.prog.buffer,
-                offset: 0,
-                range: (self.prog_uniform_words as u64 * 4).max(16),
-            }];
-            writes.push(
-                vk::WriteDescriptorSet::default()
-                    .dst_set(self.set)
-                    .dst_binding(super::super::interface::binding::PROG_U)
-                    .descriptor_type(vk::DescriptorType::UNIFORM_BUFFER)
-                    .buffer_info(&prog_u),
-            );
             d.update_descriptor_sets(&writes, &[]);
             self.queries_per_pass = 2 + self.program.stages.len() as u32 * 2;
             self.n_queries = self.queries_per_pass * self.opts.chain.max(1);

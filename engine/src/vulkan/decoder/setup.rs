@@ -177,8 +177,6 @@ impl VulkanDecoder {
             rows,
             vocab: c.vocab_size,
             sq_cap: sq_cap as u32,
-            prog_uniform_words: 0,
-            prog_words: 0,
             mat_type: {
                 let w = &model.weights;
                 let mut tys = w
@@ -385,20 +383,13 @@ impl VulkanDecoder {
         let prog_words =
             self.program
                 .words(&places, (self.ring_frame_words, ring_slots), self.grid);
-        // Storage for the kernel's reads past the uniform view; uniform for the view.
         self.prog = create_buffer(
             &ctx,
             "program",
             prog_words.len() as u64 * 4,
-            STORAGE | vk::BufferUsageFlags::UNIFORM_BUFFER,
+            STORAGE,
             MemoryLocation::GpuOnly,
         )?;
-        self.prog_words = prog_words.len() as u32;
-        self.prog_uniform_words = prog_uniform_words(
-            prog_words.len(),
-            ctx.info.max_uniform_range,
-            self.opts.test_prog_uniform_words,
-        );
         self.slot_words = (sync_words + out_words + self.ring_frame_words as u64) as usize;
         let rb = self.slot_words as u64 * 4 * ring_slots as u64;
         self.logits = vec![0.0; self.vocab * ring_slots as usize];
