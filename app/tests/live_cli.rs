@@ -140,6 +140,8 @@ fn live_metrics_serves_the_sessions_passes() {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        // A server that stops answering fails the test rather than hanging it.
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         write!(
             s,
             "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"

@@ -633,14 +633,17 @@ fn endpoint_serves_metrics_an_index_and_404_and_refuses_other_methods() {
 /// `connect` cannot tell: once the port is free, a connect to it can meet itself (TCP
 /// simultaneous open, when the kernel picks the same port as the source) or another
 /// test's fresh listener on a reused ephemeral port, and both happened under CI load.
+/// The timeouts are generous: the probe is also asked to see a live server, which on a loaded
+/// machine can take seconds to accept (it polls every 50 ms) and answer; a closed port is
+/// refused at once, so they cost nothing there.
 fn answers_as_an_exporter(addr: SocketAddr) -> bool {
-    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(10)) else {
         return false;
     };
     if s.local_addr().ok() == s.peer_addr().ok() {
         return false;
     }
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
     if s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
         .is_err()
     {
