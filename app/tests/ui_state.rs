@@ -4,6 +4,7 @@
 mod ui_common;
 use ui_common::*;
 
+use baro_top_ui::layout::Layout;
 use baro_top_ui::state::Severity;
 use baro_top_ui::synthetic::SynthConfig;
 use baro_top_ui::theme::{ColorDepth, Theme};
@@ -46,6 +47,61 @@ fn level_tail_trap_is_charged_to_the_closing_stage_and_names_the_workgroup() {
     );
     // Only the stages that close a trapped level are named.
     assert!(a.iter().skip(1).all(|l| l.starts_with("ffn_")), "{a:?}");
+}
+
+#[test]
+fn a_tail_that_is_a_few_workgroups_work_names_the_slowest_workgroups_busy() {
+    use baro_top_ui::synthetic::Synth;
+    let mut synth = Synth::new(clean());
+    let meta = baro_top_ui::synthetic::meta(synth.details());
+    let d = synth.details().clone();
+    let attn = d
+        .stages
+        .iter()
+        .position(|s| s.name.as_ref() == "attn.l1")
+        .expect("an attention stage") as u32;
+    let mut st = baro_top_ui::app::new_state(meta, &Layout::default_preset());
+    for mut m in synth.stream(50) {
+        // The attention as round 30's recording has it: units on a few workgroups (the
+        // slowest 11 µs), the grid's mean 2 µs, the level 13 µs.
+        if let baro_telemetry::Telemetry::Frame(f) = &mut m {
+            for t in f.stages.iter_mut().filter(|t| t.stage == attn) {
+                (t.busy_ns, t.max_busy_ns, t.charged_ns) = (2_000, 11_000, 13_000);
+            }
+        }
+        st.live.ingest(m);
+    }
+    st.prepare();
+    let a = &st.derived.attribution;
+    let line = a
+        .iter()
+        .find(|l| l.starts_with("attn.l1 charged "))
+        .unwrap_or_else(|| panic!("no attention warning: {a:?}"));
+    assert!(
+        line.starts_with(
+            "attn.l1 charged 13 µs, busy 2 µs (slowest workgroup 11 µs): 11 µs is level "
+        ),
+        "{line}"
+    );
+    // Where the slowest workgroup is not far above the mean, the warning says nothing of it.
+    let (mut trap, _) = state(
+        SynthConfig {
+            tail_wg: Some(5),
+            ..clean()
+        },
+        50,
+    );
+    trap.prepare();
+    let ffn = trap
+        .derived
+        .attribution
+        .iter()
+        .find(|l| l.starts_with("ffn_up.l1 "));
+    assert!(
+        ffn.is_some_and(|l| !l.contains("slowest")),
+        "{:?}",
+        trap.derived.attribution
+    );
 }
 
 #[test]

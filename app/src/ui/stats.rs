@@ -69,6 +69,8 @@ pub struct PassValues {
     pub busy: Box<[u32]>,
     /// Charged ns per stage id.
     pub charged: Box<[u32]>,
+    /// The slowest workgroup's busy ns per stage id (`busy` is the grid's mean).
+    pub slowest: Box<[u32]>,
     /// Per level: arrival spread, release, exit spread (ns), last arriver.
     pub barriers: Box<[[u32; 4]]>,
 }
@@ -115,6 +117,7 @@ impl Stats {
         let n = self.kinds.len();
         let mut busy = vec![u32::MAX; n].into_boxed_slice();
         let mut charged = vec![u32::MAX; n].into_boxed_slice();
+        let mut slowest = vec![u32::MAX; n].into_boxed_slice();
         let mut kb = [0u64; StageKind::ALL.len()];
         let mut kc = [0u64; StageKind::ALL.len()];
         for t in &f.stages {
@@ -126,6 +129,7 @@ impl Stats {
             rec(&mut self.charged[i], t.charged_ns);
             busy[i] = t.busy_ns.min(u32::MAX as u64 - 1) as u32;
             charged[i] = t.charged_ns.min(u32::MAX as u64 - 1) as u32;
+            slowest[i] = t.max_busy_ns.min(u32::MAX as u64 - 1) as u32;
             let k = self.kinds[i].code() as usize;
             kb[k] += t.busy_ns;
             kc[k] += t.charged_ns;
@@ -162,6 +166,7 @@ impl Stats {
             dur_ns,
             busy,
             charged,
+            slowest,
             barriers: bars,
         });
     }
@@ -186,6 +191,8 @@ pub struct Selected {
     pub busy: Vec<Pcts>,
     /// Charged by stage.
     pub charged: Vec<Pcts>,
+    /// The slowest workgroup's busy by stage.
+    pub slowest: Vec<Pcts>,
     /// Busy by kind.
     pub kind_busy: Vec<Pcts>,
     /// Charged by kind.
@@ -232,6 +239,7 @@ impl Stats {
         // Column-major scratch: one run of m values per series.
         let mut busy = vec![0u64; n * m];
         let mut charged = vec![0u64; n * m];
+        let mut slowest = vec![0u64; n * m];
         let mut nb = vec![0usize; n];
         let mut kb = vec![0u64; nk * m];
         let mut kc = vec![0u64; nk * m];
@@ -249,6 +257,7 @@ impl Stats {
                 }
                 busy[i * m + nb[i]] = p.busy[i] as u64;
                 charged[i * m + nb[i]] = p.charged[i] as u64;
+                slowest[i * m + nb[i]] = p.slowest.get(i).map_or(0, |&v| v as u64);
                 nb[i] += 1;
                 let k = self.kinds[i].code() as usize;
                 kb[k * m + j] += p.busy[i] as u64;
@@ -283,6 +292,9 @@ impl Stats {
                 .collect(),
             charged: (0..n)
                 .map(|i| pcts(&mut charged[i * m..i * m + nb[i]]))
+                .collect(),
+            slowest: (0..n)
+                .map(|i| pcts(&mut slowest[i * m..i * m + nb[i]]))
                 .collect(),
             kind_busy: (0..nk)
                 .map(|k| nonzero(&mut kb[k * m..(k + 1) * m]))

@@ -578,6 +578,15 @@ fn derive(d: &Data, v: &View) -> Derived {
             continue;
         }
         let name = &run.stages[sid as usize].name;
+        // `busy` is a mean over the grid: where the slowest workgroup's busy is over twice
+        // it, the stage's work sits on a few workgroups (the attention's units, a small
+        // stage) and the "tail" is their work, not waiting: say so with its number.
+        let slow = match sel.slowest.get(sid as usize) {
+            Some(s) if s.n > 0 && s.p50 >= 2 * b.p50 => {
+                format!(" (slowest workgroup {})", us(s.p50))
+            }
+            _ => String::new(),
+        };
         let who = match sel.last.get(lv.index as usize).copied().flatten() {
             Some((w, _)) => format!(", waiting for workgroup {w}"),
             None => String::new(),
@@ -585,7 +594,7 @@ fn derive(d: &Data, v: &View) -> Derived {
         gaps.push((
             gap,
             format!(
-                "{name} charged {}, busy {}: {} is level {}'s tail{who}",
+                "{name} charged {}, busy {}{slow}: {} is level {}'s tail{who}",
                 us(c.p50),
                 us(b.p50),
                 us(gap),

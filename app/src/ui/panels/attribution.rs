@@ -1,11 +1,14 @@
 //! Attribution warnings: where a stage's charged time exceeds its busy time (the level's
 //! tail, charged to the stage that closes it), with numbers, and the workgroup that is
-//! consistently last to arrive. Quiet when charged ≈ busy.
+//! consistently last to arrive. Quiet when charged ≈ busy. Busy is the grid's mean: where
+//! the slowest workgroup's busy is over twice it, the warning gives that too (the stage's work
+//! sits on a few workgroups, as the attention's units do, and its "tail" is their work).
 //!
 //! ```text
 //! ┌ attribution · 2 warnings ─────────────────────────────────────────────────────┐
 //! │⚠ workgroup 97 arrived last at 80 of 81 barriers (99%) over the last 256 passes │
 //! │⚠ ffn_up.l3 charged 33 µs, busy 25 µs: 8 µs is level 18's tail, waiting for … │
+//! │⚠ attn.l0 charged 19 µs, busy 5 µs (slowest workgroup 18 µs): 14 µs is level … │
 //! ```
 
 use ratatui::buffer::Buffer;
