@@ -257,7 +257,7 @@ impl Stats {
                 }
                 busy[i * m + nb[i]] = p.busy[i] as u64;
                 charged[i * m + nb[i]] = p.charged[i] as u64;
-                slowest[i * m + nb[i]] = p.slowest.get(i).map_or(0, |&v| v as u64);
+                slowest[i * m + nb[i]] = p.slowest[i] as u64;
                 nb[i] += 1;
                 let k = self.kinds[i].code() as usize;
                 kb[k * m + j] += p.busy[i] as u64;
