@@ -35,7 +35,8 @@ pub struct GenArgs {
     /// Untie the classifier from the embedding (default: as the shape has it).
     #[arg(long)]
     pub untied: bool,
-    /// Matrix type: f32 | f16 | q8_0 | q4_0.
+    /// Matrix type: f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 (ggml's reference
+    /// quantisers, bit for bit; Q4_K, Q5_K, Q6_K and IQ4_XS files are read, not made).
     #[arg(long, default_value = "q4_0")]
     pub quant: String,
     #[arg(long, default_value_t = 1)]
@@ -55,7 +56,8 @@ pub struct ImportArgs {
     /// llama2.c tokenizer (tok*.bin).
     #[arg(long, short = 'z')]
     pub tokenizer: PathBuf,
-    /// Matrix type: f32 | f16 | q8_0 | q4_0.
+    /// Matrix type: f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 (ggml's reference
+    /// quantisers, bit for bit; Q4_K, Q5_K, Q6_K and IQ4_XS files are read, not made).
     #[arg(long, default_value = "f32")]
     pub quant: String,
     #[arg(long, short = 'o')]

@@ -310,8 +310,9 @@ pub(super) fn parse_header(buf: &[u8]) -> Result<Header> {
             return Err(gguf_err(
                 ty_at,
                 format!(
-                    "tensor '{name}': unsupported tensor type {ty_id} (supported: f32=0, f16=1, \
-                     q4_0=2, q8_0=8)"
+                    "tensor '{name}': unsupported tensor type {} (ggml type {ty_id}; supported: {})",
+                    crate::quant::ggml_type_name(ty_id).unwrap_or("unknown to ggml"),
+                    GgmlType::ALL.map(|t| t.ggml_name()).join(", ")
                 ),
             ));
         };

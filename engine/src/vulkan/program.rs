@@ -143,6 +143,15 @@ pub struct Program {
     header: Vec<u32>,
 }
 
+/// Whether the GPU decoder has a layout and dot products for tensors of type `ty` (the
+/// decoder refuses a model with any other type by the tensor's and the type's name).
+pub fn gpu_supports(ty: GgmlType) -> bool {
+    matches!(
+        ty,
+        GgmlType::F32 | GgmlType::F16 | GgmlType::Q8_0 | GgmlType::Q4_0
+    )
+}
+
 /// GPU words of a tensor in its repacked layout (see `shaders/decode.comp`): F32 as is; F16
 /// as half pairs per word with rows padded to whole words; Q8_0/Q4_0 as per-row quant words
 /// (8 resp. 4 per block) followed by all block scales as packed halves.
@@ -184,6 +193,8 @@ pub fn repack(t: &Tensor) -> (Vec<u32>, u32, u32) {
             }
             (out, (nb * qw) as u32, (nblk * qw) as u32)
         }
+        // Refused before upload (gpu_supports).
+        _ => (vec![], 0, 0),
     }
 }
 

@@ -186,20 +186,23 @@ fn unknown_value_type_is_rejected() {
 
 #[test]
 fn unsupported_tensor_type_is_rejected_naming_the_tensor() {
-    // 3 is ggml's Q4_1, which baro-top does not read.
+    // 16 is ggml's IQ2_XXS, which baro-top does not read: refused by its name.
     let e = Hand::new(3, 1, 0)
-        .tensor("blk.0.ffn_up.weight", &[32], 3, 0)
-        .data(32, 64)
+        .tensor("blk.0.ffn_up.weight", &[256], 16, 0)
+        .data(32, 66)
         .err();
     assert_contains(
         &e,
-        "tensor 'blk.0.ffn_up.weight': unsupported tensor type 3",
+        "tensor 'blk.0.ffn_up.weight': unsupported tensor type IQ2_XXS (ggml type 16",
     );
     let e = Hand::new(3, 1, 0)
         .tensor("t", &[32], 1000, 0)
         .data(32, 64)
         .err();
-    assert_contains(&e, "unsupported tensor type 1000");
+    assert_contains(
+        &e,
+        "unsupported tensor type unknown to ggml (ggml type 1000",
+    );
 }
 
 #[test]

@@ -68,6 +68,18 @@ impl VulkanDecoder {
                 info.index, info.name
             )));
         }
+        if let Some(t) = model
+            .weights
+            .tensors()
+            .into_iter()
+            .find(|t| !crate::vulkan::program::gpu_supports(t.ty))
+        {
+            return Err(Error::Invalid(format!(
+                "tensor '{}': type {} is not implemented on the GPU decoder (the CPU reference reads it)",
+                t.name,
+                t.ty.ggml_name()
+            )));
+        }
         let q8 = opts.act == ActType::Q8;
         if q8 {
             if !info.integer_dot {
