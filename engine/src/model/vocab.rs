@@ -1,56 +1,252 @@
 //! The tokenizer ↔ GGUF bridge (`tokenizer.ggml.*` metadata in and out) and the synthetic
 //! SentencePiece-shaped vocabularies of generated models.
+//!
+//! Reading checks every value a tokenizer uses before building it: types, array lengths, token
+//! ids inside the vocabulary, merges that split into two halves, byte tokens that name a byte;
+//! a model or pre-tokenizer not implemented is refused by its name.
 
 use crate::gguf::{GgufFile, Value};
+use crate::tokenizer::llama::{attr, attr_of_type, LlamaVocab, ModelSpec, Spec, SpecialIds};
+use crate::tokenizer::pretok::Pre;
 use crate::tokenizer::Tokenizer;
 use crate::{Error, Result};
 
-/// The tokenizer stored in a GGUF's `tokenizer.ggml.*` metadata (SentencePiece "llama" model).
+/// The special-token id keys llama.cpp reads (all checked to be inside the vocabulary).
+const ID_KEYS: &[&str] = &[
+    "tokenizer.ggml.bos_token_id",
+    "tokenizer.ggml.eos_token_id",
+    "tokenizer.ggml.eot_token_id",
+    "tokenizer.ggml.eom_token_id",
+    "tokenizer.ggml.unknown_token_id",
+    "tokenizer.ggml.seperator_token_id",
+    "tokenizer.ggml.padding_token_id",
+    "tokenizer.ggml.mask_token_id",
+    "tokenizer.ggml.fim_pre_token_id",
+    "tokenizer.ggml.fim_suf_token_id",
+    "tokenizer.ggml.fim_mid_token_id",
+    "tokenizer.ggml.fim_pad_token_id",
+    "tokenizer.ggml.fim_rep_token_id",
+    "tokenizer.ggml.fim_sep_token_id",
+    "tokenizer.ggml.prefix_token_id",
+    "tokenizer.ggml.suffix_token_id",
+    "tokenizer.ggml.middle_token_id",
+];
+
+/// The tokenizer stored in a GGUF's `tokenizer.ggml.*` metadata, run as llama.cpp runs it:
+/// `tokenizer.ggml.model` `llama` (SentencePiece) or `gpt2` (byte-level BPE with one of the
+/// pre-tokenizers of [`Pre`]). A file without `tokenizer.ggml.model` (baro-top's own early
+/// files) is read as `llama`.
 pub fn tokenizer_from_gguf(file: &GgufFile) -> Result<Tokenizer> {
     let terr = |m: String| Error::Tokenizer(m);
-    if let Some(m) = file.get_str("tokenizer.ggml.model")? {
-        if m != "llama" {
+    let model = file.get_str("tokenizer.ggml.model")?.unwrap_or("llama");
+    let arr = |k: &str| -> Result<Option<&[Value]>> {
+        match file.get(k) {
+            None => Ok(None),
+            Some(v) => v
+                .as_array()
+                .map(Some)
+                .ok_or_else(|| terr(format!("{k} is {}, expected an array", v.type_name()))),
+        }
+    };
+    let strings = |k: &str| -> Result<Option<Vec<String>>> {
+        let Some(a) = arr(k)? else { return Ok(None) };
+        a.iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_str().map(str::to_owned).ok_or_else(|| {
+                    terr(format!("{k}[{i}] is {}, expected a string", v.type_name()))
+                })
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Some)
+    };
+    let tokens = strings("tokenizer.ggml.tokens")?
+        .ok_or_else(|| terr("missing tokenizer.ggml.tokens".into()))?;
+    let n = tokens.len();
+    if n == 0 {
+        return Err(terr("tokenizer.ggml.tokens is empty".into()));
+    }
+    if u32::try_from(n).is_err() {
+        return Err(terr(format!("{n} tokens do not fit 32-bit token ids")));
+    }
+    let same_len = |k: &str, len: usize| -> Result<()> {
+        if len != n {
             return Err(terr(format!(
-                "tokenizer.ggml.model is '{m}': only SentencePiece-style 'llama' vocabularies are supported"
+                "{k} has {len} entries but tokenizer.ggml.tokens has {n}"
+            )));
+        }
+        Ok(())
+    };
+    let scores = match arr("tokenizer.ggml.scores")? {
+        None => None,
+        Some(a) => {
+            same_len("tokenizer.ggml.scores", a.len())?;
+            Some(
+                a.iter()
+                    .enumerate()
+                    .map(|(i, v)| match v {
+                        Value::I32(x) => Ok(*x as f32),
+                        _ => v.as_f32().ok_or_else(|| {
+                            terr(format!(
+                                "tokenizer.ggml.scores[{i}] is {}, expected f32",
+                                v.type_name()
+                            ))
+                        }),
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+            )
+        }
+    };
+    let attrs = match arr("tokenizer.ggml.token_type")? {
+        None => None,
+        Some(a) => {
+            same_len("tokenizer.ggml.token_type", a.len())?;
+            Some(
+                a.iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        let t = v.as_i64().ok_or_else(|| {
+                            terr(format!(
+                                "tokenizer.ggml.token_type[{i}] is {}, expected an integer",
+                                v.type_name()
+                            ))
+                        })?;
+                        attr_of_type(t).ok_or_else(|| {
+                            terr(format!(
+                                "tokenizer.ggml.token_type[{i}] is {t}: token types are 0..=6 (undefined, normal, unknown, control, user-defined, unused, byte)"
+                            ))
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+            )
+        }
+    };
+    if let Some(a) = &attrs {
+        for (i, &at) in a.iter().enumerate() {
+            if at == attr::BYTE
+                && crate::tokenizer::byte_piece_value(tokens[i].as_bytes()).is_none()
+            {
+                return Err(terr(format!(
+                    "tokenizer.ggml.tokens[{i}] {:?} has token type 6 (byte) but is not of the form <0xXX>",
+                    tokens[i]
+                )));
+            }
+        }
+    }
+    let mut ids = SpecialIds::default();
+    for &k in ID_KEYS {
+        let Some(v) = file.get_u64(k)? else { continue };
+        if v >= n as u64 {
+            return Err(terr(format!(
+                "{k} = {v} is outside the vocabulary of {n} tokens"
+            )));
+        }
+        let id = Some(v as u32);
+        match k {
+            "tokenizer.ggml.bos_token_id" => ids.bos = id,
+            "tokenizer.ggml.eos_token_id" => ids.eos = id,
+            "tokenizer.ggml.eot_token_id" => ids.eot = id,
+            "tokenizer.ggml.eom_token_id" => ids.eom = id,
+            "tokenizer.ggml.unknown_token_id" => ids.unk = id,
+            "tokenizer.ggml.fim_pad_token_id" => ids.fim_pad = id,
+            "tokenizer.ggml.fim_rep_token_id" => ids.fim_rep = id,
+            "tokenizer.ggml.fim_sep_token_id" => ids.fim_sep = id,
+            _ => {}
+        }
+    }
+    let flag = |k: &str| -> Result<Option<bool>> {
+        match file.get(k) {
+            None => Ok(None),
+            Some(v) => v
+                .as_bool()
+                .map(Some)
+                .ok_or_else(|| terr(format!("{k} is {}, expected a bool", v.type_name()))),
+        }
+    };
+    if let Some(v) = file.get("tokenizer.chat_template") {
+        if v.as_str().is_none() {
+            return Err(terr(format!(
+                "tokenizer.chat_template is {}, expected a string",
+                v.type_name()
             )));
         }
     }
-    let arr = |k: &str| -> Result<&[Value]> {
-        file.get(k)
-            .ok_or_else(|| terr(format!("missing {k}")))?
-            .as_array()
-            .ok_or_else(|| terr(format!("{k} is not an array")))
+    // llama.cpp strips the spaces around special tokens for vocabularies it knows by name
+    // (Phi-3); that changes the ids, and it is not implemented here.
+    let name = file.get_str("general.name")?.unwrap_or("").to_lowercase();
+    if name.contains("phi-3") || name.contains("phi3") {
+        return Err(terr(format!(
+            "general.name is '{name}': llama.cpp strips spaces around Phi-3's special tokens, which baro-top does not implement"
+        )));
+    }
+    let model = match model {
+        "llama" => ModelSpec::Spm {
+            add_space_prefix: flag("tokenizer.ggml.add_space_prefix")?,
+        },
+        "gpt2" => {
+            let pre_name = file.get_str("tokenizer.ggml.pre")?.ok_or_else(|| {
+                terr(format!(
+                    "tokenizer.ggml.pre is missing: llama.cpp then runs its 'default' pre-tokenizer, which baro-top does not implement (implemented: {})",
+                    Pre::NAMES
+                ))
+            })?;
+            let pre = Pre::from_name(pre_name).ok_or_else(|| {
+                terr(format!(
+                    "tokenizer.ggml.pre is '{pre_name}': not implemented (implemented: {})",
+                    Pre::NAMES
+                ))
+            })?;
+            let merges = strings("tokenizer.ggml.merges")?.ok_or_else(|| {
+                terr("tokenizer.ggml.model is 'gpt2' but tokenizer.ggml.merges is missing".into())
+            })?;
+            let merges = merges
+                .into_iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    // The halves split at the first space after the first byte, as llama.cpp.
+                    match m.as_bytes().iter().skip(1).position(|&b| b == b' ').map(|p| p + 1) {
+                        Some(p) if p + 1 < m.len() => Ok((m[..p].to_owned(), m[p + 1..].to_owned())),
+                        _ => Err(terr(format!(
+                            "tokenizer.ggml.merges[{i}] {m:?} is not two non-empty halves separated by a space"
+                        ))),
+                    }
+                })
+                .collect::<Result<Vec<_>>>()?;
+            ModelSpec::Bpe { pre, merges }
+        }
+        other => {
+            return Err(terr(format!(
+                "tokenizer.ggml.model is '{other}': implemented are 'llama' (SentencePiece) and 'gpt2' (byte-level BPE)"
+            )))
+        }
     };
-    let tokens = arr("tokenizer.ggml.tokens")?
+    let meta = file
+        .metadata
         .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            v.as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| terr(format!("tokenizer.ggml.tokens[{i}] is not a string")))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let scores = match file.get("tokenizer.ggml.scores") {
-        Some(_) => arr("tokenizer.ggml.scores")?
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                v.as_f32()
-                    .ok_or_else(|| terr(format!("tokenizer.ggml.scores[{i}] is not a float")))
-            })
-            .collect::<Result<Vec<_>>>()?,
-        None => vec![0.0; tokens.len()],
-    };
-    let id = |k: &str, default: u32| -> Result<u32> {
-        Ok(file.get_u64(k)?.map(|v| v as u32).unwrap_or(default))
-    };
-    let bos = id("tokenizer.ggml.bos_token_id", 1)?;
-    let eos = id("tokenizer.ggml.eos_token_id", 2)?;
-    Tokenizer::from_gguf_arrays(&tokens, &scores, bos, eos)
+        .filter(|(k, _)| k.starts_with("tokenizer."))
+        .cloned()
+        .collect();
+    let v = LlamaVocab::build(Spec {
+        model,
+        tokens,
+        scores,
+        attrs,
+        ids,
+        add_bos: flag("tokenizer.ggml.add_bos_token")?,
+        add_eos: flag("tokenizer.ggml.add_eos_token")?,
+        meta,
+    });
+    Tokenizer::from_llama_vocab(v)
 }
 
 /// GGUF `tokenizer.ggml.*` metadata for `tok`.
+///
+/// A vocabulary read from a GGUF file is written back as it was read (every `tokenizer.*`
+/// key); a run.c vocabulary as a SentencePiece `llama` one.
 pub fn tokenizer_gguf_metadata(tok: &Tokenizer) -> Result<Vec<(String, Value)>> {
+    if let Some(v) = tok.llama_vocab() {
+        return Ok(v.meta.clone());
+    }
     let tokens = tok.gguf_tokens()?;
     // SentencePiece token types: 1 normal, 2 unknown, 3 control, 6 byte.
     let types = tok

@@ -1,10 +1,13 @@
-//! SentencePiece-style BPE exactly as llama2.c's `run.c` does it.
+//! Tokenizers: SentencePiece-style BPE exactly as llama2.c's `run.c` does it, and the GGUF
+//! vocabularies real models carry, tokenized exactly as llama.cpp does ([`llama`]: byte-level
+//! BPE with its pre-tokenizers ([`pretok`]), SentencePiece, special tokens).
 //!
-//! A [`Tokenizer`] is a vocabulary of byte-string pieces with merge scores. It is built from a
-//! llama2.c `tok*.bin` ([`Tokenizer::from_llama2c`]), from GGUF `tokenizer.ggml.*` arrays
-//! ([`Tokenizer::from_gguf_arrays`]) or from plain pieces ([`Tokenizer::new`]).
+//! Which one runs is decided by where the vocabulary came from: a llama2.c `tok*.bin`
+//! ([`Tokenizer::from_llama2c`]) or plain pieces ([`Tokenizer::new`], the synthetic models) get
+//! run.c's algorithm, so the stories260K goldens stay byte-exact; a GGUF's `tokenizer.ggml.*`
+//! (`model::vocab`, [`Tokenizer::from_llama_vocab`]) gets llama.cpp's.
 //!
-//! run.c treats every piece and the prompt as C strings; so does this module wherever that
+//! run.c treats every piece and the prompt as C strings; so does the run.c path wherever that
 //! changes a result: a piece with an embedded NUL byte takes part in lookups, merges and output
 //! only up to that NUL, and [`Tokenizer::encode`] stops at the first NUL of the text.
 //!
@@ -13,6 +16,10 @@
 //!   0x20 if there is one, else no prefix token;
 //! - byte fallback for a byte without a `<0xXX>` piece: token 0 (`<unk>` by convention);
 //! - [`Tokenizer::decode`] of an id outside the vocabulary: an empty piece.
+
+pub mod llama;
+pub mod pretok;
+pub mod unicode;
 
 use crate::{Error, Result};
 
@@ -41,7 +48,7 @@ fn c_str(s: &[u8]) -> &[u8] {
 
 /// The byte a piece of exactly the shape `<0xHH>` stands for (two hex digits, either case, as
 /// `%02hhX` reads them).
-fn byte_piece_value(piece: &[u8]) -> Option<u8> {
+pub(crate) fn byte_piece_value(piece: &[u8]) -> Option<u8> {
     match piece {
         [b'<', b'0', b'x', hi, lo, b'>'] => {
             let digit = |c: u8| (c as char).to_digit(16);
@@ -81,6 +88,8 @@ pub struct Tokenizer {
     /// Ids ordered by their C-string piece (bytewise, as `strcmp`), stable for equal pieces, as
     /// run.c's `qsort` of `sorted_vocab` leaves them.
     sorted: Vec<u32>,
+    /// A GGUF vocabulary run as llama.cpp runs it; `None` for run.c's algorithm.
+    llama: Option<Box<llama::LlamaVocab>>,
 }
 
 impl Tokenizer {
@@ -207,6 +216,31 @@ impl Tokenizer {
         Self::new(pieces, scores.to_vec(), bos, eos)
     }
 
+    /// A tokenizer that runs `v` as llama.cpp does. Its pieces are what llama.cpp's
+    /// `token_to_piece(special = true)` gives; a vocabulary without a BOS or EOS id is refused
+    /// (every model baro-top decodes starts from one).
+    pub fn from_llama_vocab(v: llama::LlamaVocab) -> Result<Self> {
+        let n = v.texts.len();
+        let need = |id: Option<u32>, what: &str, key: &str| {
+            id.ok_or_else(|| {
+                Error::Tokenizer(format!(
+                    "the vocabulary of {n} tokens has no {what} token: {key} is missing and llama.cpp's default is outside it"
+                ))
+            })
+        };
+        let bos = need(v.bos, "BOS", "tokenizer.ggml.bos_token_id")?;
+        let eos = need(v.eos, "EOS", "tokenizer.ggml.eos_token_id")?;
+        let pieces = (0..n as u32).map(|i| v.piece(i)).collect();
+        let mut t = Self::new(pieces, v.scores.clone(), bos, eos)?;
+        t.llama = Some(Box::new(v));
+        Ok(t)
+    }
+
+    /// The llama.cpp-run vocabulary, for a tokenizer that came from a GGUF file.
+    pub fn llama_vocab(&self) -> Option<&llama::LlamaVocab> {
+        self.llama.as_deref()
+    }
+
     fn build(
         vocab: Vec<Vec<u8>>,
         scores: Vec<f32>,
@@ -250,6 +284,7 @@ impl Tokenizer {
             eos_id,
             byte_fallback: [None; 256],
             sorted,
+            llama: None,
         };
         for b in 0..=255u8 {
             t.byte_fallback[b as usize] = t.lookup(format!("<0x{b:02X}>").as_bytes());
@@ -341,7 +376,14 @@ impl Tokenizer {
     /// as run.c does), each byte of an unknown one as its byte-fallback token; then merging the
     /// adjacent pair whose concatenation scores highest (the first such pair on ties) until no
     /// pair merges; optional EOS. The text ends at its first NUL byte, as a C string does.
+    ///
+    /// For a GGUF vocabulary: llama.cpp's tokenizer on the whole text, with BOS only when
+    /// `bos` and the vocabulary adds one (`add_bos_token`), EOS likewise, and no special token
+    /// parsed from the text ([`Tokenizer::tokenize`] for more).
     pub fn encode(&self, text: &[u8], bos: bool, eos: bool) -> Vec<u32> {
+        if let Some(l) = &self.llama {
+            return l.tokenize(text, bos && l.add_bos, eos && l.add_eos, false);
+        }
         let text = c_str(text);
         let mut tokens: Vec<u32> = Vec::with_capacity(text.len() + 3);
         if bos {
@@ -413,7 +455,12 @@ impl Tokenizer {
     /// without its leading `' '` when `prev_token` is BOS; a piece `<0xXX>` (after that strip)
     /// is the single raw byte 0xXX. Empty for an id outside the vocabulary. Pass the result
     /// through [`printable`] to print what run.c prints.
+    ///
+    /// For a GGUF vocabulary: [`Tokenizer::decode_special`] without control tokens.
     pub fn decode(&self, prev_token: u32, token: u32) -> &[u8] {
+        if self.llama.is_some() {
+            return self.decode_special(prev_token, token, false);
+        }
         let mut piece = self.piece_c(token);
         if prev_token == self.bos_id {
             if let [b' ', rest @ ..] = piece {
@@ -427,11 +474,92 @@ impl Tokenizer {
     }
 }
 
+impl Tokenizer {
+    /// llama.cpp's `tokenize(text, add_special, parse_special)`: with `add_special`, BOS and
+    /// EOS as the vocabulary's `add_bos_token` / `add_eos_token` say; with `parse_special`,
+    /// control tokens written in the text are those tokens (user-defined ones always are).
+    /// A run.c vocabulary has no special tokens: `add_special` adds BOS, `parse_special` does
+    /// nothing.
+    pub fn tokenize(&self, text: &[u8], add_special: bool, parse_special: bool) -> Vec<u32> {
+        match &self.llama {
+            Some(l) => l.tokenize(
+                text,
+                add_special && l.add_bos,
+                add_special && l.add_eos,
+                parse_special,
+            ),
+            None => self.encode(text, add_special, false),
+        }
+    }
+
+    /// Whether sampling `id` ends a generation: run.c's rule (BOS) for run.c vocabularies,
+    /// llama.cpp's end-of-generation set (EOS, EOT, EOM and the control tokens it recognises by
+    /// their text) for GGUF ones.
+    pub fn is_eog(&self, id: u32) -> bool {
+        match &self.llama {
+            Some(l) => l.eog.binary_search(&id).is_ok(),
+            None => id == self.bos_id,
+        }
+    }
+
+    /// The end-of-generation ids (see [`Tokenizer::is_eog`]).
+    pub fn eog_ids(&self) -> Vec<u32> {
+        match &self.llama {
+            Some(l) => l.eog.clone(),
+            None => vec![self.bos_id],
+        }
+    }
+
+    /// The id of the token whose text is exactly `text` (GGUF: as stored; run.c: the piece).
+    pub fn token_id(&self, text: &str) -> Option<u32> {
+        match &self.llama {
+            Some(l) => l.to_id.get(text.as_bytes()).copied(),
+            None => self.lookup(text.as_bytes()),
+        }
+    }
+
+    /// Whether `id` is a control or unknown token, which renders only when asked for.
+    pub fn is_special(&self, id: u32) -> bool {
+        self.llama.as_ref().is_some_and(|l| l.is_special(id))
+    }
+
+    /// The bytes of `token` after `prev_token`, control tokens included when `special`.
+    ///
+    /// run.c vocabularies: [`Tokenizer::decode`] exactly (run.c has no special tokens). GGUF
+    /// vocabularies: llama.cpp's piece (byte-level BPE code points back to bytes, SPM `▁` to
+    /// spaces, `<0xXX>` to its byte), nothing for a control or unknown token unless `special`;
+    /// an SPM vocabulary that adds a space prefix loses that space on the token after BOS,
+    /// as the text it encodes had none.
+    pub fn decode_special(&self, prev_token: u32, token: u32, special: bool) -> &[u8] {
+        let Some(l) = &self.llama else {
+            return self.decode(prev_token, token);
+        };
+        if !special && l.is_special(token) {
+            return &[];
+        }
+        let piece = self.vocab.get(token as usize).map_or(&[][..], |p| &p[..]);
+        match (&l.algo, piece) {
+            (
+                llama::Algo::Spm {
+                    add_space_prefix: true,
+                },
+                [b' ', rest @ ..],
+            ) if prev_token == self.bos_id => rest,
+            _ => piece,
+        }
+    }
+
+    /// Whether this vocabulary came from a GGUF file and runs as llama.cpp runs it.
+    pub fn is_llama_cpp(&self) -> bool {
+        self.llama.is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const TOK512: &[u8] = include_bytes!("../models/stories260K/tok512.bin");
+    const TOK512: &[u8] = include_bytes!("../../models/stories260K/tok512.bin");
 
     fn tok512() -> Tokenizer {
         Tokenizer::from_llama2c(TOK512, 512).expect("tok512.bin parses")
@@ -580,8 +708,8 @@ mod tests {
 
     #[test]
     fn greedy_reference_story_decodes_byte_for_byte() {
-        let json = include_str!("../models/stories260K/expected_greedy.json");
-        let want = include_bytes!("../models/stories260K/greedy_empty_prompt_200.txt");
+        let json = include_str!("../../models/stories260K/expected_greedy.json");
+        let want = include_bytes!("../../models/stories260K/greedy_empty_prompt_200.txt");
         let start = json.find("\"tokens_after_bos\"").expect("tokens_after_bos");
         let list = &json[start..];
         let list = &list[list.find('[').expect("[") + 1..list.find(']').expect("]")];

@@ -1,0 +1,800 @@
+//! Vocabularies from GGUF files, tokenized as llama.cpp's `llama-vocab.cpp` does: the special
+//! token partition, byte-level BPE (`tokenizer.ggml.model = gpt2`) and SentencePiece
+//! (`llama`), token attributes, and pieces back to bytes.
+//!
+//! The GGUF side (reading and validating `tokenizer.ggml.*`) is `model::vocab`; this module
+//! gets checked arrays.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap};
+
+use super::pretok::Pre;
+use super::unicode;
+use crate::gguf::Value;
+
+/// Token attribute bits (llama.cpp's `llama_token_attr`, the ones its tokenizer reads).
+pub mod attr {
+    /// No type given or type 0.
+    pub const UNDEFINED: u8 = 0;
+    /// Type 2.
+    pub const UNKNOWN: u8 = 1 << 0;
+    /// Type 5.
+    pub const UNUSED: u8 = 1 << 1;
+    /// Type 1.
+    pub const NORMAL: u8 = 1 << 2;
+    /// Type 3.
+    pub const CONTROL: u8 = 1 << 3;
+    /// Type 4.
+    pub const USER_DEFINED: u8 = 1 << 4;
+    /// Type 6.
+    pub const BYTE: u8 = 1 << 5;
+}
+
+/// The attribute of a `tokenizer.ggml.token_type` value (0..=6), `None` for any other.
+pub fn attr_of_type(t: i64) -> Option<u8> {
+    Some(match t {
+        0 => attr::UNDEFINED,
+        1 => attr::NORMAL,
+        2 => attr::UNKNOWN,
+        3 => attr::CONTROL,
+        4 => attr::USER_DEFINED,
+        5 => attr::UNUSED,
+        6 => attr::BYTE,
+        _ => return None,
+    })
+}
+
+/// Which tokenizer runs.
+#[derive(Clone, Debug)]
+pub enum Algo {
+    /// SentencePiece as llama.cpp's `llm_tokenizer_spm`.
+    Spm {
+        /// `tokenizer.ggml.add_space_prefix` (default true).
+        add_space_prefix: bool,
+    },
+    /// Byte-level BPE as llama.cpp's `llm_tokenizer_bpe`.
+    Bpe(Box<Bpe>),
+}
+
+/// What byte-level BPE needs beyond the vocabulary.
+#[derive(Clone, Debug)]
+pub struct Bpe {
+    /// The pre-tokenizer.
+    pub pre: Pre,
+    /// Merge ranks keyed by `left ++ [0xFF] ++ right` (0xFF never occurs in UTF-8, so the key
+    /// is unambiguous); the first of duplicate merges keeps its rank, as in llama.cpp.
+    pub ranks: HashMap<Vec<u8>, u32>,
+    /// A word that is a whole token is that token, without merging (llama.cpp's
+    /// `ignore_merges`, set for the Llama 3 pre-tokenizer).
+    pub ignore_merges: bool,
+    /// GPT-2's byte → code point table, UTF-8 encoded.
+    pub byte_enc: Vec<Vec<u8>>,
+    /// Its inverse.
+    pub byte_dec: HashMap<u32, u8>,
+}
+
+impl Bpe {
+    /// Byte-level BPE data for `pre` from merges already split into (left, right).
+    pub fn new(pre: Pre, merges: &[(String, String)]) -> Bpe {
+        let mut ranks = HashMap::with_capacity(merges.len());
+        for (i, (l, r)) in merges.iter().enumerate() {
+            ranks
+                .entry(rank_key(l.as_bytes(), r.as_bytes()))
+                .or_insert(i as u32);
+        }
+        let table = unicode::byte_to_cpt_table();
+        let byte_enc = table
+            .iter()
+            .map(|&c| {
+                let mut v = Vec::with_capacity(2);
+                unicode::push_utf8(&mut v, c);
+                v
+            })
+            .collect();
+        let byte_dec = table
+            .iter()
+            .enumerate()
+            .map(|(b, &c)| (c, b as u8))
+            .collect();
+        Bpe {
+            pre,
+            ranks,
+            ignore_merges: pre == Pre::Llama3,
+            byte_enc,
+            byte_dec,
+        }
+    }
+
+    fn rank(&self, key: &mut Vec<u8>, l: &[u8], r: &[u8]) -> Option<u32> {
+        key.clear();
+        key.extend_from_slice(l);
+        key.push(0xFF);
+        key.extend_from_slice(r);
+        self.ranks.get(key.as_slice()).copied()
+    }
+}
+
+fn rank_key(l: &[u8], r: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(l.len() + r.len() + 1);
+    k.extend_from_slice(l);
+    k.push(0xFF);
+    k.extend_from_slice(r);
+    k
+}
+
+/// A GGUF vocabulary with everything llama.cpp's tokenizer reads.
+#[derive(Clone, Debug)]
+pub struct LlamaVocab {
+    /// Token texts as stored (an empty one replaced by `[EMPTY_<id>]`, as llama.cpp does).
+    pub texts: Vec<String>,
+    /// Scores (0 where the file has none).
+    pub scores: Vec<f32>,
+    /// Attribute bits per token, after llama.cpp's by-text adjustments.
+    pub attrs: Vec<u8>,
+    /// Text → id; a repeated text maps to its last id, as llama.cpp's map does.
+    pub to_id: HashMap<Vec<u8>, u32>,
+    /// Control, user-defined and unknown tokens, longest text first (ties by id), the order
+    /// the special-token partition tries them in.
+    pub special: Vec<u32>,
+    /// The tokenizer.
+    pub algo: Algo,
+    /// BOS / EOS / unknown ids.
+    pub bos: Option<u32>,
+    /// End of sequence.
+    pub eos: Option<u32>,
+    /// Unknown token (SPM byte fallback's last resort).
+    pub unk: Option<u32>,
+    /// Add BOS / EOS when special tokens are added (`add_bos_token` / `add_eos_token`).
+    pub add_bos: bool,
+    /// See `add_bos`.
+    pub add_eos: bool,
+    /// Ids that end generation, ascending.
+    pub eog: Vec<u32>,
+    /// The file's `tokenizer.*` metadata, kept to write the vocabulary back unchanged.
+    pub meta: Vec<(String, Value)>,
+}
+
+/// A piece of prompt text after the special-token partition.
+enum Frag {
+    Text(usize, usize),
+    Token(u32),
+}
+
+impl LlamaVocab {
+    fn id(&self, text: &[u8]) -> Option<u32> {
+        self.to_id.get(text).copied()
+    }
+
+    /// llama.cpp's `tokenize(text, add_special, parse_special)`.
+    pub fn tokenize(
+        &self,
+        text: &[u8],
+        add_bos: bool,
+        add_eos: bool,
+        parse_special: bool,
+    ) -> Vec<u32> {
+        let frags = self.partition(text, parse_special);
+        let mut out = Vec::with_capacity(text.len() / 2 + 2);
+        if add_bos {
+            out.extend(self.bos);
+        }
+        match &self.algo {
+            Algo::Spm { add_space_prefix } => {
+                let mut prev_special = true;
+                for f in &frags {
+                    match *f {
+                        Frag::Token(id) => {
+                            out.push(id);
+                            prev_special = true;
+                        }
+                        Frag::Text(a, n) => {
+                            let mut s = Vec::with_capacity(n + 3);
+                            if *add_space_prefix && prev_special {
+                                s.extend_from_slice("\u{2581}".as_bytes());
+                            }
+                            for &b in &text[a..a + n] {
+                                if b == b' ' {
+                                    s.extend_from_slice("\u{2581}".as_bytes());
+                                } else {
+                                    s.push(b);
+                                }
+                            }
+                            self.spm(&s, &mut out);
+                            prev_special = false;
+                        }
+                    }
+                }
+            }
+            Algo::Bpe(bpe) => {
+                for f in &frags {
+                    match *f {
+                        Frag::Token(id) => out.push(id),
+                        Frag::Text(a, n) => self.bpe(bpe, &text[a..a + n], &mut out),
+                    }
+                }
+            }
+        }
+        if add_eos {
+            out.extend(self.eos);
+        }
+        out
+    }
+
+    /// Split `text` at every occurrence of a special token (longest first), as llama.cpp's
+    /// `tokenizer_st_partition`: control and unknown tokens only with `parse_special`,
+    /// user-defined ones always.
+    fn partition(&self, text: &[u8], parse_special: bool) -> Vec<Frag> {
+        let mut frags = Vec::new();
+        if text.is_empty() {
+            return frags;
+        }
+        frags.push(Frag::Text(0, text.len()));
+        for &id in &self.special {
+            let a = self.attrs[id as usize];
+            if !parse_special && a & (attr::CONTROL | attr::UNKNOWN) != 0 {
+                continue;
+            }
+            let pat = self.texts[id as usize].as_bytes();
+            if !frags
+                .iter()
+                .any(|f| matches!(*f, Frag::Text(s, n) if find(&text[s..s + n], pat).is_some()))
+            {
+                continue;
+            }
+            let mut next = Vec::with_capacity(frags.len() + 2);
+            for f in frags {
+                let Frag::Text(mut s, mut n) = f else {
+                    next.push(f);
+                    continue;
+                };
+                while let Some(at) = find(&text[s..s + n], pat) {
+                    if at > 0 {
+                        next.push(Frag::Text(s, at));
+                    }
+                    next.push(Frag::Token(id));
+                    s += at + pat.len();
+                    n -= at + pat.len();
+                }
+                if n > 0 {
+                    next.push(Frag::Text(s, n));
+                }
+            }
+            frags = next;
+        }
+        frags
+    }
+
+    /// llama.cpp's `llm_tokenizer_spm_session::tokenize` on escaped text.
+    fn spm(&self, s: &[u8], out: &mut Vec<u32>) {
+        struct Sym {
+            start: usize,
+            n: usize,
+            prev: Option<usize>,
+            next: Option<usize>,
+        }
+        #[derive(PartialEq)]
+        struct Bigram {
+            score: f32,
+            left: usize,
+            right: usize,
+            size: usize,
+        }
+        impl Eq for Bigram {}
+        impl PartialOrd for Bigram {
+            fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+                Some(self.cmp(o))
+            }
+        }
+        impl Ord for Bigram {
+            // Highest score first, then the leftmost.
+            fn cmp(&self, o: &Self) -> Ordering {
+                self.score.total_cmp(&o.score).then(o.left.cmp(&self.left))
+            }
+        }
+        let mut syms: Vec<Sym> = Vec::with_capacity(s.len());
+        let mut at = 0;
+        while at < s.len() {
+            let n = unicode::utf8_len(s[at]).min(s.len() - at);
+            let i = syms.len();
+            syms.push(Sym {
+                start: at,
+                n,
+                prev: i.checked_sub(1),
+                next: (at + n < s.len()).then_some(i + 1),
+            });
+            at += n;
+        }
+        let mut queue = BinaryHeap::new();
+        let add =
+            |syms: &[Sym], queue: &mut BinaryHeap<Bigram>, l: Option<usize>, r: Option<usize>| {
+                let (Some(l), Some(r)) = (l, r) else { return };
+                let size = syms[l].n + syms[r].n;
+                let start = syms[l].start;
+                if let Some(id) = self.id(&s[start..start + size]) {
+                    queue.push(Bigram {
+                        score: self.scores[id as usize],
+                        left: l,
+                        right: r,
+                        size,
+                    });
+                }
+            };
+        for i in 1..syms.len() {
+            add(&syms, &mut queue, Some(i - 1), Some(i));
+        }
+        while let Some(b) = queue.pop() {
+            let (ln, rn) = (syms[b.left].n, syms[b.right].n);
+            if ln == 0 || rn == 0 || ln + rn != b.size {
+                continue; // one side has merged since
+            }
+            syms[b.left].n += rn;
+            syms[b.right].n = 0;
+            let rnext = syms[b.right].next;
+            syms[b.left].next = rnext;
+            if let Some(x) = rnext {
+                syms[x].prev = Some(b.left);
+            }
+            add(&syms, &mut queue, syms[b.left].prev, Some(b.left));
+            add(&syms, &mut queue, Some(b.left), syms[b.left].next);
+        }
+        let mut i = if syms.is_empty() { None } else { Some(0) };
+        while let Some(k) = i {
+            let sym = &syms[k];
+            let piece = &s[sym.start..sym.start + sym.n];
+            match self.id(piece) {
+                Some(id) => out.push(id),
+                // A symbol that is no token is a single code point (merges only make tokens):
+                // its bytes as <0xXX> tokens, else as one-byte tokens, else <unk> (where
+                // llama.cpp would throw).
+                None => {
+                    for &b in piece {
+                        let id = self
+                            .id(format!("<0x{b:02X}>").as_bytes())
+                            .or_else(|| self.id(&[b]))
+                            .or(self.unk);
+                        out.extend(id);
+                    }
+                }
+            }
+            i = sym.next;
+        }
+    }
+
+    /// llama.cpp's `llm_tokenizer_bpe_session::tokenize` on one text fragment.
+    fn bpe(&self, bpe: &Bpe, text: &[u8], out: &mut Vec<u32>) {
+        let cpts = unicode::decode_utf8(text);
+        let mut key = Vec::new();
+        let mut word = Vec::new();
+        let mut at = 0;
+        for len in bpe.pre.split(&cpts) {
+            // The word's code points, re-encoded, each byte mapped through GPT-2's table.
+            word.clear();
+            let mut raw = Vec::with_capacity(len * 4);
+            for &c in &cpts[at..at + len] {
+                unicode::push_utf8(&mut raw, c);
+            }
+            at += len;
+            for &b in &raw {
+                word.extend_from_slice(&bpe.byte_enc[b as usize]);
+            }
+            if bpe.ignore_merges {
+                if let Some(id) = self.id(&word) {
+                    out.push(id);
+                    continue;
+                }
+            }
+            self.bpe_word(bpe, &word, &mut key, out);
+        }
+    }
+
+    fn bpe_word(&self, bpe: &Bpe, w: &[u8], key: &mut Vec<u8>, out: &mut Vec<u32>) {
+        // Symbols: start, length (0 once merged away), next.
+        let mut start = Vec::new();
+        let mut n = Vec::new();
+        let mut at = 0;
+        while at < w.len() {
+            let l = unicode::utf8_len(w[at]).min(w.len() - at);
+            start.push(at);
+            n.push(l);
+            at += l;
+        }
+        let count = start.len();
+        let mut next: Vec<Option<usize>> = (0..count)
+            .map(|i| (i + 1 < count).then_some(i + 1))
+            .collect();
+        let mut prev: Vec<Option<usize>> = (0..count).map(|i| i.checked_sub(1)).collect();
+        // (rank, left) ascending: lowest rank first, then the leftmost.
+        let mut queue: BinaryHeap<Reverse<(u32, usize, usize, usize)>> = BinaryHeap::new();
+        let push = |queue: &mut BinaryHeap<_>,
+                    key: &mut Vec<u8>,
+                    n: &[usize],
+                    l: Option<usize>,
+                    r: Option<usize>| {
+            let (Some(l), Some(r)) = (l, r) else { return };
+            let left = &w[start[l]..start[l] + n[l]];
+            let right = &w[start[r]..start[r] + n[r]];
+            if let Some(rank) = bpe.rank(key, left, right) {
+                queue.push(Reverse((rank, l, r, n[l] + n[r])));
+            }
+        };
+        for i in 1..count {
+            push(&mut queue, key, &n, Some(i - 1), Some(i));
+        }
+        while let Some(Reverse((_, l, r, size))) = queue.pop() {
+            if n[l] == 0 || n[r] == 0 || n[l] + n[r] != size {
+                continue; // outdated
+            }
+            n[l] += n[r];
+            n[r] = 0;
+            next[l] = next[r];
+            if let Some(x) = next[r] {
+                prev[x] = Some(l);
+            }
+            push(&mut queue, key, &n, prev[l], Some(l));
+            push(&mut queue, key, &n, Some(l), next[l]);
+        }
+        for i in 0..count {
+            if n[i] == 0 {
+                continue;
+            }
+            let piece = &w[start[i]..start[i] + n[i]];
+            match self.id(piece) {
+                Some(id) => out.push(id),
+                // llama.cpp looks each byte of the (encoded) symbol up as a one-byte token and
+                // drops the ones that are not.
+                None => out.extend(piece.iter().filter_map(|&b| self.id(&[b]))),
+            }
+        }
+    }
+
+    /// The bytes token `id` stands for, as llama.cpp's `token_to_piece(special = true)`:
+    /// control, unknown and user-defined tokens their text; normal ones decoded (SPM `▁` →
+    /// space, byte-level BPE code points → bytes); byte tokens their byte; unused and
+    /// undefined ones nothing.
+    pub fn piece(&self, id: u32) -> Vec<u8> {
+        let Some(text) = self.texts.get(id as usize) else {
+            return Vec::new();
+        };
+        let a = self.attrs[id as usize];
+        if a & (attr::CONTROL | attr::UNKNOWN | attr::USER_DEFINED) != 0 {
+            return text.as_bytes().to_vec();
+        }
+        if a & attr::NORMAL != 0 {
+            return match &self.algo {
+                Algo::Spm { .. } => text.replace('\u{2581}', " ").into_bytes(),
+                Algo::Bpe(bpe) => {
+                    let mut v = Vec::with_capacity(text.len());
+                    for c in text.chars() {
+                        match bpe.byte_dec.get(&(c as u32)) {
+                            Some(&b) => v.push(b),
+                            None => {
+                                // llama.cpp's marker for a code point outside the table.
+                                v.extend_from_slice(b"[UNK_BYTE_0x");
+                                let mut e = [0u8; 4];
+                                for b in c.encode_utf8(&mut e).bytes() {
+                                    v.extend_from_slice(format!("{b:02x}").as_bytes());
+                                }
+                                v.extend_from_slice(text.as_bytes());
+                                v.push(b']');
+                            }
+                        }
+                    }
+                    v
+                }
+            };
+        }
+        if a & attr::BYTE != 0 {
+            return super::byte_piece_value(text.as_bytes())
+                .map(|b| vec![b])
+                .unwrap_or_default();
+        }
+        Vec::new()
+    }
+
+    /// Whether `id` renders only when special tokens are asked for (control or unknown).
+    pub fn is_special(&self, id: u32) -> bool {
+        self.attrs
+            .get(id as usize)
+            .is_some_and(|a| a & (attr::CONTROL | attr::UNKNOWN) != 0)
+    }
+}
+
+/// The first position of `pat` in `hay`.
+fn find(hay: &[u8], pat: &[u8]) -> Option<usize> {
+    if pat.is_empty() || pat.len() > hay.len() {
+        return None;
+    }
+    let first = pat[0];
+    let last = hay.len() - pat.len();
+    let mut i = 0;
+    while i <= last {
+        match hay[i..=last].iter().position(|&b| b == first) {
+            Some(k) => i += k,
+            None => return None,
+        }
+        if &hay[i..i + pat.len()] == pat {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Which model a GGUF vocabulary names, with what that model needs.
+#[derive(Clone, Debug)]
+pub enum ModelSpec {
+    /// `llama`: SentencePiece.
+    Spm {
+        /// `tokenizer.ggml.add_space_prefix`, if given.
+        add_space_prefix: Option<bool>,
+    },
+    /// `gpt2`: byte-level BPE.
+    Bpe {
+        /// `tokenizer.ggml.pre`.
+        pre: Pre,
+        /// `tokenizer.ggml.merges`, each split at its separating space.
+        merges: Vec<(String, String)>,
+    },
+}
+
+/// Special-token ids a file gives (each already checked to be inside the vocabulary).
+#[derive(Clone, Debug, Default)]
+pub struct SpecialIds {
+    /// `tokenizer.ggml.bos_token_id`.
+    pub bos: Option<u32>,
+    /// `tokenizer.ggml.eos_token_id`.
+    pub eos: Option<u32>,
+    /// `tokenizer.ggml.unknown_token_id`.
+    pub unk: Option<u32>,
+    /// `tokenizer.ggml.eot_token_id`.
+    pub eot: Option<u32>,
+    /// `tokenizer.ggml.eom_token_id`.
+    pub eom: Option<u32>,
+    /// `tokenizer.ggml.fim_pad_token_id`.
+    pub fim_pad: Option<u32>,
+    /// `tokenizer.ggml.fim_rep_token_id`.
+    pub fim_rep: Option<u32>,
+    /// `tokenizer.ggml.fim_sep_token_id`.
+    pub fim_sep: Option<u32>,
+}
+
+/// Everything `model::vocab` reads from a file, checked.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    /// The model and its data.
+    pub model: ModelSpec,
+    /// `tokenizer.ggml.tokens`.
+    pub tokens: Vec<String>,
+    /// `tokenizer.ggml.scores`, if present (same length as tokens).
+    pub scores: Option<Vec<f32>>,
+    /// `tokenizer.ggml.token_type` as attribute bits, if present (same length as tokens).
+    pub attrs: Option<Vec<u8>>,
+    /// Special ids.
+    pub ids: SpecialIds,
+    /// `tokenizer.ggml.add_bos_token`.
+    pub add_bos: Option<bool>,
+    /// `tokenizer.ggml.add_eos_token`.
+    pub add_eos: Option<bool>,
+    /// The `tokenizer.*` metadata as read.
+    pub meta: Vec<(String, Value)>,
+}
+
+/// Texts llama.cpp takes for an end-of-turn token when the file names none.
+const EOT_TEXTS: &[&str] = &[
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|end_of_text|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "<\u{ff5c}end\u{2581}of\u{2581}sentence\u{ff5c}>",
+    "<end_of_utterance>",
+];
+const FIM_PRE: &[&str] = &[
+    "<|fim_prefix|>",
+    "<fim-prefix>",
+    "<fim_prefix>",
+    "<\u{ff5c}fim\u{2581}begin\u{ff5c}>",
+    "<PRE>",
+    "\u{2581}<PRE>",
+    "<|code_prefix|>",
+    "<|prefix|>",
+];
+const FIM_SUF: &[&str] = &[
+    "<|fim_suffix|>",
+    "<fim-suffix>",
+    "<fim_suffix>",
+    "<\u{ff5c}fim\u{2581}hole\u{ff5c}>",
+    "<SUF>",
+    "\u{2581}<SUF>",
+    "<|code_suffix|>",
+    "<|suffix|>",
+];
+const FIM_MID: &[&str] = &[
+    "<|fim_middle|>",
+    "<fim-middle>",
+    "<fim_middle>",
+    "<\u{ff5c}fim\u{2581}end\u{ff5c}>",
+    "<MID>",
+    "\u{2581}<MID>",
+    "<|code_middle|>",
+    "<|middle|>",
+];
+const FIM_PAD: &[&str] = &["<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"];
+const FIM_REP: &[&str] = &[
+    "<|fim_repo|>",
+    "<|repo_name|>",
+    "<fim-repo>",
+    "<REPO>",
+    "<reponame>",
+];
+const FIM_SEP: &[&str] = &["<|file_sep|>"];
+/// Texts llama.cpp ends generation on, whatever the file says.
+const EOG_TEXTS: &[&str] = &[
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|flush|>",
+    "<|calls|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "</s>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "[EOS]",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "<eos>",
+    "<turn|>",
+    "<|tool_response>",
+    "<\u{ff5c}end\u{2581}of\u{2581}sentence\u{ff5c}>",
+    "[e~[",
+];
+
+impl LlamaVocab {
+    /// Build the vocabulary as llama.cpp's `llama_vocab::impl::load` does after reading the
+    /// file: defaults per model, the special tokens it recognises by their text (which also
+    /// turns them into control tokens), the end-of-generation set and the special-token cache.
+    pub fn build(spec: Spec) -> LlamaVocab {
+        let n = spec.tokens.len();
+        let texts: Vec<String> = spec
+            .tokens
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| {
+                if t.is_empty() {
+                    format!("[EMPTY_{i}]")
+                } else {
+                    t
+                }
+            })
+            .collect();
+        let mut to_id = HashMap::with_capacity(n);
+        for (i, t) in texts.iter().enumerate() {
+            to_id.insert(t.as_bytes().to_vec(), i as u32);
+        }
+        let scores = spec.scores.unwrap_or_else(|| vec![0.0; n]);
+        let mut attrs = spec.attrs.unwrap_or_else(|| vec![attr::NORMAL; n]);
+        let in_range = |id: u32| (id as usize) < n;
+        let (algo, mut add_bos, def_bos, def_eos, def_unk) = match spec.model {
+            ModelSpec::Spm { add_space_prefix } => (
+                Algo::Spm {
+                    add_space_prefix: add_space_prefix.unwrap_or(true),
+                },
+                true,
+                Some(1),
+                Some(2),
+                Some(0),
+            ),
+            ModelSpec::Bpe { pre, merges } => (
+                Algo::Bpe(Box::new(Bpe::new(pre, &merges))),
+                pre == Pre::Llama3,
+                Some(11),
+                Some(11),
+                None,
+            ),
+        };
+        let ids = spec.ids;
+        let pick =
+            |given: Option<u32>, default: Option<u32>| given.or(default.filter(|&d| in_range(d)));
+        let bos = pick(ids.bos, def_bos);
+        let eos = pick(ids.eos, def_eos);
+        let unk = pick(ids.unk, def_unk);
+        let mut eot = ids.eot;
+        let mut eom = ids.eom;
+        let (mut fim_pad, mut fim_rep, mut fim_sep) = (ids.fim_pad, ids.fim_rep, ids.fim_sep);
+        let (mut fim_pre, mut fim_suf, mut fim_mid) = (None::<u32>, None::<u32>, None::<u32>);
+        if let Some(b) = spec.add_bos {
+            add_bos = b;
+        }
+        let add_eos = spec.add_eos.unwrap_or(false);
+
+        for (i, t) in texts.iter().enumerate() {
+            let t = t.as_str();
+            let id = i as u32;
+            for (slot, list) in [
+                (&mut eot, EOT_TEXTS),
+                (&mut eom, &["<|eom_id|>"][..]),
+                (&mut fim_pre, FIM_PRE),
+                (&mut fim_suf, FIM_SUF),
+                (&mut fim_mid, FIM_MID),
+                (&mut fim_pad, FIM_PAD),
+                (&mut fim_rep, FIM_REP),
+                (&mut fim_sep, FIM_SEP),
+            ] {
+                if slot.is_none() && list.contains(&t) {
+                    *slot = Some(id);
+                    attrs[i] |= attr::CONTROL;
+                }
+            }
+        }
+        for (i, t) in texts.iter().enumerate() {
+            if attrs[i] & attr::CONTROL != 0 && t.contains("unused") {
+                attrs[i] |= attr::UNUSED;
+            }
+        }
+        let mut eog: Vec<u32> = [fim_pad, fim_rep, fim_sep].into_iter().flatten().collect();
+        for (i, t) in texts.iter().enumerate() {
+            if EOG_TEXTS.contains(&t.as_str()) {
+                eog.push(i as u32);
+                attrs[i] |= attr::CONTROL;
+            }
+        }
+        for (i, t) in texts.iter().enumerate() {
+            // gpt-oss's channel markers always render, as in llama.cpp.
+            if matches!(
+                t.as_str(),
+                "<|channel|>" | "<|message|>" | "<|start|>" | "<|constrain|>"
+            ) {
+                attrs[i] = attr::USER_DEFINED;
+            }
+        }
+        eog.extend([eos, eot, eom].into_iter().flatten());
+        eog.sort_unstable();
+        eog.dedup();
+        let has = |eog: &[u32], s: &str| eog.iter().any(|&id| texts[id as usize] == s);
+        let find_in =
+            |eog: &[u32], s: &str| eog.iter().copied().find(|&id| texts[id as usize] == s);
+        if let Some(end) = find_in(&eog, "<|end|>") {
+            let call = has(&eog, "<|call|>") || has(&eog, "<|calls|>");
+            if call && (has(&eog, "<|return|>") || has(&eog, "<|flush|>")) {
+                eog.retain(|&x| x != end);
+                attrs[end as usize] = attr::USER_DEFINED;
+            }
+        }
+        if let Some(s) = find_in(&eog, "</s>") {
+            if has(&eog, "<|tool_response>") || has(&eog, "<|plamo:eos|>") {
+                eog.retain(|&x| x != s);
+                attrs[s as usize] = attr::NORMAL;
+            }
+        }
+        let mut special: Vec<u32> = (0..n as u32)
+            .filter(|&i| {
+                attrs[i as usize] & (attr::CONTROL | attr::USER_DEFINED | attr::UNKNOWN) != 0
+            })
+            .collect();
+        special.sort_by(|&a, &b| texts[b as usize].len().cmp(&texts[a as usize].len()));
+        LlamaVocab {
+            texts,
+            scores,
+            attrs,
+            to_id,
+            special,
+            algo,
+            bos,
+            eos,
+            unk,
+            add_bos,
+            add_eos,
+            eog,
+            meta: spec.meta,
+        }
+    }
+}
