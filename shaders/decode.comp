@@ -408,12 +408,13 @@ void prologue(uint lvl) {
         }
 #endif
     } else if (kind == PRO_ATT) {
-        // The attention output: unit_attn wrote it, every head's chunks combined.
-        uint o = P(H_OFF_ATTO);
+        // The attention output: unit_attn wrote it, every head's chunks combined (Q_DIM
+        // floats: n_heads · head_size, the output projection's row length).
+        uint o = P(H_OFF_ATTO), qd = P(H_Q_DIM);
 #ifdef ACT_Q8
-        quant_act(d, QA_STATE, o, 0u, 0.0);
+        quant_act(qd, QA_STATE, o, 0u, 0.0);
 #else
-        for (uint j0 = 0u; j0 < d; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= d) continue; TICK(); sx_set(SXI(j), st.s[o + j]); }
+        for (uint j0 = 0u; j0 < qd; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= qd) continue; TICK(); sx_set(SXI(j), st.s[o + j]); }
 #endif
     } else if (kind == PRO_HB) {
         uint h = P(H_HIDDEN), o = P(H_OFF_HB);
@@ -449,33 +450,78 @@ void V_SET(uint o, float x) { if (KV_F16) kvv16.kv[o] = float16_t(x); else kvv.k
 float rope_cos(uint pair) { return st.s[P(H_OFF_ROPE) + (pc.pos * (P(H_HEAD_SIZE) / 2u) + pair) * 2u]; }
 float rope_sin(uint pair) { return st.s[P(H_OFF_ROPE) + (pc.pos * (P(H_HEAD_SIZE) / 2u) + pair) * 2u + 1u]; }
 
-// Q and K: unit = a pair of rows (r, r+1), rotated together; lane 0 stores.
-void store_rope(uint kind, uint layer, uint r, float v0, float v1) {
-    uint pair = (r % P(H_HEAD_SIZE)) / 2u;
+// Q and K: unit u = RoPE pair u % (hs/2) of head u / (hs/2) (hs = the head size): rows
+// rope_row(u, 0) and rope_row(u, 1) of the projection — adjacent, 2i and 2i+1 of the head, or
+// with NEOX pairing (ROPE_NEOX) i and i + hs/2 — rotated together; lane 0 stores.
+uint rope_row(uint u, uint second) {
+    uint hs = P(H_HEAD_SIZE), hh = hs / 2u, i = u % hh;
+    uint r = (u / hh) * hs;
+    if ((P(H_ROPE) & ROPE_NEOX) != 0u) return r + i + second * hh;
+    return r + 2u * i + second;
+}
+// Rotate (v0, v1), rows ra and rb of the projection, by pair `pair`'s factors and store them:
+// q into the state, k into this position's cache row.
+void rope_store(uint kind, uint layer, uint ra, uint rb, uint pair, float v0, float v1) {
     float c = rope_cos(pair), s = rope_sin(pair);
     float a = v0 * c - v1 * s, b = v0 * s + v1 * c;
     if (kind == K_Q) {
-        uint o = P(H_OFF_Q) + r;
-        st.s[o] = a;
-        st.s[o + 1u] = b;
+        uint o = P(H_OFF_Q);
+        st.s[o + ra] = a;
+        st.s[o + rb] = b;
     } else {
-        uint o = layer * P(H_KV_LAYER) + pc.pos * P(H_KV_DIM) + r;
-        K_SET(o, a);
-        K_SET(o + 1u, b);
+        uint o = layer * P(H_KV_LAYER) + pc.pos * P(H_KV_DIM);
+        K_SET(o + ra, a);
+        K_SET(o + rb, b);
     }
 }
-void unit_rope(uint kind, uint t, uint layer, uint u) {
-    uint r = 2u * u;
-    float v0 = dot_sx(t, r), v1 = dot_sx(t, r + 1u);
-    if (tlane() == 0u) store_rope(kind, layer, r, v0, v1);
+// A row of a Q/K/V stage plus element r of its bias (tb, the stage's second tensor; NONE: no bias),
+// added to the dot product before anything else.
+float with_bias(uint tb, uint r, float v) { return tb == 0xFFFFFFFFu ? v : v + welem(tb, 0u, r); }
+void store_rope(uint kind, uint layer, uint u, float v0, float v1, uint tb) {
+    uint ra = rope_row(u, 0u), rb = rope_row(u, 1u);
+    rope_store(kind, layer, ra, rb, u % (P(H_HEAD_SIZE) / 2u), with_bias(tb, ra, v0), with_bias(tb, rb, v1));
+}
+void unit_rope(uint kind, uint t, uint tb, uint layer, uint u) {
+    float v0 = dot_sx(t, rope_row(u, 0u)), v1 = dot_sx(t, rope_row(u, 1u));
+    if (tlane() == 0u) store_rope(kind, layer, u, v0, v1, tb);
 }
 
-void store_v(uint layer, uint r, float v) {
-    V_SET(layer * P(H_KV_LAYER) + pc.pos * P(H_KV_DIM) + r, v);
+// Q and K with per-head q/k norms (qwen3, H_QK_NORM != 0): unit h = a whole head, one team.
+// Its rows (bias added) in row order; every lane holds each row's value (the team's sum) and
+// adds its square to ss in row order, so ss = v_0² + v_1² + ... sequentially, as the
+// reference's RMSNorm sums. Lane 0 keeps the rows (q in place, k behind q: OFF_Q + Q_DIM),
+// then normalises them, w[e] · ((1 / sqrt(ss / hs + eps)) · v_e) with the head's norm weight
+// and the model's eps, and rotates and stores every pair.
+void unit_qk_head(uint kind, uint t, uint tb, uint layer, uint h) {
+    uint hs = P(H_HEAD_SIZE), hh = hs / 2u, r0 = h * hs;
+    uint raw = P(H_OFF_Q) + (kind == K_Q ? 0u : P(H_Q_DIM)) + r0;
+    float ss = 0.0;
+    for (uint e = 0u; e < hs; ++e) {
+        TICK();
+        float v = with_bias(tb, r0 + e, dot_sx(t, r0 + e));
+        ss += v * v;
+        if (tlane() == 0u) st.s[raw + e] = v;
+    }
+    if (tlane() == 0u) {
+        float scale = 1.0 / sqrt(ss / float(hs) + uintBitsToFloat(P(H_EPS)));
+        uint nt = P(H_QK_NORM) + 2u * layer + (kind == K_K ? 1u : 0u);
+        bool neox = (P(H_ROPE) & ROPE_NEOX) != 0u;
+        for (uint i = 0u; i < hh; ++i) {
+            TICK();
+            uint ea = neox ? i : 2u * i, eb = neox ? i + hh : 2u * i + 1u;
+            float a = welem(nt, 0u, ea) * (scale * st.s[raw + ea]);
+            float b = welem(nt, 0u, eb) * (scale * st.s[raw + eb]);
+            rope_store(kind, layer, r0 + ea, r0 + eb, i, a, b);
+        }
+    }
 }
-void unit_v(uint t, uint layer, uint r) {
+
+void store_v(uint layer, uint r, float v, uint tb) {
+    V_SET(layer * P(H_KV_LAYER) + pc.pos * P(H_KV_DIM) + r, with_bias(tb, r, v));
+}
+void unit_v(uint t, uint tb, uint layer, uint r) {
     float v = dot_sx(t, r);
-    if (tlane() == 0u) store_v(layer, r, v);
+    if (tlane() == 0u) store_v(layer, r, v, tb);
 }
 
 // Residual row: x[r] = base[r] + W[r]·in, base = x, or the token embedding in layer 0.
@@ -883,7 +929,9 @@ void run_stage(uint si, bool first, bool last) {
         uint NT, me = first_unit(b, n, NT);
         float best = -3.402823e38;
         uint bi = 0xFFFFFFFFu;
-        if (ROWS > 1u) {
+        // Q/K units are whole heads with per-head q/k norms (unit_qk_head).
+        bool qk_heads = (kind == K_Q || kind == K_K) && P(H_QK_NORM) != 0u;
+        if (ROWS > 1u && !qk_heads) {
             // A team takes the same units as below (u, u + NT, ...), up to ROWS rows at a
             // time: a unit of Q/K (a rope pair) or FFN (gate and up) is two rows, else one.
             // Results are stored unit by unit in ascending order (the head's argmax order).
@@ -903,7 +951,7 @@ void run_stage(uint si, bool first, bool last) {
                     [[unroll]] for (uint i = 0u; i < 4u; ++i) {
                         us[i] = u + (i / 2u) * NT;
                         ts[i] = (kind == K_FFN && (i & 1u) != 0u) ? t1 : t0;
-                        rs[i] = kind == K_FFN ? us[i] : 2u * us[i] + (i & 1u);
+                        rs[i] = kind == K_FFN ? us[i] : rope_row(us[i], i & 1u);
                     }
                     if (nu == 2u) {
                         dot_rows4(ts, rs, v);
@@ -917,7 +965,7 @@ void run_stage(uint si, bool first, bool last) {
                         [[unroll]] for (uint i = 0u; i < 2u; ++i) {
                             if (i < nu) {
                                 if (kind == K_FFN) store_ffn(us[2u * i], v[2u * i], v[2u * i + 1u]);
-                                else store_rope(kind, layer, 2u * us[2u * i], v[2u * i], v[2u * i + 1u]);
+                                else store_rope(kind, layer, us[2u * i], v[2u * i], v[2u * i + 1u], t1);
                             }
                         }
                     }
@@ -938,7 +986,7 @@ void run_stage(uint si, bool first, bool last) {
                     if (tlane() == 0u) {
                         [[unroll]] for (uint i = 0u; i < 4u; ++i) {
                             if (i >= nu) {
-                            } else if (kind == K_V) store_v(layer, us[i], v[i]);
+                            } else if (kind == K_V) store_v(layer, us[i], v[i], t1);
                             else if (kind == K_WO || kind == K_DOWN) store_residual(kind, layer, us[i], v[i]);
                             else if (kind == K_HEAD) {
                                 // As below: a non-finite logit fails the pass; ascending rows
@@ -956,8 +1004,9 @@ void run_stage(uint si, bool first, bool last) {
         for (uint u = me; u < n; u += NT) {
             TICK();
             if (!budget_ok()) break;
-            if (kind == K_Q || kind == K_K) unit_rope(kind, t0, layer, u);
-            else if (kind == K_V) unit_v(t0, layer, u);
+            if (qk_heads) unit_qk_head(kind, t0, t1, layer, u);
+            else if (kind == K_Q || kind == K_K) unit_rope(kind, t0, t1, layer, u);
+            else if (kind == K_V) unit_v(t0, t1, layer, u);
             else if (kind == K_WO || kind == K_DOWN) unit_residual(kind, t0, layer, u);
             else if (kind == K_FFN) unit_ffn(t0, t1, u);
             else if (kind == K_HEAD) {

@@ -93,6 +93,9 @@ impl Header {
             seq_len: u(h[6]),
             rope_theta: 10000.0,
             norm_eps: 1e-5,
+            arch: crate::model::types::Arch::Llama,
+            head_dim: None,
+            rope_scale: 1.0,
         };
         config
             .validate()
@@ -228,6 +231,11 @@ pub fn read_checkpoint(bytes: &[u8]) -> Result<Checkpoint> {
             w_gate: tensor(name("ffn_gate"), 7, l, hd, d)?,
             w_down: tensor(name("ffn_down"), 8, l, d, hd)?,
             w_up: tensor(name("ffn_up"), 9, l, hd, d)?,
+            q_bias: None,
+            k_bias: None,
+            v_bias: None,
+            q_norm: None,
+            k_norm: None,
         });
     }
     let output = if shared {
@@ -243,6 +251,7 @@ pub fn read_checkpoint(bytes: &[u8]) -> Result<Checkpoint> {
     };
     let weights = Weights {
         token_embd: tensor("token_embd.weight".into(), 0, 0, config.vocab_size, d)?,
+        rope_freqs: None,
         layers: layer_list,
         output_norm: tensor("output_norm.weight".into(), 10, 0, 1, d)?,
         output,

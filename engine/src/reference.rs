@@ -10,7 +10,7 @@
 
 use crate::act::{self, ActType};
 use crate::kv::KvType;
-use crate::model::types::{Config, Tensor, Weights};
+use crate::model::types::{Config, RopeStyle, Tensor, Weights};
 
 /// RMSNorm: `o[j] = w[j] * (x[j] / sqrt(mean(x²) + eps))`, computed as run.c does
 /// (`ss = Σ x²` sequentially, `ss = 1/sqrtf(ss/n + eps)`, `o = w * (ss * x)`).
@@ -115,24 +115,61 @@ pub fn softmax(x: &mut [f32]) {
     }
 }
 
-/// RoPE on adjacent pairs `(i, i+1)` of `q` (all of it) and `k` (its first `kv_dim`):
-/// `freq = 1 / theta^((i mod head_size) / head_size)`, angle `pos · freq`.
-pub fn rope(q: &mut [f32], k: &mut [f32], pos: usize, head_size: usize, theta: f32) {
-    let kv_dim = k.len();
-    for i in (0..q.len()).step_by(2) {
-        let head_dim = i % head_size;
-        let freq = 1.0 / theta.powf(head_dim as f32 / head_size as f32);
-        let val = pos as f32 * freq;
-        let (fcr, fci) = (val.cos(), val.sin());
-        let rot = |v: &mut [f32]| {
-            let (v0, v1) = (v[i], v[i + 1]);
-            v[i] = v0 * fcr - v1 * fci;
-            v[i + 1] = v0 * fci + v1 * fcr;
-        };
-        rot(q);
-        if i < kv_dim {
-            rot(k);
+/// RoPE rotation factors of position `pos`: for pair i of a head (0 ≤ i < head_size/2),
+/// `out[2i] = cos θ_i`, `out[2i+1] = sin θ_i` with
+///
+/// ```text
+/// ω_i = 1 / theta^((2i) / head_size)          (f32 powf, then one division; run.c's order)
+/// θ_i = (1 / rope_scale) · ((pos · ω_i) / f_i)  (ggml's freq_scale and freq_factors)
+/// ```
+///
+/// `f_i` is `rope_freqs[i]` (llama3 rope scaling) or 1, `rope_scale` the linear scaling
+/// factor (1 without scaling). Dividing by 1 and multiplying by 1 are exact, so without
+/// factors and scaling the angle is run.c's `pos · ω_i` bit for bit. Computed once on the host
+/// (the GPU reads the same values from its rope table), so the scaling costs the kernel
+/// nothing and both decoders rotate by identical factors.
+pub fn rope_factors(cfg: &Config, rope_freqs: Option<&[f32]>, pos: usize, out: &mut [f32]) {
+    let hs = cfg.head_size();
+    let inv_scale = 1.0 / cfg.rope_scale;
+    for (i, cs) in out[..hs / 2 * 2].chunks_exact_mut(2).enumerate() {
+        let freq = 1.0 / cfg.rope_theta.powf((2 * i) as f32 / hs as f32);
+        let ff = rope_freqs.and_then(|f| f.get(i)).copied().unwrap_or(1.0);
+        let val = inv_scale * ((pos as f32 * freq) / ff);
+        cs[0] = val.cos();
+        cs[1] = val.sin();
+    }
+}
+
+/// RoPE of every head of `x` (heads of `head_size` elements, back to back): pair i of a head,
+/// elements `(a, b) = style.pair(i)` ([`RopeStyle::Normal`]: `(2i, 2i+1)`; NEOX: `(i, i +
+/// head_size/2)`), becomes `(a·c - b·s, a·s + b·c)` with `c, s = cs[2i], cs[2i+1]`
+/// ([`rope_factors`]).
+pub fn rope(x: &mut [f32], head_size: usize, style: RopeStyle, cs: &[f32]) {
+    for head in x.chunks_exact_mut(head_size) {
+        for i in 0..head_size / 2 {
+            let (a, b) = style.pair(i, head_size);
+            let (fcr, fci) = (cs[2 * i], cs[2 * i + 1]);
+            let (v0, v1) = (head[a], head[b]);
+            head[a] = v0 * fcr - v1 * fci;
+            head[b] = v0 * fci + v1 * fcr;
         }
+    }
+}
+
+/// Per-head RMSNorm (qwen3's q/k norm): every head of `x` (heads of `w.len()` elements)
+/// becomes [`rmsnorm`] of itself with weight `w`.
+pub fn head_rmsnorm(x: &mut [f32], w: &[f32], eps: f32, scratch: &mut Vec<f32>) {
+    scratch.resize(w.len(), 0.0);
+    for head in x.chunks_exact_mut(w.len()) {
+        rmsnorm(scratch, head, w, eps);
+        head.copy_from_slice(scratch);
+    }
+}
+
+/// `x[i] += b[i]`: a projection's bias (qwen2's q/k/v).
+pub fn add_bias(x: &mut [f32], b: &[f32]) {
+    for (x, &b) in x.iter_mut().zip(b) {
+        *x += b;
     }
 }
 
@@ -186,6 +223,12 @@ pub struct CpuDecoder<'w> {
     attn_norm: Vec<Vec<f32>>,
     ffn_norm: Vec<Vec<f32>>,
     out_norm: Vec<f32>,
+    /// Per layer: q, k, v biases and q, k norm weights as f32 (empty where absent).
+    extras: Vec<[Vec<f32>; 5]>,
+    rope_freqs: Option<Vec<f32>>,
+    rope_cs: Vec<f32>,
+    att_out: Vec<f32>,
+    scratch: Vec<f32>,
     max_seq: usize,
     x: Vec<f32>,
     xb: Vec<f32>,
@@ -228,21 +271,39 @@ impl<'w> CpuDecoder<'w> {
         kv_type: KvType,
         act: ActType,
     ) -> Self {
-        let (d, h, kv) = (cfg.dim, cfg.hidden_dim, cfg.kv_dim());
+        let (d, h, kv, qd) = (cfg.dim, cfg.hidden_dim, cfg.kv_dim(), cfg.q_dim());
         let max_seq = max_seq.clamp(1, cfg.seq_len);
+        let f32v = |t: &Option<Tensor>| t.as_ref().map(Tensor::to_f32).unwrap_or_default();
         CpuDecoder {
             cfg: cfg.clone(),
             w,
             attn_norm: w.layers.iter().map(|l| l.attn_norm.to_f32()).collect(),
             ffn_norm: w.layers.iter().map(|l| l.ffn_norm.to_f32()).collect(),
             out_norm: w.output_norm.to_f32(),
+            extras: w
+                .layers
+                .iter()
+                .map(|l| {
+                    [
+                        f32v(&l.q_bias),
+                        f32v(&l.k_bias),
+                        f32v(&l.v_bias),
+                        f32v(&l.q_norm),
+                        f32v(&l.k_norm),
+                    ]
+                })
+                .collect(),
+            rope_freqs: w.rope_factors(),
+            rope_cs: vec![0.0; cfg.head_size()],
+            att_out: vec![0.0; qd],
+            scratch: Vec::new(),
             max_seq,
             x: vec![0.0; d],
             xb: vec![0.0; d],
             xb2: vec![0.0; d],
             hb: vec![0.0; h],
             hb2: vec![0.0; h],
-            q: vec![0.0; d],
+            q: vec![0.0; qd],
             k: vec![0.0; kv],
             v: vec![0.0; kv],
             att: vec![0.0; cfg.n_heads * max_seq],
@@ -277,13 +338,26 @@ impl<'w> CpuDecoder<'w> {
         let c = &self.cfg;
         let (d, kv, hs) = (c.dim, c.kv_dim(), c.head_size());
         let kv_mul = c.n_heads / c.n_kv_heads;
+        rope_factors(c, self.rope_freqs.as_deref(), pos, &mut self.rope_cs);
         self.w.token_embd.dequant_row(token as usize, &mut self.x);
         for (l, lw) in self.w.layers.iter().enumerate() {
             rmsnorm(&mut self.xb, &self.x, &self.attn_norm[l], c.norm_eps);
             matvec_act(&mut self.q, &lw.wq, &self.xb, &mut self.row, self.act);
             matvec_act(&mut self.k, &lw.wk, &self.xb, &mut self.row, self.act);
             matvec_act(&mut self.v, &lw.wv, &self.xb, &mut self.row, self.act);
-            rope(&mut self.q, &mut self.k, pos, hs, c.rope_theta);
+            // The optional parts, in llama.cpp's order: biases, per-head q/k norms, RoPE.
+            let [qb, kb, vb, qn, kn] = &self.extras[l];
+            add_bias(&mut self.q, qb);
+            add_bias(&mut self.k, kb);
+            add_bias(&mut self.v, vb);
+            if !qn.is_empty() {
+                head_rmsnorm(&mut self.q, qn, c.norm_eps, &mut self.scratch);
+            }
+            if !kn.is_empty() {
+                head_rmsnorm(&mut self.k, kn, c.norm_eps, &mut self.scratch);
+            }
+            rope(&mut self.q, hs, c.rope_style(), &self.rope_cs);
+            rope(&mut self.k, hs, c.rope_style(), &self.rope_cs);
             let loff = l * self.max_seq * kv;
             let (kc, vc) = (
                 &mut self.key_cache[loff + pos * kv..loff + (pos + 1) * kv],
@@ -317,7 +391,7 @@ impl<'w> CpuDecoder<'w> {
                     *a = score / scale;
                 }
                 softmax(att);
-                let xb = &mut self.xb[h * hs..(h + 1) * hs];
+                let xb = &mut self.att_out[h * hs..(h + 1) * hs];
                 xb.fill(0.0);
                 for (t, &a) in att.iter().enumerate() {
                     let v = &self.value_cache[loff + t * kv + koff..][..hs];
@@ -326,7 +400,13 @@ impl<'w> CpuDecoder<'w> {
                     }
                 }
             }
-            matvec_act(&mut self.xb2, &lw.wo, &self.xb, &mut self.row, self.act);
+            matvec_act(
+                &mut self.xb2,
+                &lw.wo,
+                &self.att_out,
+                &mut self.row,
+                self.act,
+            );
             for i in 0..d {
                 self.x[i] += self.xb2[i];
             }
@@ -378,19 +458,78 @@ mod tests {
         assert_eq!(o, [1.0, 2.0, 3.0, 4.0]);
     }
 
+    /// A one-head-of-4 shape (theta 10000): pair 0 has frequency 1, pair 1 1/100.
+    fn four() -> Config {
+        let (mut c, _) = crate::synth::Shape::Tiny.config();
+        c.head_dim = Some(4);
+        c
+    }
+
+    fn close(a: f32, b: f32) -> bool {
+        (a - b).abs() < 1e-6
+    }
+
     #[test]
     fn rope_at_position_zero_is_identity_and_rotates_adjacent_pairs() {
-        let mut q = [1.0, 2.0, 3.0, 4.0];
-        let mut k = [5.0, 6.0];
-        rope(&mut q, &mut k, 0, 4, 10000.0);
-        assert_eq!((q, k), ([1.0, 2.0, 3.0, 4.0], [5.0, 6.0]));
-        let mut q = [1.0, 0.0, 1.0, 0.0];
-        let mut k = [0.0, 1.0];
-        rope(&mut q, &mut k, 1, 4, 10000.0);
-        // Pair 0 has freq 1: rotated by 1 rad; pair 1 by 1/100 rad.
-        assert!((q[0] - 1f32.cos()).abs() < 1e-6 && (q[1] - 1f32.sin()).abs() < 1e-6);
-        assert!((q[2] - 0.01f32.cos()).abs() < 1e-6 && (q[3] - 0.01f32.sin()).abs() < 1e-6);
-        assert!((k[0] + 1f32.sin()).abs() < 1e-6 && (k[1] - 1f32.cos()).abs() < 1e-6);
+        let c = four();
+        let mut cs = [0.0; 4];
+        rope_factors(&c, None, 0, &mut cs);
+        let mut q = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0];
+        rope(&mut q, 4, RopeStyle::Normal, &cs);
+        assert_eq!(q, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+        rope_factors(&c, None, 1, &mut cs);
+        let mut q = [1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0];
+        rope(&mut q, 4, RopeStyle::Normal, &cs);
+        // Pair 0 has freq 1: rotated by 1 rad; pair 1 by 1/100 rad; the second head alike.
+        assert!(close(q[0], 1f32.cos()) && close(q[1], 1f32.sin()));
+        assert!(close(q[2], 0.01f32.cos()) && close(q[3], 0.01f32.sin()));
+        assert!(close(q[4], -1f32.sin()) && close(q[5], 1f32.cos()));
+    }
+
+    #[test]
+    fn neox_rope_rotates_element_i_with_element_i_plus_half_a_head() {
+        let c = four();
+        let mut cs = [0.0; 4];
+        rope_factors(&c, None, 1, &mut cs);
+        // Pair 0 is elements (0, 2) at 1 rad, pair 1 elements (1, 3) at 1/100 rad.
+        let mut q = [1.0, 1.0, 0.0, 0.0];
+        rope(&mut q, 4, RopeStyle::Neox, &cs);
+        assert!(close(q[0], 1f32.cos()) && close(q[2], 1f32.sin()), "{q:?}");
+        assert!(
+            close(q[1], 0.01f32.cos()) && close(q[3], 0.01f32.sin()),
+            "{q:?}"
+        );
+    }
+
+    #[test]
+    fn rope_factors_divide_each_pairs_angle_and_linear_scaling_divides_all() {
+        let mut c = four();
+        let mut cs = [0.0; 4];
+        // llama3 factors: pair 0 divided by 1, pair 1 by 8.
+        rope_factors(&c, Some(&[1.0, 8.0]), 3, &mut cs);
+        assert!(close(cs[0], 3f32.cos()) && close(cs[1], 3f32.sin()));
+        assert!(close(cs[2], 0.00375f32.cos()) && close(cs[3], 0.00375f32.sin()));
+        // Linear factor 2: every angle halved.
+        c.rope_scale = 2.0;
+        rope_factors(&c, None, 3, &mut cs);
+        assert!(close(cs[0], 1.5f32.cos()) && close(cs[1], 1.5f32.sin()));
+        assert!(close(cs[2], 0.015f32.cos()) && close(cs[3], 0.015f32.sin()));
+        // Factors of 1 and no scaling: the plain angles, bit for bit.
+        c.rope_scale = 1.0;
+        let (mut a, mut b) = ([0.0; 4], [0.0; 4]);
+        rope_factors(&c, None, 77, &mut a);
+        rope_factors(&c, Some(&[1.0, 1.0]), 77, &mut b);
+        assert_eq!(a.map(f32::to_bits), b.map(f32::to_bits));
+        let freq1 = 1.0 / 10000f32.powf(0.5);
+        assert_eq!(a[2].to_bits(), (77.0 * freq1).cos().to_bits());
+    }
+
+    #[test]
+    fn head_rmsnorm_normalises_each_head_on_its_own() {
+        let mut x = [3.0, 3.0, 1.0, -1.0];
+        let mut s = Vec::new();
+        head_rmsnorm(&mut x, &[1.0, 2.0], 0.0, &mut s);
+        assert_eq!(x, [1.0, 2.0, 1.0, -2.0]);
     }
 
     #[test]

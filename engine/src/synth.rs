@@ -1,5 +1,9 @@
 //! Deterministic synthetic llama models of any shape, so performance work needs no downloads.
 //!
+//! Every architecture baro-top implements ([`Arch`]: llama, qwen2 with q/k/v biases, qwen3
+//! with per-head q/k norms and any head size) and Llama 3's rope scaling factors
+//! ([`add_llama3_rope`]) can be generated, so tests need no downloads.
+//!
 //! Every tensor is generated from `(seed, tensor name, row)` alone, in parallel, so the same
 //! arguments give the same bytes on any machine with any thread count. Scales are chosen so
 //! the residual stream stays O(1) through the blocks and the logits have a standard deviation
@@ -7,7 +11,7 @@
 //! [`median_margin`]), which keeps GPU-vs-reference comparisons meaningful.
 
 use crate::blob::Blob;
-use crate::model::types::{Config, Layer, Tensor, Weights};
+use crate::model::types::{Arch, Config, Layer, Tensor, Weights};
 use crate::model::vocab::synthetic_tokenizer;
 use crate::model::Model;
 use crate::quant::{self, GgmlType};
@@ -85,6 +89,9 @@ impl Shape {
                     seq_len,
                     rope_theta,
                     norm_eps: 1e-5,
+                    arch: Arch::Llama,
+                    head_dim: None,
+                    rope_scale: 1.0,
                 }
             };
         match self {
@@ -153,6 +160,7 @@ pub fn generate(
 ) -> Result<Model> {
     cfg.validate()?;
     let (d, h, kv, v) = (cfg.dim, cfg.hidden_dim, cfg.kv_dim(), cfg.vocab_size);
+    let q = cfg.q_dim();
     let n_steps = cfg.n_layers + 2;
     let inv = |n: usize| 1.0 / (n as f32).sqrt();
     // Logit std ≈ 4: classifier rows have norm 4 against a unit-RMS normalised state.
@@ -176,12 +184,35 @@ pub fn generate(
         };
         // Residual branches scaled by 1/sqrt(2 n_layers) keep the stream from growing.
         let branch = inv(2 * cfg.n_layers);
+        // Biases of the size of a projection's typical output (qwen2's are large, its k bias
+        // especially); q/k norm weights around 1 with some spread, so both change the math.
+        let vec = |s: &str, len: usize, mean: f32, std: f32, on: bool| -> Result<Option<Tensor>> {
+            on.then(|| {
+                gen_tensor(
+                    seed,
+                    &format!("blk.{l}.{s}"),
+                    GgmlType::F32,
+                    1,
+                    len,
+                    mean,
+                    std,
+                )
+            })
+            .transpose()
+        };
+        let (bias, qkn) = (cfg.arch.has_qkv_bias(), cfg.arch.has_qk_norm());
+        let hs = cfg.head_size();
         layers.push(Layer {
+            q_bias: vec("attn_q.bias", q, 0.0, 0.5, bias)?,
+            k_bias: vec("attn_k.bias", kv, 0.0, 0.5, bias)?,
+            v_bias: vec("attn_v.bias", kv, 0.0, 0.5, bias)?,
+            q_norm: vec("attn_q_norm.weight", hs, 1.0, 0.3, qkn)?,
+            k_norm: vec("attn_k_norm.weight", hs, 1.0, 0.3, qkn)?,
             attn_norm: norm(format!("blk.{l}.attn_norm.weight"))?,
-            wq: m("attn_q", d, d, inv(d))?,
+            wq: m("attn_q", q, d, inv(d))?,
             wk: m("attn_k", kv, d, inv(d))?,
             wv: m("attn_v", kv, d, inv(d))?,
-            wo: m("attn_output", d, d, inv(d) * branch * 4.0)?,
+            wo: m("attn_output", d, q, inv(q) * branch * 4.0)?,
             ffn_norm: norm(format!("blk.{l}.ffn_norm.weight"))?,
             w_gate: m("ffn_gate", h, d, inv(d))?,
             w_down: m("ffn_down", d, h, inv(h) * branch * 4.0)?,
@@ -196,6 +227,7 @@ pub fn generate(
     };
     let weights = Weights {
         token_embd,
+        rope_freqs: None,
         layers,
         output_norm: norm("output_norm.weight".into())?,
         output,
@@ -221,14 +253,96 @@ pub fn weight_bytes(cfg: &Config, tied: bool, ty: GgmlType) -> u128 {
         cfg.vocab_size as u128,
         cfg.n_layers as u128,
     );
+    let (q, hs) = (cfg.q_dim() as u128, cfg.head_size() as u128);
     // Rounded up to whole blocks: a shape that is not whole blocks is refused later anyway.
     let bl = ty.block_len() as u128;
     let mat = |n: u128| n.div_ceil(bl) * ty.block_bytes() as u128;
     let f32s = |n: u128| 4 * n;
     let classifiers = if tied { 1 } else { 2 };
+    let biases = if cfg.arch.has_qkv_bias() {
+        f32s(q + 2 * kv)
+    } else {
+        0
+    };
+    let norms = if cfg.arch.has_qk_norm() {
+        f32s(2 * hs)
+    } else {
+        0
+    };
     classifiers * mat(v * d)
-        + l * (2 * mat(d * d) + 2 * mat(kv * d) + 3 * mat(h * d) + 2 * f32s(d))
+        + l * (2 * mat(q * d) + 2 * mat(kv * d) + 3 * mat(h * d) + 2 * f32s(d) + biases + norms)
         + f32s(d)
+}
+
+/// Llama 3.1+ RoPE scaling ("llama3" in a Hugging Face config's `rope_scaling`), which a
+/// GGUF carries as per-pair frequency factors (`rope_freqs.weight`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Llama3Rope {
+    /// Factor of the lowest frequencies.
+    pub factor: f32,
+    /// Wavelengths above `original_context / low_freq_factor` get `factor`.
+    pub low_freq_factor: f32,
+    /// Wavelengths below `original_context / high_freq_factor` keep their frequency.
+    pub high_freq_factor: f32,
+    /// The context the model was pre-trained at.
+    pub original_context: f32,
+}
+
+impl Llama3Rope {
+    /// Llama 3.1's (8B, 70B, 405B): factor 8.
+    pub const LLAMA_3_1: Llama3Rope = Llama3Rope {
+        factor: 8.0,
+        low_freq_factor: 1.0,
+        high_freq_factor: 4.0,
+        original_context: 8192.0,
+    };
+    /// Llama 3.2's (1B, 3B): factor 32.
+    pub const LLAMA_3_2: Llama3Rope = Llama3Rope {
+        factor: 32.0,
+        ..Llama3Rope::LLAMA_3_1
+    };
+
+    /// The factors of a head of `cfg`, one per RoPE pair, as llama.cpp's converter computes
+    /// them: pair i's frequency ω_i = 1 / theta^(2i / head_size) has wavelength λ = 2π / ω_i;
+    /// λ < L / high → 1, λ > L / low → factor, else with s = (L / λ - low) / (high - low)
+    /// the factor 1 / ((1 - s) / factor + s) (L the original context). In f64, rounded once.
+    pub fn factors(&self, cfg: &Config) -> Vec<f32> {
+        let hs = cfg.head_size();
+        let (f, lo, hi, l) = (
+            f64::from(self.factor),
+            f64::from(self.low_freq_factor),
+            f64::from(self.high_freq_factor),
+            f64::from(self.original_context),
+        );
+        (0..hs / 2)
+            .map(|i| {
+                let freq = 1.0 / f64::from(cfg.rope_theta).powf((2 * i) as f64 / hs as f64);
+                let wavelen = 2.0 * std::f64::consts::PI / freq;
+                if wavelen < l / hi {
+                    1.0
+                } else if wavelen > l / lo {
+                    self.factor
+                } else {
+                    let s = (l / wavelen - lo) / (hi - lo);
+                    (1.0 / ((1.0 - s) / f + s)) as f32
+                }
+            })
+            .collect()
+    }
+}
+
+/// Give `model` Llama 3 rope scaling: `rope_freqs.weight` with `p`'s factors (refused for an
+/// architecture other than llama, which llama.cpp reads no such tensor for).
+pub fn add_llama3_rope(model: &mut Model, p: &Llama3Rope) -> Result<()> {
+    if model.config.arch != Arch::Llama {
+        return Err(Error::Invalid(format!(
+            "llama3 rope scaling (rope_freqs.weight) belongs to llama models, not {}",
+            model.config.arch.name()
+        )));
+    }
+    let f = p.factors(&model.config);
+    model.weights.rope_freqs = Some(Tensor::from_f32("rope_freqs.weight", 1, f.len(), &f)?);
+    model.weights.validate(&model.config)
 }
 
 /// Greedy-decode `steps` tokens from BOS on the CPU reference and return the median

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::types::{Config, Layer, Tensor, Weights};
+use super::types::{Arch, Config, Layer, Tensor, Weights};
 use super::vocab::{synthetic_tokenizer, tokenizer_from_gguf};
 use super::{Model, STORIES260K_BIN, STORIES260K_TOK};
 use crate::gguf::GgufFile;
@@ -91,53 +91,34 @@ impl Model {
         }
     }
 
-    /// Build a model from a parsed GGUF file (llama architecture). With `need_tokenizer`, a
-    /// missing `tokenizer.ggml.*` is an error.
+    /// Build a model from a parsed GGUF file (`llama`, `qwen2` or `qwen3`: [`Arch`]). With
+    /// `need_tokenizer`, a missing `tokenizer.ggml.*` is an error.
+    ///
+    /// Strict about the math: every `{arch}.*` metadata key and every tensor of the file must
+    /// be one this decoder implements (or one that changes nothing, named in
+    /// [`HARMLESS_KEYS`]); anything else (an unknown architecture, MoE, sliding-window
+    /// attention, YaRN or LongRoPE scaling, partial RoPE, a bias the architecture does not
+    /// define) is refused by name, so a model baro-top would decode wrongly never loads.
     pub fn from_gguf(file: &GgufFile, need_tokenizer: bool) -> Result<Model> {
-        let arch = file.get_str("general.architecture")?.unwrap_or("");
-        if arch != "llama" {
-            return Err(Error::Model(format!(
-                "general.architecture is '{arch}': baro-top decodes llama-family models only"
-            )));
-        }
-        let req = |k: &str| -> Result<usize> {
-            let v = file
-                .get_u64(k)?
-                .ok_or_else(|| Error::Model(format!("missing metadata {k}")))?;
-            usize::try_from(v).map_err(|_| Error::Model(format!("{k} = {v} is too large")))
-        };
-        let dim = req("llama.embedding_length")?;
-        let n_heads = req("llama.attention.head_count")?;
-        let tok_embd = file
-            .tensor("token_embd.weight")
-            .ok_or_else(|| Error::Model("missing tensor token_embd.weight".into()))?;
-        let vocab_size = match file.get_u64("llama.vocab_size")? {
-            Some(v) => v as usize,
-            None => tok_embd.rows() as usize,
-        };
-        let config = Config {
-            dim,
-            hidden_dim: req("llama.feed_forward_length")?,
-            n_layers: req("llama.block_count")?,
-            n_heads,
-            n_kv_heads: match file.get_u64("llama.attention.head_count_kv")? {
-                Some(v) => v as usize,
-                None => n_heads,
-            },
-            vocab_size,
-            seq_len: req("llama.context_length")?,
-            rope_theta: file.get_f32("llama.rope.freq_base")?.unwrap_or(10000.0),
-            norm_eps: file
-                .get_f32("llama.attention.layer_norm_rms_epsilon")?
-                .unwrap_or(1e-5),
-        };
-        config.validate()?;
+        let arch_name = file.get_str("general.architecture")?.unwrap_or("");
+        let arch = Arch::from_name(arch_name).ok_or_else(|| {
+            Error::Model(format!(
+                "general.architecture is '{arch_name}': baro-top implements llama, qwen2 and qwen3 (an architecture's blocks differ in ways that change the math)"
+            ))
+        })?;
+        let config = config_from_gguf(file, arch)?;
         let tensor = |name: String| -> Result<Tensor> {
             let info = file
                 .tensor(&name)
                 .ok_or_else(|| Error::Model(format!("missing tensor {name}")))?;
             let (rows, cols) = (info.rows() as usize, info.cols() as usize);
             Tensor::new(name, info.ty, rows, cols, file.tensor_blob(info))
+        };
+        let optional = |name: String| -> Result<Option<Tensor>> {
+            match file.tensor(&name) {
+                Some(_) => tensor(name).map(Some),
+                None => Ok(None),
+            }
         };
         // Every blk.N tensor must belong to a block the metadata declares: a block_count that
         // is too small would otherwise silently decode a shallower model.
@@ -149,7 +130,7 @@ impl Model {
                 .and_then(|n| n.parse::<u64>().ok());
             if let Some(b) = block.filter(|&b| b >= config.n_layers as u64) {
                 return Err(Error::Model(format!(
-                    "tensor {} belongs to block {b}, but llama.block_count is {} (blocks 0..{}): \
+                    "tensor {} belongs to block {b}, but {arch_name}.block_count is {} (blocks 0..{}): \
                      the metadata and the tensors disagree",
                     t.name,
                     config.n_layers,
@@ -160,6 +141,20 @@ impl Model {
         let mut layers = Vec::with_capacity(config.n_layers);
         for l in 0..config.n_layers {
             let t = |s: &str| tensor(format!("blk.{l}.{s}.weight"));
+            let bias = |s: &str| -> Result<Option<Tensor>> {
+                if arch.has_qkv_bias() {
+                    optional(format!("blk.{l}.{s}.bias"))
+                } else {
+                    Ok(None)
+                }
+            };
+            let norm = |s: &str| -> Result<Option<Tensor>> {
+                if arch.has_qk_norm() {
+                    t(s).map(Some)
+                } else {
+                    Ok(None)
+                }
+            };
             layers.push(Layer {
                 attn_norm: t("attn_norm")?,
                 wq: t("attn_q")?,
@@ -170,17 +165,42 @@ impl Model {
                 w_gate: t("ffn_gate")?,
                 w_down: t("ffn_down")?,
                 w_up: t("ffn_up")?,
+                q_bias: bias("attn_q")?,
+                k_bias: bias("attn_k")?,
+                v_bias: bias("attn_v")?,
+                q_norm: norm("attn_q_norm")?,
+                k_norm: norm("attn_k_norm")?,
             });
         }
         let weights = Weights {
             token_embd: tensor("token_embd.weight".into())?,
+            // llama.cpp reads rope_freqs for `llama` only (qwen2/qwen3 have no such tensor:
+            // there it is refused below as one this decoder does not use).
+            rope_freqs: match arch {
+                Arch::Llama => optional("rope_freqs.weight".into())?,
+                _ => None,
+            },
             layers,
             output_norm: tensor("output_norm.weight".into())?,
-            output: match file.tensor("output.weight") {
-                Some(_) => Some(tensor("output.weight".into())?),
-                None => None,
-            },
+            output: optional("output.weight".into())?,
         };
+        // Every tensor of the file is one the decoder consumes: an extra one (a bias in a
+        // llama block, an MoE router, a second norm) would change the math if it were read.
+        let used: std::collections::HashSet<&str> = weights
+            .tensors()
+            .into_iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        if let Some(t) = file
+            .tensors
+            .iter()
+            .find(|t| !used.contains(t.name.as_str()))
+        {
+            return Err(Error::Model(format!(
+                "tensor {} is not part of the {arch_name} decoder baro-top implements (reading it would change the math; ignoring it would decode another model)",
+                t.name
+            )));
+        }
         weights.validate(&config)?;
         let tokenizer = match tokenizer_from_gguf(file) {
             Ok(t) => t,
@@ -201,6 +221,189 @@ impl Model {
             source: String::new(),
         })
     }
+}
+
+/// `{arch}.*` keys the decoder reads (see [`config_from_gguf`]).
+const READ_KEYS: &[&str] = &[
+    "context_length",
+    "embedding_length",
+    "block_count",
+    "feed_forward_length",
+    "attention.head_count",
+    "attention.head_count_kv",
+    "attention.layer_norm_rms_epsilon",
+    "attention.key_length",
+    "attention.value_length",
+    "rope.dimension_count",
+    "rope.freq_base",
+    "rope.scaling.type",
+    "rope.scaling.factor",
+    "rope.scale_linear",
+    "rope.scaling.attn_factor",
+    "vocab_size",
+    "expert_count",
+    "expert_used_count",
+    "attention.causal",
+    "attention.sliding_window",
+];
+
+/// `{arch}.*` keys that change nothing these architectures compute (llama.cpp reads them
+/// only for YaRN, for other architectures' LayerNorm, or not at all for the math).
+pub const HARMLESS_KEYS: &[&str] = &[
+    // YaRN's original context (refused) and a training flag.
+    "rope.scaling.original_context_length",
+    "rope.scaling.finetuned",
+    // LayerNorm epsilon: these architectures use RMSNorm only.
+    "attention.layer_norm_epsilon",
+];
+
+/// The configuration from `{arch}.*` metadata, as llama.cpp reads it for these architectures,
+/// refusing by name every key whose math is not implemented.
+fn config_from_gguf(file: &GgufFile, arch: Arch) -> Result<Config> {
+    let p = arch.name();
+    let key = |k: &str| format!("{p}.{k}");
+    // Any key under the architecture's prefix that is neither read nor harmless may change
+    // the math (a new llama.cpp feature, a softcap, a scale): refused, never ignored.
+    for (k, _) in &file.metadata {
+        if let Some(rest) = k.strip_prefix(&format!("{p}.")) {
+            if !READ_KEYS.contains(&rest) && !HARMLESS_KEYS.contains(&rest) {
+                return Err(Error::Model(format!(
+                    "metadata {k} is not implemented by baro-top (it may change the math of a {p} model; refused rather than ignored)"
+                )));
+            }
+        }
+    }
+    let get = |k: &str| -> Result<Option<usize>> {
+        let k = key(k);
+        match file.get_u64(&k)? {
+            Some(v) => usize::try_from(v)
+                .map(Some)
+                .map_err(|_| Error::Model(format!("{k} = {v} is too large"))),
+            None => Ok(None),
+        }
+    };
+    let req = |k: &str| -> Result<usize> {
+        get(k)?.ok_or_else(|| Error::Model(format!("missing metadata {}", key(k))))
+    };
+    for k in ["expert_count", "expert_used_count"] {
+        if let Some(n) = get(k)?.filter(|&n| n > 0) {
+            return Err(Error::Model(format!(
+                "{} = {n}: mixture-of-experts blocks are not implemented",
+                key(k)
+            )));
+        }
+    }
+    if let Some(n) = get("attention.sliding_window")?.filter(|&n| n > 0) {
+        return Err(Error::Model(format!(
+            "{} = {n}: sliding-window attention is not implemented",
+            key("attention.sliding_window")
+        )));
+    }
+    if let Some(v) = file.get(&key("attention.causal")) {
+        if v.as_bool() != Some(true) {
+            return Err(Error::Model(format!(
+                "{} is not true: only causal attention is implemented",
+                key("attention.causal")
+            )));
+        }
+    }
+    let dim = req("embedding_length")?;
+    let n_heads = req("attention.head_count")?;
+    let vocab_size = match get("vocab_size")? {
+        Some(v) => v,
+        None => file
+            .tensor("token_embd.weight")
+            .ok_or_else(|| Error::Model("missing tensor token_embd.weight".into()))?
+            .rows() as usize,
+    };
+    // The head size: attention.key_length where given (it must equal value_length: one
+    // head size for queries, keys and values, as llama.cpp's graphs of these architectures
+    // assert), else dim / n_heads.
+    // Either length defaults to dim / n_heads, as in llama.cpp.
+    let even = (n_heads > 0 && dim.is_multiple_of(n_heads)).then(|| dim / n_heads);
+    let (kl, vl) = (get("attention.key_length")?, get("attention.value_length")?);
+    let (k, v) = (kl.or(even), vl.or(even));
+    if let (Some(k), Some(v)) = (k, v) {
+        if k != v {
+            return Err(Error::Model(format!(
+                "{} = {k} but {} = {v}: key and value heads of different sizes are not implemented",
+                key("attention.key_length"),
+                key("attention.value_length")
+            )));
+        }
+    }
+    let head_dim = match k.or(v) {
+        h if h == even => None,
+        h => h,
+    };
+    // RoPE scaling, as llama.cpp defines it: the type defaults to linear, whose factor (0 or
+    // absent: none) divides every angle; "none" never scales. YaRN and LongRoPE are refused.
+    let scaling = file.get_str(&key("rope.scaling.type"))?;
+    let factor = match file.get_f32(&key("rope.scaling.factor"))? {
+        Some(f) => Some(f),
+        None => file.get_f32(&key("rope.scale_linear"))?,
+    };
+    let rope_scale = match scaling.unwrap_or("linear") {
+        "none" => 1.0,
+        "linear" => match factor {
+            None => 1.0,
+            Some(0.0) => 1.0,
+            Some(f) if f.is_finite() && f > 0.0 => f,
+            Some(f) => {
+                return Err(Error::Model(format!(
+                    "{} = {f}: a linear RoPE scaling factor must be finite and positive",
+                    key("rope.scaling.factor")
+                )))
+            }
+        },
+        t @ ("yarn" | "longrope") => {
+            return Err(Error::Model(format!(
+                "{} = '{t}': {t} RoPE scaling is not implemented (none and linear are, and llama3 scaling through rope_freqs.weight)",
+                key("rope.scaling.type")
+            )))
+        }
+        t => {
+            return Err(Error::Model(format!(
+                "{} = '{t}': unknown RoPE scaling type (llama.cpp defines none, linear, yarn and longrope; baro-top implements none and linear)",
+                key("rope.scaling.type")
+            )))
+        }
+    };
+    if let Some(a) = file.get_f32(&key("rope.scaling.attn_factor"))? {
+        if a != 1.0 {
+            return Err(Error::Model(format!(
+                "{} = {a}: a RoPE attention factor other than 1 is not implemented",
+                key("rope.scaling.attn_factor")
+            )));
+        }
+    }
+    let config = Config {
+        dim,
+        hidden_dim: req("feed_forward_length")?,
+        n_layers: req("block_count")?,
+        n_heads,
+        n_kv_heads: get("attention.head_count_kv")?.unwrap_or(n_heads),
+        vocab_size,
+        seq_len: req("context_length")?,
+        rope_theta: file.get_f32(&key("rope.freq_base"))?.unwrap_or(10000.0),
+        norm_eps: file
+            .get_f32(&key("attention.layer_norm_rms_epsilon"))?
+            .unwrap_or(1e-5),
+        arch,
+        head_dim,
+        rope_scale,
+    };
+    config.validate()?;
+    if let Some(n) = get("rope.dimension_count")? {
+        if n != config.head_size() {
+            return Err(Error::Model(format!(
+                "{} = {n} but the head size is {}: partial RoPE is not implemented",
+                key("rope.dimension_count"),
+                config.head_size()
+            )));
+        }
+    }
+    Ok(config)
 }
 
 /// Append to `buf` from `r` until `buf` holds `len` bytes or the input ends. Reads only as

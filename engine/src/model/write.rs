@@ -10,37 +10,39 @@ use crate::quant::GgmlType;
 use crate::{Error, Result};
 
 impl Model {
-    /// The llama metadata and tokenizer as GGUF key/values.
+    /// The architecture's metadata (`{arch}.*`, as llama.cpp names it) and the tokenizer as
+    /// GGUF key/values.
     pub fn gguf_metadata(&self, name: &str) -> Result<Vec<(String, Value)>> {
         let c = &self.config;
+        let a = c.arch.name();
         let u32v = |v: usize| Value::U32(v as u32);
+        let k = |s: &str| format!("{a}.{s}");
         let mut md = vec![
-            (
-                "general.architecture".to_string(),
-                Value::String("llama".into()),
-            ),
+            ("general.architecture".to_string(), Value::String(a.into())),
             ("general.name".to_string(), Value::String(name.into())),
             ("general.alignment".to_string(), Value::U32(32)),
-            ("llama.context_length".to_string(), u32v(c.seq_len)),
-            ("llama.embedding_length".to_string(), u32v(c.dim)),
-            ("llama.block_count".to_string(), u32v(c.n_layers)),
-            ("llama.feed_forward_length".to_string(), u32v(c.hidden_dim)),
-            ("llama.attention.head_count".to_string(), u32v(c.n_heads)),
+            (k("context_length"), u32v(c.seq_len)),
+            (k("embedding_length"), u32v(c.dim)),
+            (k("block_count"), u32v(c.n_layers)),
+            (k("feed_forward_length"), u32v(c.hidden_dim)),
+            (k("attention.head_count"), u32v(c.n_heads)),
+            (k("attention.head_count_kv"), u32v(c.n_kv_heads)),
+            (k("rope.dimension_count"), u32v(c.head_size())),
+            (k("rope.freq_base"), Value::F32(c.rope_theta)),
             (
-                "llama.attention.head_count_kv".to_string(),
-                u32v(c.n_kv_heads),
-            ),
-            (
-                "llama.rope.dimension_count".to_string(),
-                u32v(c.head_size()),
-            ),
-            ("llama.rope.freq_base".to_string(), Value::F32(c.rope_theta)),
-            (
-                "llama.attention.layer_norm_rms_epsilon".to_string(),
+                k("attention.layer_norm_rms_epsilon"),
                 Value::F32(c.norm_eps),
             ),
-            ("llama.vocab_size".to_string(), u32v(c.vocab_size)),
+            (k("vocab_size"), u32v(c.vocab_size)),
         ];
+        if c.head_dim.is_some() {
+            md.push((k("attention.key_length"), u32v(c.head_size())));
+            md.push((k("attention.value_length"), u32v(c.head_size())));
+        }
+        if c.rope_scale != 1.0 {
+            md.push((k("rope.scaling.type"), Value::String("linear".into())));
+            md.push((k("rope.scaling.factor"), Value::F32(c.rope_scale)));
+        }
         md.extend(tokenizer_gguf_metadata(&self.tokenizer)?);
         Ok(md)
     }
@@ -74,6 +76,8 @@ impl Model {
     /// llama.cpp keeps them). Fails, naming the tensor, when a row is not whole blocks.
     pub fn quantized(&self, ty: GgmlType) -> Result<Model> {
         let conv = |t: &Tensor| t.convert(ty);
+        // Vectors (biases, norms, RoPE factors) stay F32.
+        let f32v = |t: &Option<Tensor>| t.as_ref().map(|t| t.convert(GgmlType::F32)).transpose();
         let w = &self.weights;
         let layers = w
             .layers
@@ -89,6 +93,11 @@ impl Model {
                     w_gate: conv(&l.w_gate)?,
                     w_down: conv(&l.w_down)?,
                     w_up: conv(&l.w_up)?,
+                    q_bias: f32v(&l.q_bias)?,
+                    k_bias: f32v(&l.k_bias)?,
+                    v_bias: f32v(&l.v_bias)?,
+                    q_norm: f32v(&l.q_norm)?,
+                    k_norm: f32v(&l.k_norm)?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -96,6 +105,7 @@ impl Model {
             config: self.config.clone(),
             weights: Weights {
                 token_embd: conv(&w.token_embd)?,
+                rope_freqs: f32v(&w.rope_freqs)?,
                 layers,
                 output_norm: w.output_norm.convert(GgmlType::F32)?,
                 output: w.output.as_ref().map(conv).transpose()?,
@@ -117,7 +127,10 @@ impl Model {
 
 /// GGUF tensor info of a tensor: dims in ggml order (`[cols]` for vectors, `[cols, rows]`).
 pub fn gguf_info(t: &Tensor) -> (String, Vec<u64>, GgmlType) {
-    let dims = if t.rows == 1 && t.name.ends_with("norm.weight") {
+    let vector = t.name.ends_with("norm.weight")
+        || t.name.ends_with(".bias")
+        || t.name == "rope_freqs.weight";
+    let dims = if t.rows == 1 && vector {
         vec![t.cols as u64]
     } else {
         vec![t.cols as u64, t.rows as u64]

@@ -118,7 +118,10 @@ interface! {
         MAX_SEQ = 9,
         /// State offset of x (the residual stream).
         OFF_X = 10,
-        /// State offset of q.
+        /// Query width and attention output width (n_heads · head_size).
+        Q_DIM = 11,
+        /// State offset of q (Q_DIM floats; with per-head q/k norms followed by the keys'
+        /// raw rows, KV_DIM floats).
         OFF_Q = 12,
         /// State offset of hb (the FFN activation).
         OFF_HB = 13,
@@ -128,6 +131,8 @@ interface! {
         OFF_ROPE = 15,
         /// KV floats per layer.
         KV_LAYER = 16,
+        /// RoPE pairing (`ROPE_*` flags).
+        ROPE = 17,
         /// The embedding tensor's index.
         EMBED = 18,
         /// RMSNorm epsilon (f32 bits).
@@ -156,8 +161,19 @@ interface! {
         /// State offset of the attention output (dim floats: every head's chunks combined,
         /// written by the attention level, loaded by the output projection's prologue).
         OFF_ATTO = 30,
+        /// The tensor index of layer 0's per-head query norm weight (qwen3; layer l's query
+        /// norm at QK_NORM + 2l, its key norm at QK_NORM + 2l + 1), 0 without q/k norms: the
+        /// Q and K stages' units are then whole heads.
+        QK_NORM = 31,
         /// Header words.
         WORDS = 32,
+    }
+
+    /// RoPE flags (`ROPE_*`, header word `H_ROPE`).
+    mod rope: u32 = ("ROPE_", "u") {
+        /// NEOX pairing: element i of a head with element i + head_size/2 (else adjacent
+        /// pairs 2i, 2i+1).
+        NEOX = 1,
     }
 
     /// Attention units (`ATT_*`): compile-time constants of the shader (register arrays).

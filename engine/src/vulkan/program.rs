@@ -123,6 +123,9 @@ pub struct TensorPlace {
 }
 
 pub use super::interface::h;
+
+/// "No tensor" in a stage's second tensor field (a Q/K/V stage without a bias).
+pub const NONE: u32 = u32::MAX;
 use super::interface::{l, s as srec, t as trec};
 
 /// The whole program for one model.
@@ -209,6 +212,10 @@ impl Program {
             (tensors.len() - 1) as u32
         };
         let embed = tid(&w.token_embd);
+        // Q/K units: RoPE pairs (two rows), or with per-head q/k norms (qwen3) whole heads:
+        // a head's rows are normalised together before they are rotated.
+        let qk_norm = w.layers.iter().any(|l| l.q_norm.is_some());
+        let rows_per_qk_unit = if qk_norm { c.head_size() as u32 } else { 2 };
         let mut levels = vec![];
         let mut stages: Vec<Stage> = vec![];
         let mut stage_t: Vec<(u32, u32)> = vec![];
@@ -223,7 +230,7 @@ impl Program {
             let first = stages.len() as u32;
             for (kind, layer, units, t0, t1) in st {
                 let rows = match kind {
-                    StageKind::Q | StageKind::K => units * 2,
+                    StageKind::Q | StageKind::K => units * rows_per_qk_unit,
                     StageKind::Attn | StageKind::Argmax => 0,
                     _ => units,
                 };
@@ -252,10 +259,19 @@ impl Program {
             });
         };
         let (d, kv, hd) = (c.dim as u32, c.kv_dim() as u32, c.hidden_dim as u32);
+        let qd = c.q_dim() as u32;
+        let (q_units, k_units) = if qk_norm {
+            (c.n_heads as u32, c.n_kv_heads as u32)
+        } else {
+            (qd / 2, kv / 2)
+        };
         for (l, lw) in w.layers.iter().enumerate() {
             let l32 = l as u32;
             let an = tid(&lw.attn_norm);
             let (q, k, v) = (tid(&lw.wq), tid(&lw.wk), tid(&lw.wv));
+            // A Q/K/V stage's second tensor is its bias (qwen2), or NONE.
+            let mut bias = |t: &Option<Tensor>| t.as_ref().map_or(NONE, &mut tid);
+            let (qb, kb, vb) = (bias(&lw.q_bias), bias(&lw.k_bias), bias(&lw.v_bias));
             let o = tid(&lw.wo);
             let fnorm = tid(&lw.ffn_norm);
             let (g, down, up) = (tid(&lw.w_gate), tid(&lw.w_down), tid(&lw.w_up));
@@ -266,9 +282,9 @@ impl Program {
                 an,
                 (l == 0) as u32,
                 vec![
-                    (Q, l32, d / 2, q, 0),
-                    (K, l32, kv / 2, k, 0),
-                    (V, l32, kv, v, 0),
+                    (Q, l32, q_units, q, qb),
+                    (K, l32, k_units, k, kb),
+                    (V, l32, kv, v, vb),
                 ],
                 &mut stages,
                 &mut stage_t,
@@ -310,6 +326,21 @@ impl Program {
                 &mut stage_t,
             );
         }
+        // Per-head q/k norm weights (qwen3): layer l's q norm at tensor H_QK_NORM + 2l, its k
+        // norm at + 2l + 1 (0: none; tensor 0 is the embedding).
+        let mut qk_norm_base = 0u32;
+        if qk_norm {
+            for (l, lw) in w.layers.iter().enumerate() {
+                // Weights::validate: a qwen3 block has both (and no other has either).
+                if let (Some(qn), Some(kn)) = (&lw.q_norm, &lw.k_norm) {
+                    let i = tid(qn);
+                    tid(kn);
+                    if l == 0 {
+                        qk_norm_base = i;
+                    }
+                }
+            }
+        }
         let on = tid(&w.output_norm);
         let cls = match &w.output {
             Some(o) => tid(o),
@@ -338,15 +369,16 @@ impl Program {
         let hs = c.head_size() as u64;
         let off_x = 0u64;
         let off_q = off_x + d as u64;
-        let off_hb = off_q + d as u64;
+        // q, then (qwen3) the keys' raw rows before their norm.
+        let off_hb = off_q + qd as u64 + if qk_norm { kv as u64 } else { 0 };
         let off_att = off_hb + hd as u64;
         let off_rope = off_att + c.n_heads as u64 * ms;
-        let off_acc = off_rope + ms * hs;
+        let off_acc = off_rope + ms * (hs / 2 * 2);
         let off_attp = off_acc + d as u64;
         // 16-byte aligned: the q8 path reads the attention output four floats at a time.
         let off_atto =
             (off_attp + c.n_heads as u64 * ATT_CHUNKS as u64 * (hs + 2)).next_multiple_of(4);
-        let state_floats = off_atto + d as u64;
+        let state_floats = off_atto + qd as u64;
         let kv_layer = ms * kv as u64;
         let cache_floats = c.n_layers as u64 * kv_layer;
 
@@ -375,6 +407,12 @@ impl Program {
         hdr[h::N_LAYERS] = c.n_layers as u32;
         hdr[h::OFF_ATTP] = off_attp as u32;
         hdr[h::OFF_ATTO] = off_atto as u32;
+        hdr[h::Q_DIM] = qd;
+        hdr[h::ROPE] = match c.rope_style() {
+            crate::model::types::RopeStyle::Normal => 0,
+            crate::model::types::RopeStyle::Neox => super::interface::rope::NEOX,
+        };
+        hdr[h::QK_NORM] = qk_norm_base;
         // Stage → tensors kept beside the stage list for serialisation.
         let mut p = Program {
             levels,
@@ -422,18 +460,16 @@ impl Program {
         )
     }
 
-    /// The RoPE cos/sin table, `[max_seq][head_size/2]` pairs, computed exactly as the CPU
-    /// reference computes its rotation factors.
-    pub fn rope_table(cfg: &Config, max_seq: usize) -> Vec<f32> {
-        let hs = cfg.head_size();
-        let mut t = Vec::with_capacity(max_seq * hs);
-        for pos in 0..max_seq {
-            for pair in 0..hs / 2 {
-                let freq = 1.0 / cfg.rope_theta.powf((2 * pair) as f32 / hs as f32);
-                let val = pos as f32 * freq;
-                t.push(val.cos());
-                t.push(val.sin());
-            }
+    /// The RoPE cos/sin table, `[max_seq][head_size/2]` pairs: the CPU reference's rotation
+    /// factors ([`crate::reference::rope_factors`], llama3 factors and linear scaling
+    /// included), so both decoders rotate by the same values.
+    pub fn rope_table(model: &Model, max_seq: usize) -> Vec<f32> {
+        let cfg = &model.config;
+        let freqs = model.weights.rope_factors();
+        let pairs = cfg.head_size() / 2;
+        let mut t = vec![0.0; max_seq * pairs * 2];
+        for (pos, row) in t.chunks_exact_mut(pairs * 2).enumerate() {
+            crate::reference::rope_factors(cfg, freqs.as_deref(), pos, row);
         }
         t
     }

@@ -120,11 +120,15 @@ impl VulkanDecoder {
         // Usable floats of the skewed input vector (four pad floats per 32, see SXI in
         // decode.comp), beside the small arrays.
         let shared_floats = ((info.max_shared as usize).saturating_sub(1024)) / 4 * 32 / 36;
-        if c.dim > shared_floats {
+        // The input vectors: x (dim) and the attention output (n_heads · head_size, which
+        // qwen3 makes wider than dim).
+        let width = c.dim.max(c.q_dim());
+        if width > shared_floats {
             return Err(Error::Invalid(format!(
-                "model dim {} needs {} bytes of shared memory; the device has {}",
+                "model width {width} (dim {}, n_heads x head size {}) needs {} bytes of shared memory; the device has {}",
                 c.dim,
-                c.dim.div_ceil(32) * 36 * 4 + 1024,
+                c.q_dim(),
+                width.div_ceil(32) * 36 * 4 + 1024,
                 info.max_shared
             )));
         }
@@ -145,24 +149,23 @@ impl VulkanDecoder {
             let sx_bytes = (sx / 4 + sx / 32 + 1) * 16;
             let left = (info.max_shared as usize).saturating_sub(1024 + sx_bytes);
             let sq_fit = (left / 48).saturating_sub(1) * 32;
-            if sq_fit < c.dim {
+            if sq_fit < width {
                 return Err(Error::Invalid(format!(
-                    "activations q8: model dim {} needs {} bytes of shared memory; the device has {}",
-                    c.dim,
-                    1024 + sx_bytes + (c.dim / 32 + 1) * 48,
+                    "activations q8: model width {width} needs {} bytes of shared memory; the device has {}",
+                    1024 + sx_bytes + (width / 32 + 1) * 48,
                     info.max_shared
                 )));
             }
             let sq = if c.hidden_dim <= sq_fit {
-                c.hidden_dim.max(c.dim)
+                c.hidden_dim.max(width)
             } else {
                 sq_fit
             };
             (sx, sq)
         } else if c.hidden_dim <= shared_floats {
-            (c.hidden_dim.max(c.dim), 32)
+            (c.hidden_dim.max(width), 32)
         } else {
-            ((shared_floats / 32 * 32).max(c.dim), 32)
+            ((shared_floats / 32 * 32).max(width), 32)
         };
         // The attention (decode.comp, unit_attn) keeps a head group's query vectors with its
         // subgroups' maxima, then a value cluster's partials, in the shared vector, and runs a
@@ -245,13 +248,13 @@ impl VulkanDecoder {
             program,
         };
         // From here on, Drop cleans up whatever was created if a step fails.
-        dec.setup(c, sx_cap as u32, cpu)?;
+        dec.setup(model, sx_cap as u32, cpu)?;
         Ok(dec)
     }
 
     pub(super) fn setup(
         &mut self,
-        cfg: &crate::model::Config,
+        model: &crate::model::Model,
         sx_cap: u32,
         cpu: bool,
     ) -> Result<()> {
@@ -414,7 +417,7 @@ impl VulkanDecoder {
         )?;
 
         // Uploads.
-        let rope: Vec<u32> = Program::rope_table(cfg, self.program.max_seq as usize)
+        let rope: Vec<u32> = Program::rope_table(model, self.program.max_seq as usize)
             .iter()
             .map(|f| f.to_bits())
             .collect();
