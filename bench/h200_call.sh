@@ -15,6 +15,8 @@
 #              Q4_K_M files, in the same call
 #   ab:A:B:SHAPE:ARGS:PREDICT   `bench ab` binary .bin/A vs .bin/B on SHAPE (llama-1b|llama-8b),
 #              both arms with ARGS (commas for spaces), PREDICT the frozen prediction
+#   stages:BIN:SHAPE:ACT  `run --json` 140 passes of .bin/BIN: pipeline statistics (registers,
+#              spills) and stage sums (bench/stage_summary.py)
 #   record:SHAPE:FILE  a 120-pass recording of SHAPE (mega, spans every 12th pass) to $OUT/FILE
 set -u
 for f in .bin/*.xz; do
@@ -22,6 +24,8 @@ for f in .bin/*.xz; do
   python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" "$f" "${f%.xz}"
   chmod +x "${f%.xz}"
 done
+# BIN=NAME: .bin/NAME is the build under test (copied to .bin/baro-top, COMMIT-NAME its commit).
+if [ -n "${BIN:-}" ]; then cp ".bin/$BIN" .bin/baro-top; cp ".bin/COMMIT-${BIN#baro-top-}" .bin/COMMIT 2>/dev/null; fi
 . bench/h200_env.sh
 . bench/h200_lib.sh
 exec > >(tee -a "$O/call.log") 2>&1
@@ -99,6 +103,15 @@ for step in "$@"; do
       abx() { t "ab $1: $3 -> $4 '$5'"; $B bench ab -m /tmp/$1.gguf --prompts /tmp/one.txt --tokens 128 --pairs 2 \
         --a-binary $3 --b-binary $4 --a "$5" --b "$5" --predict "$2" --log $O/predictions.log 2>&1 | tail -4; }
       abx "$shape" "$predict" ".bin/$a" ".bin/$b" "${args//,/ }" ;;
+    stages:*)
+      IFS=: read -r _ bin shape act <<< "$step"
+      t "stages $bin $shape act $act"
+      .bin/$bin run -m /tmp/$shape.gguf --json --passes 140 -i "Once upon a time" --check off --dispatch mega --act $act 2>/dev/null > /tmp/run.jsonl
+      head -1 /tmp/run.jsonl | python3 -c "
+import json,sys
+d=json.loads(sys.stdin.readline())
+for p in d.get('pipelines',[]): print('  ', p['pipeline'], '; '.join('%s=%s'%(s['name'],s['value']) for s in p['stats']))"
+      python3 bench/stage_summary.py 65 < /tmp/run.jsonl ;;
     record:*)
       IFS=: read -r _ shape file <<< "$step"
       t "record $shape"; $B record -m /tmp/$shape.gguf --dispatch mega --passes 120 --spans-every 12 -o "$O/$file" 2>&1 | tail -2 ;;
