@@ -136,6 +136,9 @@ float qscale(uint chunk, uint sc, uint blk) {
     return (blk & 1u) == 0u ? h.x : h.y;
 }
 
+// The other tensor types (Q4_K, Q6_K, ...): their welem and dot products.
+#include "quant.glsl"
+
 // One element of a tensor (embedding lookup, norm weights).
 float welem(uint t, uint row, uint j) {
     uint ty = T(t, T_TYPE), ch = T(t, T_CHUNK), qs = T(t, T_QS), rw = T(t, T_ROWW);
@@ -144,6 +147,7 @@ float welem(uint t, uint row, uint j) {
         vec2 h = unpackHalf2x16(wld(ch, qs + row * rw + (j >> 1)));
         return (j & 1u) == 0u ? h.x : h.y;
     }
+    if (quant_type(ty)) return quant_welem(ty, t, row, j);
     uint nb = T(t, T_COLS) / 32u;
     uint b = j / 32u, e = j % 32u;
     float d = qscale(ch, T(t, T_SC), row * nb + b);
@@ -253,6 +257,7 @@ float NAME(uint t, uint row, uint c0, uint cl) {                                
             uvec4 qa = wld4(ch, base + (g0 + b) * 8u), qb = wld4(ch, base + (g0 + b) * 8u + 4u); \
             DOT_Q8_0(qa, qb, b)                                                               \
         }                                                                                    \
+    } else if (quant_dot(ty, t, row, c0, cl, acc)) {                                         \
     } else {                                                                                 \
         /* Q4_0: two blocks per lane per iteration, both loads issued before either is used;   \
            the blocks are still added in the order b, b + S, b + 2S, ... */                  \

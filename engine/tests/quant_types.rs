@@ -204,3 +204,184 @@ fn every_type_baro_top_reads_has_a_dequantisation_golden_and_every_quantiser_one
         );
     }
 }
+
+// ---- the GPU paths (lavapipe in CI; a missing device fails) ----
+
+mod common;
+
+use baro_engine::blob::Blob;
+use baro_engine::gate::{run_gate, GateConfig};
+use baro_engine::model::{Model, Tensor};
+use baro_engine::synth::{self, Shape};
+use baro_engine::vulkan::Dispatch;
+use half::f16;
+
+/// xorshift64: deterministic bytes for random-but-valid blocks.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn byte(&mut self) -> u8 {
+        (self.next() >> 24) as u8
+    }
+    /// Uniform in lo..=hi.
+    fn range(&mut self, lo: u32, hi: u32) -> u32 {
+        lo + (self.next() >> 33) as u32 % (hi - lo + 1)
+    }
+}
+
+fn put_f16(b: &mut [u8], at: usize, v: f32) {
+    b[at..at + 2].copy_from_slice(&f16::from_f32(v).to_le_bytes());
+}
+
+/// Pack eight 6-bit scales and mins as Q4_K/Q5_K store them (the inverse of
+/// `quant::kquants::scale_min_k4`).
+fn pack_scale_min(sc: [u8; 8], m: [u8; 8]) -> [u8; 12] {
+    let mut q = [0u8; 12];
+    for j in 0..8 {
+        if j < 4 {
+            q[j] |= sc[j];
+            q[j + 4] |= m[j];
+        } else {
+            q[j + 4] = (sc[j] & 15) | (m[j] & 15) << 4;
+            q[j - 4] |= (sc[j] >> 4) << 6;
+            q[j] |= (m[j] >> 4) << 6;
+        }
+    }
+    q
+}
+
+/// One random-but-valid block of `ty` whose elements have roughly standard deviation `std`
+/// around 0 (scales chosen for the quants' spread; mins centre the K-quants' sub-blocks).
+fn random_block(ty: GgmlType, std: f32, rng: &mut Rng) -> Vec<u8> {
+    let mut b: Vec<u8> = (0..ty.block_bytes()).map(|_| rng.byte()).collect();
+    match ty {
+        GgmlType::Q4_K | GgmlType::Q5_K => {
+            // Value (d·sc)·n − (dmin·m) with m ≈ sc·(mid quant)·d/dmin: centred.
+            let (spread, mid) = if ty == GgmlType::Q4_K {
+                (4.6, 7.5)
+            } else {
+                (9.2, 15.5)
+            };
+            let s = std / (36.0 * spread);
+            let (mut sc, mut m) = ([0u8; 8], [0u8; 8]);
+            for j in 0..8 {
+                sc[j] = rng.range(8, 63) as u8;
+                m[j] = (sc[j] as f32 * mid / 16.0).round() as u8;
+            }
+            put_f16(&mut b, 0, s);
+            put_f16(&mut b, 2, 16.0 * s);
+            b[4..16].copy_from_slice(&pack_scale_min(sc, m));
+        }
+        GgmlType::Q6_K => {
+            for j in 0..16 {
+                let mag = rng.range(16, 63) as i32;
+                let v = if rng.byte() & 1 == 0 { mag } else { -mag };
+                b[192 + j] = v as i8 as u8;
+            }
+            put_f16(&mut b, 208, std / (18.5 * 40.0));
+        }
+        GgmlType::IQ4_XS => put_f16(&mut b, 0, std / (65.0 * 16.0)),
+        _ => panic!("{ty}: build it with its quantiser"),
+    }
+    b
+}
+
+/// `t` with its values replaced by random blocks of `ty` of the same spread.
+fn random_tensor(t: &Tensor, ty: GgmlType, seed: u64) -> Tensor {
+    let v = t.to_f32();
+    let std = (v.iter().map(|x| x * x).sum::<f32>() / v.len() as f32).sqrt();
+    let mut rng = Rng(seed | 1);
+    let n = t.rows * t.cols / ty.block_len();
+    let bytes: Vec<u8> = (0..n)
+        .flat_map(|_| random_block(ty, std, &mut rng))
+        .collect();
+    Tensor::new(t.name.clone(), ty, t.rows, t.cols, Blob::owned(bytes)).expect("whole blocks")
+}
+
+/// A tiny model whose K-quant rows fit (dim 256, FFN 512), every matrix and the embedding
+/// of the type `pick(layer, index)` gives (index: wq, wk, wv, wo, gate, down, up; the
+/// embedding is layer usize::MAX index 0, the classifier index 1).
+fn typed_model(layers: usize, pick: impl Fn(usize, usize) -> GgmlType) -> Model {
+    let (mut cfg, _) = Shape::Tiny.config();
+    cfg.dim = 256;
+    cfg.hidden_dim = 512;
+    cfg.n_layers = layers;
+    cfg.n_heads = 4;
+    cfg.n_kv_heads = 2;
+    cfg.seq_len = 64;
+    let mut m = synth::generate(&cfg, false, GgmlType::F32, 11, |_, _| {}).expect("model");
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut conv = |t: &mut Tensor, ty: GgmlType| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *t = if ty.has_quantizer() {
+            t.convert(ty).expect("quantises")
+        } else {
+            random_tensor(t, ty, seed)
+        };
+    };
+    let w = &mut m.weights;
+    conv(&mut w.token_embd, pick(usize::MAX, 0));
+    if let Some(o) = w.output.as_mut() {
+        conv(o, pick(usize::MAX, 1));
+    }
+    for (li, l) in w.layers.iter_mut().enumerate() {
+        for (i, t) in [
+            &mut l.wq,
+            &mut l.wk,
+            &mut l.wv,
+            &mut l.wo,
+            &mut l.w_gate,
+            &mut l.w_down,
+            &mut l.w_up,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            conv(t, pick(li, i));
+        }
+    }
+    m.source = "quant_types test model".into();
+    m
+}
+
+fn prompt(model: &Model, n: usize) -> Vec<u32> {
+    let vocab = model.config.vocab_size;
+    let mut t: Vec<u32> = (0..n).map(|p| ((p * 37 + 11) % vocab) as u32).collect();
+    t[0] = model.tokenizer.bos_id();
+    t
+}
+
+/// Positions a GPU type test decodes (forced tokens: every logit of every pass compared).
+const STEPS: usize = 5;
+
+/// Every matrix and the embedding of `ty`: the GPU's logits within the gate's f32 bounds of
+/// the CPU reference at every position, mega and multi bit-identical.
+fn gpu_matches_reference(ty: GgmlType) {
+    let Some((ctx, _turn)) = common::device() else {
+        return;
+    };
+    let model = typed_model(1, |_, _| ty);
+    let gate = GateConfig::new(
+        STEPS,
+        vec![Dispatch::Mega, Dispatch::Multi],
+        prompt(&model, STEPS),
+    );
+    let r = run_gate(&ctx.clone().into(), &model, &gate, |_, _| {}).expect("gate ran");
+    common::assert_gate_clean(&r, STEPS, 1e-3, ty.ggml_name());
+}
+
+#[test]
+fn q4_k_decodes_on_the_gpu_as_the_reference_with_mega_equal_to_multi() {
+    gpu_matches_reference(GgmlType::Q4_K);
+}
+#[test]
+fn q6_k_decodes_on_the_gpu_as_the_reference_with_mega_equal_to_multi() {
+    gpu_matches_reference(GgmlType::Q6_K);
+}

@@ -282,6 +282,9 @@ interface! {
         SC = 5,
         /// Words per row.
         ROWW = 6,
+        /// Word offset of a type's second header stream (Q6_K's d, the fifth bits of the Q5
+        /// types; `program::repack`).
+        X = 7,
         /// Words per record.
         WORDS = 8,
     }
@@ -294,8 +297,24 @@ interface! {
         F16 = 1,
         /// Q4_0.
         Q4_0 = 2,
+        /// Q4_1.
+        Q4_1 = 3,
+        /// Q5_0.
+        Q5_0 = 6,
+        /// Q5_1.
+        Q5_1 = 7,
         /// Q8_0.
         Q8_0 = 8,
+        /// Q4_K.
+        Q4_K = 12,
+        /// Q5_K.
+        Q5_K = 13,
+        /// Q6_K.
+        Q6_K = 14,
+        /// IQ4_XS.
+        IQ4_XS = 23,
+        /// BF16.
+        BF16 = 30,
     }
 
     /// Sync word indices (`SY_*`).

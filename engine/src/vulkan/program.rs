@@ -118,6 +118,8 @@ pub struct TensorPlace {
     pub sc: u32,
     /// Words per row of quants/values.
     pub row_words: u32,
+    /// Word offset of a type's second header stream (see [`repack`]).
+    pub x: u32,
     /// Total words.
     pub words: u64,
 }
@@ -151,53 +153,194 @@ pub struct Program {
 pub fn gpu_supports(ty: GgmlType) -> bool {
     matches!(
         ty,
-        GgmlType::F32 | GgmlType::F16 | GgmlType::Q8_0 | GgmlType::Q4_0
+        GgmlType::F32
+            | GgmlType::F16
+            | GgmlType::Q8_0
+            | GgmlType::Q4_0
+            | GgmlType::Q4_K
+            | GgmlType::Q6_K
     )
 }
 
-/// GPU words of a tensor in its repacked layout (see `shaders/decode.comp`): F32 as is; F16
-/// as half pairs per word with rows padded to whole words; Q8_0/Q4_0 as per-row quant words
-/// (8 resp. 4 per block) followed by all block scales as packed halves.
-pub fn repack(t: &Tensor) -> (Vec<u32>, u32, u32) {
+/// A tensor in its GPU layout: `words`, of which row r's quants (or values) start at word
+/// `r · row_words`; the per-block headers at word `sc` (and a second stream at `x`), indexed
+/// by the row-major block index. Every stream starts 16-byte aligned.
+#[derive(Clone, Debug, Default)]
+pub struct Packed {
+    /// All words.
+    pub words: Vec<u32>,
+    /// Quant (or value) words per row.
+    pub row_words: u32,
+    /// Word offset of the block headers.
+    pub sc: u32,
+    /// Word offset of the second header stream (0: none).
+    pub x: u32,
+}
+
+fn le32(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+fn le16(b: &[u8]) -> u32 {
+    u32::from(u16::from_le_bytes([b[0], b[1]]))
+}
+
+/// Lay out `nblk` blocks (`bb` bytes each): `qw` quant words per block from `quants`, then
+/// `hw` header words per block from `header`, then `xw` words per block from `extra`; a
+/// block of halves (`xw == 0` and `halves`) stores one f16 per block, two per word. Each
+/// stream is padded to 16 bytes.
+struct Streams {
+    qw: usize,
+    hw: usize,
+    xw: usize,
+    half_x: bool,
+}
+
+type BlockFn<'a> = &'a dyn Fn(&[u8], &mut [u32], &mut [u32], &mut [u32]);
+
+fn streams(t: &Tensor, l: Streams, f: BlockFn) -> Packed {
+    let bb = t.ty.block_bytes();
+    let nb = t.cols / t.ty.block_len();
+    let nblk = t.rows * nb;
+    let pad4 = |n: usize| n.div_ceil(4) * 4;
+    let q_words = pad4(nblk * l.qw);
+    let h_words = pad4(nblk * l.hw);
+    let x_words = if l.half_x {
+        pad4(nblk.div_ceil(2))
+    } else {
+        pad4(nblk * l.xw)
+    };
+    let mut out = vec![0u32; q_words + h_words + x_words];
+    let (q, rest) = out.split_at_mut(q_words);
+    let (h, x) = rest.split_at_mut(h_words);
+    let mut hx = [0u32; 1];
+    for (i, blk) in t.data.chunks_exact(bb).enumerate() {
+        let xs: &mut [u32] = if l.half_x {
+            &mut hx
+        } else {
+            &mut x[i * l.xw..(i + 1) * l.xw]
+        };
+        f(
+            blk,
+            &mut q[i * l.qw..(i + 1) * l.qw],
+            &mut h[i * l.hw..(i + 1) * l.hw],
+            xs,
+        );
+        if l.half_x {
+            x[i / 2] |= (hx[0] & 0xFFFF) << (16 * (i % 2));
+        }
+    }
+    Packed {
+        words: out,
+        row_words: (nb * l.qw) as u32,
+        sc: q_words as u32,
+        x: (q_words + h_words) as u32,
+    }
+}
+
+/// GPU words of a tensor in its repacked layout (read by `shaders/decode.comp` and
+/// `shaders/quant.glsl`): F32 as is; F16 as half pairs per word with rows padded to whole
+/// words; Q8_0/Q4_0 as per-row quant words (8 resp. 4 per block) followed by all block scales
+/// as packed halves. The K-quants, 16-byte streams that hold each block losslessly:
+/// - Q4_K: quants, the 128 bytes of `qs` as they are (32 words per block; pair p of
+///   sub-blocks, elements 64p..64p+63, is words 8p..8p+7); header, 4 words per block:
+///   `d | dmin << 16`, then the 12 bytes of `scales`.
+/// - Q6_K: quants, 48 words per block as four quarters of 64 elements (quarter `2h + k` holds
+///   elements `128h + 32g + 16k + i`, g = 0..3, i = 0..15): the 16 bytes
+///   `ql[64h + 16k..]`, the 16 bytes `ql[64h + 32 + 16k..]`, the 16 bytes `qh[32h + 16k..]`;
+///   header, 4 words: the 16 signed scales; `x`: `d` as packed halves.
+pub fn repack(t: &Tensor) -> Packed {
     let (rows, cols) = (t.rows, t.cols);
     let d = &t.data[..];
-    let le32 = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
     match t.ty {
-        GgmlType::F32 => (d.chunks_exact(4).map(le32).collect(), cols as u32, 0),
-        GgmlType::F16 => {
+        GgmlType::F32 => Packed {
+            words: d.chunks_exact(4).map(le32).collect(),
+            row_words: cols as u32,
+            ..Packed::default()
+        },
+        GgmlType::F16 | GgmlType::BF16 => {
             let rw = cols.div_ceil(2);
             let mut out = vec![0u32; rows * rw];
             for r in 0..rows {
                 for j in 0..cols {
-                    let hbits =
-                        u16::from_le_bytes([d[(r * cols + j) * 2], d[(r * cols + j) * 2 + 1]])
-                            as u32;
+                    let hbits = le16(&d[(r * cols + j) * 2..]);
                     out[r * rw + j / 2] |= hbits << (16 * (j % 2));
                 }
             }
-            (out, rw as u32, 0)
+            Packed {
+                words: out,
+                row_words: rw as u32,
+                ..Packed::default()
+            }
         }
         GgmlType::Q8_0 | GgmlType::Q4_0 => {
-            let nb = cols / 32;
-            let (bb, qw) = if t.ty == GgmlType::Q8_0 {
-                (34, 8)
-            } else {
-                (18, 4)
-            };
-            let nblk = rows * nb;
-            let sc_words = nblk.div_ceil(2);
-            let mut out = vec![0u32; nblk * qw + sc_words];
-            for (i, blk) in d.chunks_exact(bb).enumerate() {
-                let scale = u16::from_le_bytes([blk[0], blk[1]]) as u32;
-                out[nblk * qw + i / 2] |= scale << (16 * (i % 2));
-                for k in 0..qw {
-                    out[i * qw + k] = le32(&blk[2 + 4 * k..6 + 4 * k]);
-                }
-            }
-            (out, (nb * qw) as u32, (nblk * qw) as u32)
+            let qw = if t.ty == GgmlType::Q8_0 { 8 } else { 4 };
+            let p = streams(
+                t,
+                Streams {
+                    qw,
+                    hw: 0,
+                    xw: 0,
+                    half_x: true,
+                },
+                &|b, q, _, x| {
+                    x[0] = le16(b);
+                    for (k, w) in q.iter_mut().enumerate() {
+                        *w = le32(&b[2 + 4 * k..]);
+                    }
+                },
+            );
+            // The scales are the half stream: the shader reads them at `sc`.
+            Packed { sc: p.x, x: 0, ..p }
         }
+        GgmlType::Q4_K => streams(
+            t,
+            Streams {
+                qw: 32,
+                hw: 4,
+                xw: 0,
+                half_x: false,
+            },
+            &|b, q, h, _| {
+                for (k, w) in h.iter_mut().enumerate() {
+                    *w = le32(&b[4 * k..]);
+                }
+                for (k, w) in q.iter_mut().enumerate() {
+                    *w = le32(&b[16 + 4 * k..]);
+                }
+            },
+        ),
+        GgmlType::Q6_K => streams(
+            t,
+            Streams {
+                qw: 48,
+                hw: 4,
+                xw: 0,
+                half_x: true,
+            },
+            &|b, q, h, x| {
+                let (ql, qh, sc) = (&b[..128], &b[128..192], &b[192..208]);
+                for quarter in 0..4 {
+                    let (hh, k) = (quarter / 2, quarter % 2);
+                    let parts = [
+                        &ql[64 * hh + 16 * k..][..16],
+                        &ql[64 * hh + 32 + 16 * k..][..16],
+                        &qh[32 * hh + 16 * k..][..16],
+                    ];
+                    for (pi, part) in parts.iter().enumerate() {
+                        for w in 0..4 {
+                            q[12 * quarter + 4 * pi + w] = le32(&part[4 * w..]);
+                        }
+                    }
+                }
+                for (k, w) in h.iter_mut().enumerate() {
+                    *w = le32(&sc[4 * k..]);
+                }
+                x[0] = le16(&b[208..]);
+            },
+        ),
         // Refused before upload (gpu_supports).
-        _ => (vec![], 0, 0),
+        _ => Packed::default(),
     }
 }
 
@@ -537,6 +680,7 @@ impl Program {
             r[trec::QS] = p.qs;
             r[trec::SC] = p.sc;
             r[trec::ROWW] = p.row_words;
+            r[trec::X] = p.x;
             w.extend(r);
         }
         w

@@ -141,6 +141,16 @@ impl VulkanDecoder {
         );
         let quads = hs.div_ceil(4);
         let att_slots = att_heads * quads + (wg_size / sg).max(1) as usize;
+        // A chunk of the FFN input holds whole blocks of the down projection (256 elements
+        // for the K-quants and IQ4_XS).
+        let blk = model
+            .weights
+            .layers
+            .iter()
+            .map(|l| l.w_down.ty.block_len())
+            .max()
+            .unwrap_or(32)
+            .max(32);
         let (sx_cap, sq_cap) = if q8 {
             // The q8 path: sx holds the dim-wide vector the norm reads (and the attention's
             // scratch); every matvec input lives quantised in sq (48 bytes per block, see
@@ -148,7 +158,7 @@ impl VulkanDecoder {
             let sx = c.dim.max(4 * att_slots);
             let sx_bytes = (sx / 4 + sx / 32 + 1) * 16;
             let left = (info.max_shared as usize).saturating_sub(1024 + sx_bytes);
-            let sq_fit = (left / 48).saturating_sub(1) * 32;
+            let sq_fit = (left / 48).saturating_sub(1) * 32 / blk * blk;
             if sq_fit < width {
                 return Err(Error::Invalid(format!(
                     "activations q8: model width {width} needs {} bytes of shared memory; the device has {}",
@@ -165,7 +175,7 @@ impl VulkanDecoder {
         } else if c.hidden_dim <= shared_floats {
             (c.hidden_dim.max(width), 32)
         } else {
-            ((shared_floats / 32 * 32).max(width), 32)
+            ((shared_floats / blk * blk).max(width), 32)
         };
         // The attention (decode.comp, unit_attn) keeps a head group's query vectors with its
         // subgroups' maxima, then a value cluster's partials, in the shared vector, and runs a
@@ -288,7 +298,8 @@ impl VulkanDecoder {
         let mut chunk_words: Vec<u64> = vec![0];
         let mut packed = vec![];
         for t in &self.program.tensors {
-            let (words, row_words, sc) = repack(t);
+            let pk = repack(t);
+            let (words, row_words, sc, x) = (pk.words, pk.row_words, pk.sc, pk.x);
             let n = words.len() as u64;
             if n > cap_words {
                 return Err(Error::Invalid(format!(
@@ -312,6 +323,7 @@ impl VulkanDecoder {
                 chunk: chunk as u32,
                 qs: base as u32,
                 sc: base as u32 + sc,
+                x: base as u32 + x,
                 row_words,
                 words: n,
             });
