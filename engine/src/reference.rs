@@ -2,6 +2,11 @@
 //! operation order of llama2.c's run.c, so its logits match run.c's bit for bit on f32 weights
 //! and seeded sampling reproduces run.c's text.
 //!
+//! The architectures' optional parts are ops here too, each defined once: biases
+//! ([`add_bias`]), per-head q/k RMSNorm ([`head_rmsnorm`]), RoPE by pairing style with
+//! llama3 frequency factors and linear scaling ([`rope_factors`], [`rope`]), applied in
+//! llama.cpp's order: projection, bias, norm, RoPE.
+//!
 //! Quantised weights are dequantised row by row to f32 (ggml's block definitions in
 //! [`crate::quant`]) and then used exactly like f32 weights.
 //!

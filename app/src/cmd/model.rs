@@ -6,9 +6,10 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use baro_engine::gguf::GgufFile;
+use baro_engine::model::types::{Arch, RopeStyle};
 use baro_engine::model::{gguf_info, Config, Model};
 use baro_engine::quant::GgmlType;
-use baro_engine::synth::{self, Shape};
+use baro_engine::synth::{self, Llama3Rope, Shape};
 use clap::Args;
 
 /// `model gen`: a synthetic llama model.
@@ -32,6 +33,21 @@ pub struct GenArgs {
     /// Context length written to the metadata.
     #[arg(long)]
     pub seq: Option<usize>,
+    /// Architecture: llama | qwen2 (q/k/v biases, NEOX RoPE) | qwen3 (per-head q/k norms,
+    /// NEOX RoPE).
+    #[arg(long, default_value = "llama")]
+    pub arch: String,
+    /// Head size apart from dim / heads (written as attention.key_length/value_length;
+    /// qwen3 models have one).
+    #[arg(long)]
+    pub head_dim: Option<usize>,
+    /// Llama 3 RoPE scaling (rope_freqs.weight, llama only): `3.1` (factor 8), `3.2`
+    /// (factor 32), or FACTOR,LOW,HIGH,ORIGINAL_CONTEXT.
+    #[arg(long)]
+    pub llama3_rope: Option<String>,
+    /// Linear RoPE scaling factor (rope.scaling.type linear).
+    #[arg(long)]
+    pub rope_scale: Option<f32>,
     /// Untie the classifier from the embedding (default: as the shape has it).
     #[arg(long)]
     pub untied: bool,
@@ -138,9 +154,20 @@ pub fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
         n_kv_heads: a.kv_heads.unwrap_or(base.n_kv_heads),
         vocab_size: a.vocab.unwrap_or(base.vocab_size),
         seq_len: a.seq.unwrap_or(base.seq_len),
+        arch: Arch::from_name(&a.arch)
+            .with_context(|| format!("unknown --arch '{}' (llama|qwen2|qwen3)", a.arch))?,
+        head_dim: a.head_dim.or(base.head_dim),
+        rope_scale: a.rope_scale.unwrap_or(base.rope_scale),
         ..base
     };
     cfg.validate().context("model shape")?;
+    let llama3 = a.llama3_rope.as_deref().map(parse_llama3).transpose()?;
+    if llama3.is_some() && cfg.arch != Arch::Llama {
+        bail!(
+            "--llama3-rope: rope_freqs.weight belongs to llama models (llama.cpp reads none for {})",
+            cfg.arch.name()
+        );
+    }
     let tied = tied && !a.untied;
     // The model is built in memory before it is written: refuse a shape that cannot fit
     // before allocating any of it.
@@ -161,7 +188,8 @@ pub fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
     }
     let t0 = Instant::now();
     note!(
-        "generating {} {ty} seed {}: dim {} hidden {} layers {} heads {} kv_heads {} vocab {} context {} rope theta {}, {} of weights, tied head: {tied}",
+        "generating {} {} {ty} seed {}: dim {} hidden {} layers {} heads {} kv_heads {} head_size {} vocab {} context {} rope theta {}, {} of weights, tied head: {tied}",
+        cfg.arch.name(),
         a.shape,
         a.seed,
         cfg.dim,
@@ -169,6 +197,7 @@ pub fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
         cfg.n_layers,
         cfg.n_heads,
         cfg.n_kv_heads,
+        cfg.head_size(),
         cfg.vocab_size,
         cfg.seq_len,
         cfg.rope_theta,
@@ -183,6 +212,9 @@ pub fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
             }
         }
     })?;
+    if let Some(p) = &llama3 {
+        synth::add_llama3_rope(&mut model, p)?;
+    }
     model.source = format!("synthetic {} {ty} seed {}", a.shape, a.seed);
     note!(
         "generated {:.2} GB in {:.1} s",
@@ -201,6 +233,33 @@ pub fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
     write(&model, &a.out, &name)?;
     note!("wrote {}", a.out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--llama3-rope`: `3.1`, `3.2` or FACTOR,LOW,HIGH,ORIGINAL_CONTEXT.
+fn parse_llama3(s: &str) -> anyhow::Result<Llama3Rope> {
+    Ok(match s {
+        "3.1" => Llama3Rope::LLAMA_3_1,
+        "3.2" => Llama3Rope::LLAMA_3_2,
+        _ => {
+            let v: Vec<f32> = s
+                .split(',')
+                .map(|x| x.trim().parse::<f32>())
+                .collect::<Result<_, _>>()
+                .with_context(|| format!("--llama3-rope '{s}': 3.1, 3.2 or four numbers"))?;
+            let [factor, low_freq_factor, high_freq_factor, original_context] = v[..] else {
+                bail!("--llama3-rope '{s}': 3.1, 3.2 or FACTOR,LOW,HIGH,ORIGINAL_CONTEXT");
+            };
+            if !v.iter().all(|x| x.is_finite() && *x > 0.0) || low_freq_factor >= high_freq_factor {
+                bail!("--llama3-rope '{s}': every number positive and LOW < HIGH");
+            }
+            Llama3Rope {
+                factor,
+                low_freq_factor,
+                high_freq_factor,
+                original_context,
+            }
+        }
+    })
 }
 
 pub fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
@@ -236,14 +295,33 @@ pub fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
     } else {
         outln!("format     llama2.c checkpoint")?;
     }
+    let w = &model.weights;
+    let mut parts = vec![];
+    if w.layers.iter().any(|l| l.q_bias.is_some()) {
+        parts.push("q/k/v biases");
+    }
+    if w.layers.iter().any(|l| l.q_norm.is_some()) {
+        parts.push("per-head q/k norms");
+    }
     outln!(
-        "arch       llama: dim {} ffn {} layers {} heads {} kv_heads {} head_size {}",
+        "arch       {}: dim {} ffn {} layers {} heads {} kv_heads {} head_size {}{}{}",
+        c.arch.name(),
         c.dim,
         c.hidden_dim,
         c.n_layers,
         c.n_heads,
         c.n_kv_heads,
-        c.head_size()
+        c.head_size(),
+        if c.head_dim.is_some() {
+            " (attention.key_length)"
+        } else {
+            ""
+        },
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", parts.join(", "))
+        }
     )?;
     outln!(
         "vocab      {} (bos {}, eos {})",
@@ -256,6 +334,31 @@ pub fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
         c.seq_len,
         c.rope_theta,
         c.norm_eps
+    )?;
+    let pairs = match c.rope_style() {
+        RopeStyle::Normal => "adjacent pairs",
+        RopeStyle::Neox => "NEOX pairs (i, i + head_size/2)",
+    };
+    let mut scaling = vec![];
+    if c.rope_scale != 1.0 {
+        scaling.push(format!("linear factor {}", c.rope_scale));
+    }
+    if let Some(f) = w.rope_factors() {
+        let (lo, hi) = f
+            .iter()
+            .fold((f32::INFINITY, 0f32), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        scaling.push(format!(
+            "llama3 rope_freqs ({} factors, {lo}..{hi})",
+            f.len()
+        ));
+    }
+    outln!(
+        "rope       {pairs}, scaling {}",
+        if scaling.is_empty() {
+            "none".to_string()
+        } else {
+            scaling.join(" + ")
+        }
     )?;
     outln!(
         "head       {}",

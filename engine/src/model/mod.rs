@@ -1,8 +1,10 @@
 //! The llama model as the decoders consume it: a [`Config`] and the [`Weights`], each tensor
 //! kept in its file type (F32/F16/Q8_0/Q4_0) as a view into the file's bytes.
 //!
-//! Tensor names follow GGUF's llama convention (`token_embd.weight`, `blk.N.attn_q.weight`, …).
-//! RoPE rotates adjacent pairs (i, i+1), as llama2.c and ggml's "normal" rope mode do.
+//! Tensor names follow GGUF's convention (`token_embd.weight`, `blk.N.attn_q.weight`, …).
+//! Three architectures ([`types::Arch`]): `llama` (RoPE on adjacent pairs (2i, 2i+1), as
+//! llama2.c and ggml's "normal" mode; optional `rope_freqs.weight`), `qwen2` (q/k/v biases,
+//! NEOX RoPE: pairs (i, i + head_size/2)) and `qwen3` (per-head q/k RMSNorm, NEOX RoPE).
 
 //!
 //! Modules: [`types`] (the shape, tensors and weights: a leaf the format readers and the

@@ -150,10 +150,12 @@ impl Config {
             return bad("n_heads is 0".into());
         }
         match self.head_dim {
-            None if !self.dim.is_multiple_of(self.n_heads) => return bad(format!(
+            None if !self.dim.is_multiple_of(self.n_heads) => {
+                return bad(format!(
                 "dim {} is not a multiple of n_heads {} (and no head size is given apart from it)",
                 self.dim, self.n_heads
-            )),
+            ))
+            }
             Some(0) => return bad("head size 0".into()),
             _ => {}
         }
