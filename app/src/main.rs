@@ -30,6 +30,8 @@ enum Command {
     Run(cmd::run::RunArgs),
     /// Generate text exactly as llama2.c's run.c prints it (stdout: the text; stderr: timing).
     Generate(cmd::generate::GenerateArgs),
+    /// Tokenize a text with a model file's tokenizer, as llama.cpp's llama-tokenize prints it.
+    Tokenize(cmd::tokenize::TokenizeArgs),
     /// Decode on the GPU next to the CPU reference; exit 0 only if every pass is clean.
     Gate(cmd::gate::GateArgs),
     /// Decode throughput over prompts (prompt and generation), paired and alternating arms;
@@ -312,6 +314,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Run(a) => cmd::run::run(a),
         Command::Generate(a) => cmd::generate::run(a),
+        Command::Tokenize(a) => cmd::tokenize::run(a),
         Command::Gate(a) => cmd::gate::run(a),
         Command::Devices(a) => cmd::devices::run(a),
         Command::Bench(a) => cmd::bench::run(a),

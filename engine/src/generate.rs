@@ -5,12 +5,18 @@
 //! means the context length); the prompt is encoded with BOS; positions inside the prompt force
 //! the next prompt token, after it the sampler picks; sampling BOS ends the text; each piece is
 //! decoded against the previous token and printed through `safe_printf`; then one newline.
+//!
+//! A GGUF vocabulary (run as llama.cpp runs it) keeps that loop with llama.cpp's rules where
+//! they differ: BOS is added as the vocabulary says (`add_bos_token`), any end-of-generation
+//! token (EOS, EOT, `<|im_end|>`, …: [`Tokenizer::is_eog`]) ends the text, and the text is
+//! streamed as valid UTF-8 ([`TokenText`]: a character split across tokens is printed when it
+//! completes; control tokens print nothing unless asked).
 
 use std::io::Write;
 use std::time::{Duration, Instant};
 
 use crate::sampler::Sampler;
-use crate::tokenizer::{self, Tokenizer};
+use crate::tokenizer::{TokenText, Tokenizer};
 use crate::{Error, Result};
 
 /// A decoder that turns (token, position) into logits, one position at a time, in order.
@@ -51,6 +57,15 @@ pub fn effective_steps(steps: usize, seq_len: usize) -> usize {
     }
 }
 
+/// How a generation reads its prompt and prints its tokens.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GenerateOptions {
+    /// Control tokens written in the prompt are those tokens (`--special`, `--chat`).
+    pub parse_special: bool,
+    /// Control tokens are printed (as their text) instead of nothing.
+    pub render_special: bool,
+}
+
 /// Run run.c's `generate()`: write the text and the final newline to `out`.
 pub fn generate(
     dec: &mut dyn Decode,
@@ -60,10 +75,34 @@ pub fn generate(
     steps: usize,
     out: &mut dyn Write,
 ) -> Result<Generation> {
+    generate_with(
+        dec,
+        tok,
+        sampler,
+        prompt,
+        steps,
+        out,
+        GenerateOptions::default(),
+    )
+}
+
+/// [`generate`] with `opts` (which change nothing for a run.c vocabulary: it has no special
+/// tokens).
+pub fn generate_with(
+    dec: &mut dyn Decode,
+    tok: &Tokenizer,
+    sampler: &mut Sampler,
+    prompt: &[u8],
+    steps: usize,
+    out: &mut dyn Write,
+    opts: GenerateOptions,
+) -> Result<Generation> {
     let io = |e| Error::io("<stdout>", e);
-    let prompt_tokens = tok.encode(prompt, true, false);
+    let prompt_tokens = tok.tokenize(prompt, true, opts.parse_special);
     if prompt_tokens.is_empty() {
-        return Err(Error::Tokenizer("the prompt encoded to no tokens".into()));
+        return Err(Error::Tokenizer(
+            "the prompt encoded to no tokens (this vocabulary adds no BOS: give a prompt)".into(),
+        ));
     }
     let steps = steps.min(dec.max_seq());
     let mut g = Generation {
@@ -72,26 +111,32 @@ pub fn generate(
     };
     let mut start: Option<Instant> = None;
     let mut token = prompt_tokens[0];
+    let mut text = TokenText::new(tok, token, opts.render_special);
     let mut pos = 0;
     while pos < steps {
         let logits = dec.forward(token, pos)?;
-        let next = if pos + 1 < prompt_tokens.len() {
+        let forced = pos + 1 < prompt_tokens.len();
+        let next = if forced {
             prompt_tokens[pos + 1]
         } else {
             sampler.sample(logits)
         };
         pos += 1;
-        if next == tok.bos_id() {
+        // run.c ends on BOS wherever it comes from; a GGUF vocabulary ends on a sampled
+        // end-of-generation token (a prompt may hold them: a chat turn's <|eot_id|>).
+        if tok.is_eog(next) && (!forced || !tok.is_llama_cpp()) {
             break;
         }
         g.tokens.push(next);
-        if let Some(piece) = tokenizer::printable(tok.decode(token, next)) {
-            out.write_all(piece).map_err(io)?;
+        let piece = text.push(next);
+        if !piece.is_empty() {
+            out.write_all(&piece).map_err(io)?;
             out.flush().map_err(io)?;
         }
         token = next;
         start.get_or_insert_with(Instant::now);
     }
+    out.write_all(&text.finish()).map_err(io)?;
     out.write_all(b"\n").map_err(io)?;
     out.flush().map_err(io)?;
     g.positions = pos;

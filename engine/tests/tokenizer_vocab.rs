@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use baro_engine::gguf::GgufFile;
+use baro_engine::gguf::{GgufFile, Value};
 use baro_engine::model::tokenizer_from_gguf;
 use baro_engine::tokenizer::Tokenizer;
 
@@ -18,6 +18,14 @@ fn data(name: &str) -> PathBuf {
 /// The vocabulary `ggml-vocab-NAME.gguf`, decompressed to a temporary file (the GGUF reader
 /// memory-maps a path).
 fn vocab(name: &str) -> (tempfile::TempDir, Tokenizer) {
+    let (dir, path) = vocab_file(name);
+    let file = GgufFile::open(&path).expect("gguf parses");
+    let tok = tokenizer_from_gguf(&file).expect("tokenizer builds");
+    (dir, tok)
+}
+
+/// The decompressed vocabulary file `ggml-vocab-NAME.gguf` in a temporary directory.
+fn vocab_file(name: &str) -> (tempfile::TempDir, PathBuf) {
     let zst =
         std::fs::File::open(data(&format!("ggml-vocab-{name}.gguf.zst"))).expect("vocab file");
     let mut dec =
@@ -27,9 +35,7 @@ fn vocab(name: &str) -> (tempfile::TempDir, Tokenizer) {
     let dir = tempfile::tempdir().expect("tmp dir");
     let path = dir.path().join(format!("ggml-vocab-{name}.gguf"));
     std::fs::write(&path, &bytes).expect("write vocab");
-    let file = GgufFile::open(&path).expect("gguf parses");
-    let tok = tokenizer_from_gguf(&file).expect("tokenizer builds");
-    (dir, tok)
+    (dir, path)
 }
 
 /// The cases of `ggml-vocab-NAME.gguf.inp` / `.out`, split as llama.cpp's test-tokenizer-0.
@@ -127,4 +133,292 @@ fn gpt2_vocabulary_reproduces_every_llama_cpp_case() {
 #[test]
 fn llama_spm_vocabulary_reproduces_every_llama_cpp_case() {
     check("llama-spm");
+}
+
+#[test]
+fn control_tokens_come_from_prompt_text_only_with_parse_special() {
+    let (_d, t) = vocab("llama-bpe");
+    let eot = t.token_id("<|eot_id|>").expect("<|eot_id|>");
+    assert_eq!(eot, 128009);
+    let plain = t.tokenize(b"a<|eot_id|>", false, false);
+    assert!(!plain.contains(&eot), "{plain:?}");
+    assert!(plain.len() > 3, "{plain:?}");
+    assert_eq!(t.tokenize(b"a<|eot_id|>", false, true), [64, eot]);
+    let (_d, q) = vocab("qwen2");
+    let im_start = q.token_id("<|im_start|>").expect("<|im_start|>");
+    assert_eq!(q.tokenize(b"<|im_start|>", false, true), [im_start]);
+    assert_ne!(q.tokenize(b"<|im_start|>", false, false), [im_start]);
+}
+
+#[test]
+fn bos_and_eos_follow_the_metadata_and_llama_cpp_defaults() {
+    // llama-bpe: no add_bos_token key, llama.cpp's default for the Llama 3 pre-tokenizer adds BOS.
+    let (_d, t) = vocab("llama-bpe");
+    assert_eq!(t.tokenize(b"Hi", true, false)[0], 128000);
+    assert_eq!(t.tokenize(b"Hi", false, false), [13347]);
+    // qwen2 and gpt-2: BPE default adds nothing.
+    let (_d, q) = vocab("qwen2");
+    assert_eq!(
+        q.tokenize(b"Hi", true, false),
+        q.tokenize(b"Hi", false, false)
+    );
+    let (_d, g) = vocab("gpt-2");
+    assert_eq!(
+        g.tokenize(b"Hi", true, false),
+        g.tokenize(b"Hi", false, false)
+    );
+    // llama-spm: add_bos_token true, add_eos_token false.
+    let (_d, s) = vocab("llama-spm");
+    let ids = s.tokenize(b"Hi", true, false);
+    assert_eq!(ids[0], 1);
+    assert_ne!(*ids.last().expect("ids"), 2);
+    assert_eq!(s.encode(b"Hi", true, false), ids);
+}
+
+#[test]
+fn end_of_generation_ids_are_the_metadata_ones_and_llama_cpp_s_control_texts() {
+    let (_d, t) = vocab("llama-bpe");
+    for text in ["<|end_of_text|>", "<|eot_id|>"] {
+        let id = t.token_id(text).expect(text);
+        assert!(t.is_eog(id), "{text}");
+    }
+    assert!(!t.is_eog(128000), "BOS does not end a generation");
+    assert!(!t.is_eog(13347));
+    let (_d, q) = vocab("qwen2");
+    for text in ["<|im_end|>", "<|endoftext|>"] {
+        assert!(q.is_eog(q.token_id(text).expect(text)), "{text}");
+    }
+    assert!(!q.is_eog(q.token_id("<|im_start|>").expect("im_start")));
+    let (_d, s) = vocab("llama-spm");
+    assert!(s.is_eog(2) && !s.is_eog(1));
+}
+
+#[test]
+fn control_tokens_decode_to_nothing_unless_asked() {
+    let (_d, t) = vocab("llama-bpe");
+    let eot = t.token_id("<|eot_id|>").expect("eot");
+    assert_eq!(t.decode(64, eot), b"");
+    assert_eq!(t.decode_special(64, eot, true), b"<|eot_id|>");
+    // Byte-level BPE: 'Ġ' is a space.
+    let hello = t.tokenize(b" Hello", false, false);
+    assert_eq!(hello.len(), 1);
+    assert_eq!(t.decode(64, hello[0]), b" Hello");
+    // SPM: the space prefix goes after BOS, '<0xXX>' is the byte.
+    let (_d, s) = vocab("llama-spm");
+    let ids = s.tokenize(b"Hello", true, false);
+    assert_eq!(s.decode(ids[0], ids[1]), b"Hello");
+    assert_eq!(s.decode(0, ids[1]), b" Hello");
+    let nl = s.token_id("<0x0A>").expect("<0x0A>");
+    assert_eq!(s.decode(5, nl), b"\n");
+}
+
+#[test]
+fn a_character_split_over_byte_tokens_streams_as_one_valid_character() {
+    use baro_engine::tokenizer::TokenText;
+    let (_d, s) = vocab("llama-spm");
+    // The SPM vocabulary has no piece for this emoji: four <0xXX> byte tokens.
+    let ids = s.tokenize("\u{1F9A9}".as_bytes(), true, false);
+    assert_eq!(ids.len(), 6, "{ids:?}"); // BOS, '▁', 4 bytes
+    let mut text = TokenText::new(&s, ids[0], false);
+    let outs: Vec<Vec<u8>> = ids[1..].iter().map(|&id| text.push(id)).collect();
+    assert_eq!(outs[..4], [b"".to_vec(), vec![], vec![], vec![]]);
+    assert_eq!(outs[4], "\u{1F9A9}".as_bytes());
+    assert!(text.finish().is_empty());
+}
+
+#[test]
+fn a_chat_prompt_tokenizes_its_header_tokens_as_control_tokens() {
+    use baro_engine::tokenizer::chat::ChatTemplate;
+    let (_d, t) = vocab("llama-bpe");
+    let p = ChatTemplate::Llama3.user_prompt("Hi");
+    let ids = t.tokenize(p.as_bytes(), true, true);
+    let id = |s: &str| t.token_id(s).expect(s);
+    assert_eq!(ids[..3], [128000, id("<|start_header_id|>"), 882]); // 882 = "user"
+    assert_eq!(ids.iter().filter(|&&x| x == id("<|eot_id|>")).count(), 1);
+    assert_eq!(*ids.last().expect("ids"), 271); // "\n\n"
+    let (_d, q) = vocab("qwen2");
+    let p = ChatTemplate::ChatMl.user_prompt("Hi");
+    let ids = q.tokenize(p.as_bytes(), true, true);
+    assert_eq!(ids[0], q.token_id("<|im_start|>").expect("im_start"));
+    assert_eq!(
+        ids.iter()
+            .filter(|&&x| x == q.token_id("<|im_end|>").expect("im_end"))
+            .count(),
+        1
+    );
+}
+
+/// The error of the gpt-2 (or `base`) vocabulary with its metadata changed by `edit`.
+fn crafted(base: &str, edit: impl FnOnce(&mut Vec<(String, Value)>)) -> String {
+    let (dir, path) = vocab_file(base);
+    let file = GgufFile::open(&path).expect("gguf parses");
+    let mut md = file.metadata.clone();
+    edit(&mut md);
+    let out = dir.path().join("crafted.gguf");
+    baro_engine::gguf::write_file(&out, &md, &[]).expect("write crafted");
+    let file = GgufFile::open(&out).expect("crafted gguf parses");
+    match tokenizer_from_gguf(&file) {
+        Ok(_) => panic!("a crafted {base} vocabulary was accepted"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn set(md: &mut [(String, Value)], key: &str, v: Value) {
+    let slot = md.iter_mut().find(|(k, _)| k == key).expect(key);
+    slot.1 = v;
+}
+
+fn array_mut<'a>(md: &'a mut [(String, Value)], key: &str) -> &'a mut Vec<Value> {
+    match &mut md.iter_mut().find(|(k, _)| k == key).expect(key).1 {
+        Value::Array(a) => a,
+        _ => panic!("{key} is not an array"),
+    }
+}
+
+#[test]
+fn crafted_vocabularies_are_refused_saying_what_and_where() {
+    let e = crafted("gpt-2", |md| {
+        set(
+            md,
+            "tokenizer.ggml.pre",
+            Value::String("deepseek-llm".into()),
+        )
+    });
+    assert!(
+        e.contains("tokenizer.ggml.pre is 'deepseek-llm'") && e.contains("llama-bpe"),
+        "{e}"
+    );
+    let e = crafted("gpt-2", |md| md.retain(|(k, _)| k != "tokenizer.ggml.pre"));
+    assert!(e.contains("tokenizer.ggml.pre is missing"), "{e}");
+    let e = crafted("gpt-2", |md| {
+        set(md, "tokenizer.ggml.model", Value::String("t5".into()))
+    });
+    assert!(e.contains("tokenizer.ggml.model is 't5'"), "{e}");
+    let e = crafted("gpt-2", |md| {
+        set(md, "tokenizer.ggml.eos_token_id", Value::U32(50257))
+    });
+    assert!(
+        e.contains("tokenizer.ggml.eos_token_id = 50257 is outside the vocabulary of 50257"),
+        "{e}"
+    );
+    let e = crafted("gpt-2", |md| {
+        array_mut(md, "tokenizer.ggml.token_type").pop();
+    });
+    assert!(
+        e.contains(
+            "tokenizer.ggml.token_type has 50256 entries but tokenizer.ggml.tokens has 50257"
+        ),
+        "{e}"
+    );
+    let e = crafted("gpt-2", |md| {
+        array_mut(md, "tokenizer.ggml.token_type")[7] = Value::I32(9)
+    });
+    assert!(e.contains("tokenizer.ggml.token_type[7] is 9"), "{e}");
+    let e = crafted("gpt-2", |md| {
+        array_mut(md, "tokenizer.ggml.merges")[3] = Value::String("nospace".into())
+    });
+    assert!(e.contains("tokenizer.ggml.merges[3] \"nospace\""), "{e}");
+    let e = crafted("gpt-2", |md| {
+        md.retain(|(k, _)| k != "tokenizer.ggml.merges")
+    });
+    assert!(e.contains("tokenizer.ggml.merges is missing"), "{e}");
+    let e = crafted("gpt-2", |md| {
+        set(
+            md,
+            "tokenizer.ggml.tokens",
+            Value::Array(vec![Value::U32(5); 50257]),
+        )
+    });
+    assert!(
+        e.contains("tokenizer.ggml.tokens[0] is u32, expected a string"),
+        "{e}"
+    );
+    let e = crafted("gpt-2", |md| {
+        set(md, "tokenizer.ggml.bos_token_id", Value::String("x".into()))
+    });
+    assert!(e.contains("tokenizer.ggml.bos_token_id"), "{e}");
+    // A byte token must name a byte.
+    let e = crafted("llama-spm", |md| {
+        array_mut(md, "tokenizer.ggml.tokens")[3] = Value::String("<0xZZ>".into())
+    });
+    assert!(
+        e.contains("tokenizer.ggml.tokens[3] \"<0xZZ>\" has token type 6"),
+        "{e}"
+    );
+    let e = crafted("llama-spm", |md| {
+        array_mut(md, "tokenizer.ggml.scores").push(Value::F32(0.0));
+    });
+    assert!(e.contains("tokenizer.ggml.scores has 32001 entries"), "{e}");
+    let e = crafted("llama-spm", |md| {
+        set(md, "tokenizer.ggml.add_bos_token", Value::U8(1))
+    });
+    assert!(
+        e.contains("tokenizer.ggml.add_bos_token is u8, expected a bool"),
+        "{e}"
+    );
+}
+
+/// A decoder whose logits pick `script[pos]` at each position (the prompt positions' picks
+/// are ignored: generate forces the prompt).
+struct Scripted {
+    vocab: usize,
+    script: Vec<u32>,
+    logits: Vec<f32>,
+}
+
+impl baro_engine::generate::Decode for Scripted {
+    fn max_seq(&self) -> usize {
+        self.script.len() + 1
+    }
+    fn forward(&mut self, _token: u32, pos: usize) -> baro_engine::Result<&mut [f32]> {
+        self.logits.clear();
+        self.logits.resize(self.vocab, 0.0);
+        if let Some(&id) = self.script.get(pos) {
+            self.logits[id as usize] = 1.0;
+        }
+        Ok(&mut self.logits)
+    }
+}
+
+#[test]
+fn generation_stops_at_an_end_of_generation_token_and_prints_whole_characters() {
+    use baro_engine::generate::{generate_with, GenerateOptions};
+    use baro_engine::sampler::Sampler;
+    let (_d, t) = vocab("llama-bpe");
+    let prompt = t.tokenize(b"Hi", true, false); // [BOS, Hi]
+    let eot = t.token_id("<|eot_id|>").expect("eot");
+    // An emoji whose bytes byte-level BPE splits over several tokens, then EOT, then more.
+    let emoji = t.tokenize("\u{1F9A9}".as_bytes(), false, false);
+    assert!(emoji.len() > 1, "{emoji:?}");
+    let mut script = vec![0; prompt.len() - 1];
+    script.extend(t.tokenize(b" there", false, false));
+    script.extend(&emoji);
+    script.push(eot);
+    script.extend(t.tokenize(b" never", false, false));
+    let mut dec = Scripted {
+        vocab: t.vocab_size(),
+        script: script.clone(),
+        logits: Vec::new(),
+    };
+    let mut sampler = Sampler::new(t.vocab_size(), 0.0, 0.9, 1);
+    let mut out = Vec::new();
+    let g = generate_with(
+        &mut dec,
+        &t,
+        &mut sampler,
+        b"Hi",
+        100,
+        &mut out,
+        GenerateOptions::default(),
+    )
+    .expect("generate");
+    assert_eq!(
+        String::from_utf8(out).expect("valid UTF-8"),
+        "Hi there\u{1F9A9}\n"
+    );
+    assert!(!g.tokens.contains(&eot));
+    assert_eq!(
+        *g.tokens.last().expect("tokens"),
+        *emoji.last().expect("emoji")
+    );
 }

@@ -1,13 +1,16 @@
 //! `baro-top generate`: run.c's generate() on the chosen backend. stdout carries exactly the
-//! text run.c would print; everything else (device, timing) goes to stderr.
+//! text run.c would print; everything else (device, timing) goes to stderr. With a GGUF
+//! vocabulary the text ends at the model's end-of-generation tokens (EOS, EOT, ...), `--chat`
+//! wraps the prompt in the file's chat template, `--special` parses and prints control tokens.
 
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use baro_engine::device::GpuDecoder;
-use baro_engine::generate::{effective_steps, generate, Decode};
+use baro_engine::generate::{effective_steps, generate_with, Decode, GenerateOptions};
 use baro_engine::reference::CpuDecoder;
 use baro_engine::sampler::Sampler;
+use baro_engine::tokenizer::chat::ChatTemplate;
 use clap::{Args, ValueEnum};
 
 use crate::ModelArgs;
@@ -41,6 +44,14 @@ pub struct GenerateArgs {
     /// RNG seed; 0 = the current time, as run.c does (run.c -s).
     #[arg(long, short = 's', default_value_t = 0, value_parser = crate::validate::seed, allow_negative_numbers = true)]
     pub seed: u64,
+    /// Wrap the prompt as one user message in the model's chat template (detected from
+    /// `tokenizer.chat_template`: Llama-3 headers, ChatML, Mistral/Llama-2 [INST]).
+    #[arg(long)]
+    pub chat: bool,
+    /// Control tokens written in the prompt are those tokens, and control tokens generated
+    /// are printed (GGUF vocabularies).
+    #[arg(long)]
+    pub special: bool,
     /// Decoder backend.
     #[arg(long, value_enum, default_value_t = Backend::Cpu)]
     pub backend: Backend,
@@ -80,6 +91,22 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let model = super::load_model(&a.model)?;
+    let prompt = if a.chat {
+        if !model.tokenizer.is_llama_cpp() {
+            bail!(
+                "--chat: {} has a llama2.c tokenizer, which carries no chat template",
+                model.source
+            );
+        }
+        ChatTemplate::detect(model.tokenizer.chat_template(), &model.source)?.user_prompt(&a.prompt)
+    } else {
+        a.prompt.clone()
+    };
+    let opts = GenerateOptions {
+        // The template's header tokens are control tokens: --chat parses them.
+        parse_special: a.special || a.chat,
+        render_special: a.special,
+    };
     let steps = effective_steps(a.steps, model.config.seq_len);
     let seed = crate::validate::resolve_seed(a.seed);
     if a.seed == 0 && a.temp > 0.0 {
@@ -122,13 +149,14 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         a.gpu.act.unwrap_or_default()
     );
     let mut out = crate::out::Stdout::lock();
-    let g = generate(
+    let g = generate_with(
         dec.as_mut(),
         &model.tokenizer,
         &mut sampler,
-        a.prompt.as_bytes(),
+        prompt.as_bytes(),
         steps,
         &mut out,
+        opts,
     )
     .context("generating")?;
     if let Some(tps) = g.tok_per_s() {

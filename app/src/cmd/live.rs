@@ -194,11 +194,16 @@ pub(crate) fn quant_name(m: &Model) -> String {
     names.join("+")
 }
 
-/// Token id → its text, as run.c's decode gives it (mid-sequence: leading spaces kept).
+/// Token id → its text, as run.c's decode gives it (mid-sequence: leading spaces kept). A
+/// GGUF vocabulary's token shows its UTF-8 text (byte-level BPE and `<0xXX>` bytes decoded,
+/// control tokens empty); a token holding only part of a character shows U+FFFD for it.
 pub(crate) fn token_decoder(m: &Model) -> ui::state::Decoder {
     let tok = m.tokenizer.clone();
     let prev = tok.eos_id();
     Arc::new(move |id| {
+        if tok.is_llama_cpp() {
+            return String::from_utf8_lossy(tok.decode(prev, id)).into_owned();
+        }
         baro_engine::tokenizer::printable(tok.decode(prev, id))
             .map(|b| String::from_utf8_lossy(b).into_owned())
             .unwrap_or_default()

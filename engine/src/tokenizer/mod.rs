@@ -17,9 +17,13 @@
 //! - byte fallback for a byte without a `<0xXX>` piece: token 0 (`<unk>` by convention);
 //! - [`Tokenizer::decode`] of an id outside the vocabulary: an empty piece.
 
+pub mod chat;
 pub mod llama;
 pub mod pretok;
+pub mod stream;
 pub mod unicode;
+
+pub use stream::{StreamDecoder, TokenText};
 
 use crate::{Error, Result};
 
@@ -547,6 +551,15 @@ impl Tokenizer {
             ) if prev_token == self.bos_id => rest,
             _ => piece,
         }
+    }
+
+    /// The file's `tokenizer.chat_template` (GGUF vocabularies only).
+    pub fn chat_template(&self) -> Option<&str> {
+        let l = self.llama.as_ref()?;
+        l.meta
+            .iter()
+            .find(|(k, _)| k == "tokenizer.chat_template")
+            .and_then(|(_, v)| v.as_str())
     }
 
     /// Whether this vocabulary came from a GGUF file and runs as llama.cpp runs it.

@@ -1,0 +1,71 @@
+//! `baro-top tokenize`: a model file's tokenizer on a text, as llama.cpp's `llama-tokenize`
+//! prints it (one `id -> 'piece'` line per token, or `--ids` as one list), so the tokenizer
+//! can be checked by hand against llama.cpp on the same file.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use baro_engine::gguf::GgufFile;
+use baro_engine::tokenizer::Tokenizer;
+use clap::Args;
+
+/// Arguments of `tokenize`.
+#[derive(Args, Debug)]
+pub struct TokenizeArgs {
+    /// GGUF file whose vocabulary (`tokenizer.ggml.*`) to use; tensors are not needed (a
+    /// vocabulary-only file works). Default: the embedded stories260K tokenizer (run.c's).
+    #[arg(long, short = 'm')]
+    pub model: Option<PathBuf>,
+    /// Print the ids only, as `[1, 2, 3]`.
+    #[arg(long)]
+    pub ids: bool,
+    /// Parse control tokens written in the text (`<|eot_id|>`, `<|im_start|>`, …) as those
+    /// tokens; without it they are tokenized as plain text.
+    #[arg(long)]
+    pub special: bool,
+    /// Add no BOS (nor EOS) even where the vocabulary adds one.
+    #[arg(long)]
+    pub no_bos: bool,
+    /// The text to tokenize.
+    pub text: String,
+}
+
+/// The tokenizer of `path`: a GGUF file's vocabulary, with a clear error for a file that has
+/// none.
+pub fn tokenizer_of(path: &std::path::Path) -> anyhow::Result<Tokenizer> {
+    let file = GgufFile::open(path).with_context(|| format!("reading {}", path.display()))?;
+    if file.get("tokenizer.ggml.tokens").is_none() {
+        bail!(
+            "{} has no tokenizer: its metadata has no tokenizer.ggml.tokens (a file from `model gen` or one converted without a vocabulary)",
+            path.display()
+        );
+    }
+    baro_engine::model::tokenizer_from_gguf(&file)
+        .with_context(|| format!("the tokenizer of {}", path.display()))
+}
+
+pub fn run(a: TokenizeArgs) -> anyhow::Result<ExitCode> {
+    let tok = match &a.model {
+        Some(p) => tokenizer_of(p)?,
+        None => baro_engine::model::Model::embedded()?.tokenizer,
+    };
+    let ids = tok.tokenize(a.text.as_bytes(), !a.no_bos, a.special);
+    let mut out = crate::out::Stdout::lock();
+    let io = |e| anyhow::anyhow!("writing to stdout: {e}");
+    if a.ids {
+        let list: Vec<String> = ids.iter().map(u32::to_string).collect();
+        writeln!(out, "[{}]", list.join(", ")).map_err(io)?;
+    } else {
+        for &id in &ids {
+            // The piece as llama-tokenize prints it: its bytes, control tokens included.
+            let piece = tok.pieces().get(id as usize).map_or(&[][..], |p| &p[..]);
+            write!(out, "{id:6} -> '").map_err(io)?;
+            out.write_all(piece).map_err(io)?;
+            writeln!(out, "'").map_err(io)?;
+        }
+    }
+    out.flush().map_err(io)?;
+    Ok(ExitCode::SUCCESS)
+}
