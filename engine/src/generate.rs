@@ -112,6 +112,12 @@ pub fn generate_with(
     let mut start: Option<Instant> = None;
     let mut token = prompt_tokens[0];
     let mut text = TokenText::new(tok, token, opts.render_special);
+    if tok.is_llama_cpp() && token != tok.bos_id() {
+        // A vocabulary that adds no BOS starts with a prompt token: it is text too.
+        text = TokenText::new(tok, u32::MAX, opts.render_special);
+        let piece = text.push(token);
+        out.write_all(&piece).map_err(io)?;
+    }
     let mut pos = 0;
     while pos < steps {
         let logits = dec.forward(token, pos)?;

@@ -422,3 +422,102 @@ fn generation_stops_at_an_end_of_generation_token_and_prints_whole_characters() 
         *emoji.last().expect("emoji")
     );
 }
+
+/// The model fixtures (tests/data/models, made by llama.cpp) carry llama.cpp's prompt ids:
+/// the vocabulary of each file must give the same ids for the same prompt, BOS as the file says.
+#[test]
+fn fixture_prompts_tokenize_to_llama_cpp_s_prompt_ids() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/models");
+    let tmp = tempfile::tempdir().expect("tmp dir");
+    let mut checked = 0;
+    for name in ["llama3-q4_0", "qwen2-q4_0", "qwen3-q4_0", "kq-q4_0"] {
+        let json = std::fs::read_to_string(dir.join(format!("{name}.json"))).expect("fixture json");
+        let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+        let zst = std::fs::File::open(dir.join(format!("{name}.gguf.zst"))).expect("fixture");
+        let mut dec =
+            ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(zst)).expect("zstd");
+        let mut bytes = Vec::new();
+        dec.read_to_end(&mut bytes).expect("zstd data");
+        let path = tmp.path().join(format!("{name}.gguf"));
+        std::fs::write(&path, &bytes).expect("write");
+        let file = GgufFile::open(&path).expect("gguf");
+        let tok = tokenizer_from_gguf(&file).expect("tokenizer");
+        for case in v["cases"].as_array().expect("cases") {
+            let prompt = case["prompt"].as_str().expect("prompt");
+            let want: Vec<u32> = case["prompt_ids"]
+                .as_array()
+                .expect("prompt_ids")
+                .iter()
+                .map(|x| x.as_u64().expect("id") as u32)
+                .collect();
+            assert_eq!(
+                tok.tokenize(prompt.as_bytes(), true, false),
+                want,
+                "{name}: {prompt:?}"
+            );
+            // llama.cpp's greedy text decodes to valid UTF-8 through the streaming decoder.
+            let mut text =
+                baro_engine::tokenizer::TokenText::new(&tok, *want.last().expect("ids"), false);
+            let mut out = Vec::new();
+            for id in case["generated"].as_array().expect("generated") {
+                out.extend(text.push(id.as_u64().expect("id") as u32));
+            }
+            out.extend(text.finish());
+            assert!(std::str::from_utf8(&out).is_ok(), "{name}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 12, "{checked} prompts");
+}
+
+#[test]
+fn a_prompt_without_bos_is_printed_from_its_first_token() {
+    use baro_engine::generate::{generate_with, GenerateOptions};
+    use baro_engine::sampler::Sampler;
+    let (_d, q) = vocab("qwen2");
+    let prompt = q.tokenize(b"Hello world", true, false);
+    assert_eq!(prompt.len(), 2, "qwen2 adds no BOS: {prompt:?}");
+    let eos = q.eos_id();
+    let mut dec = Scripted {
+        vocab: q.vocab_size(),
+        script: vec![0, eos],
+        logits: Vec::new(),
+    };
+    let mut sampler = Sampler::new(q.vocab_size(), 0.0, 0.9, 1);
+    let mut out = Vec::new();
+    let g = generate_with(
+        &mut dec,
+        &q,
+        &mut sampler,
+        b"Hello world",
+        10,
+        &mut out,
+        GenerateOptions::default(),
+    )
+    .expect("generate");
+    assert_eq!(String::from_utf8_lossy(&out), "Hello world\n");
+    assert_eq!(g.positions, 2);
+}
+
+#[test]
+fn a_vocabulary_read_from_gguf_is_written_back_unchanged() {
+    let (dir, path) = vocab_file("llama-bpe");
+    let file = GgufFile::open(&path).expect("gguf");
+    let tok = tokenizer_from_gguf(&file).expect("tokenizer");
+    let md = baro_engine::model::tokenizer_gguf_metadata(&tok).expect("metadata");
+    let want: Vec<_> = file
+        .metadata
+        .iter()
+        .filter(|(k, _)| k.starts_with("tokenizer."))
+        .cloned()
+        .collect();
+    assert_eq!(md, want);
+    let out = dir.path().join("back.gguf");
+    baro_engine::gguf::write_file(&out, &md, &[]).expect("write");
+    let back = tokenizer_from_gguf(&GgufFile::open(&out).expect("gguf")).expect("tokenizer");
+    let text = "Hello world! 1234 \u{1F9A9} <|eot_id|>";
+    assert_eq!(
+        back.tokenize(text.as_bytes(), true, true),
+        tok.tokenize(text.as_bytes(), true, true)
+    );
+}
