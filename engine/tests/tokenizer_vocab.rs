@@ -2,8 +2,10 @@
 //! SOURCE.md there): every input must give exactly the ids llama.cpp gives (no BOS, special
 //! tokens not parsed), and the pieces of those ids must spell the input again.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use baro_engine::gguf::{GgufFile, Value};
 use baro_engine::model::tokenizer_from_gguf;
@@ -16,12 +18,24 @@ fn data(name: &str) -> PathBuf {
 }
 
 /// The vocabulary `ggml-vocab-NAME.gguf`, decompressed to a temporary file (the GGUF reader
-/// memory-maps a path).
-fn vocab(name: &str) -> (tempfile::TempDir, Tokenizer) {
-    let (dir, path) = vocab_file(name);
-    let file = GgufFile::open(&path).expect("gguf parses");
-    let tok = tokenizer_from_gguf(&file).expect("tokenizer builds");
-    (dir, tok)
+/// memory-maps a path) and built once per test binary (the tokenizer owns its data, so the file
+/// goes away after).
+fn vocab(name: &str) -> ((), Tokenizer) {
+    type Slot = Arc<OnceLock<Tokenizer>>;
+    static CACHE: OnceLock<Mutex<HashMap<String, Slot>>> = OnceLock::new();
+    let slot = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .expect("cache lock")
+        .entry(name.to_owned())
+        .or_default()
+        .clone();
+    let tok = slot.get_or_init(|| {
+        let (_dir, path) = vocab_file(name);
+        let file = GgufFile::open(&path).expect("gguf parses");
+        tokenizer_from_gguf(&file).expect("tokenizer builds")
+    });
+    ((), tok.clone())
 }
 
 /// The decompressed vocabulary file `ggml-vocab-NAME.gguf` in a temporary directory.
@@ -520,4 +534,46 @@ fn a_vocabulary_read_from_gguf_is_written_back_unchanged() {
         back.tokenize(text.as_bytes(), true, true),
         tok.tokenize(text.as_bytes(), true, true)
     );
+}
+
+/// The tokenizer of vocabulary `base` with its metadata changed by `edit`.
+fn edited(base: &str, edit: impl FnOnce(&mut Vec<(String, Value)>)) -> Tokenizer {
+    let (dir, path) = vocab_file(base);
+    let mut md = GgufFile::open(&path).expect("gguf").metadata.clone();
+    edit(&mut md);
+    let out = dir.path().join("edited.gguf");
+    baro_engine::gguf::write_file(&out, &md, &[]).expect("write");
+    tokenizer_from_gguf(&GgufFile::open(&out).expect("gguf")).expect("tokenizer")
+}
+
+#[test]
+fn user_defined_tokens_are_matched_in_plain_text_and_space_prefix_follows_the_metadata() {
+    let (_d, g) = vocab("gpt-2");
+    let id = g.token_id("world").expect("world");
+    let (a, b) = (g.token_id("a").expect("a"), g.token_id("b").expect("b"));
+    assert_ne!(g.tokenize(b"aworldb", false, false), [a, id, b]);
+    // The same token made user-defined (type 4) is cut out of plain text first, as llama.cpp
+    // does (a control token would need parse_special).
+    let u = edited("gpt-2", |md| {
+        array_mut(md, "tokenizer.ggml.token_type")[id as usize] = Value::I32(4)
+    });
+    assert_eq!(u.tokenize(b"aworldb", false, false), [a, id, b]);
+    let c = edited("gpt-2", |md| {
+        array_mut(md, "tokenizer.ggml.token_type")[id as usize] = Value::I32(3)
+    });
+    assert_eq!(
+        c.tokenize(b"aworldb", false, false),
+        g.tokenize(b"aworldb", false, false)
+    );
+    assert_eq!(c.tokenize(b"aworldb", false, true), [a, id, b]);
+    // SPM: add_space_prefix false drops the leading '▁'.
+    let (_d, s) = vocab("llama-spm");
+    let with = s.tokenize(b"Hello", false, false);
+    let n = edited("llama-spm", |md| {
+        md.push(("tokenizer.ggml.add_space_prefix".into(), Value::Bool(false)))
+    });
+    let without = n.tokenize(b"Hello", false, false);
+    assert_ne!(with, without);
+    assert!(!n.decode(0, without[0]).starts_with(b" "));
+    assert!(s.decode(0, with[0]).starts_with(b" "));
 }
