@@ -402,7 +402,25 @@ fn qwen2_passes_the_gate_on_vulkan_one_and_four_rows_at_a_time() {
 }
 
 #[test]
-fn qwen3_passes_the_gate_on_vulkan() {
+fn qwen3_passes_the_gate_on_vulkan_with_f32_and_q8_activations() {
     let m = model(&shape(Arch::Qwen3, 1, Some(32)), GgmlType::Q8_0, 18);
     gate(&m, 3, None, "qwen3 head size 32");
+    // q8 activations: the attention output (n_heads · head_size = 256 > dim) quantised into
+    // the int8 vector, against the q8 reference (the gate's q8 bounds).
+    let Some((ctx, _turn)) = common::device() else {
+        return;
+    };
+    let mut g = GateConfig::new(
+        3,
+        vec![Dispatch::Mega, Dispatch::Multi],
+        vec![m.tokenizer.bos_id(), 5, 77],
+    );
+    g.decoder.act = baro_engine::act::ActType::Q8;
+    let r = run_gate(&ctx.clone().into(), &m, &g, |_, _| {}).expect("gate ran");
+    let fails: Vec<_> = r.passes.iter().flat_map(|p| p.failures.clone()).collect();
+    assert!(r.ok() && r.passes.len() == 3, "qwen3 q8: {fails:?}");
+    assert!(
+        r.passes.iter().all(|p| p.bitwise_equal == Some(true)),
+        "qwen3 q8: mega and multi differ"
+    );
 }
