@@ -490,7 +490,9 @@ impl Engine {
         self.pos += 1;
         self.token = next;
         let max = crate::generate::Decode::max_seq(&self.dec);
-        if self.pos >= max || next == self.b.model.tokenizer.bos_id() {
+        // The sequence ends where `generate` ends it: at an end-of-generation token of a GGUF
+        // vocabulary (EOS, EOT, <|im_end|>, ...), at BOS for run.c's (llama2.c) vocabularies.
+        if self.pos >= max || self.b.model.tokenizer.is_eog(next) {
             self.restart();
         }
         Ok(Flow::Go)
