@@ -898,76 +898,6 @@ float slow_work(float v) {
     return v;
 }
 
-// ---- weights touched ahead (issue 23 steps 1-2; bench/README.md, rounds 31-32) ----
-// The weights are read-only during a pass and a team knows its units statically, so the rows
-// it will read next can be on their way into L2 before it asks for them. Round 31 held a first
-// unit's quant words in registers across the barrier and the prologue, and the pipeline paid
-// for it in registers and shared memory (1b q8 -32 %, f32 -86 %). Here a row is only touched:
-// one 4-byte load per 32-byte sector of its quants (and of its scales, Q4_0 and Q8_0), summed
-// into one word per lane (stream_touch), which is added into g_tsum well after the loads have
-// arrived (after the prologue, or one unit later) so the compiler keeps them and no lane waits
-// for them; g_tsum is read once, by a test that never holds (stream_sink). Nothing the
-// arithmetic reads changes: bit-identical with STREAM off.
-// - Split barrier: between a workgroup's arrival and its wait, each team touches its first
-//   rows of the next level (stream_touch_level); before the prologue where no barrier came
-//   first (level 0, a one-stage dispatch).
-// - The head (1b: ~30 rows per team): each unit touches the row two units ahead.
-uint g_tsum = 0u;              // every touch, folded (stream_sink)
-uint g_tpend = 0u;             // the touches issued for level g_tlvl, not yet folded
-uint g_tlvl = 0xFFFFFFFFu;
-
-// Row `row` of tensor t: the first 4·S sectors of its quant words (rows up to 8192 Q4_0
-// columns on 32 lanes), and its Q4_0/Q8_0 scales.
-uint stream_touch(uint t, uint row) {
-    uint ty = MAT_TY != 0xFFFFu ? MAT_TY : T(t, T_TYPE);
-    uint ch = T(t, T_CHUNK), rw = T(t, T_ROWW);
-    uint qb = T(t, T_QS) + row * rw, k0 = tlane() * 8u, s8 = gl_SubgroupSize * 8u;
-    uint v = 0u;
-    [[unroll]] for (uint i = 0u; i < 4u; ++i)
-        if (k0 + i * s8 < rw) v += wld(ch, qb + k0 + i * s8);
-    if (ty == TY_Q4_0 || ty == TY_Q8_0) {
-        uint nb = T(t, T_COLS) / 32u;
-        if (k0 < (nb + 1u) / 2u) v += wld(ch, T(t, T_SC) + (row * nb) / 2u + k0);
-    }
-    return v;
-}
-
-// This team's first rows of level lvl (only_stage: a one-stage dispatch's stage, else
-// 0xFFFFFFFF): in the level's first stage where the team has a unit u, the two rows it will
-// read first — a rope pair's, gate and up of u, or the rows of units u and u + NT. A level
-// that begins with a workgroup-granular stage (attention, argmax), the chunked down
-// projection or whole q/k heads touches nothing.
-uint stream_touch_level(uint lvl, uint only_stage) {
-    g_tlvl = lvl;
-    if (STREAM == 0u) return 0u;
-    uint lb = P(H_LEVELS) + lvl * L_WORDS;
-    uint first = P(lb + L_FIRST), cnt = P(lb + L_COUNT);
-    for (uint s = first; s < first + cnt; ++s) {
-        TICK();
-        if (only_stage != 0xFFFFFFFFu && s != only_stage) continue;
-        uint b = P(H_STAGES) + s * S_WORDS;
-        uint kind = P(b + S_KIND), n = P(b + S_UNITS);
-        bool rope = kind == K_Q || kind == K_K;
-        bool skip = (kind == K_DOWN && P(H_HIDDEN) > IN_CAP) || (rope && P(H_QK_NORM) != 0u);
-        bool known = rope || kind == K_V || kind == K_WO || kind == K_DOWN || kind == K_FFN
-            || kind == K_HEAD;
-        if (!known || skip) return 0u;
-        uint NT, u = first_unit(b, n, NT);
-        if (u >= n) continue;
-        uint t0 = P(b + S_T0);
-        if (rope) return stream_touch(t0, rope_row(u, 0u)) + stream_touch(t0, rope_row(u, 1u));
-        if (kind == K_FFN) return stream_touch(t0, u) + stream_touch(P(b + S_T1), u);
-        return stream_touch(t0, u) + (u + NT < n ? stream_touch(t0, u + NT) : 0u);
-    }
-    return 0u;
-}
-
-// The touches' one reader: a test that never holds (no pass has the id 0xFFFFFFFF), so the
-// loads are kept and nothing is written.
-void stream_sink() {
-    if (STREAM != 0u && g_tsum + g_tpend == 0x9E3779B9u && pc.pass_id == 0xFFFFFFFFu) red[61] = 0.0;
-}
-
 // The level's last stage to run here is stamped by run_level after the level's own
 // workgroup barrier, so instrumentation adds barriers only between stages.
 // `first`: its start was stamped before the level's prologue (the prologue is this stage's
@@ -1075,17 +1005,10 @@ void run_stage(uint si, bool first, bool last) {
                 }
                 u += nu * NT;
             }
-        } else {
-        // The head touches the row two units ahead (its first two came with the barrier).
-        bool touch = STREAM != 0u && kind == K_HEAD;
-        uint pend = 0u;
+        } else
         for (uint u = me; u < n; u += NT) {
             TICK();
             if (!budget_ok()) break;
-            if (touch) {
-                g_tsum += pend;   // touched a unit ago: arrived
-                pend = u + 2u * NT < n ? stream_touch(t0, u + 2u * NT) : 0u;
-            }
             if (qk_heads) unit_qk_head(kind, t0, t1, layer, u);
             else if (kind == K_Q || kind == K_K) unit_rope(kind, t0, t1, layer, u);
             else if (kind == K_V) unit_v(t0, t1, layer, u);
@@ -1101,7 +1024,6 @@ void run_stage(uint si, bool first, bool last) {
                     if (bi == 0xFFFFFFFFu || v > best) { best = v; bi = u; }
                 }
             }
-        }
         }
         if (kind == K_HEAD) {
             // Team winners -> workgroup partial (lowest index on ties).
@@ -1129,12 +1051,7 @@ void run_level(uint lvl, uint only_stage) {
     uint first_run = only_stage != 0xFFFFFFFFu ? only_stage : first;
     uint last = only_stage != 0xFFFFFFFFu ? only_stage : first + cnt - 1u;
     stamp_stage(first_run, 0u);
-    // This level's first rows, unless the barrier before touched them; folded once the
-    // prologue (at least one round trip) is done.
-    if (g_tlvl != lvl) g_tpend = stream_touch_level(lvl, only_stage);
     prologue(lvl);
-    g_tsum += g_tpend;
-    g_tpend = 0u;
     for (uint s = first; s < first + cnt; ++s) {
         if (only_stage != 0xFFFFFFFFu && s != only_stage) continue;
         run_stage(s, s == first_run, s == last);
@@ -1153,20 +1070,14 @@ void run_level(uint lvl, uint only_stage) {
 // bounded spin, then one acquire fence (DESIGN.md: acquire polls break lavapipe).
 bool grid_barrier(uint lvl, bool arrive_only) {
     wg_sync();
-    uint t0 = 0u, seen = 0u;
     if (lid() == 0u) {
         // One clock read: the arrival stamp and the start of the spin's timeout.
         uvec2 ta = now2();
         stamp_level_at(lvl, 0u, ta);
-        seen = atomicAdd(sy.w[SY_COUNTER], 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease) + 1u;
-        t0 = ta.x;
-    }
-    // Split phase: arrived, each team touches its first rows of the next level, then the wait
-    // (the weights and the program are read-only during a pass: no order with the acquire).
-    if (!arrive_only) g_tpend = stream_touch_level(lvl + 1u, 0xFFFFFFFFu);
-    if (lid() == 0u) {
         bool ok = true;
         uint target = (lvl + 1u) * G;
+        uint seen = atomicAdd(sy.w[SY_COUNTER], 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease) + 1u;
+        uint t0 = ta.x;
         while (!arrive_only && seen < target) {
             TICK();
             if (atomicLoad(sy.w[SY_ABORT], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u) { ok = false; break; }
@@ -1235,7 +1146,6 @@ void main() {
             return;
         }
         run_level(pc.level, pc.stage);
-        stream_sink();
         if (pc.level + 1u == nl) finish_frame();
         return;
     }
@@ -1270,6 +1180,5 @@ void main() {
             }
         }
     }
-    stream_sink();
     finish_frame();
 }

@@ -58,7 +58,6 @@ layout(constant_id = SPEC_ROWS) const uint ROWS = 1;             // weight rows 
 layout(constant_id = SPEC_KV_F16) const bool KV_F16 = false;    // KV cache stored as f16 (KV16 modules only)
 layout(constant_id = SPEC_HEAD_SIZE) const uint HEAD_SIZE = 64;  // the program's head size (H_HEAD_SIZE)
 layout(constant_id = SPEC_SQ_CAP) const uint SQ_CAP = 32;       // elements of the int8 input vector (ACT_Q8 modules)
-layout(constant_id = SPEC_STREAM) const uint STREAM = 1;        // weights touched ahead (decode.comp, stream_touch)
 
 #define NCHUNK 8
 layout(set = 0, binding = B_WEIGHTS) readonly buffer Weights { uint w[]; } weights[NCHUNK];

@@ -90,12 +90,8 @@ interface! {
         /// Elements of the shared int8 input vector (only in the modules built with the q8
         /// activation path).
         SQ_CAP = 16,
-        /// Weights touched ahead (issue 23, bench/README.md round 32): 0 off, 1 each team
-        /// touches its next level's first rows between its barrier arrival and the wait, and
-        /// the head's rows two units ahead (loads whose values no arithmetic reads).
-        STREAM = 17,
         /// How many there are.
-        COUNT = 18,
+        COUNT = 17,
     }
 
     /// Program header word indices (`H_*`).

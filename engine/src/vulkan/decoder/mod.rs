@@ -100,12 +100,6 @@ pub struct DecoderOptions {
     pub test_slow_kind: Option<StageKind>,
     /// Test only: this workgroup never arrives at a barrier.
     pub test_stall_wg: Option<u32>,
-    /// Weights touched ahead (issue 23, bench/README.md round 32): each team touches its next
-    /// level's first weight rows between its grid-barrier arrival and the wait (or before the
-    /// level's prologue), and the head's rows two units ahead: loads whose values no
-    /// arithmetic reads, so the rows are in L2 when the dot products ask. Bit-identical either
-    /// way; on by default, off runs the plain schedule (a test compares the two).
-    pub stream_ahead: bool,
     /// Run the documented fallback for devices without VK_KHR_shader_clock even where the
     /// clock exists: spins are bounded by the iteration budget alone and stamps read 0.
     pub no_device_clock: bool,
@@ -169,7 +163,6 @@ impl Default for DecoderOptions {
             read_logits: true,
             test_slow_kind: None,
             test_stall_wg: None,
-            stream_ahead: true,
             pipeline_cache_out: None,
             no_device_clock: false,
             chain: 1,

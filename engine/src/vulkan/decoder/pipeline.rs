@@ -91,7 +91,6 @@ impl VulkanDecoder {
                     (spec::KV_F16, kv16 as u32),
                     (spec::HEAD_SIZE, self.program.head_size()),
                     (spec::SQ_CAP, self.sq_cap),
-                    (spec::STREAM, self.opts.stream_ahead as u32),
                 ] {
                     spec[id as usize] = value;
                 }
