@@ -1,0 +1,314 @@
+use super::*;
+
+const TOK512: &[u8] = include_bytes!("../../models/stories260K/tok512.bin");
+
+fn tok512() -> Tokenizer {
+    Tokenizer::from_llama2c(TOK512, 512).expect("tok512.bin parses")
+}
+
+/// A small vocabulary: `<unk>`, `<s>`, `</s>`, then `extra` pieces with their scores.
+fn small(extra: &[(&str, f32)]) -> Tokenizer {
+    let mut pieces: Vec<Vec<u8>> = vec![b"<unk>".to_vec(), b"<s>".to_vec(), b"</s>".to_vec()];
+    let mut scores = vec![0.0; 3];
+    for (p, s) in extra {
+        pieces.push(p.as_bytes().to_vec());
+        scores.push(*s);
+    }
+    Tokenizer::new(pieces, scores, 1, 2).expect("small vocabulary")
+}
+
+#[test]
+fn reads_tok512() {
+    let t = tok512();
+    assert_eq!(t.vocab_size(), 512);
+    assert_eq!(t.max_token_length(), 7);
+    assert_eq!((t.bos_id(), t.eos_id()), (1, 2));
+    assert_eq!(t.pieces()[1], b"\n<s>\n");
+    assert_eq!(t.pieces()[259], b" t");
+    assert_eq!(t.scores()[260], -1.0);
+    // run.c's byte fallback is id = byte + 3; the table agrees for this vocabulary.
+    for b in 0..256usize {
+        assert_eq!(t.byte_fallback[b], Some(b as u32 + 3));
+    }
+}
+
+#[test]
+fn encodes_like_run_c() {
+    let t = tok512();
+    assert_eq!(t.encode(b"", true, false), [1]);
+    assert_eq!(t.encode(b"", false, false), Vec::<u32>::new());
+    assert_eq!(t.encode(b"", true, true), [1, 2]);
+    // The reference greedy story starts with these ids.
+    assert_eq!(
+        t.encode(b"Once upon a time", true, false),
+        [1, 403, 407, 261, 378]
+    );
+    assert_eq!(
+        t.encode(b"Once upon a time", false, true),
+        [403, 407, 261, 378, 2]
+    );
+    assert_eq!(
+        t.encode(b"Lily's mom said, \"Hi!\"", true, false),
+        [1, 317, 439, 419, 357, 336, 432, 313, 440, 417, 443, 436]
+    );
+    // Multi-byte code points in the vocabulary ("é", "—"), and byte fallback for "ï" and
+    // the 4-byte emoji.
+    assert_eq!(
+        t.encode(
+            "caf\u{e9} \u{2014} na\u{ef}ve \u{1F642}".as_bytes(),
+            true,
+            false
+        ),
+        [1, 280, 412, 431, 485, 410, 481, 297, 412, 198, 178, 360, 410, 243, 162, 156, 133]
+    );
+    assert_eq!(t.encode(b"\n\t x", true, false), [1, 410, 13, 12, 410, 444]);
+    // Stray continuation bytes: run.c groups up to 4 of them, then falls back byte-wise.
+    assert_eq!(
+        t.encode(b"\x80\x80\x80\x80\x80a", true, false),
+        [1, 410, 131, 131, 131, 131, 131, 412]
+    );
+    // The text is a C string: it ends at the first NUL.
+    assert_eq!(
+        t.encode(b"Once\0 upon", true, false),
+        t.encode(b"Once", true, false)
+    );
+    assert_eq!(t.encode(b"\0abc", true, false), [1]);
+}
+
+#[test]
+fn decodes_back_to_the_text() {
+    let t = tok512();
+    for text in ["Once upon a time", "Lily's mom said, \"Hi!\"", "\n\t x"] {
+        let ids = t.encode(text.as_bytes(), true, false);
+        let mut out = Vec::new();
+        for w in ids.windows(2) {
+            out.extend_from_slice(t.decode(w[0], w[1]));
+        }
+        assert_eq!(out, text.as_bytes(), "{text:?}");
+    }
+}
+
+#[test]
+fn decode_strips_the_space_after_bos_only() {
+    let t = tok512();
+    assert_eq!(t.decode(1, 403), b"Once");
+    assert_eq!(t.decode(2, 403), b" Once");
+    assert_eq!(t.decode(0, 403), b" Once");
+    assert_eq!(t.decode(1, 410), b"");
+    assert_eq!(t.decode(403, 407), b" upon");
+    // Out-of-range ids decode to nothing.
+    assert_eq!(t.decode(1, 512), b"");
+    assert_eq!(t.decode(1, u32::MAX), b"");
+}
+
+#[test]
+fn byte_tokens_decode_to_raw_bytes() {
+    let t = tok512();
+    assert_eq!(t.decode(5, 13), b"\n");
+    assert_eq!(t.decode(1, 13), b"\n");
+    assert_eq!(t.decode(5, 3), [0u8]);
+    assert_eq!(t.decode(5, 258), [0xffu8]);
+    assert_eq!(t.decode(5, 0), b"<unk>");
+    assert_eq!(printable(t.decode(5, 3)), None);
+    assert_eq!(printable(t.decode(5, 258)), None);
+    assert_eq!(printable(t.decode(5, 13)), Some(&b"\n"[..]));
+    // Only exactly "<0xHH>" is a byte piece; after BOS the stripped piece is what counts.
+    let s = small(&[
+        ("<0x41>", 0.0),
+        ("<0x4>", 0.0),
+        ("<0x41>x", 0.0),
+        (" <0x42>", 0.0),
+        ("<0x4a>", 0.0),
+    ]);
+    assert_eq!(s.decode(0, 3), b"A");
+    assert_eq!(s.decode(0, 4), b"<0x4>");
+    assert_eq!(s.decode(0, 5), b"<0x41>x");
+    assert_eq!(s.decode(0, 6), b" <0x42>");
+    assert_eq!(s.decode(1, 6), b"B");
+    assert_eq!(s.decode(0, 7), b"J");
+}
+
+#[test]
+fn printable_filters_like_safe_printf() {
+    assert_eq!(printable(b""), None);
+    assert_eq!(printable(b"\0"), None);
+    assert_eq!(printable(b"\0abc"), None);
+    assert_eq!(printable(b"ab\0cd"), Some(&b"ab"[..]));
+    assert_eq!(printable(b"a"), Some(&b"a"[..]));
+    assert_eq!(printable(b"~"), Some(&b"~"[..]));
+    for c in [b' ', b'\t', b'\n', 0x0b, 0x0c, b'\r'] {
+        assert_eq!(printable(&[c]), Some(&[c][..]));
+    }
+    for c in [0x01u8, 0x08, 0x0e, 0x1f, 0x7f, 0x80, 0xc3, 0xff] {
+        assert_eq!(printable(&[c]), None, "{c:#x}");
+    }
+    // Longer pieces print whatever bytes they hold.
+    assert_eq!(printable(b"\x01\x02"), Some(&b"\x01\x02"[..]));
+    assert_eq!(printable("\u{e9}".as_bytes()), Some("\u{e9}".as_bytes()));
+}
+
+#[test]
+fn greedy_reference_story_decodes_byte_for_byte() {
+    let json = include_str!("../../models/stories260K/expected_greedy.json");
+    let want = include_bytes!("../../models/stories260K/greedy_empty_prompt_200.txt");
+    let start = json.find("\"tokens_after_bos\"").expect("tokens_after_bos");
+    let list = &json[start..];
+    let list = &list[list.find('[').expect("[") + 1..list.find(']').expect("]")];
+    let ids: Vec<u32> = list
+        .split(',')
+        .map(|s| s.trim().parse().expect("id"))
+        .collect();
+    assert!(ids.len() > 100);
+    let t = tok512();
+    let mut prev = 1;
+    let mut out = Vec::new();
+    for &id in &ids {
+        if let Some(p) = printable(t.decode(prev, id)) {
+            out.extend_from_slice(p);
+        }
+        prev = id;
+    }
+    assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(want));
+}
+
+#[test]
+fn merges_take_the_highest_score_and_the_first_pair_on_ties() {
+    let v = [
+        (" ", 0.0),
+        ("a", 0.0),
+        ("b", 0.0),
+        ("ab", -1.0),
+        ("ba", -1.0),
+    ];
+    let t = small(&v);
+    assert_eq!(t.encode(b"aba", false, false), [3, 6, 4]);
+    let v = [
+        (" ", 0.0),
+        ("a", 0.0),
+        ("b", 0.0),
+        ("ab", -2.0),
+        ("ba", -1.0),
+    ];
+    let t = small(&v);
+    assert_eq!(t.encode(b"aba", false, false), [3, 4, 7]);
+    // Merges happen repeatedly, including with the dummy prefix.
+    let v = [
+        (" ", 0.0),
+        ("a", 0.0),
+        ("b", 0.0),
+        ("ab", -1.0),
+        (" ab", -2.0),
+        (" a", -3.0),
+    ];
+    let t = small(&v);
+    assert_eq!(t.encode(b"ab", false, false), [7]);
+    // A merge scoring at or below run.c's starting best score of -1e10 never happens.
+    let t = small(&[(" ", 0.0), ("a", 0.0), ("b", 0.0), ("ab", -1e10)]);
+    assert_eq!(t.encode(b"ab", false, false), [3, 4, 5]);
+    let t = small(&[(" ", 0.0), ("a", 0.0), ("b", 0.0), ("ab", -9.9e9)]);
+    assert_eq!(t.encode(b"ab", false, false), [3, 6]);
+    let t = small(&[(" ", 0.0), ("a", 0.0), ("b", 0.0), ("ab", f32::NAN)]);
+    assert_eq!(t.encode(b"ab", false, false), [3, 4, 5]);
+    // run.c merges over the whole sequence, BOS included.
+    let t = small(&[(" ", 0.0), ("<s> ", 5.0)]);
+    assert_eq!(t.encode(b" ", true, true), [4, 3, 2]);
+}
+
+#[test]
+fn fallbacks_where_run_c_is_undefined() {
+    // No " " piece: the dummy prefix is <0x20> when present, else left out.
+    let t = small(&[("a", 0.0), ("<0x20>", 0.0)]);
+    assert_eq!(t.encode(b"a", true, false), [1, 4, 3]);
+    let t = small(&[("a", 0.0)]);
+    assert_eq!(t.encode(b"a", true, false), [1, 3]);
+    // A byte without a <0xXX> piece falls back to token 0.
+    assert_eq!(t.encode(b"ab", false, false), [3, 0]);
+}
+
+#[test]
+fn embedded_nul_pieces_act_as_c_strings() {
+    let t = small(&[(" ", 0.0), ("a\0zz", 0.0), ("b", 0.0), ("ab", -1.0)]);
+    // "a\0zz" is looked up as "a" and merges with "b" as "a".
+    assert_eq!(t.encode(b"ab", false, false), [3, 6]);
+    assert_eq!(t.decode(0, 4), b"a");
+    assert_eq!(printable(&t.pieces()[4]), Some(&b"a"[..]));
+}
+
+#[test]
+fn gguf_round_trip() {
+    let t = tok512();
+    let toks = t.gguf_tokens().expect("tok512 is UTF-8");
+    assert_eq!(toks[259], "\u{2581}t");
+    assert_eq!(toks[410], "\u{2581}");
+    assert_eq!(toks[1], "\n<s>\n");
+    let back = Tokenizer::from_gguf_arrays(&toks, t.scores(), 1, 2).expect("round trip");
+    assert_eq!(back.pieces(), t.pieces());
+    assert_eq!(back.scores(), t.scores());
+    assert_eq!(
+        back.encode(b"Once upon a time", true, false),
+        [1, 403, 407, 261, 378]
+    );
+    let bad = Tokenizer::new(
+        vec![b"a".to_vec(), b"\xff".to_vec(), b"c".to_vec()],
+        vec![0.0; 3],
+        1,
+        2,
+    )
+    .expect("valid tokenizer");
+    let e = bad.gguf_tokens().expect_err("not UTF-8").to_string();
+    assert!(e.contains("token 1"), "{e}");
+}
+
+#[test]
+fn constructor_checks() {
+    assert!(Tokenizer::new(vec![], vec![], 0, 0).is_err());
+    assert!(Tokenizer::new(vec![b"a".to_vec()], vec![], 0, 0).is_err());
+    assert!(Tokenizer::new(vec![b"a".to_vec(), b"b".to_vec()], vec![0.0; 2], 1, 2).is_err());
+    assert!(Tokenizer::from_gguf_arrays(&["a".into()], &[0.0, 1.0], 0, 0).is_err());
+    let t = Tokenizer::new(vec![b"a".to_vec(), b"bcd".to_vec()], vec![0.0; 2], 0, 1).expect("ok");
+    assert_eq!(t.max_token_length(), 3);
+    assert!(Tokenizer::from_llama2c(TOK512, 0).is_err());
+    assert!(
+        Tokenizer::from_llama2c(TOK512, 2).is_err(),
+        "vocab too small for BOS/EOS ids"
+    );
+}
+
+#[test]
+fn malformed_tokenizer_files_are_errors() {
+    // Every truncation is an error, never a panic.
+    for n in 0..TOK512.len() {
+        assert!(
+            Tokenizer::from_llama2c(&TOK512[..n], 512).is_err(),
+            "length {n}"
+        );
+    }
+    let mut long = TOK512.to_vec();
+    long.push(0);
+    let e = Tokenizer::from_llama2c(&long, 512)
+        .expect_err("trailing byte")
+        .to_string();
+    assert!(e.contains("1 bytes after"), "{e}");
+    // Fewer records than the file holds leaves trailing bytes too.
+    assert!(Tokenizer::from_llama2c(TOK512, 511).is_err());
+    assert!(Tokenizer::from_llama2c(TOK512, 513).is_err());
+    assert!(Tokenizer::from_llama2c(TOK512, usize::MAX).is_err());
+    // Record 0 sits at byte 4; its length field at byte 8.
+    let mut bad = TOK512.to_vec();
+    bad[8..12].copy_from_slice(&9000i32.to_le_bytes());
+    let e = Tokenizer::from_llama2c(&bad, 512)
+        .expect_err("long record")
+        .to_string();
+    assert!(
+        e.contains("record 0 at byte 0x4: length 9000 runs past end of file"),
+        "{e}"
+    );
+    bad[8..12].copy_from_slice(&(-1i32).to_le_bytes());
+    let e = Tokenizer::from_llama2c(&bad, 512)
+        .expect_err("negative length")
+        .to_string();
+    assert!(e.contains("negative length -1"), "{e}");
+    let mut bad = TOK512.to_vec();
+    bad[0..4].copy_from_slice(&(-7i32).to_le_bytes());
+    assert!(Tokenizer::from_llama2c(&bad, 512).is_err());
+}
