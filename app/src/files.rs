@@ -1,7 +1,10 @@
 //! Reading and writing the files a user names.
 //!
-//! Every file the binary writes goes through [`write_atomic`]: the bytes go to `OUT.partial`
-//! next to the destination, which is renamed over `OUT` only once complete. On every error
+//! Every file the binary writes goes through [`write_atomic`] (or, for a recording streamed
+//! as it is made, [`create_recording`]): the bytes go to `OUT.partial` next to the
+//! destination, which is renamed over `OUT` only once complete — only where `OUT` is a
+//! regular file or nothing yet; FIFOs, devices and `-` are written directly, and an output
+//! that is one of the command's inputs is refused (see [`baro_telemetry::input`]). On every error
 //! path (the writer fails, the rename fails, the reader of stdout goes away and the process
 //! exits) the temporary file is removed, so a failed write never leaves a plausible-looking
 //! partial file behind, and never replaces a good one.
@@ -53,27 +56,188 @@ pub fn partial_path(out: &Path) -> PathBuf {
     out.with_file_name(name)
 }
 
-/// Write `out` through a temporary file: `write(tmp)` creates and fills `tmp`; then `tmp` is
-/// renamed to `out`. Refuses a directory (or a path with no file name) before writing anything.
-pub fn write_atomic(
-    out: &Path,
-    write: impl FnOnce(&Path) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    if out.is_dir() {
+/// Where an output goes, after following symlinks (dangling ones too) to the file they name.
+enum Target {
+    /// A regular file or nothing yet: written through `PATH.partial`, renamed over `PATH`.
+    Replace(PathBuf),
+    /// A FIFO, a device (`/dev/null`), or this process's own stdout or stderr: written in
+    /// place, never replaced.
+    Direct(PathBuf),
+}
+
+/// Follow `out`'s symlinks to the path they end at (which may not exist yet).
+fn follow(out: &Path) -> anyhow::Result<PathBuf> {
+    let mut p = out.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&p)
+                    .with_context(|| format!("reading the symlink {}", p.display()))?;
+                p = match p.parent() {
+                    Some(dir) if to.is_relative() => dir.join(to),
+                    _ => to,
+                };
+            }
+            _ => return Ok(p),
+        }
+    }
+    bail!("{}: too many levels of symlinks", out.display())
+}
+
+/// Whether `m` is the file behind this process's stdout or stderr.
+fn is_own_stream(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    [1, 2].into_iter().any(|fd| {
+        // SAFETY: a zeroed `stat` is a valid value of the plain C struct.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat only fills the struct it is given; fd 1 and 2 are only read.
+        let ok = unsafe { libc::fstat(fd, &mut st) } == 0;
+        ok && st.st_dev as u64 == m.dev() && st.st_ino as u64 == m.ino()
+    })
+}
+
+/// Classify `out` (see [`Target`]); refuses a directory, a socket, a path with no file name,
+/// and any file this command reads (by device and inode, whatever name reaches it).
+fn target(out: &Path) -> anyhow::Result<Target> {
+    if out.file_name().is_none() {
+        bail!("{} does not name a file to write", out.display());
+    }
+    // `/dev/stdout` and friends are links into /proc: classify by what they open.
+    let meta = match std::fs::metadata(out) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("looking at {}", out.display())),
+    };
+    let Some(m) = meta else {
+        return Ok(Target::Replace(follow(out)?));
+    };
+    if baro_telemetry::input::is_input(&m) {
+        bail!(
+            "{} is one of this command's inputs: refusing to write over it",
+            out.display()
+        );
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_dir() {
         bail!(
             "{} is a directory: -o/--out names the file to write",
             out.display()
         );
     }
-    if out.file_name().is_none() {
-        bail!("{} does not name a file to write", out.display());
+    if t.is_socket() {
+        bail!(
+            "{} is a socket: outputs are files, FIFOs or devices",
+            out.display()
+        );
     }
-    let tmp = Temporary::new(partial_path(out));
-    write(&tmp.0).with_context(|| format!("writing {}", tmp.0.display()))?;
-    std::fs::rename(&tmp.0, out)
-        .with_context(|| format!("renaming {} to {}", tmp.0.display(), out.display()))?;
-    tmp.forget();
+    if !t.is_file() || is_own_stream(&m) {
+        return Ok(Target::Direct(out.to_path_buf()));
+    }
+    Ok(Target::Replace(follow(out)?))
+}
+
+/// Write `out`: `write(path)` creates and fills `path`. A regular file (or a new one) is
+/// written through `OUT.partial` next to it, renamed over it only once complete (through a
+/// symlink: the file it names, the link kept). A FIFO, a device (`/dev/null`) or this
+/// process's own stdout is written in place, never replaced by a regular file; `-` is
+/// stdout. Refuses a directory, a socket, and any of the command's inputs (checked before
+/// anything is written).
+pub fn write_atomic(
+    out: &Path,
+    write: impl FnOnce(&Path) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    if out == Path::new("-") {
+        return write_stdout(write);
+    }
+    match target(out)? {
+        Target::Direct(p) => write(&p).with_context(|| format!("writing {}", p.display())),
+        Target::Replace(p) => {
+            let tmp = Temporary::new(partial_path(&p));
+            write(&tmp.0).with_context(|| format!("writing {}", tmp.0.display()))?;
+            std::fs::rename(&tmp.0, &p)
+                .with_context(|| format!("renaming {} to {}", tmp.0.display(), p.display()))?;
+            tmp.forget();
+            Ok(())
+        }
+    }
+}
+
+/// `-`: the bytes go to a temporary file first (the writers need a path), then to stdout.
+fn write_stdout(write: impl FnOnce(&Path) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let tmp = Temporary::new(
+        std::env::temp_dir().join(format!("baro-top-stdout-{}.partial", std::process::id())),
+    );
+    write(&tmp.0).context("writing to stdout")?;
+    let mut f = std::fs::File::open(&tmp.0).context("reading back what goes to stdout")?;
+    let mut o = crate::out::Stdout::lock();
+    std::io::copy(&mut f, &mut o).context("writing to stdout")?;
+    std::io::Write::flush(&mut o).context("writing to stdout")?;
     Ok(())
+}
+
+/// Open `out` for a recording streamed as it is made (`record -o`): a new file, or with
+/// `force` an existing regular one (truncated only once this process holds its lock); a FIFO
+/// or a device as it is; `-` stdout. A regular file is locked exclusively (`flock`) for the
+/// life of the returned file, so a second recorder to the same file is refused, never
+/// interleaved. Refuses a directory, a socket and any of the command's inputs.
+pub fn create_recording(out: &Path, force: bool) -> anyhow::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    if out == Path::new("-") {
+        // SAFETY: dup returns a new descriptor that the File then owns.
+        let fd = unsafe { libc::dup(1) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error()).context("duplicating stdout");
+        }
+        // SAFETY: fd is a fresh descriptor owned by nothing else.
+        return Ok(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+    }
+    let p = match target(out)? {
+        Target::Direct(p) => {
+            return std::fs::OpenOptions::new()
+                .write(true)
+                .open(&p)
+                .with_context(|| format!("opening {}", p.display()))
+        }
+        Target::Replace(p) => p,
+    };
+    let (f, existed) = match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&p)
+    {
+        Ok(f) => (f, false),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            if !force {
+                bail!(
+                    "{} exists: refusing to overwrite a file (--force overwrites it)",
+                    out.display()
+                );
+            }
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&p)
+                .with_context(|| format!("opening {}", p.display()))?;
+            (f, true)
+        }
+        Err(e) => return Err(e).with_context(|| format!("creating {}", p.display())),
+    };
+    // SAFETY: flock on a descriptor `f` owns; the lock goes with the descriptor.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            bail!(
+                "{}: another process is recording to this file (it holds its lock)",
+                out.display()
+            );
+        }
+        return Err(e).with_context(|| format!("locking {}", out.display()));
+    }
+    if existed {
+        f.set_len(0)
+            .with_context(|| format!("truncating {}", p.display()))?;
+    }
+    Ok(f)
 }
 
 /// [`write_atomic`] of bytes.

@@ -117,8 +117,8 @@ pub struct LiveArgs {
     /// fail word stays).
     #[arg(long)]
     pub no_instrument: bool,
-    /// Synthetic: passes per second, > 0 [default: 60].
-    #[arg(long)]
+    /// Synthetic: passes per second, 0.1..=10000 [default: 60].
+    #[arg(long, value_parser = validate::rate, allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// Stop after N passes (default: decode until quit).
     #[arg(long, value_parser = validate::repetitions, allow_negative_numbers = true)]
@@ -291,17 +291,23 @@ fn main() -> ExitCode {
         None => cmd::default_run(),
         Some(c) => dispatch(c),
     };
+    // A caught signal (or a panic in any thread) ended the command after it finished its
+    // work (the terminal restored, a recording's footer written): say so in the status.
+    let signalled = ui::terminal::caught().map(ui::terminal::exit_status);
     let code: u8 = match result {
         Ok(code) => {
-            if !Device::any_hung() {
+            if let Some(s) = signalled {
+                s
+            } else if !Device::any_hung() {
                 return code;
+            } else {
+                // An ExitCode cannot be read back; a run whose device hung did not succeed.
+                1
             }
-            // An ExitCode cannot be read back; a run whose device hung did not succeed.
-            1
         }
         Err(e) => {
             note!("baro-top: error: {e:#}");
-            2
+            signalled.unwrap_or(2)
         }
     };
     if Device::any_hung() {

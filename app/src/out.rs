@@ -71,10 +71,31 @@ pub fn stdout_fmt(args: std::fmt::Arguments<'_>) -> io::Result<()> {
 }
 
 /// Write formatted text to stderr: a closed pipe ends the process quietly, other errors are
-/// ignored (diagnostics must never turn into a failure of their own).
+/// ignored (diagnostics must never turn into a failure of their own). The text is
+/// [`clean`]ed: diagnostics quote file names, recordings' device and model strings and
+/// error messages, any of which may carry escape sequences; none reaches the terminal.
 pub fn stderr_fmt(args: std::fmt::Arguments<'_>) {
+    let text = clean(&args.to_string());
     let mut e = io::stderr().lock();
-    let _ = check(e.write_fmt(args).and_then(|()| e.flush()));
+    let _ = check(e.write_all(text.as_bytes()).and_then(|()| e.flush()));
+}
+
+/// `s` with escape sequences and control characters removed (as the dashboard draws text
+/// from files: [`crate::ui::text::sanitize`]), line breaks and a leading `\r` kept.
+pub fn clean(s: &str) -> String {
+    let (cr, body) = match s.strip_prefix('\r') {
+        Some(rest) => ("\r", rest),
+        None => ("", s),
+    };
+    let mut out = String::with_capacity(s.len());
+    out.push_str(cr);
+    for (i, line) in body.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&crate::ui::text::sanitize(line, " "));
+    }
+    out
 }
 
 /// Whether stderr is a terminal (`\r` progress lines only then).

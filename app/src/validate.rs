@@ -207,18 +207,50 @@ pub fn wg_size_fits(wg: u32, info: &baro_engine::device::DeviceInfo) -> anyhow::
     Ok(())
 }
 
-/// `--speed`: a finite replay speed factor, 0 (as fast as possible) up to 1000.
+/// `--speed`: a finite replay speed factor, 0 (as fast as possible) or 0.01 up to 1000 (a
+/// smaller factor would stretch one pass of a recording into hours).
 pub fn speed(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()
         .parse()
         .map_err(|_| format!("'{s}' is not a number"))?;
-    if !v.is_finite() || !(0.0..=1000.0).contains(&v) {
+    if !v.is_finite() || !(v == 0.0 || (0.01..=1000.0).contains(&v)) {
         return Err(format!(
-            "'{s}': the replay speed is a factor from 0 (as fast as possible) to 1000"
+            "'{s}': the replay speed is 0 (as fast as possible) or a factor from 0.01 to 1000"
         ));
     }
     Ok(v)
+}
+
+/// `live --synthetic --rate`: passes per second, 0.1 to 10,000 (below, the first pass would
+/// not come for minutes; above, faster than any decoder and than the dashboard can show).
+pub fn rate(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    if !v.is_finite() || !(0.1..=10_000.0).contains(&v) {
+        return Err(format!(
+            "'{s}': the synthetic rate is 0.1 to 10000 passes per second"
+        ));
+    }
+    Ok(v)
+}
+
+/// The largest grid the synthetic producers draw (`bench ui --workgroups`, `live --synthetic
+/// --grid`): every pass holds spans for each workgroup and stage, and the dashboard keeps a
+/// history of passes; a real grid is at most ≈ 1,100 (an H200's).
+pub const MAX_SYNTHETIC_GRID: u32 = 4096;
+
+/// `bench ui --workgroups`: 1 ..= [`MAX_SYNTHETIC_GRID`].
+pub fn synthetic_grid(s: &str) -> Result<u32, String> {
+    whole(
+        s,
+        1,
+        MAX_SYNTHETIC_GRID.into(),
+        "synthetic workgroups: each pass holds every workgroup's spans",
+    )
+    .map(|v| v as u32)
 }
 
 /// `--passes-per-group`: at least 1 pass per Perfetto process.
@@ -270,6 +302,13 @@ mod tests {
         for bad in ["Q8", "q8_0", "int8", ""] {
             assert!(act(bad).expect_err(bad).contains("f32, q8"), "{bad}");
         }
+        assert!(speed("1e-300").is_err());
+        assert_eq!(speed("0"), Ok(0.0));
+        assert!(rate("1e-15").is_err());
+        assert!(rate("1e-300").is_err());
+        assert!(rate("nan").is_err());
+        assert_eq!(rate("60"), Ok(60.0));
+        assert!(synthetic_grid("65535").is_err());
         assert_ne!(resolve_seed(0), 0);
         assert_eq!(resolve_seed(7), 7);
     }

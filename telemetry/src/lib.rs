@@ -50,6 +50,7 @@ pub mod act;
 pub mod clock;
 pub mod fail;
 pub mod frame;
+pub mod input;
 pub mod judge;
 pub mod kv;
 pub mod labels;

@@ -36,8 +36,8 @@ pub struct UiBenchArgs {
     /// least 1 [default: 120].
     #[arg(long, value_parser = crate::validate::repetitions, allow_negative_numbers = true)]
     pub frames: Option<u64>,
-    /// Workgroups of the synthetic grid, 1..=65535 [default: 1000].
-    #[arg(long, value_parser = crate::validate::grid, allow_negative_numbers = true)]
+    /// Workgroups of the synthetic grid, 1..=4096 [default: 1000].
+    #[arg(long, value_parser = crate::validate::synthetic_grid, allow_negative_numbers = true)]
     pub workgroups: Option<u32>,
     /// Stages of the synthetic program, at least 9; rounded up to whole layers (7 stages
     /// each, plus head and argmax) [default: 198].
@@ -172,6 +172,15 @@ fn synthetic(a: UiBenchArgs) -> anyhow::Result<ExitCode> {
         if got != s {
             note!("bench ui: --stages {s} rounded up to {got} (whole layers of 7 stages, plus head and argmax)");
         }
+    }
+    let pairs = u64::from(cfg.workgroups) * bench::stages_of(cfg.layers) as u64;
+    if pairs > baro_telemetry::recording::MAX_SPAN_PAIRS {
+        bail!(
+            "--workgroups {} × {} stages = {pairs} spans a pass: more than the {} a pass may hold (a recording's limit)",
+            cfg.workgroups,
+            bench::stages_of(cfg.layers),
+            baro_telemetry::recording::MAX_SPAN_PAIRS
+        );
     }
     let report = bench::run(&cfg);
     for l in report.lines() {

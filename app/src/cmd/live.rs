@@ -266,10 +266,15 @@ pub fn synthetic(a: LiveArgs) -> anyhow::Result<ExitCode> {
             ),
         }
     }
-    if let Some(r) = a.rate {
-        if !(r.is_finite() && r > 0.0) {
-            anyhow::bail!("--rate must be a number of passes per second above 0 (got {r})");
-        }
+    if let Some(g) = a
+        .gpu
+        .grid
+        .filter(|&g| g > crate::validate::MAX_SYNTHETIC_GRID)
+    {
+        anyhow::bail!(
+            "--grid {g} with --synthetic: the synthetic producer draws at most {} workgroups (each pass holds every workgroup's spans)",
+            crate::validate::MAX_SYNTHETIC_GRID
+        );
     }
     let opts = dashboard_options(&a)?;
     let cfg = SynthConfig {

@@ -20,6 +20,13 @@ use crate::ModelArgs;
 
 /// Load the model the user asked for (the embedded stories260K by default).
 pub fn load_model(a: &ModelArgs) -> anyhow::Result<Model> {
+    // Regular files only, opened without blocking (a FIFO or a device is refused by name);
+    // remembered as inputs, so no output of this command can replace them.
+    for (p, what) in [(&a.model, "model"), (&a.tokenizer, "tokenizer")] {
+        if let Some(p) = p {
+            baro_telemetry::input::open(p, what, u64::MAX)?;
+        }
+    }
     match &a.model {
         None => {
             let mut m = Model::embedded().context("loading the embedded stories260K model")?;

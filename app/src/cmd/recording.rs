@@ -136,6 +136,13 @@ pub struct DiffArgs {
     pub a: PathBuf,
     /// Recording B (`.baro`).
     pub b: PathBuf,
+    /// Compare recordings of different models, devices or weights anyway (the Δ then
+    /// measures the setups, not a change; each difference is printed as a warning).
+    #[arg(long)]
+    pub force: bool,
+    /// Print the report as one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 fn open(path: &Path) -> anyhow::Result<Reader<std::io::BufReader<std::fs::File>>> {
@@ -206,6 +213,12 @@ pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
             }
         };
         use std::io::Write;
+        // JSON escapes control characters itself; text lines quote the file's strings.
+        let line = if a.json {
+            line
+        } else {
+            crate::out::clean(&line)
+        };
         writeln!(out, "{line}")?;
     }
     if let Some(e) = damage {
@@ -315,27 +328,63 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// `diff A B`: per stage kind, median busy and charged side by side with Δ%, over the passes
-/// of one power mode common to both (no Δ where none is), and whether the two token streams
-/// agree. Exit 0 when the token streams agree, 1 when they differ.
+/// `diff A B`: the total pass time and tok/s, then per stage kind median busy and charged
+/// side by side with Δ%, over the passes of one power mode common to both (no Δ where none
+/// is), and whether the two token streams agree. Recordings of different models, devices or
+/// weights are refused without `--force`. Exit 0 when the token streams agree, 1 when they
+/// differ, 2 when either file is damaged or cut, the token streams have no pass in common,
+/// or the comparison is refused.
 pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     let mut ra = open(&a.a)?;
     let mut rb = open(&a.b)?;
     let report = diff::compare(&mut ra, &mut rb).context("comparing the recordings")?;
-    outln!("{report}")?;
-    Ok(match report.tokens {
-        diff::Tokens::Differ { .. } => ExitCode::from(1),
-        _ => ExitCode::SUCCESS,
+    let mismatch = report.mismatch();
+    if !mismatch.is_empty() && !a.force {
+        bail!(
+            "{}: the Δ would measure the setups, not a change (--force compares them anyway)",
+            mismatch.join("; ")
+        );
+    }
+    if a.json {
+        outln!("{}", report.to_json())?;
+    } else {
+        outln!("{}", crate::out::clean(&report.to_string()))?;
+    }
+    for (name, side) in [(&a.a, &report.a), (&a.b, &report.b)] {
+        if let Some(d) = &side.damage {
+            note!(
+                "baro-top: {}: the recording is damaged or cut: {}; compared everything before it",
+                name.display(),
+                d
+            );
+        }
+    }
+    Ok(if report.damaged() {
+        ExitCode::from(2)
+    } else {
+        match report.tokens {
+            diff::Tokens::Differ { .. } => ExitCode::from(1),
+            diff::Tokens::Empty { .. } => {
+                note!("baro-top: diff: the token streams have no pass in common: NOT COMPARABLE");
+                ExitCode::from(2)
+            }
+            _ => ExitCode::SUCCESS,
+        }
     })
 }
 
 /// `baro-top record`.
 #[derive(Args, Debug)]
 pub struct RecordArgs {
-    /// The recording to write (`.baro`). Written as it goes: a run killed mid-way leaves a
-    /// file whose every complete pass replays.
+    /// The recording to write (`.baro`; `-`: stdout). Written as it goes: a run killed
+    /// mid-way leaves a file whose every complete pass replays; Ctrl-C or SIGTERM stops the
+    /// decode and finishes the file (exit 130 / 143; a second Ctrl-C ends at once). An
+    /// existing file is refused without --force; the file is locked while recording.
     #[arg(long, short = 'o')]
     pub out: PathBuf,
+    /// Overwrite an existing recording.
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub model: crate::ModelArgs,
     /// Passes to record.
@@ -376,13 +425,11 @@ pub struct RecordArgs {
 pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     use baro_engine::sensors::host_lock::{self, HostLock, LockError};
     use baro_engine::session::{SessionBuilder, SinkKind};
-    if a.out.is_dir() {
-        bail!(
-            "{} is a directory: -o names the recording to write",
-            a.out.display()
-        );
-    }
+    crate::ui::terminal::install_signals().context("catching signals")?;
     let model = super::load_model(&a.model)?;
+    // After the model (an input: it cannot be the output) and before the GPU: a file that
+    // exists, is locked by another recorder or cannot be created is refused at once.
+    let out = OutFile::create(&a.out, a.force)?;
     let quant = model.weights.classifier().ty.to_string();
     let positions = match a.ctx {
         Some(n) => {
@@ -454,6 +501,7 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
+    let mut file = Some(out.file.try_clone().context("the recording's file")?);
     let mut writer: Option<baro_telemetry::recording::Writer<std::io::BufWriter<std::fs::File>>> =
         None;
     let live = crate::out::stderr_is_terminal();
@@ -463,18 +511,41 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     // Messages queued for this thread at most (the engine never waits for it: its sink is
     // unbounded; this says how far behind the writer fell).
     let mut backlog = 0usize;
-    for mut msg in rx.iter() {
+    let mut stopping = false;
+    loop {
+        // A signal stops the decode; the lossless sink is drained up to the session's End,
+        // then the footer is written below, as at a normal end.
+        if !stopping && crate::ui::terminal::caught().is_some() {
+            stopping = true;
+            crate::ui::terminal::second_signal_ends();
+            session.stop();
+            if live {
+                note!("");
+            }
+            note!(
+                "record: stopping on a signal: finishing {} (Ctrl-C again ends at once)",
+                a.out.display()
+            );
+        }
+        let mut msg = match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(m) => m,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => continue,
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+        };
         backlog = backlog.max(rx.len());
         if let Telemetry::Start(run) = &msg {
-            if writer.is_none() {
+            if let Some(f) = file.take() {
                 let mut h = baro_telemetry::recording::RecordingHeader::new(
                     run.clone(),
                     env!("BARO_COMMIT"),
                 );
                 h.quant = Some(quant.clone());
                 writer = Some(
-                    baro_telemetry::recording::Writer::create(&a.out, &h)
-                        .with_context(|| format!("creating {}", a.out.display()))?,
+                    baro_telemetry::recording::Writer::new(
+                        std::io::BufWriter::with_capacity(1 << 20, f),
+                        &h,
+                    )
+                    .with_context(|| format!("writing the header of {}", a.out.display()))?,
                 );
             }
         }
@@ -501,7 +572,11 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     };
     let stats = w.stats();
     w.finish()
-        .with_context(|| format!("finishing {}", a.out.display()))?;
+        .with_context(|| format!("finishing {}", a.out.display()))?
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .with_context(|| format!("flushing {}", a.out.display()))?;
+    out.keep();
     if live {
         note!("");
     }
@@ -524,6 +599,41 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
         );
         ExitCode::from(1)
     })
+}
+
+/// `record`'s output while it is made: locked (see [`crate::files::create_recording`]); a
+/// new file that never got a header is removed again if the command fails before it.
+struct OutFile<'a> {
+    path: &'a Path,
+    file: std::fs::File,
+    keep: bool,
+}
+
+impl<'a> OutFile<'a> {
+    fn create(path: &'a Path, force: bool) -> anyhow::Result<Self> {
+        let file = crate::files::create_recording(path, force)?;
+        Ok(OutFile {
+            path,
+            file,
+            keep: false,
+        })
+    }
+
+    fn keep(mut self) {
+        self.keep = true;
+    }
+}
+
+impl Drop for OutFile<'_> {
+    fn drop(&mut self) {
+        let empty = self
+            .file
+            .metadata()
+            .is_ok_and(|m| m.is_file() && m.len() == 0);
+        if !self.keep && empty {
+            let _ = std::fs::remove_file(self.path);
+        }
+    }
 }
 
 /// A lock holder as the user reads it: `pid 4242 (baro-top bench -m x.gguf)`.

@@ -35,6 +35,7 @@ pub struct TokenizeArgs {
 /// The tokenizer of `path`: a GGUF file's vocabulary, with a clear error for a file that has
 /// none.
 pub fn tokenizer_of(path: &std::path::Path) -> anyhow::Result<Tokenizer> {
+    baro_telemetry::input::open(path, "model", u64::MAX)?;
     let file = GgufFile::open(path).with_context(|| format!("reading {}", path.display()))?;
     if file.get("tokenizer.ggml.tokens").is_none() {
         bail!(

@@ -8,6 +8,12 @@
 //!
 //! It must never block the telemetry consumer: a scrape locks the aggregator only to clone
 //! it (a few KiB of fixed arrays) and renders the clone outside the lock.
+//!
+//! Slow clients cannot starve the others (slowloris): the whole request head must arrive
+//! within [`HEAD_DEADLINE`] of the connection (not a timeout per read, which one byte every
+//! few seconds resets), and when every slot is taken a new connection evicts the oldest one
+//! still sending its head instead of being turned away (a scraper sends its head in one
+//! packet, so only a slow client is ever that old).
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -28,8 +34,10 @@ use super::expose::{render, Format};
 const MAX_HEAD: usize = 8 * 1024;
 /// Connections served at once; more get a 503.
 const MAX_CONNECTIONS: usize = 16;
-/// Read and write timeout of a connection.
+/// Write timeout of a connection.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// The whole request head must have arrived this long after the connection was accepted.
+pub const HEAD_DEADLINE: Duration = Duration::from_secs(2);
 /// How often the accept and consumer loops look at the stop flag.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -39,6 +47,10 @@ struct Shared {
     epoch: Instant,
     stop: AtomicBool,
     active: AtomicUsize,
+    /// Connections still sending their request head: (id, accepted at, a handle to shut
+    /// it down).
+    heads: Mutex<Vec<(u64, Instant, TcpStream)>>,
+    next_id: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -48,6 +60,22 @@ impl Shared {
 
     fn snapshot(&self) -> Aggregator {
         self.agg.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn heads(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Instant, TcpStream)>> {
+        self.heads.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Shut down the connection that has been sending its head the longest; whether there
+    /// was one.
+    fn evict_slowest(&self) -> bool {
+        let mut heads = self.heads();
+        let Some(i) = (0..heads.len()).min_by_key(|&i| heads[i].1) else {
+            return false;
+        };
+        let (_, _, s) = heads.swap_remove(i);
+        let _ = s.shutdown(std::net::Shutdown::Both);
+        true
     }
 }
 
@@ -74,6 +102,8 @@ pub fn serve(addr: SocketAddr, rx: Receiver<Telemetry>) -> anyhow::Result<Metric
         epoch: Instant::now(),
         stop: AtomicBool::new(false),
         active: AtomicUsize::new(0),
+        heads: Mutex::new(vec![]),
+        next_id: std::sync::atomic::AtomicU64::new(0),
     });
     let consumer = {
         let sh = Arc::clone(&shared);
@@ -145,7 +175,10 @@ fn accept_loop(sh: &Arc<Shared>, listener: &TcpListener) {
     while !sh.stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, _)) => {
-                if sh.active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                // Full: a connection still sending its head makes room (the evicted thread
+                // ends within moments, so at most twice the slots are ever in use).
+                let n = sh.active.fetch_add(1, Ordering::SeqCst);
+                if n >= MAX_CONNECTIONS && (n >= 2 * MAX_CONNECTIONS || !sh.evict_slowest()) {
                     sh.active.fetch_sub(1, Ordering::SeqCst);
                     let _ = stream.set_write_timeout(Some(Duration::from_millis(500)));
                     let _ = respond(stream, 503, "text/plain; charset=utf-8", b"busy\n", false);
@@ -203,7 +236,8 @@ pub fn parse_head(head: &str) -> Option<Request> {
     })
 }
 
-fn read_head(stream: &mut TcpStream) -> io::Result<Option<String>> {
+/// The request head, which must be complete by `deadline`: `Err(TimedOut)` after it.
+fn read_head(stream: &mut TcpStream, deadline: Instant) -> io::Result<Option<String>> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     loop {
@@ -214,7 +248,17 @@ fn read_head(stream: &mut TcpStream) -> io::Result<Option<String>> {
         if buf.len() > MAX_HEAD {
             return Ok(None);
         }
-        let n = stream.read(&mut chunk)?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        stream.set_read_timeout(Some(left))?;
+        let n = match stream.read(&mut chunk) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(io::ErrorKind::TimedOut.into())
+            }
+            r => r?,
+        };
         if n == 0 {
             return Ok(None);
         }
@@ -252,10 +296,28 @@ fn index_page() -> String {
 }
 
 fn handle(sh: &Shared, mut stream: TcpStream) -> io::Result<()> {
+    let deadline = Instant::now() + HEAD_DEADLINE;
     stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(IO_TIMEOUT))?;
     stream.set_write_timeout(Some(IO_TIMEOUT))?;
-    let Some(req) = read_head(&mut stream)?.as_deref().and_then(parse_head) else {
+    let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
+    if let Ok(handle) = stream.try_clone() {
+        sh.heads().push((id, Instant::now(), handle));
+    }
+    let head = read_head(&mut stream, deadline);
+    sh.heads().retain(|h| h.0 != id);
+    let head = match head {
+        Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+            return respond(
+                stream,
+                408,
+                "text/plain; charset=utf-8",
+                b"request head not complete in time\n",
+                false,
+            )
+        }
+        r => r?,
+    };
+    let Some(req) = head.as_deref().and_then(parse_head) else {
         return respond(
             stream,
             400,
@@ -316,6 +378,7 @@ fn respond(
         400 => "Bad Request",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        408 => "Request Timeout",
         _ => "Service Unavailable",
     };
     let mut head = format!(

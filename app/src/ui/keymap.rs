@@ -254,9 +254,32 @@ impl Keymap {
                 by_key.entry(*k).or_insert(*a);
             }
         }
+        // Ctrl-c always quits: a layout may add quit keys, never take this one away.
+        let ctrl_c = Key {
+            code: KeyCodeOrd::Char('c'),
+            ctrl: true,
+        };
+        if let Some(a) = by_key.get(&ctrl_c).filter(|a| **a != Action::Quit) {
+            return Err(format!(
+                "[keys] binds Ctrl-c to {:?}: Ctrl-c always quits (bind another key)",
+                a.name()
+            ));
+        }
+        by_key.insert(ctrl_c, Action::Quit);
         // A default key taken by a remap is no longer listed under its old action.
         for (a, keys) in &mut by_action {
             keys.retain(|k| by_key.get(k) == Some(a));
+        }
+        if let Some((_, ks)) = by_action.iter_mut().find(|(a, _)| *a == Action::Quit) {
+            if ks.is_empty() {
+                return Err(
+                    "[keys] leaves quit without a key: bind one, e.g. quit = [\"q\"] (Ctrl-c always quits too)"
+                        .into(),
+                );
+            }
+            if !ks.contains(&ctrl_c) {
+                ks.push(ctrl_c);
+            }
         }
         Ok(Keymap { by_key, by_action })
     }

@@ -36,6 +36,9 @@ pub const PRESETS: [(&str, &str); 3] = [
     ("compact", include_str!("../../../layouts/compact.toml")),
 ];
 
+/// The largest layout file read (the presets are a few hundred bytes).
+pub const MAX_FILE: u64 = 1 << 20;
+
 /// A row or column size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Size {
@@ -244,7 +247,13 @@ impl Layout {
             || name_or_path.ends_with(".toml")
             || Path::new(name_or_path).exists()
         {
-            let text = std::fs::read_to_string(name_or_path).map_err(|e| LayoutError {
+            let text = baro_telemetry::input::read_text(
+                Path::new(name_or_path),
+                "--layout",
+                MAX_FILE,
+                false,
+            )
+            .map_err(|e| LayoutError {
                 file: name_or_path.into(),
                 line: 0,
                 problem: format!("cannot read: {e}"),

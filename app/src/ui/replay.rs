@@ -43,7 +43,7 @@ impl Source {
         let src: Box<dyn ReadSeek> = match self {
             Source::File(p) => Box::new(std::io::BufReader::with_capacity(
                 1 << 20,
-                std::fs::File::open(p)?,
+                baro_telemetry::input::open(p, "recording", u64::MAX)?.0,
             )),
             Source::Bytes(b) => Box::new(Cursor::new(*b)),
         };

@@ -12,8 +12,21 @@ use crate::{Frame, Spans, Telemetry};
 /// A decoding failure inside a payload (the caller adds the record's offset).
 pub(crate) type DecodeError = String;
 
-/// Uncompressed payloads larger than this are refused (a 1B pass is ≈ 100 KiB).
-pub(crate) const MAX_PAYLOAD: usize = 1 << 30;
+/// Payloads (stored or uncompressed) larger than this are refused before anything is
+/// allocated: 64 MiB (a 1B pass is ≈ 100 KiB, an 8B pass at a grid of 1,024 ≈ 1.2 MiB).
+pub const MAX_PAYLOAD: usize = 64 << 20;
+
+/// Span stamp pairs (stage rows plus barrier rows, times the grid) one frame may declare:
+/// 2^22 (an 8B pass at a grid of 1,024 has ≈ 3·10^5). Decoded, a pair takes 8 bytes twice
+/// (the codec's arrays, then the frame's), so a frame's spans never take more than 64 MiB.
+pub const MAX_SPAN_PAIRS: u64 = 1 << 22;
+
+/// Index footers larger than this are refused (one entry takes 2 to 20 bytes: 256 MiB
+/// indexes more than 10^7 passes).
+pub const MAX_INDEX: usize = 256 << 20;
+
+/// The largest grid a frame may declare (Vulkan's guaranteed dispatch width, as `--grid`).
+pub const MAX_GRID: u32 = 65_535;
 
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -392,7 +405,21 @@ pub(crate) fn decode_spans(b: &mut Bytes<'_>) -> Result<RawSpans, DecodeError> {
     let grid = b.varint_u32("spans grid")?;
     let srows = b.varint("spans stage rows")?;
     let brows = b.varint("spans barrier rows")?;
+    if grid > MAX_GRID {
+        return Err(format!(
+            "spans: grid {grid} is larger than the largest dispatch ({MAX_GRID})"
+        ));
+    }
     let g = grid as u64;
+    let pairs = srows
+        .checked_add(brows)
+        .and_then(|rows| rows.checked_mul(g));
+    if pairs.is_none_or(|p| p > MAX_SPAN_PAIRS) {
+        return Err(format!(
+            "spans: {srows} stage rows and {brows} barrier rows of grid {grid} are more than \
+             the {MAX_SPAN_PAIRS} stamp pairs a frame may hold"
+        ));
+    }
     // Every stamp takes at least one byte: the counts must fit in what is left.
     let n_span = srows.checked_mul(g).filter(|&n| n <= b.left() as u64 / 2);
     let n_bar = brows.checked_mul(g).filter(|&n| n <= b.left() as u64 / 2);
@@ -461,6 +488,15 @@ impl std::fmt::Display for KindLabel {
 
 fn encode_frame(out: &mut Vec<u8>, f: &Frame) -> Result<(), String> {
     let raw = RawSpans::of(&f.spans)?;
+    let pairs = (raw.start.len() + raw.arrive.len()) as u64;
+    if raw.grid > MAX_GRID || pairs > MAX_SPAN_PAIRS {
+        // A reader would refuse it: refuse it here, where the caller can still say so.
+        return Err(format!(
+            "frame {}: {pairs} span stamp pairs of grid {} (a recording holds at most \
+             {MAX_SPAN_PAIRS} pairs of a grid of at most {MAX_GRID} per frame)",
+            f.pass, raw.grid
+        ));
+    }
     // The frame without its spans, as JSON (every field, present and future, that serde
     // knows); the spans follow in their own coding.
     let bare = clone_without_spans(f);
@@ -610,10 +646,17 @@ pub(crate) fn decompress(stored: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeE
     let mut b = Bytes::new(stored);
     let n = b.varint("compressed length")?;
     let block = b.rest();
-    // LZ4 expands at most ≈ 255× per input byte.
-    if n > MAX_PAYLOAD as u64 || n > (block.len() as u64).saturating_mul(255) {
+    // LZ4 expands at most ≈ 255× per input byte; and no payload is larger than the cap.
+    if n > MAX_PAYLOAD as u64 {
         return Err(format!(
-            "compressed payload claims {n} bytes from a {}-byte block",
+            "compressed payload claims {n} bytes, more than the {MAX_PAYLOAD}-byte cap on a \
+             record"
+        ));
+    }
+    if n > (block.len() as u64).saturating_mul(255) {
+        return Err(format!(
+            "compressed payload claims {n} bytes from a {}-byte block (LZ4 expands at most \
+             255×)",
             block.len()
         ));
     }

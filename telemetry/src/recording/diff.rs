@@ -10,6 +10,13 @@
 //! compared mode is fast where both recordings have fast passes, else slow where both have
 //! slow ones; the other passes are excluded and counted. Where no mode is common, the medians
 //! are over all passes and no Δ is given ([`Compared::Incomparable`]).
+//!
+//! The headline ([`Headline`]) is the total pass time (the sum of the passes' wall times)
+//! and tokens per second over the compared passes, with Δ%. Token streams with no pass in
+//! common are not comparable ([`Tokens::Empty`]), never "agree". [`DiffReport::mismatch`]
+//! names what differs between the two runs (model, device, weights) so that a caller can
+//! refuse a comparison that would only show that; [`DiffReport::to_json`] is the report as
+//! one JSON object.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -32,6 +39,8 @@ pub struct Side {
     pub passes: u64,
     /// Passes in each power mode.
     pub modes: ModeTally,
+    /// The weights' format (`q4_0`, …), where the header says.
+    pub quant: Option<String>,
     /// Where the recording was damaged or cut (it was read up to there).
     pub damage: Option<String>,
 }
@@ -101,6 +110,13 @@ pub enum Tokens {
         /// B's token.
         b: u32,
     },
+    /// No pass in common (one side or both have none): nothing to compare.
+    Empty {
+        /// A's frames.
+        a_passes: u64,
+        /// B's frames.
+        b_passes: u64,
+    },
     /// One stream is a prefix of the other.
     Prefix {
         /// Passes compared (all agree).
@@ -125,6 +141,43 @@ pub struct DiffReport {
     pub kinds: Vec<KindDiff>,
     /// Token agreement.
     pub tokens: Tokens,
+    /// Total pass time and tokens per second.
+    pub headline: Headline,
+}
+
+/// Total pass time and throughput over the compared passes of each side.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Headline {
+    /// A's compared passes.
+    pub a_passes: u64,
+    /// B's compared passes.
+    pub b_passes: u64,
+    /// The sum of A's compared passes' wall times, ns.
+    pub a_wall_ns: u64,
+    /// The same for B.
+    pub b_wall_ns: u64,
+}
+
+impl Headline {
+    /// Tokens (passes) per second of A, `None` with no time.
+    pub fn a_tok_s(&self) -> Option<f64> {
+        tok_s(self.a_passes, self.a_wall_ns)
+    }
+
+    /// Tokens per second of B.
+    pub fn b_tok_s(&self) -> Option<f64> {
+        tok_s(self.b_passes, self.b_wall_ns)
+    }
+
+    /// (B − A) / A of tokens per second, %.
+    pub fn tok_s_delta_pct(&self) -> Option<f64> {
+        let (a, b) = (self.a_tok_s()?, self.b_tok_s()?);
+        (a > 0.0).then(|| (b - a) / a * 100.0)
+    }
+}
+
+fn tok_s(passes: u64, wall_ns: u64) -> Option<f64> {
+    (wall_ns > 0).then(|| passes as f64 / (wall_ns as f64 / 1e9))
 }
 
 impl DiffReport {
@@ -140,6 +193,126 @@ impl DiffReport {
         (self.compared != Compared::Incomparable)
             .then(|| k.charged_delta_pct())
             .flatten()
+    }
+
+    /// Total pass time Δ%, `None` where the modes are not comparable.
+    pub fn wall_delta_pct(&self) -> Option<f64> {
+        let h = &self.headline;
+        (self.compared != Compared::Incomparable)
+            .then(|| delta_pct(Some(h.a_wall_ns), Some(h.b_wall_ns)))
+            .flatten()
+    }
+
+    /// Tokens per second Δ%, `None` where the modes are not comparable.
+    pub fn tok_s_delta_pct(&self) -> Option<f64> {
+        (self.compared != Compared::Incomparable)
+            .then(|| self.headline.tok_s_delta_pct())
+            .flatten()
+    }
+
+    /// What differs between the two runs beyond what a comparison is for: the model, the
+    /// device, the weights' format. Empty where the two are the same run setup.
+    pub fn mismatch(&self) -> Vec<String> {
+        let (a, b) = (&self.a, &self.b);
+        let mut v = vec![];
+        if a.model != b.model {
+            v.push(format!("models differ (A {:?}, B {:?})", a.model, b.model));
+        }
+        if a.device != b.device {
+            v.push(format!(
+                "devices differ (A {:?}, B {:?})",
+                a.device, b.device
+            ));
+        }
+        if a.quant.is_some() && b.quant.is_some() && a.quant != b.quant {
+            v.push(format!(
+                "weights differ (A {}, B {})",
+                a.quant.as_deref().unwrap_or("?"),
+                b.quant.as_deref().unwrap_or("?")
+            ));
+        }
+        v
+    }
+
+    /// Whether either recording was damaged or cut.
+    pub fn damaged(&self) -> bool {
+        self.a.damage.is_some() || self.b.damage.is_some()
+    }
+
+    /// The report as one JSON object (the table's numbers, ns; Δ% `null` where none).
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let side = |s: &Side| {
+            json!({
+                "model": s.model,
+                "device": s.device,
+                "dispatch": s.dispatch,
+                "quant": s.quant,
+                "passes": s.passes,
+                "modes": {"fast": s.modes.fast, "slow": s.modes.slow, "unknown": s.modes.unknown},
+                "damage": s.damage,
+            })
+        };
+        let compared = match self.compared {
+            Compared::Mode {
+                mode,
+                a_excluded,
+                b_excluded,
+            } => {
+                json!({"mode": mode_name(mode), "a_excluded": a_excluded, "b_excluded": b_excluded})
+            }
+            Compared::Incomparable => json!({"mode": null, "comparable": false}),
+        };
+        let tokens = match &self.tokens {
+            Tokens::Agree { passes } => json!({"verdict": "agree", "passes": passes}),
+            Tokens::Differ { pass, a, b } => {
+                json!({"verdict": "differ", "pass": pass, "a": a, "b": b})
+            }
+            Tokens::Prefix {
+                common,
+                a_passes,
+                b_passes,
+            } => {
+                json!({"verdict": "prefix", "common": common, "a_passes": a_passes, "b_passes": b_passes})
+            }
+            Tokens::Empty { a_passes, b_passes } => {
+                json!({"verdict": "not_comparable", "a_passes": a_passes, "b_passes": b_passes})
+            }
+        };
+        let h = &self.headline;
+        let kinds: Vec<_> = self
+            .kinds
+            .iter()
+            .map(|k| {
+                json!({
+                    "kind": k.kind.name(),
+                    "a_busy_ns": k.a_busy_ns,
+                    "b_busy_ns": k.b_busy_ns,
+                    "busy_delta_pct": self.busy_delta_pct(k),
+                    "a_charged_ns": k.a_charged_ns,
+                    "b_charged_ns": k.b_charged_ns,
+                    "charged_delta_pct": self.charged_delta_pct(k),
+                })
+            })
+            .collect();
+        json!({
+            "a": side(&self.a),
+            "b": side(&self.b),
+            "mismatch": self.mismatch(),
+            "compared": compared,
+            "headline": {
+                "a_passes": h.a_passes,
+                "b_passes": h.b_passes,
+                "a_wall_ns": h.a_wall_ns,
+                "b_wall_ns": h.b_wall_ns,
+                "wall_delta_pct": self.wall_delta_pct(),
+                "a_tok_s": h.a_tok_s(),
+                "b_tok_s": h.b_tok_s(),
+                "tok_s_delta_pct": self.tok_s_delta_pct(),
+            },
+            "kinds": kinds,
+            "tokens": tokens,
+        })
     }
 }
 
@@ -213,6 +386,7 @@ fn summarise<R: Read + Seek>(r: &mut Reader<R>) -> Summary {
             model: run.model.clone(),
             device: run.device.clone(),
             dispatch: run.dispatch.to_string(),
+            quant: r.header().quant.clone(),
             passes: 0,
             modes: ModeTally::default(),
             damage: None,
@@ -321,6 +495,22 @@ pub fn compare<RA: Read + Seek, RB: Read + Seek>(
             (d.a_busy_ns.is_some() || d.b_busy_ns.is_some()).then_some(d)
         })
         .collect();
+    let total = |s: &Summary, modes: &[PowerMode]| {
+        s.frames
+            .iter()
+            .zip(modes)
+            .filter(|(_, m)| common.is_none_or(|want| want == **m))
+            .fold((0u64, 0u64), |(n, t), (f, _)| {
+                (n + 1, t.saturating_add(f.wall_ns))
+            })
+    };
+    let ((a_passes, a_wall_ns), (b_passes, b_wall_ns)) = (total(&sa, &ma), total(&sb, &mb));
+    let headline = Headline {
+        a_passes,
+        b_passes,
+        a_wall_ns,
+        b_wall_ns,
+    };
     let mut tokens = None;
     for (&(pass, ta), &(_, tb)) in sa.tokens.iter().zip(&sb.tokens) {
         if ta != tb {
@@ -329,7 +519,12 @@ pub fn compare<RA: Read + Seek, RB: Read + Seek>(
         }
     }
     let (na, nb) = (sa.tokens.len() as u64, sb.tokens.len() as u64);
-    let tokens = tokens.unwrap_or(if na == nb {
+    let tokens = tokens.unwrap_or(if na == 0 || nb == 0 {
+        Tokens::Empty {
+            a_passes: na,
+            b_passes: nb,
+        }
+    } else if na == nb {
         Tokens::Agree { passes: na }
     } else {
         Tokens::Prefix {
@@ -344,6 +539,7 @@ pub fn compare<RA: Read + Seek, RB: Read + Seek>(
         compared,
         kinds,
         tokens,
+        headline,
     })
 }
 
@@ -374,8 +570,16 @@ impl fmt::Display for DiffReport {
         for (tag, s) in [("A", &self.a), ("B", &self.b)] {
             writeln!(
                 f,
-                "{tag}: {} on {} ({}), {} passes: {}",
-                s.model, s.device, s.dispatch, s.passes, s.modes
+                "{tag}: {} on {} ({}{}), {} passes: {}",
+                s.model,
+                s.device,
+                s.dispatch,
+                s.quant
+                    .as_deref()
+                    .map(|q| format!(", {q}"))
+                    .unwrap_or_default(),
+                s.passes,
+                s.modes
             )?;
             if let Some(d) = &s.damage {
                 writeln!(f, "   read up to damage: {d}")?;
@@ -398,6 +602,26 @@ impl fmt::Display for DiffReport {
                 self.a.modes, self.b.modes
             )?,
         }
+        for m in self.mismatch() {
+            writeln!(f, "warning: {m}: the Δ compares the setups, not a change")?;
+        }
+        let h = &self.headline;
+        writeln!(
+            f,
+            "{:<9} {:>11} {:>11} {:>8}   {:>11} {:>11} {:>8}",
+            "total", "A pass ms", "B pass ms", "Δ%", "A tok/s", "B tok/s", "Δ%"
+        )?;
+        writeln!(
+            f,
+            "{:<9} {:>11} {:>11} {:>8}   {:>11} {:>11} {:>8}",
+            format!("{}/{}", h.a_passes, h.b_passes),
+            format!("{:.3}", h.a_wall_ns as f64 / 1e6),
+            format!("{:.3}", h.b_wall_ns as f64 / 1e6),
+            Pct(self.wall_delta_pct()),
+            h.a_tok_s().map_or("-".into(), |t| format!("{t:.1}")),
+            h.b_tok_s().map_or("-".into(), |t| format!("{t:.1}")),
+            Pct(self.tok_s_delta_pct()),
+        )?;
         writeln!(
             f,
             "{:<9} {:>11} {:>11} {:>8}   {:>11} {:>11} {:>8}",
@@ -428,6 +652,10 @@ impl fmt::Display for DiffReport {
             } => write!(
                 f,
                 "tokens: agree over the {common} common passes (A has {a_passes}, B {b_passes})"
+            ),
+            Tokens::Empty { a_passes, b_passes } => write!(
+                f,
+                "tokens: NOT COMPARABLE: no pass in common (A has {a_passes}, B {b_passes})"
             ),
         }
     }

@@ -65,6 +65,17 @@
 //!          one entry per frame record: its pass and the offset of its record
 //! ```
 //!
+//! # Limits
+//!
+//! Every size a file declares is checked against what the file can hold (the bytes left
+//! after it; LZ4 expands at most 255×) and against a stated cap before anything is
+//! allocated: a header of at most [`MAX_HEADER`] bytes, a record payload (stored or
+//! decompressed) of at most [`MAX_PAYLOAD`], an index footer of at most [`MAX_INDEX`], and a
+//! frame's spans of at most [`MAX_SPAN_PAIRS`] stamp pairs of a grid of at most
+//! [`MAX_GRID`]. A reader therefore holds at most a few hundred MiB for one record whatever
+//! the file says, and its work is linear in 255 × the file's size. The writer refuses a
+//! message that a reader would refuse.
+//!
 //! # Damage
 //!
 //! A file ends cleanly after a whole record (a crash between records: no footer; see
@@ -85,7 +96,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::{ClockSync, RunDetails};
 
-pub use reader::{Index, Reader};
+pub use codec::{MAX_GRID, MAX_INDEX, MAX_PAYLOAD, MAX_SPAN_PAIRS};
+pub use reader::{Index, Reader, MAX_HEADER};
 pub use writer::{Compression, WriteStats, Writer};
 
 /// The version [`Writer`] writes; [`Reader`] reads every version up to it.
@@ -183,8 +195,8 @@ pub fn host_name() -> String {
 /// the header, record or trailer at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordingError {
-    /// The file system said no.
-    #[error("I/O error: {0}")]
+    /// The file system said no (its message once: the error is its own cause).
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     /// The file does not start with [`MAGIC`].
     #[error("not a baro-top recording: it starts with {found:02x?}, not \"BARO-REC\"")]

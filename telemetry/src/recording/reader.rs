@@ -11,8 +11,8 @@ use super::{
 };
 use crate::{Frame, Telemetry};
 
-/// Header JSON larger than this is refused (a 1B run's is ≈ 20 KiB).
-const MAX_HEADER: u32 = 64 << 20;
+/// Header JSON larger than this is refused (a 1B run's is ≈ 20 KiB, an 8B run's ≈ 200 KiB).
+pub const MAX_HEADER: u32 = 16 << 20;
 
 /// The index footer: where each frame's record is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -94,9 +94,11 @@ pub struct Reader<R> {
 }
 
 impl Reader<BufReader<File>> {
-    /// Open the recording at `path`.
+    /// Open the recording at `path`: a regular file, opened non-blocking (a FIFO or a device
+    /// is refused by name, never waited on or read without end; see [`crate::input`]).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Reader::new(BufReader::with_capacity(1 << 20, File::open(path)?))
+        let (f, _) = crate::input::open(path.as_ref(), "recording", u64::MAX)?;
+        Reader::new(BufReader::with_capacity(1 << 20, f))
     }
 }
 
@@ -345,6 +347,21 @@ impl<R: Read + Seek> Reader<R> {
             crc: u32::from_le_bytes(le4(&b[5..9])),
         };
         let left = self.len - at - RECORD_HEAD;
+        let cap = if h.kind & !kind::LZ4 == kind::INDEX {
+            codec::MAX_INDEX
+        } else {
+            codec::MAX_PAYLOAD
+        };
+        if h.len as usize > cap {
+            return Err(corrupt(
+                at,
+                format!(
+                    "a {} record of {} bytes: more than the {cap}-byte cap on a record",
+                    KindName(h.kind),
+                    h.len
+                ),
+            ));
+        }
         if u64::from(h.len) > left {
             return Err(trunc(
                 at,

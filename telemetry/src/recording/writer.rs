@@ -149,11 +149,19 @@ impl<W: Write> Writer<W> {
         } else {
             (k, raw)
         };
+        let cap = if k == kind::INDEX {
+            codec::MAX_INDEX
+        } else {
+            codec::MAX_PAYLOAD
+        };
         let len = u32::try_from(payload.len())
             .ok()
-            .filter(|&n| (n as usize) <= codec::MAX_PAYLOAD)
+            .filter(|_| raw.len() <= cap)
             .ok_or_else(|| RecordingError::Encode {
-                what: format!("a record of {} bytes", payload.len()),
+                what: format!(
+                    "a record of {} bytes (a reader takes at most {cap})",
+                    raw.len()
+                ),
             })?;
         let mut crc = crc32fast::Hasher::new();
         crc.update(&len.to_le_bytes());

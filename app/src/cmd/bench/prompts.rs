@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use baro_engine::tokenizer::Tokenizer;
 
 /// The built-in prompts.
@@ -53,12 +53,13 @@ pub fn builtin() -> Vec<Prompt> {
         .collect()
 }
 
+/// The largest `--prompts` file read (`-`: standard input, to the same cap).
+pub const MAX_PROMPTS_FILE: u64 = 16 << 20;
+
 /// Read `--prompts FILE`: one prompt a line; an empty file, a blank line or text that is not
 /// UTF-8 is an error naming the file (and line).
 pub fn read_file(path: &Path) -> anyhow::Result<Vec<Prompt>> {
-    let bytes = std::fs::read(path).with_context(|| format!("--prompts {}", path.display()))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|e| anyhow::anyhow!("--prompts {}: not UTF-8 text ({e})", path.display()))?;
+    let text = baro_telemetry::input::read_text(path, "--prompts", MAX_PROMPTS_FILE, true)?;
     parse(&text, &path.display().to_string())
 }
 
@@ -101,6 +102,17 @@ pub fn tokenize(
     prompts
         .iter()
         .map(|p| {
+            // No piece is longer than the longest: a prompt of B bytes takes at least
+            // B / that many tokens, so one that cannot fit is refused before it is tokenized.
+            let longest = tok.pieces().iter().map(Vec::len).max().unwrap_or(1).max(1);
+            let at_least = 1 + p.text.len().div_ceil(longest);
+            if depth + at_least + gen > seq_len {
+                bail!(
+                    "{}: {} bytes are at least {at_least} prompt tokens (BOS included; no piece is longer than {longest} bytes) + {at}--tokens {gen}, more than the model's context of {seq_len}",
+                    p.origin,
+                    p.text.len()
+                );
+            }
             let t = tok.encode(p.text.as_bytes(), true, false);
             if depth + t.len() + gen > seq_len {
                 bail!(
