@@ -32,8 +32,9 @@ use super::expose::{render, Format};
 
 /// Largest request head read (request line + headers).
 const MAX_HEAD: usize = 8 * 1024;
-/// Connections served at once; more get a 503.
-const MAX_CONNECTIONS: usize = 16;
+/// Connections served at once; a new one past this evicts the oldest still sending its
+/// head, and gets a 503 only where none is (every slot answering a request).
+pub const MAX_CONNECTIONS: usize = 64;
 /// Write timeout of a connection.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// The whole request head must have arrived this long after the connection was accepted.

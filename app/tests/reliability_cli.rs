@@ -1,0 +1,552 @@
+//! Issue 25, items 2, 3 (record's output), 6, 7, 8 and 10, and issue 27 item 7, from the
+//! command line: outputs never replace special files, symlinks or inputs; `record` refuses
+//! an existing file without `--force` and a file another recorder holds, and finishes its
+//! file on SIGINT / SIGTERM (exit 130 / 143); `serve` answers a scrape while slow clients
+//! hold every slot; `diff` exits 2 on damage and on an empty comparison, has a headline,
+//! refuses different models or devices without `--force` and speaks JSON; numeric flags are
+//! refused out of range at parse time; a recording's strings reach no terminal raw.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use baro_telemetry::recording::{Reader, RecordingHeader, Writer};
+use baro_telemetry::synth::{synthetic_frame, synthetic_run};
+use baro_telemetry::{EndReason, RunDetails, Telemetry};
+
+/// The binary under test (`BARO_TOP_BIN`: another build, to see a test fail before its fix).
+fn bin() -> String {
+    std::env::var("BARO_TOP_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_baro-top").into())
+}
+
+fn baro(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .env("LP_NUM_THREADS", "2")
+        .stdin(Stdio::null())
+        .output()
+        .expect("baro-top runs")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("baro-rel-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("tmp dir");
+    d.join(name)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf8 path")
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A finished synthetic recording of `passes` passes of `run`; `cut` drops its last bytes.
+fn recording(path: &Path, run: &RunDetails, passes: u64, cut: usize) {
+    let mut w = Writer::create(path, &RecordingHeader::new(run.clone(), "rel")).expect("writer");
+    w.write(&Telemetry::Start(run.clone())).expect("start");
+    for p in 0..passes {
+        w.write(&Telemetry::Frame(Box::new(synthetic_frame(run, p, 5))))
+            .expect("frame");
+    }
+    w.write(&Telemetry::End {
+        passes,
+        dropped: 0,
+        reason: EndReason::Completed,
+    })
+    .expect("end");
+    w.finish().expect("finish");
+    if cut > 0 {
+        let b = std::fs::read(path).expect("read");
+        std::fs::write(path, &b[..b.len() - cut]).expect("write");
+    }
+}
+
+fn run8() -> RunDetails {
+    synthetic_run(8, 16, 6)
+}
+
+#[test]
+fn export_onto_its_own_input_is_refused_and_the_recording_survives() {
+    let rec = tmp("self.baro");
+    recording(&rec, &run8(), 8, 0);
+    let before = std::fs::read(&rec).expect("read");
+    let link = tmp("self-link.baro");
+    let hard = tmp("self-hard.baro");
+    let _ = std::fs::remove_file(&link);
+    let _ = std::fs::remove_file(&hard);
+    std::os::unix::fs::symlink(&rec, &link).expect("symlink");
+    std::fs::hard_link(&rec, &hard).expect("hard link");
+    for target in [&rec, &link, &hard] {
+        let o = baro(&["export", s(&rec), "--csv", s(target)]);
+        assert_eq!(o.status.code(), Some(2), "{target:?}: {}", err(&o));
+        assert!(
+            err(&o).contains("one of this command's inputs"),
+            "{}",
+            err(&o)
+        );
+        assert_eq!(std::fs::read(&rec).expect("read"), before, "{target:?}");
+    }
+}
+
+#[test]
+fn outputs_onto_devices_fifos_symlinks_and_stdout_are_written_never_replaced() {
+    let rec = tmp("out.baro");
+    recording(&rec, &run8(), 4, 0);
+    // /dev/null stays the device (the issue's run as root replaced it with a file).
+    let o = baro(&["export", s(&rec), "--csv", "/dev/null"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let m = std::fs::metadata("/dev/null").expect("meta");
+    assert!(
+        m.file_type().is_char_device(),
+        "/dev/null is still a device"
+    );
+    // A symlink is written through: the link stays, its target gets the CSV.
+    let target = tmp("target.csv");
+    let link = tmp("link.csv");
+    let _ = std::fs::remove_file(&link);
+    std::fs::write(&target, b"old").expect("write");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let o = baro(&["export", s(&rec), "--csv", s(&link)]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(std::fs::symlink_metadata(&link)
+        .expect("meta")
+        .file_type()
+        .is_symlink());
+    let csv = std::fs::read_to_string(&target).expect("read");
+    assert!(csv.lines().count() > 4, "the target holds the CSV: {csv}");
+    // A FIFO is written into (a reader takes the bytes), and stays a FIFO.
+    let fifo = tmp("out.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let c = std::ffi::CString::new(s(&fifo)).expect("cstr");
+    // SAFETY: mkfifo on a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let reader = {
+        let f = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(f).expect("read the fifo"))
+    };
+    let o = baro(&["export", s(&rec), "--csv", s(&fifo)]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert_eq!(reader.join().expect("reader"), csv);
+    assert!(std::fs::metadata(&fifo)
+        .expect("meta")
+        .file_type()
+        .is_fifo());
+    // `-` and /dev/stdout: the CSV on stdout (a pipe here), nothing created.
+    for dash in ["-", "/dev/stdout"] {
+        let o = baro(&["export", s(&rec), "--csv", dash]);
+        assert_eq!(o.status.code(), Some(0), "{dash}: {}", err(&o));
+        assert_eq!(out(&o), csv, "{dash}");
+    }
+}
+
+#[test]
+fn export_to_dev_stdout_redirected_to_a_file_writes_that_file_in_place() {
+    let rec = tmp("stdout-file.baro");
+    recording(&rec, &run8(), 4, 0);
+    let dest = tmp("stdout-file.csv");
+    let f = std::fs::File::create(&dest).expect("create");
+    let o = Command::new(bin())
+        .args(["export", s(&rec), "--csv", "/dev/stdout"])
+        .stdout(f)
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let csv = std::fs::read_to_string(&dest).expect("read");
+    assert!(
+        csv.lines().count() > 4,
+        "the CSV went to the redirected file: {csv:?}"
+    );
+}
+
+fn skip_without_vulkan() -> bool {
+    let in_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
+    !in_ci && std::env::var_os("BARO_SKIP_VULKAN").is_some()
+}
+
+#[test]
+fn record_refuses_an_existing_file_without_force_and_keeps_it() {
+    let p = tmp("exists.baro");
+    std::fs::write(&p, b"precious").expect("write");
+    // Refused before the device is opened: no Vulkan needed.
+    let o = baro(&["record", "-o", s(&p), "--passes", "2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("--force"), "{}", err(&o));
+    assert_eq!(std::fs::read(&p).expect("read"), b"precious");
+    // Nor over the model it reads.
+    let model = tmp("model-as-out.gguf");
+    let o = baro(&["model", "gen", "-o", s(&model)]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let size = std::fs::metadata(&model).expect("meta").len();
+    let o = baro(&["record", "-o", s(&model), "-m", s(&model), "--force"]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("inputs"), "{}", err(&o));
+    assert_eq!(std::fs::metadata(&model).expect("meta").len(), size);
+}
+
+#[test]
+fn record_force_overwrites_and_a_second_recorder_on_the_same_file_is_refused() {
+    if skip_without_vulkan() {
+        return;
+    }
+    let p = tmp("two.baro");
+    std::fs::write(&p, b"old").expect("write");
+    let mut first = Command::new(bin())
+        .args([
+            "record",
+            "-o",
+            s(&p),
+            "--force",
+            "--passes",
+            "100000",
+            "--no-wait",
+        ])
+        .env("LP_NUM_THREADS", "2")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Wait until the first one has written its header (it holds the lock from the start).
+    let t = Instant::now();
+    while std::fs::metadata(&p).map_or(0, |m| m.len()) < 64 {
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "the first record never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = baro(&[
+        "record",
+        "-o",
+        s(&p),
+        "--force",
+        "--passes",
+        "4",
+        "--no-wait",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("another process is recording"),
+        "{}",
+        err(&o)
+    );
+    // SIGINT finishes the first: exit 130, a footer, every pass it wrote replays.
+    // SAFETY: kill on our own child's pid.
+    unsafe { libc::kill(first.id() as i32, libc::SIGINT) };
+    let status = wait_deadline(&mut first, 120);
+    let mut e = String::new();
+    first
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut e)
+        .expect("stderr");
+    assert_eq!(status, Some(130), "{e}");
+    let mut r = Reader::open(&p).expect("a recording");
+    let msgs = r.read_all().expect("no damage");
+    assert!(r.finished(), "the footer was written: {e}");
+    assert!(msgs.iter().any(|m| matches!(m, Telemetry::End { .. })));
+    assert!(
+        msgs.iter()
+            .filter(|m| matches!(m, Telemetry::Frame(_)))
+            .count()
+            > 0
+    );
+}
+
+#[test]
+fn record_on_sigterm_finishes_the_file_and_exits_143() {
+    if skip_without_vulkan() {
+        return;
+    }
+    let p = tmp("term.baro");
+    let _ = std::fs::remove_file(&p);
+    let mut c = Command::new(bin())
+        .args(["record", "-o", s(&p), "--passes", "100000", "--no-wait"])
+        .env("LP_NUM_THREADS", "2")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let t = Instant::now();
+    // Some passes in (a frame record is ≈ a few hundred bytes for the embedded model).
+    while std::fs::metadata(&p).map_or(0, |m| m.len()) < 4096 {
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "record never got going"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: kill on our own child's pid.
+    unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+    assert_eq!(wait_deadline(&mut c, 120), Some(143));
+    let mut r = Reader::open(&p).expect("a recording");
+    r.read_all().expect("no damage");
+    assert!(r.finished(), "the footer was written");
+}
+
+fn wait_deadline(c: &mut Child, secs: u64) -> Option<i32> {
+    let t = Instant::now();
+    loop {
+        if let Some(s) = c.try_wait().expect("wait") {
+            return s.code();
+        }
+        if t.elapsed() > Duration::from_secs(secs) {
+            let _ = c.kill();
+            panic!("did not exit within {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+struct Kill(Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn slow_clients_holding_every_slot_do_not_starve_a_scrape() {
+    let mut child = Command::new(bin())
+        .args(["serve", "--metrics", "127.0.0.1:0", "--synthetic"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let _guard = Kill(child);
+    let mut addr: Option<SocketAddr> = None;
+    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+        if let Some(rest) = line.split("serving metrics on http://").nth(1) {
+            addr = rest.split('/').next().and_then(|a| a.parse().ok());
+            break;
+        }
+    }
+    let addr = addr.expect("serve printed its address");
+    // 80 slowloris clients (more than the 64 slots), each trickling a byte every 500 ms and
+    // reconnecting 50 ms after the server drops it.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let slow: Vec<_> = (0..80)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(50));
+                    let Ok(mut c) = TcpStream::connect(addr) else {
+                        continue;
+                    };
+                    for b in b"GET /metrics HTTP/1.1\r\nX-Slow: ".iter().cycle() {
+                        if stop.load(std::sync::atomic::Ordering::Relaxed)
+                            || c.write_all(&[*b]).is_err()
+                        {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(500));
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(3));
+    // Every scrape while they keep going is answered 200.
+    for _ in 0..5 {
+        let mut s = TcpStream::connect(addr).expect("connects");
+        s.set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").expect("write");
+        let mut resp = String::new();
+        let _ = s.read_to_string(&mut resp);
+        assert!(
+            resp.starts_with("HTTP/1.1 200"),
+            "a scrape among slow clients: {:?}",
+            resp.lines().next()
+        );
+        std::thread::sleep(Duration::from_millis(700));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in slow {
+        let _ = t.join();
+    }
+}
+
+#[test]
+fn a_slow_request_head_is_cut_at_the_whole_request_deadline() {
+    let mut child = Command::new(bin())
+        .args(["serve", "--metrics", "127.0.0.1:0", "--synthetic"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let _guard = Kill(child);
+    let addr: SocketAddr = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.split("serving metrics on http://")
+                .nth(1)
+                .and_then(|r| r.split('/').next().and_then(|a| a.parse().ok()))
+        })
+        .expect("address");
+    let mut c = TcpStream::connect(addr).expect("connect");
+    c.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let t = Instant::now();
+    let mut resp = vec![];
+    // One byte every 300 ms (each well inside any per-read timeout) until the server answers.
+    for b in b"GET /metrics HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".iter() {
+        if c.write_all(&[*b]).is_err() {
+            break;
+        }
+        let mut buf = [0u8; 256];
+        if let Ok(n) = c.read(&mut buf) {
+            resp.extend_from_slice(&buf[..n]);
+            if n == 0 || !resp.is_empty() {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let took = t.elapsed();
+    let resp = String::from_utf8_lossy(&resp);
+    assert!(resp.starts_with("HTTP/1.1 408"), "{resp:?} after {took:?}");
+    assert!(took < Duration::from_secs(10), "cut after {took:?}");
+}
+
+#[test]
+fn diff_of_a_damaged_recording_exits_2_and_names_the_damage() {
+    let a = tmp("diff-a.baro");
+    let b = tmp("diff-b-cut.baro");
+    recording(&a, &run8(), 16, 0);
+    recording(&b, &run8(), 16, 0);
+    let mut bytes = std::fs::read(&b).expect("read");
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    std::fs::write(&b, &bytes).expect("write");
+    let o = baro(&["diff", s(&a), s(&b)]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", out(&o), err(&o));
+    assert!(err(&o).contains("damaged"), "{}", err(&o));
+}
+
+#[test]
+fn diff_with_no_common_pass_is_not_comparable_and_exits_2() {
+    let a = tmp("diff-empty-a.baro");
+    let b = tmp("diff-empty-b.baro");
+    recording(&a, &run8(), 0, 0);
+    recording(&b, &run8(), 6, 0);
+    let o = baro(&["diff", s(&a), s(&b)]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("tokens: NOT COMPARABLE"), "{}", out(&o));
+    assert!(!out(&o).contains("agree over the 0"), "{}", out(&o));
+}
+
+#[test]
+fn diff_has_a_headline_refuses_different_models_without_force_and_speaks_json() {
+    let a = tmp("diff-h-a.baro");
+    let b = tmp("diff-h-b.baro");
+    recording(&a, &run8(), 12, 0);
+    recording(&b, &run8(), 12, 0);
+    let o = baro(&["diff", s(&a), s(&b)]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let text = out(&o);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("total") && l.contains("tok/s")),
+        "{text}"
+    );
+    // Over the compared passes (the fast ones: one pass in eight is slow in synthetic data).
+    assert!(text.lines().any(|l| l.starts_with("11/11")), "{text}");
+    let o = baro(&["diff", s(&a), s(&b), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let v: serde_json::Value = serde_json::from_str(&out(&o)).expect("one JSON object");
+    assert_eq!(v["headline"]["a_passes"], 11);
+    assert_eq!(v["headline"]["tok_s_delta_pct"], 0.0);
+    assert!(v["headline"]["a_tok_s"].as_f64().is_some_and(|t| t > 0.0));
+    assert_eq!(v["tokens"]["verdict"], "agree");
+    // Another model and device: refused, then compared with --force and a warning.
+    let mut other = run8();
+    other.model = "another-model".into();
+    other.device = "another device".into();
+    let c = tmp("diff-h-c.baro");
+    recording(&c, &other, 12, 0);
+    let o = baro(&["diff", s(&a), s(&c)]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(err(&o).contains("models differ") && err(&o).contains("devices differ"));
+    assert!(err(&o).contains("--force"), "{}", err(&o));
+    let o = baro(&["diff", s(&a), s(&c), "--force"]);
+    assert!(out(&o).contains("warning: models differ"), "{}", out(&o));
+}
+
+#[test]
+fn numeric_flags_out_of_range_are_refused_at_parse_time() {
+    for args in [
+        vec!["live", "--synthetic", "--rate", "1e-300"],
+        vec!["live", "--synthetic", "--rate", "1e-15"],
+        vec!["live", "--synthetic", "--rate", "inf"],
+        vec!["replay", "--speed", "1e-300", "x.baro"],
+        vec!["bench", "ui", "--workgroups", "65535"],
+        vec!["live", "--synthetic", "--grid", "65535"],
+    ] {
+        let t = Instant::now();
+        let o = baro(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", err(&o));
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "{args:?} was not refused at once"
+        );
+        assert!(
+            err(&o).contains("invalid value") || err(&o).contains("at most"),
+            "{args:?}: {}",
+            err(&o)
+        );
+    }
+}
+
+#[test]
+fn escape_sequences_in_a_recordings_strings_never_reach_the_terminal() {
+    let mut run = run8();
+    let evil = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{1b}]52;c;ZXZpbA==\u{7}\u{9b}31m";
+    run.device = format!("dev{evil}");
+    run.model = format!("model{evil}");
+    run.driver = format!("drv{evil}");
+    let p = tmp("evil.baro");
+    recording(&p, &run, 3, 0);
+    for args in [
+        vec!["replay", "--headless", s(&p)],
+        vec!["replay", s(&p)],
+        vec!["diff", s(&p), s(&p)],
+        vec!["export", s(&p), "--csv", "/dev/null"],
+    ] {
+        let o = baro(&args);
+        for (name, bytes) in [("stdout", &o.stdout), ("stderr", &o.stderr)] {
+            let t = String::from_utf8_lossy(bytes);
+            assert!(
+                !t.contains('\u{1b}') && !t.contains('\u{7}') && !t.contains('\u{9b}'),
+                "{args:?} {name}: {t:?}"
+            );
+        }
+        // The OSC strings go whole (title, clipboard); the text around them stays.
+        let all = out(&o) + &err(&o);
+        assert!(
+            !all.contains("pwned") && !all.contains("ZXZpbA"),
+            "{args:?}: {all}"
+        );
+        assert!(
+            all.contains("dev") || args[0] == "export",
+            "{args:?}: {all}"
+        );
+    }
+}
