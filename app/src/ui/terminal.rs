@@ -201,3 +201,20 @@ impl Drop for Guard {
         restore();
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_in_any_thread_raises_the_flag_that_ends_the_dashboard() {
+        install_signals().unwrap();
+        assert_eq!(caught(), None);
+        let _ = std::thread::spawn(|| panic!("a producer panics")).join();
+        assert_eq!(caught(), Some(PANICKED));
+        assert_eq!(exit_status(PANICKED), 101);
+        assert_eq!(exit_status(libc::SIGINT), 130);
+        assert_eq!(exit_status(libc::SIGTERM), 143);
+    }
+}

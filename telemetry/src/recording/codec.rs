@@ -710,13 +710,29 @@ mod tests {
     }
 
     #[test]
-    fn spans_rows_that_cannot_fit_the_payload_are_refused_before_allocating() {
-        let mut out = vec![];
-        put_varint(&mut out, 1 << 20);
-        put_varint(&mut out, 1 << 20);
-        put_varint(&mut out, 0);
-        let e = decode_spans(&mut Bytes::new(&out)).unwrap_err();
+    fn spans_rows_that_cannot_fit_the_payload_or_the_caps_are_refused_before_allocating() {
+        let spans = |grid: u64, rows: u64| {
+            let mut out = vec![];
+            put_varint(&mut out, grid);
+            put_varint(&mut out, rows);
+            put_varint(&mut out, 0);
+            decode_spans(&mut Bytes::new(&out)).unwrap_err()
+        };
+        let e = spans(100, 100);
         assert!(e.contains("do not fit"), "{e}");
+        let e = spans(1 << 20, 1);
+        assert!(e.contains("larger than the largest dispatch"), "{e}");
+        let e = spans(1000, 1 << 20);
+        assert!(e.contains("stamp pairs a frame may hold"), "{e}");
+    }
+
+    #[test]
+    fn a_payload_over_the_cap_is_refused_before_it_is_allocated() {
+        let mut c = vec![];
+        put_varint(&mut c, MAX_PAYLOAD as u64 + 1);
+        c.extend_from_slice(&vec![0u8; MAX_PAYLOAD / 200]);
+        let e = decompress(&c, &mut vec![]).unwrap_err();
+        assert!(e.contains("cap"), "{e}");
     }
 
     #[test]
