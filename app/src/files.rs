@@ -176,6 +176,23 @@ fn write_stdout(write: impl FnOnce(&Path) -> anyhow::Result<()>) -> anyhow::Resu
     Ok(())
 }
 
+/// What [`create_recording`] would refuse, checked without creating anything (a command
+/// checks its output before the work that precedes creating it).
+pub fn check_recording(out: &Path, force: bool) -> anyhow::Result<()> {
+    if out == Path::new("-") {
+        return Ok(());
+    }
+    if let Target::Replace(p) = target(out)? {
+        if !force && std::fs::symlink_metadata(&p).is_ok() {
+            bail!(
+                "{} exists: refusing to overwrite a file (--force overwrites it)",
+                out.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Open `out` for a recording streamed as it is made (`record -o`): a new file, or with
 /// `force` an existing regular one (truncated only once this process holds its lock); a FIFO
 /// or a device as it is; `-` stdout. A regular file is locked exclusively (`flock`) for the

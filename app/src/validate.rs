@@ -207,16 +207,17 @@ pub fn wg_size_fits(wg: u32, info: &baro_engine::device::DeviceInfo) -> anyhow::
     Ok(())
 }
 
-/// `--speed`: a finite replay speed factor, 0 (as fast as possible) or 0.01 up to 1000 (a
-/// smaller factor would stretch one pass of a recording into hours).
+/// `--speed`: a finite replay speed factor, 0 (as fast as possible) or 0.0001 up to 1000
+/// (slow motion of 10,000× at most: a smaller factor stretches a pass of a recording into
+/// hours, 1e-300 into forever).
 pub fn speed(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()
         .parse()
         .map_err(|_| format!("'{s}' is not a number"))?;
-    if !v.is_finite() || !(v == 0.0 || (0.01..=1000.0).contains(&v)) {
+    if !v.is_finite() || !(v == 0.0 || (0.0001..=1000.0).contains(&v)) {
         return Err(format!(
-            "'{s}': the replay speed is 0 (as fast as possible) or a factor from 0.01 to 1000"
+            "'{s}': the replay speed is 0 (as fast as possible) or a factor from 0.0001 to 1000"
         ));
     }
     Ok(v)

@@ -18,7 +18,8 @@ use clap::Args;
 pub struct ReplayArgs {
     /// The recording (`.baro`).
     pub file: PathBuf,
-    /// Replay speed relative to the recording (2 = twice as fast); 0 = as fast as possible.
+    /// Replay speed relative to the recording (2 = twice as fast), 0.0001..=1000; 0 = as fast
+    /// as possible.
     /// Default: 1 in the dashboard, 0 with --headless.
     #[arg(long, value_parser = crate::validate::speed, allow_negative_numbers = true)]
     pub speed: Option<f64>,
@@ -427,9 +428,10 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     use baro_engine::session::{SessionBuilder, SinkKind};
     crate::ui::terminal::install_signals().context("catching signals")?;
     let model = super::load_model(&a.model)?;
-    // After the model (an input: it cannot be the output) and before the GPU: a file that
-    // exists, is locked by another recorder or cannot be created is refused at once.
-    let out = OutFile::create(&a.out, a.force)?;
+    // After the model (an input: it cannot be the output) and before the GPU: an output
+    // that exists or is an input is refused at once; it is created (and locked) once this
+    // run holds the GPU's host lock.
+    crate::files::check_recording(&a.out, a.force)?;
     let quant = model.weights.classifier().ty.to_string();
     let positions = match a.ctx {
         Some(n) => {
@@ -476,6 +478,8 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
             .context("taking the GPU's host lock")?,
         )
     };
+    // A file that appeared meanwhile, or that another recorder holds, is refused here.
+    let out = OutFile::create(&a.out, a.force)?;
     let dispatch = a.dispatch.unwrap_or(crate::DispatchArg::Mega).dispatch();
     let mut opts = a.gpu.decoder_options(dispatch, positions);
     opts.instrument = true;
