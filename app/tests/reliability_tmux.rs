@@ -207,8 +207,12 @@ fn ctrl_c_quits_whatever_the_layout_binds_and_a_layout_without_quit_is_refused()
         ("freeze = [\"Ctrl-c\"]", "Ctrl-c always quits"),
     ] {
         let l = layout("bad.toml", keys);
-        let o = Command::new(bin())
+        // Bounded: a build that accepts the layout would run (headless) until killed.
+        let o = Command::new("timeout")
+            .arg("30")
+            .arg(bin())
             .args(["live", "--synthetic", "--layout", l.to_str().expect("utf8")])
+            .stdin(std::process::Stdio::null())
             .output()
             .expect("runs");
         let e = String::from_utf8_lossy(&o.stderr);
