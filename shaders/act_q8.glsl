@@ -89,6 +89,185 @@ float q8_q8(uvec4 WA, uvec4 WB, uint B, float D) {
     }
     return float(s) * D * uintBitsToFloat(xs.x);
 }
+
+// ---- the other quantised types against sq (engine/src/act.rs defines each term) ----
+// Word k (k = 0..7: elements 4k..4k+3) of block B's quants.
+int sqw(uint B, uint k) { return int(k < 4u ? sq[B * 3u][k] : sq[B * 3u + 1u][k - 4u]); }
+float sq_scale(uint B) { return uintBitsToFloat(sq[B * 3u + 2u].x); }
+int sq_sum(uint B) { return int(sq[B * 3u + 2u].y); }
+// A block's term from its exact integer sums: (d · f32(a) + m · f32(b)) · 2^e, every product
+// and the sum rounded as written (precise: no fused multiply-add, as on the CPU).
+float q8_term(float d, int a, float m, int b, uint B) {
+    precise float v = d * float(a) + m * float(b);
+    precise float r = v * sq_scale(B);
+    return r;
+}
+
+// Q4_1, Q5_0, Q5_1: unit = one block, s = Σ q·x over its 4- or 5-bit values (unsigned bytes
+// against the signed quants); Q5_0's term is (f32(s − 16·Σx) · d) · 2^e, the others'
+// (d · f32(s) + m · f32(Σx)) · 2^e.
+float dot_q32_q8(uint ty, uint t, uint row, uint c0, uint cl) {
+    uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), hs = T(t, T_SC), xs = T(t, T_X);
+    uint nb = cl / 32u, nbt = T(t, T_COLS) / 32u, g0 = c0 / 32u, S = gl_SubgroupSize;
+    bool five = ty != TY_Q4_1, mins = ty != TY_Q5_0;
+    float acc = 0.0;
+    FOR_LANE_UNITS(b, nb, 40u) {
+        uint blk = row * nbt + g0 + b;
+        uvec4 W = wld4(ch, base + (g0 + b) * 4u);
+        uint hd = wld(ch, hs + blk), qh = five ? wld(ch, xs + blk) : 0u;
+        int s = 0;
+        [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+            s += dotPacked4x8EXT(q5_lo(W[k], qh, k), sqw(b, k));
+            s += dotPacked4x8EXT(q5_hi(W[k], qh, k), sqw(b, k + 4u));
+        }
+        vec2 dm = unpackHalf2x16(hd);
+        acc += mins ? q8_term(dm.x, s, dm.y, sq_sum(b), b) : q8_term(dm.x, s - 16 * sq_sum(b), 0.0, 0, b);
+    }
+    return acc;
+}
+
+// Q4_K, Q5_K: unit = sub-blocks 2p, 2p + 1 (blocks 2u, 2u + 1 of sq); sub-block j's term is
+// (d · f32(sc_j · s_j) − dmin · f32(m_j · Σx)) · 2^e, s_j = Σ q·x over its 4- or 5-bit values.
+// R rows at once as quant.glsl's DEFINE_Q4K: the int8 blocks read once for every row, each
+// row's arithmetic the one-row sequence.
+#define DEFINE_Q45K_Q8(NAME, R)                                                              \
+void NAME(bool five, uint ts[R], uint rs[R], uint c0, uint cl, inout float acc[R]) {         \
+    KROWS_SETUP(R, 8u)                                                                       \
+    FOR_LANE_UNITS(u, nu, 40u * R) {                                                         \
+        uint g = u0 + u, sb = g >> 2u, p = g & 3u;                                           \
+        uvec4 qa[R], qb[R], ha[R], hb[R], hd[R];                                             \
+        [[unroll]] for (uint r = 0u; r < R; ++r) {                                           \
+            uint qo = base[r] + sb * 32u + p * 8u;                                           \
+            qa[r] = wld4(ch[r], qo);                                                         \
+            qb[r] = wld4(ch[r], qo + 4u);                                                    \
+            ha[r] = five ? wld4(ch[r], xs[r] + sb * 8u) : uvec4(0u);                         \
+            hb[r] = five ? wld4(ch[r], xs[r] + sb * 8u + 4u) : uvec4(0u);                    \
+            hd[r] = wld4(ch[r], hs[r] + sb * 4u);                                            \
+        }                                                                                    \
+        uint B = 2u * u;                                                                     \
+        uvec4 x0 = sq[B * 3u], x1 = sq[B * 3u + 1u], y0 = sq[B * 3u + 3u], y1 = sq[B * 3u + 4u]; \
+        int lo[R], hi[R];                                                                    \
+        [[unroll]] for (uint r = 0u; r < R; ++r) { lo[r] = 0; hi[r] = 0; }                   \
+        [[unroll]] for (uint k = 0u; k < 8u; ++k) {                                          \
+            int xl = int(k < 4u ? x0[k] : x1[k - 4u]), xh = int(k < 4u ? y0[k] : y1[k - 4u]); \
+            [[unroll]] for (uint r = 0u; r < R; ++r) {                                       \
+                uint w = k < 4u ? qa[r][k] : qb[r][k - 4u], hw = k < 4u ? ha[r][k] : hb[r][k - 4u]; \
+                lo[r] += dotPacked4x8EXT(q5k_lo(w, hw, p), xl);                              \
+                hi[r] += dotPacked4x8EXT(q5k_hi(w, hw, p), xh);                              \
+            }                                                                                \
+        }                                                                                    \
+        [[unroll]] for (uint r = 0u; r < R; ++r) {                                           \
+            vec2 dm = unpackHalf2x16(hd[r].x);                                               \
+            uvec2 a = k_scale_min(hd[r], 2u * p), c = k_scale_min(hd[r], 2u * p + 1u);       \
+            acc[r] += q8_term(dm.x, int(a.x) * lo[r], -dm.y, int(a.y) * sq_sum(B), B);       \
+            acc[r] += q8_term(dm.x, int(c.x) * hi[r], -dm.y, int(c.y) * sq_sum(B + 1u), B + 1u); \
+        }                                                                                    \
+    }                                                                                        \
+}
+DEFINE_Q45K_Q8(q45k_q8_rows1, 1u)
+DEFINE_Q45K_Q8(q45k_q8_rows2, 2u)
+DEFINE_Q45K_Q8(q45k_q8_rows4, 4u)
+
+// The bytes of w (values 0..63) less 32 as signed bytes: the top bit set keeps each byte's
+// subtraction from borrowing, then flipping it back gives the two's complement.
+int q6_signed(uint w) { return int(((w | 0x80808080u) - 0x20202020u) ^ 0x80808080u); }
+// Q6_K: unit = sub-blocks 4h + o and 4h + 2 + o (repack); a sub-block's term is
+// (d · f32(sc_0 · s_0 + sc_1 · s_1)) · 2^e over its two 16-element halves, s_i = Σ (q − 32)·x.
+#define DEFINE_Q6K_Q8(NAME, R)                                                               \
+void NAME(uint ts[R], uint rs[R], uint c0, uint cl, inout float acc[R]) {                    \
+    KROWS_SETUP(R, 0u)                                                                       \
+    FOR_LANE_UNITS(u, nu, 40u * R) {                                                         \
+        Q6K_LOADS(R)                                                                         \
+        uint B1 = (u >> 2u) * 8u + 4u * h + o, B2 = B1 + 2u;                                 \
+        uvec4 e0 = sq[B1 * 3u], e1 = sq[B1 * 3u + 1u], f0 = sq[B2 * 3u], f1 = sq[B2 * 3u + 1u]; \
+        int s0[R], s1[R], s2[R], s3[R];                                                      \
+        [[unroll]] for (uint r = 0u; r < R; ++r) { s0[r] = 0; s1[r] = 0; s2[r] = 0; s3[r] = 0; } \
+        [[unroll]] for (uint k = 0u; k < 4u; ++k) {                                          \
+            [[unroll]] for (uint r = 0u; r < R; ++r) {                                       \
+                uint n0 = q6_hn(c[r], k), n1 = q6_hn(c[r], k + 4u);                          \
+                s0[r] += dotPacked4x8EXT(q6_signed(q6_a(a[r][k], n0)), int(e0[k]));          \
+                s1[r] += dotPacked4x8EXT(q6_signed(q6_a(b[r][k], n1)), int(e1[k]));          \
+                s2[r] += dotPacked4x8EXT(q6_signed(q6_b(a[r][k], n0)), int(f0[k]));          \
+                s3[r] += dotPacked4x8EXT(q6_signed(q6_b(b[r][k], n1)), int(f1[k]));          \
+            }                                                                                \
+        }                                                                                    \
+        [[unroll]] for (uint r = 0u; r < R; ++r) {                                           \
+            uint wa = hd[r][2u * h], wb = hd[r][2u * h + 1u];                                \
+            int i0a = int(q6_sc(wa, 2u * o)), i1a = int(q6_sc(wa, 2u * o + 1u));             \
+            int i0b = int(q6_sc(wb, 2u * o)), i1b = int(q6_sc(wb, 2u * o + 1u));             \
+            acc[r] += q8_term(d[r], i0a * s0[r] + i1a * s1[r], 0.0, 0, B1);                  \
+            acc[r] += q8_term(d[r], i0b * s2[r] + i1b * s3[r], 0.0, 0, B2);                  \
+        }                                                                                    \
+    }                                                                                        \
+}
+DEFINE_Q6K_Q8(q6k_q8_rows1, 1u)
+DEFINE_Q6K_Q8(q6k_q8_rows2, 2u)
+DEFINE_Q6K_Q8(q6k_q8_rows4, 4u)
+
+// Four nibbles (bytes of w, each below 16) through the IQ4 code book: four signed bytes.
+int iq4_bytes(uint w) {
+    uint r = 0u;
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+        uint n = (w >> (8u * i)) & 15u;
+        r |= ((iq4_word(n) >> (8u * (n & 3u))) & 255u) << (8u * i);
+    }
+    return int(r);
+}
+// IQ4_XS: unit = one sub-block (block u of sq); term (d · f32((ls − 32) · s)) · 2^e,
+// s = Σ kv[n]·x.
+float dot_iq4_xs_q8(uint t, uint row, uint c0, uint cl) {
+    uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), hs = T(t, T_SC);
+    uint nsb = T(t, T_COLS) / 256u, nu = cl / 32u, u0 = c0 / 32u, S = gl_SubgroupSize;
+    float acc = 0.0;
+    FOR_LANE_UNITS(u, nu, 40u) {
+        uint g = u0 + u, sb = g >> 3u, s = g & 7u, hb = hs + (row * nsb + sb) * 2u;
+        uvec4 W = wld4(ch, base + sb * 32u + s * 4u);
+        int v = 0;
+        [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+            v += dotPacked4x8EXT(iq4_bytes(W[k] & 0x0F0F0F0Fu), sqw(u, k));
+            v += dotPacked4x8EXT(iq4_bytes((W[k] >> 4u) & 0x0F0F0F0Fu), sqw(u, k + 4u));
+        }
+        uint h0 = wld(ch, hb), h1 = wld(ch, hb + 1u);
+        int ls = int(((h1 >> (4u * s)) & 15u) | (((h0 >> (16u + 2u * s)) & 3u) << 4u)) - 32;
+        acc += q8_term(unpackHalf2x16(h0).x, ls * v, 0.0, 0, u);
+    }
+    return acc;
+}
+
+// quant.glsl's quant_dot in the ACT_Q8 modules. A BF16 matrix has no int8 dot product (the
+// host refuses it on this path, as F32 and F16): were one to come here, NaN fails the pass.
+float quant_dot_q8(uint ty, uint t, uint row, uint c0, uint cl) {
+    uint ts[1] = uint[1](t), rs[1] = uint[1](row);
+    float a[1] = float[1](0.0);
+    if (IS_TY(ty, TY_Q4_K) || IS_TY(ty, TY_Q5_K)) { q45k_q8_rows1(IS_TY(ty, TY_Q5_K), ts, rs, c0, cl, a); return a[0]; }
+    if (IS_TY(ty, TY_Q6_K)) { q6k_q8_rows1(ts, rs, c0, cl, a); return a[0]; }
+    if (IS_TY(ty, TY_IQ4_XS)) return dot_iq4_xs_q8(t, row, c0, cl);
+    if (IS_TY(ty, TY_Q4_1) || IS_TY(ty, TY_Q5_0) || IS_TY(ty, TY_Q5_1)) return dot_q32_q8(ty, t, row, c0, cl);
+    return uintBitsToFloat(0x7FC00000u);
+}
 #else
 #define IN_CAP SX_CAP
 #endif
+
+// R rows of one type and column count against the input vector (decode.comp's dot_rows2/4):
+// whether this type streams rows together (Q4_K, Q6_K); if so res[r] is row r's dot product,
+// bit-identical to quant_dot one row at a time (the same sequence per row, then subgroupAdd).
+#ifdef ACT_Q8
+#define QROWS_Q4K(R) q45k_q8_rows##R(false, ts, rs, 0u, cl, a)
+#define QROWS_Q6K(R) q6k_q8_rows##R(ts, rs, 0u, cl, a)
+#else
+#define QROWS_Q4K(R) q4k_rows##R(ts, rs, 0u, cl, a)
+#define QROWS_Q6K(R) q6k_rows##R(ts, rs, 0u, cl, a)
+#endif
+#define DEFINE_QUANT_ROWS(NAME, R, RN)                                                       \
+bool NAME(uint ty, uint ts[R], uint rs[R], out float res[R]) {                               \
+    if (!IS_TY(ty, TY_Q4_K) && !IS_TY(ty, TY_Q6_K)) return false;                            \
+    uint cl = T(ts[0], T_COLS);                                                              \
+    float a[R];                                                                              \
+    [[unroll]] for (uint r = 0u; r < R; ++r) a[r] = 0.0;                                     \
+    if (IS_TY(ty, TY_Q4_K)) QROWS_Q4K(RN); else QROWS_Q6K(RN);                               \
+    [[unroll]] for (uint r = 0u; r < R; ++r) res[r] = subgroupAdd(a[r]);                     \
+    return true;                                                                             \
+}
+DEFINE_QUANT_ROWS(quant_rows2, 2u, 2)
+DEFINE_QUANT_ROWS(quant_rows4, 4u, 4)

@@ -142,8 +142,8 @@ float qscale(uint chunk, uint sc, uint blk) {
 // One element of a tensor (embedding lookup, norm weights).
 float welem(uint t, uint row, uint j) {
     uint ty = T(t, T_TYPE), ch = T(t, T_CHUNK), qs = T(t, T_QS), rw = T(t, T_ROWW);
-    if (ty == TY_F32) return uintBitsToFloat(wld(ch, qs + row * rw + j));
-    if (ty == TY_F16) {
+    if (IS_TY(ty, TY_F32)) return uintBitsToFloat(wld(ch, qs + row * rw + j));
+    if (IS_TY(ty, TY_F16)) {
         vec2 h = unpackHalf2x16(wld(ch, qs + row * rw + (j >> 1)));
         return (j & 1u) == 0u ? h.x : h.y;
     }
@@ -151,7 +151,7 @@ float welem(uint t, uint row, uint j) {
     uint nb = T(t, T_COLS) / 32u;
     uint b = j / 32u, e = j % 32u;
     float d = qscale(ch, T(t, T_SC), row * nb + b);
-    if (ty == TY_Q8_0) {
+    if (IS_TY(ty, TY_Q8_0)) {
         uint word = wld(ch, qs + row * rw + b * 8u + e / 4u);
         int q = int(bitfieldExtract(word, int((e % 4u) * 8u), 8)) ;
         q = (q << 24) >> 24;
@@ -234,9 +234,9 @@ float NAME(uint t, uint row, uint c0, uint cl) {                                
     uint base = T(t, T_QS) + row * T(t, T_ROWW);                                             \
     uint S = gl_SubgroupSize;                                                                \
     float acc = 0.0;                                                                         \
-    if (ty == TY_F32) {                                                                      \
+    if (IS_TY(ty, TY_F32)) {                                                                 \
         for (uint j0 = 0u; j0 < cl; j0 += S) { TICK(); uint j = j0 + tlane(); if (j < cl) acc += uintBitsToFloat(wld(ch, base + c0 + j)) * XLOAD(j); } \
-    } else if (ty == TY_F16) {                                                               \
+    } else if (IS_TY(ty, TY_F16)) {                                                          \
         uint nw = (cl + 1u) / 2u;                                                            \
         for (uint k0 = 0u; k0 < nw; k0 += S) {                                              \
             TICK();                                                                          \
@@ -247,7 +247,7 @@ float NAME(uint t, uint row, uint c0, uint cl) {                                
                 if (2u * k + 1u < cl) acc += h.y * XLOAD(2u * k + 1u);                       \
             }                                                                                \
         }                                                                                    \
-    } else if (ty == TY_Q8_0) {                                                              \
+    } else if (IS_TY(ty, TY_Q8_0)) {                                                         \
         uint nb = cl / 32u, nbt = cols / 32u, g0 = c0 / 32u, sc = T(t, T_SC);                \
         for (uint b0 = 0u; b0 < nb; b0 += S) {                                              \
             TICK();                                                                          \
@@ -258,7 +258,7 @@ float NAME(uint t, uint row, uint c0, uint cl) {                                
             DOT_Q8_0(qa, qb, b)                                                               \
         }                                                                                    \
     } else if (quant_dot(ty, t, row, c0, cl, acc)) {                                         \
-    } else {                                                                                 \
+    } else if (IS_TY(ty, TY_Q4_0)) {                                                         \
         /* Q4_0: two blocks per lane per iteration, both loads issued before either is used;   \
            the blocks are still added in the order b, b + S, b + 2S, ... */                  \
         uint nb = cl / 32u, nbt = cols / 32u, g0 = c0 / 32u, sc = T(t, T_SC);                \
@@ -311,7 +311,8 @@ uint first_unit(uint b, uint n, out uint NT) {
 // any is used and each element of sx, read once, feeds every row. Per row the arithmetic is
 // dot_sx's Q4_0 loop exactly: lane l adds blocks l, l+S, l+2S, ... in ascending order, lo/hi
 // in element order, then one subgroupAdd — bit-identical to one row at a time. The rows share
-// a column count. Other types run dot_sx per row.
+// a column count. Q4_K and Q6_K rows of one type go to quant_rows; other types run dot_sx per
+// row.
 #define Q4_ROWS_BLOCK(Q, D, B, R)                                                            \
     {                                                                                        \
         float lo[R], hi[R];                                                                  \
@@ -337,13 +338,20 @@ uint first_unit(uint b, uint n, out uint NT) {
 #define Q4_ROWS_DOT(Q, D, B, R) Q4_ROWS_BLOCK(Q, D, B, R)
 #endif
 
-#define DEFINE_DOT_ROWS(NAME, R)                                                             \
+#define DEFINE_DOT_ROWS(NAME, R, QROWS)                                                      \
 void NAME(uint ts[R], uint rs[R], out float res[R]) {                                        \
-    bool q4 = true;                                                                          \
-    [[unroll]] for (uint r = 0u; r < R; ++r)                                                 \
-        if ((MAT_TY != 0xFFFFu ? MAT_TY : T(ts[r], T_TYPE)) != TY_Q4_0) q4 = false;          \
+    bool q4 = true, same = true;                                                             \
+    uint ty0 = MAT_TY != 0xFFFFu ? MAT_TY : T(ts[0], T_TYPE);                                \
+    [[unroll]] for (uint r = 0u; r < R; ++r) {                                               \
+        uint ty = MAT_TY != 0xFFFFu ? MAT_TY : T(ts[r], T_TYPE);                             \
+        if (!IS_TY(ty, TY_Q4_0)) q4 = false;                                                 \
+        if (ty != ty0) same = false;                                                         \
+    }                                                                                        \
     if (!q4) {                                                                               \
-        [[unroll]] for (uint r = 0u; r < R; ++r) res[r] = dot_sx(ts[r], rs[r]);              \
+        /* Q4_K and Q6_K rows stream together too (act_q8.glsl's quant_rows). */             \
+        if (same && QROWS(ty0, ts, rs, res)) return;                                         \
+        /* One dot_sx site (see run_stage). */                                               \
+        [[dont_unroll]] for (uint r = 0u; r < R; ++r) res[r] = dot_sx(ts[r], rs[r]);         \
         return;                                                                              \
     }                                                                                        \
     uint nb = T(ts[0], T_COLS) / 32u, S = gl_SubgroupSize;                                   \
@@ -374,8 +382,8 @@ void NAME(uint ts[R], uint rs[R], out float res[R]) {                           
     [[unroll]] for (uint r = 0u; r < R; ++r) res[r] = subgroupAdd(acc[r]);                   \
 }
 
-DEFINE_DOT_ROWS(dot_rows2, 2u)
-DEFINE_DOT_ROWS(dot_rows4, 4u)
+DEFINE_DOT_ROWS(dot_rows2, 2u, quant_rows2)
+DEFINE_DOT_ROWS(dot_rows4, 4u, quant_rows4)
 
 // Position chunks of one head group's attention over n positions (unit_attn): a function of n
 // alone, so neither the grid nor the schedule changes a result.
@@ -486,10 +494,6 @@ void store_rope(uint kind, uint layer, uint u, float v0, float v1, uint tb) {
     uint ra = rope_row(u, 0u), rb = rope_row(u, 1u);
     rope_store(kind, layer, ra, rb, u % (P(H_HEAD_SIZE) / 2u), with_bias(tb, ra, v0), with_bias(tb, rb, v1));
 }
-void unit_rope(uint kind, uint t, uint tb, uint layer, uint u) {
-    float v0 = dot_sx(t, rope_row(u, 0u)), v1 = dot_sx(t, rope_row(u, 1u));
-    if (tlane() == 0u) store_rope(kind, layer, u, v0, v1, tb);
-}
 
 // Q and K with per-head q/k norms (qwen3, H_QK_NORM != 0): unit h = a whole head, one team.
 // Its rows (bias added) in row order; every lane holds each row's value (the team's sum) and
@@ -524,10 +528,6 @@ void unit_qk_head(uint kind, uint t, uint tb, uint layer, uint h) {
 void store_v(uint layer, uint r, float v, uint tb) {
     V_SET(layer * P(H_KV_LAYER) + pc.pos * P(H_KV_DIM) + r, with_bias(tb, r, v));
 }
-void unit_v(uint t, uint tb, uint layer, uint r) {
-    float v = dot_sx(t, r);
-    if (tlane() == 0u) store_v(layer, r, v, tb);
-}
 
 // Residual row: x[r] = base[r] + W[r]·in, base = x, or the token embedding in layer 0.
 void store_residual(uint kind, uint layer, uint r, float v) {
@@ -535,19 +535,11 @@ void store_residual(uint kind, uint layer, uint r, float v) {
     float base = (kind == K_WO && layer == 0u) ? welem(P(H_EMBED), g_token, r) : st.s[o];
     st.s[o] = base + v;
 }
-void unit_residual(uint kind, uint t, uint layer, uint r) {
-    float v = dot_sx(t, r);
-    if (tlane() == 0u) store_residual(kind, layer, r, v);
-}
 
 void store_ffn(uint r, float g, float u) {
     g *= 1.0 / (1.0 + exp(-g));
     g *= u;
     st.s[P(H_OFF_HB) + r] = g;
-}
-void unit_ffn(uint t0, uint t1, uint r) {
-    float g = dot_sx(t0, r), u = dot_sx(t1, r);
-    if (tlane() == 0u) store_ffn(r, g, u);
 }
 
 // ---- attention ----
@@ -1009,19 +1001,28 @@ void run_stage(uint si, bool first, bool last) {
         for (uint u = me; u < n; u += NT) {
             TICK();
             if (!budget_ok()) break;
-            if (qk_heads) unit_qk_head(kind, t0, t1, layer, u);
-            else if (kind == K_Q || kind == K_K) unit_rope(kind, t0, t1, layer, u);
-            else if (kind == K_V) unit_v(t0, t1, layer, u);
-            else if (kind == K_WO || kind == K_DOWN) unit_residual(kind, t0, layer, u);
-            else if (kind == K_FFN) unit_ffn(t0, t1, u);
-            else if (kind == K_HEAD) {
-                float v = dot_sx(t0, u);
-                if (tlane() == 0u) {
+            if (qk_heads) { unit_qk_head(kind, t0, t1, layer, u); continue; }
+            // A unit's one or two rows (a rope pair; the FFN's gate and up) through ONE dot_sx
+            // site: a pipeline inlines the type dispatch at every site, and on lavapipe a mixed
+            // model's copies cost minutes of compile time. Rows in the order the units read.
+            bool two = kind == K_Q || kind == K_K || kind == K_FFN;
+            float v[2] = float[2](0.0, 0.0);
+            for (uint i = 0u; i < (two ? 2u : 1u); ++i) {
+                TICK();
+                uint t = kind == K_FFN && i == 1u ? t1 : t0;
+                v[i] = dot_sx(t, (kind == K_Q || kind == K_K) ? rope_row(u, i) : u);
+            }
+            if (tlane() == 0u) {
+                if (kind == K_Q || kind == K_K) store_rope(kind, layer, u, v[0], v[1], t1);
+                else if (kind == K_V) store_v(layer, u, v[0], t1);
+                else if (kind == K_WO || kind == K_DOWN) store_residual(kind, layer, u, v[0]);
+                else if (kind == K_FFN) store_ffn(u, v[0], v[1]);
+                else if (kind == K_HEAD) {
                     // A NaN would lose every comparison below and leave a clean-looking
                     // argmax: a non-finite logit fails the pass instead.
-                    if (isnan(v) || isinf(v)) raise_fail(FAIL_NON_FINITE, P(b + S_LEVEL), u);
-                    outb.o[u] = floatBitsToUint(v);
-                    if (bi == 0xFFFFFFFFu || v > best) { best = v; bi = u; }
+                    if (isnan(v[0]) || isinf(v[0])) raise_fail(FAIL_NON_FINITE, P(b + S_LEVEL), u);
+                    outb.o[u] = floatBitsToUint(v[0]);
+                    if (bi == 0xFFFFFFFFu || v[0] > best) { best = v[0]; bi = u; }
                 }
             }
         }

@@ -1,14 +1,24 @@
 // quant.glsl — the tensor types beyond F32/F16/Q8_0/Q4_0 (included by decode.comp before
 // welem): one element of a tensor (embedding lookup) and a lane's share of a row's dot product
 // with the f32 input vector in sx, in the GPU layouts `program::repack` writes (its doc lists
-// every stream). decode.comp calls quant_welem and quant_dot at its type dispatch points.
+// every stream). decode.comp calls quant_welem and quant_dot at its type dispatch points; in
+// the ACT_Q8 modules quant_dot runs act_q8.glsl's int8 dot products instead.
 //
-// A lane's unit of work is 64 elements (a Q4_K sub-block pair, a Q6_K quarter), so a row of
-// 2048 is one unit per lane of a 32-lane team, as Q4_0's two blocks per lane are; lane l adds
+// A lane's unit of work is 64 elements for the K-quants (a Q4_K/Q5_K sub-block pair, a Q6_K
+// pair of sub-blocks), so a row of 2048 is one unit per lane of a 32-lane team, as Q4_0's two
+// blocks per lane are; a 32-element block for Q4_1/Q5_0/Q5_1 and IQ4_XS; a word (two
+// elements) for BF16. Lane l adds
 // units l, l + S, l + 2S, ... in ascending order (the op's order: a function of the type and
 // the row alone, never of the schedule), then DEFINE_DOT's subgroupAdd. The elements come
 // from sx four per load (SXI: block B's elements 4k..4k+3 are sx4[9B + k]); the quants become
 // floats without integer->float conversions (Q4_AT: mask, OR and one exact subtraction).
+
+// The lane-strided loop over NU units: this lane takes units U = l, l + S, l + 2S, ... in
+// ascending order; every lane counts each back-edge (TICK) and an active unit's unrolled
+// work (TICKS) against the CPU devices' loop budget, as the other matvec loops do.
+#define FOR_LANE_UNITS(U, NU, TICKS)                                                         \
+    for (uint U##_0 = 0u, U = tlane(); U##_0 < (NU); U##_0 += gl_SubgroupSize, U += gl_SubgroupSize) \
+        if (TICK() >= 0u && U < (NU) && TICK_N(TICKS) >= 0u)
 
 // The bits under MASK of W as the float 2^E + n minus BIAS, exactly (decode.comp's Q4_AT,
 // which is defined after this file): EXP is 2^E with E putting MASK's lowest bit at weight 1.
@@ -30,138 +40,352 @@ uvec2 k_scale_min(uvec4 hd, uint j) {
     return uvec2((c & 15u) | ((a >> 6u) << 4u), (c >> 4u) | ((b >> 6u) << 4u));
 }
 
-// ---- Q4_K ----
-// Unit u of the range = sub-blocks 2p, 2p+1 of super-block sb (g = c0/64 + u = 4 sb + p):
-// the 32 quant bytes' low nibbles are sub-block 2p, the high nibbles 2p+1. A sub-block's
-// term is (d·sc)·Σ n·x − (dmin·m)·Σ x (each sum in element order).
-float dot_q4_k(uint t, uint row, uint c0, uint cl) {
-    uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), hs = T(t, T_SC);
-    uint nsb = T(t, T_COLS) / 256u, nu = cl / 64u, u0 = c0 / 64u, S = gl_SubgroupSize;
-    float acc = 0.0;
-    for (uint i0 = 0u; i0 < nu; i0 += S) {
-        TICK();
-        uint u = i0 + tlane();
-        if (u >= nu) continue;
-        TICK_N(40u);
-        uint g = u0 + u, sb = g >> 2u, p = g & 3u;
-        uint qo = base + sb * 32u + p * 8u;
-        uvec4 qa = wld4(ch, qo), qb = wld4(ch, qo + 4u);
-        uvec4 hd = wld4(ch, hs + (row * nsb + sb) * 4u);
+// Four byte values of W (each below 128) less BIAS against x, in element order: each value
+// read as the float b - BIAS exactly by mask, OR and one subtraction (QAT; the top byte from
+// W >> 16, below the exponent field).
+float bytes_dot(uint w, vec4 x, float bias) {
+    uint w16 = w >> 16u;
+    return ((QAT(w, 0x7Fu, 0x4B000000u, 8388608.0 + bias) * x.x
+           + QAT(w, 0x7F00u, 0x47000000u, 32768.0 + bias) * x.y)
+           + QAT(w, 0x7F0000u, 0x43000000u, 128.0 + bias) * x.z)
+           + QAT(w16, 0x7F00u, 0x47000000u, 32768.0 + bias) * x.w;
+}
+float vsum(vec4 v) { return (v.x + v.y) + (v.z + v.w); }
+
+// Bits 0..3 of b, one per byte (bit i to bit 8i): the four shifted copies never overlap.
+uint spread4(uint b) { return ((b & 15u) * 0x00204081u) & 0x01010101u; }
+// Word k (k = 0..3) of a 32-element block's nibbles with their fifth bits (Q5_0/Q5_1: bit j
+// of qh is element j's; 0 for Q4_1) as bytes: elements 4k..4k+3 (lo) and 16+4k.. (hi).
+uint q5_lo(uint w, uint qh, uint k) { return (w & 0x0F0F0F0Fu) | (spread4(qh >> (4u * k)) << 4u); }
+uint q5_hi(uint w, uint qh, uint k) { return ((w >> 4u) & 0x0F0F0F0Fu) | (spread4(qh >> (16u + 4u * k)) << 4u); }
+// Word k (k = 0..7) of Q5_K sub-blocks 2p (lo) and 2p + 1 (hi): nibbles and bit 2p / 2p + 1
+// of qh word k (elements 4k..4k+3 of both sub-blocks).
+uint q5k_lo(uint w, uint hw, uint p) { return (w & 0x0F0F0F0Fu) | (((hw >> (2u * p)) & 0x01010101u) << 4u); }
+uint q5k_hi(uint w, uint hw, uint p) { return ((w >> 4u) & 0x0F0F0F0Fu) | (((hw >> (2u * p + 1u)) & 0x01010101u) << 4u); }
+
+// ---- Q4_1, Q5_0, Q5_1 ----
+// Unit = one 32-element block: (d · Σ q·x) + m · Σ x (Q5_0: d · Σ (q − 16)·x), Σ q·x as
+// Q4_0's lo + hi in element order.
+float dot_q32(uint ty, uint t, uint row, uint c0, uint cl) {
+    uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), hs = T(t, T_SC), xs = T(t, T_X);
+    uint nb = cl / 32u, nbt = T(t, T_COLS) / 32u, g0 = c0 / 32u, S = gl_SubgroupSize;
+    bool five = ty != TY_Q4_1, mins = ty != TY_Q5_0;
+    float bias = mins ? 0.0 : 16.0, acc = 0.0;
+    FOR_LANE_UNITS(b, nb, 40u) {
+        uint blk = row * nbt + g0 + b;
+        uvec4 W = wld4(ch, base + (g0 + b) * 4u);
+        uint hd = wld(ch, hs + blk), qh = five ? wld(ch, xs + blk) : 0u;
         float lo = 0.0, hi = 0.0;
-        vec4 slo = vec4(0.0), shi = vec4(0.0);
-        [[unroll]] for (uint k = 0u; k < 8u; ++k) {
-            uint w = k < 4u ? qa[k] : qb[k - 4u], w16 = w >> 16u;
-            vec4 xl = sx4[(2u * u) * 9u + k], xh = sx4[(2u * u + 1u) * 9u + k];
-            lo += NIB_LO0(w) * xl.x;
-            hi += NIB_HI0(w) * xh.x;
-            lo += NIB_LO1(w) * xl.y;
-            hi += NIB_HI1(w) * xh.y;
-            lo += NIB_LO2(w) * xl.z;
-            hi += NIB_HI0(w16) * xh.z;
-            lo += NIB_LO1(w16) * xl.w;
-            hi += NIB_HI1(w16) * xh.w;
-            slo += xl;
-            shi += xh;
+        vec4 sxv = vec4(0.0);
+        [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+            vec4 xl = sx4[b * 9u + k], xh = sx4[b * 9u + 4u + k];
+            lo += bytes_dot(q5_lo(W[k], qh, k), xl, bias);
+            hi += bytes_dot(q5_hi(W[k], qh, k), xh, bias);
+            sxv += xl + xh;
         }
-        vec2 dm = unpackHalf2x16(hd.x);
-        uvec2 a = k_scale_min(hd, 2u * p), b = k_scale_min(hd, 2u * p + 1u);
-        float sl = (slo.x + slo.y) + (slo.z + slo.w), sh = (shi.x + shi.y) + (shi.z + shi.w);
-        acc += (dm.x * float(a.x)) * lo - (dm.y * float(a.y)) * sl;
-        acc += (dm.x * float(b.x)) * hi - (dm.y * float(b.y)) * sh;
+        vec2 dm = unpackHalf2x16(hd);
+        acc += mins ? dm.x * (lo + hi) + dm.y * vsum(sxv) : dm.x * (lo + hi);
     }
     return acc;
 }
 
-float welem_q4_k(uint t, uint row, uint j) {
+// Element j: (d · q) + m (Q5_0: d · (q − 16)), as the CPU reference computes it.
+float welem_q32(uint ty, uint t, uint row, uint j) {
+    uint ch = T(t, T_CHUNK), b = j / 32u, e = j % 32u, k = e % 16u;
+    uint blk = row * (T(t, T_COLS) / 32u) + b;
+    uint word = wld(ch, T(t, T_QS) + row * T(t, T_ROWW) + b * 4u + k / 4u);
+    uint byte = (word >> ((k % 4u) * 8u)) & 255u;
+    uint n = e < 16u ? (byte & 15u) : (byte >> 4u);
+    if (ty != TY_Q4_1) n |= ((wld(ch, T(t, T_X) + blk) >> e) & 1u) << 4u;
+    vec2 dm = unpackHalf2x16(wld(ch, T(t, T_SC) + blk));
+    if (ty == TY_Q5_0) return dm.x * float(int(n) - 16);
+    return dm.x * float(n) + dm.y;
+}
+
+// ---- Q4_K, Q5_K ----
+// Unit u of the range = sub-blocks 2p, 2p+1 of super-block sb (g = c0/64 + u = 4 sb + p):
+// the 32 quant bytes' low nibbles are sub-block 2p, the high nibbles 2p+1 (Q5_K: with bit 2p
+// resp. 2p + 1 of qh). A sub-block's term is (d·sc)·Σ n·x − (dmin·m)·Σ x (each sum in
+// element order).
+float kq_pair(uvec4 hd, uint p, float lo, float hi, vec4 slo, vec4 shi) {
+    vec2 dm = unpackHalf2x16(hd.x);
+    uvec2 a = k_scale_min(hd, 2u * p), b = k_scale_min(hd, 2u * p + 1u);
+    float r = (dm.x * float(a.x)) * lo - (dm.y * float(a.y)) * vsum(slo);
+    return r + ((dm.x * float(b.x)) * hi - (dm.y * float(b.y)) * vsum(shi));
+}
+// The rows macros' prologue: super-blocks per row, the 64-element units of the range, and
+// each row's chunk, quant start, header start and second stream (X words per super-block
+// from the row's first; 0: the stream's start).
+#define KROWS_SETUP(R, X)                                                                    \
+    uint nsb = T(ts[0], T_COLS) / 256u, nu = cl / 64u, u0 = c0 / 64u, S = gl_SubgroupSize;  \
+    uint ch[R], base[R], hs[R], xs[R];                                                       \
+    [[unroll]] for (uint r = 0u; r < R; ++r) {                                               \
+        ch[r] = T(ts[r], T_CHUNK);                                                           \
+        base[r] = T(ts[r], T_QS) + rs[r] * T(ts[r], T_ROWW);                                 \
+        hs[r] = T(ts[r], T_SC) + rs[r] * nsb * 4u;                                           \
+        xs[r] = T(ts[r], T_X) + rs[r] * nsb * (X);                                           \
+    }
+// Q6_K unit u's loads for R rows (quant.glsl's and act_q8.glsl's Q6_K rows).
+#define Q6K_LOADS(R)                                                                         \
+        uint gq = u0 + u, sb = gq >> 2u, q = gq & 3u, h = q >> 1u, o = q & 1u;               \
+        uvec4 a[R], b[R], c[R], hd[R];                                                       \
+        float d[R];                                                                          \
+        [[unroll]] for (uint r = 0u; r < R; ++r) {                                           \
+            uint qo = base[r] + sb * 48u + q * 12u;                                          \
+            a[r] = wld4(ch[r], qo);                                                          \
+            b[r] = wld4(ch[r], qo + 4u);                                                     \
+            c[r] = wld4(ch[r], qo + 8u);                                                     \
+            hd[r] = wld4(ch[r], hs[r] + sb * 4u);                                            \
+            d[r] = qscale(ch[r], xs[r], rs[r] * nsb + sb);                                   \
+        }
+// R rows at once (R = 1, 2, 4; one column count): every row's loads are issued before any is
+// used and each element of sx, read once, feeds every row; per row the arithmetic is the
+// same sequence whatever R is, so R rows give R one-row results bit for bit. acc[r] gets a
+// lane's share of row rs[r] of tensor ts[r] over columns [c0, c0 + cl).
+#define DEFINE_Q4K(NAME, R)                                                                  \
+void NAME(uint ts[R], uint rs[R], uint c0, uint cl, inout float acc[R]) {                    \
+    KROWS_SETUP(R, 0u)                                                                       \
+    FOR_LANE_UNITS(u, nu, 40u * R) {                                                         \
+        uint g = u0 + u, sb = g >> 2u, p = g & 3u;                                           \
+        uvec4 qa[R], qb[R], hd[R];                                                           \
+        [[unroll]] for (uint r = 0u; r < R; ++r) {                                           \
+            uint qo = base[r] + sb * 32u + p * 8u;                                           \
+            qa[r] = wld4(ch[r], qo);                                                         \
+            qb[r] = wld4(ch[r], qo + 4u);                                                    \
+            hd[r] = wld4(ch[r], hs[r] + sb * 4u);                                            \
+        }                                                                                    \
+        float lo[R], hi[R];                                                                  \
+        [[unroll]] for (uint r = 0u; r < R; ++r) { lo[r] = 0.0; hi[r] = 0.0; }               \
+        vec4 slo = vec4(0.0), shi = vec4(0.0);                                               \
+        [[unroll]] for (uint k = 0u; k < 8u; ++k) {                                          \
+            vec4 xl = sx4[(2u * u) * 9u + k], xh = sx4[(2u * u + 1u) * 9u + k];              \
+            [[unroll]] for (uint r = 0u; r < R; ++r) {                                       \
+                uint w = k < 4u ? qa[r][k] : qb[r][k - 4u], w16 = w >> 16u;                  \
+                lo[r] += NIB_LO0(w) * xl.x;                                                  \
+                hi[r] += NIB_HI0(w) * xh.x;                                                  \
+                lo[r] += NIB_LO1(w) * xl.y;                                                  \
+                hi[r] += NIB_HI1(w) * xh.y;                                                  \
+                lo[r] += NIB_LO2(w) * xl.z;                                                  \
+                hi[r] += NIB_HI0(w16) * xh.z;                                                \
+                lo[r] += NIB_LO1(w16) * xl.w;                                                \
+                hi[r] += NIB_HI1(w16) * xh.w;                                                \
+            }                                                                                \
+            slo += xl;                                                                       \
+            shi += xh;                                                                       \
+        }                                                                                    \
+        [[unroll]] for (uint r = 0u; r < R; ++r)                                             \
+            acc[r] += kq_pair(hd[r], p, lo[r], hi[r], slo, shi);                             \
+    }                                                                                        \
+}
+DEFINE_Q4K(q4k_rows1, 1u)
+DEFINE_Q4K(q4k_rows2, 2u)
+DEFINE_Q4K(q4k_rows4, 4u)
+float dot_q4_k(uint t, uint row, uint c0, uint cl) {
+    uint ts[1] = uint[1](t), rs[1] = uint[1](row);
+    float a[1] = float[1](0.0);
+    q4k_rows1(ts, rs, c0, cl, a);
+    return a[0];
+}
+float dot_q5_k(uint t, uint row, uint c0, uint cl) {
+    uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), hs = T(t, T_SC), xs = T(t, T_X);
+    uint nsb = T(t, T_COLS) / 256u, nu = cl / 64u, u0 = c0 / 64u, S = gl_SubgroupSize;
+    float acc = 0.0;
+    FOR_LANE_UNITS(u, nu, 40u) {
+        uint g = u0 + u, sb = g >> 2u, p = g & 3u, blk = row * nsb + sb;
+        uint qo = base + sb * 32u + p * 8u;
+        uvec4 qa = wld4(ch, qo), qb = wld4(ch, qo + 4u);
+        uvec4 ha = wld4(ch, xs + blk * 8u), hb = wld4(ch, xs + blk * 8u + 4u);
+        uvec4 hd = wld4(ch, hs + blk * 4u);
+        float lo = 0.0, hi = 0.0;
+        vec4 slo = vec4(0.0), shi = vec4(0.0);
+        [[unroll]] for (uint k = 0u; k < 8u; ++k) {
+            uint w = k < 4u ? qa[k] : qb[k - 4u], hw = k < 4u ? ha[k] : hb[k - 4u];
+            vec4 xl = sx4[(2u * u) * 9u + k], xh = sx4[(2u * u + 1u) * 9u + k];
+            lo += bytes_dot(q5k_lo(w, hw, p), xl, 0.0);
+            hi += bytes_dot(q5k_hi(w, hw, p), xh, 0.0);
+            slo += xl;
+            shi += xh;
+        }
+        acc += kq_pair(hd, p, lo, hi, slo, shi);
+    }
+    return acc;
+}
+
+// Element j of a Q4_K or Q5_K row: (d·sc)·q − dmin·m.
+float welem_q45_k(uint ty, uint t, uint row, uint j) {
     uint ch = T(t, T_CHUNK), nsb = T(t, T_COLS) / 256u;
-    uint sb = j / 256u, e = j % 256u, s = e / 32u, l = e % 32u;
+    uint sb = j / 256u, e = j % 256u, s = e / 32u, l = e % 32u, blk = row * nsb + sb;
     uint word = wld(ch, T(t, T_QS) + row * T(t, T_ROWW) + sb * 32u + (s / 2u) * 8u + l / 4u);
     uint byte = (word >> ((l % 4u) * 8u)) & 255u;
     uint n = (s & 1u) == 0u ? (byte & 15u) : (byte >> 4u);
-    uvec4 hd = wld4(ch, T(t, T_SC) + (row * nsb + sb) * 4u);
+    if (ty == TY_Q5_K) n |= ((wld(ch, T(t, T_X) + blk * 8u + l / 4u) >> ((l % 4u) * 8u + s)) & 1u) << 4u;
+    uvec4 hd = wld4(ch, T(t, T_SC) + blk * 4u);
     vec2 dm = unpackHalf2x16(hd.x);
     uvec2 sm = k_scale_min(hd, s);
     return (dm.x * float(sm.x)) * float(n) - dm.y * float(sm.y);
 }
 
 // ---- Q6_K ----
-// Unit u = quarter Q = 2h + k of super-block sb: elements 128h + 32g + 16k + i (g = 0..3,
-// i = 0..15) from the three 16-byte streams of the quarter (repack): a = ql low/high nibbles
-// of groups 0/2, b = of groups 1/3, c = the two high bits of every group. The 6-bit value of
-// each byte is assembled in place (nibble | two bits << 4) and read as the float q - 32
-// exactly (Q4_AT with the bias 2^E + 32); group g's term is (d·sc_g)·Σ (q − 32)·x.
-#define Q6_AT0(W) QAT(W, 0x3Fu, 0x4B000000u, 8388640.0)
-#define Q6_AT1(W) QAT(W, 0x3F00u, 0x47000000u, 32800.0)
-#define Q6_AT2(W) QAT(W, 0x3F0000u, 0x43000000u, 160.0)
-float q6_word(uint w, vec4 x) {
-    uint w16 = w >> 16u;
-    return ((Q6_AT0(w) * x.x + Q6_AT1(w) * x.y) + Q6_AT2(w) * x.z) + Q6_AT1(w16) * x.w;
+// Unit u = unit 2h + o of super-block sb (repack): sub-blocks 4h + o and 4h + 2 + o, words
+// k = 0..7 of each (elements 4k..4k+3) from ql word k (low nibbles the first sub-block's, high
+// the second's) and the high-bit nibbles (word k % 4, the high nibbles for k >= 4). The 6-bit
+// value of each byte is assembled in place (nibble | two bits << 4); sub-block half i (16
+// elements) has its own scale: term (d·sc)·Σ (q − 32)·x.
+uint q6_hn(uvec4 c, uint k) { return k < 4u ? (c[k] & 0x0F0F0F0Fu) : ((c[k - 4u] >> 4u) & 0x0F0F0F0Fu); }
+uint q6_a(uint w, uint n) { return (w & 0x0F0F0F0Fu) | ((n & 0x03030303u) << 4u); }
+uint q6_b(uint w, uint n) { return ((w >> 4u) & 0x0F0F0F0Fu) | ((n & 0x0C0C0C0Cu) << 2u); }
+// The signed scale in byte i of w.
+float q6_sc(uint w, uint i) { return float((int(w) << (24u - 8u * i)) >> 24); }
+#define DEFINE_Q6K(NAME, R)                                                                  \
+void NAME(uint ts[R], uint rs[R], uint c0, uint cl, inout float acc[R]) {                    \
+    KROWS_SETUP(R, 0u)                                                                       \
+    FOR_LANE_UNITS(u, nu, 40u * R) {                                                         \
+        Q6K_LOADS(R)                                                                         \
+        /* The two sub-blocks' places in sx: 8 (u / 4) + 4h + o and two further. */         \
+        uint x1 = ((u >> 2u) * 8u + 4u * h + o) * 9u, x2 = x1 + 18u;                         \
+        float s0[R], s1[R], s2[R], s3[R];                                                    \
+        [[unroll]] for (uint r = 0u; r < R; ++r) { s0[r] = 0.0; s1[r] = 0.0; s2[r] = 0.0; s3[r] = 0.0; } \
+        [[unroll]] for (uint k = 0u; k < 4u; ++k) {                                          \
+            vec4 y0 = sx4[x1 + k], y1 = sx4[x1 + 4u + k], y2 = sx4[x2 + k], y3 = sx4[x2 + 4u + k]; \
+            [[unroll]] for (uint r = 0u; r < R; ++r) {                                       \
+                uint n0 = q6_hn(c[r], k), n1 = q6_hn(c[r], k + 4u);                          \
+                s0[r] += bytes_dot(q6_a(a[r][k], n0), y0, 32.0);                             \
+                s1[r] += bytes_dot(q6_a(b[r][k], n1), y1, 32.0);                             \
+                s2[r] += bytes_dot(q6_b(a[r][k], n0), y2, 32.0);                             \
+                s3[r] += bytes_dot(q6_b(b[r][k], n1), y3, 32.0);                             \
+            }                                                                                \
+        }                                                                                    \
+        /* Scales 8h + 2g + i (g = o, 2 + o; i the half): word 2h (g < 2) or 2h + 1, byte 2o + i. */ \
+        [[unroll]] for (uint r = 0u; r < R; ++r) {                                           \
+            uint wa = hd[r][2u * h], wb = hd[r][2u * h + 1u];                                \
+            acc[r] += (d[r] * q6_sc(wa, 2u * o)) * s0[r];                                    \
+            acc[r] += (d[r] * q6_sc(wa, 2u * o + 1u)) * s1[r];                               \
+            acc[r] += (d[r] * q6_sc(wb, 2u * o)) * s2[r];                                    \
+            acc[r] += (d[r] * q6_sc(wb, 2u * o + 1u)) * s3[r];                               \
+        }                                                                                    \
+    }                                                                                        \
 }
+DEFINE_Q6K(q6k_rows1, 1u)
+DEFINE_Q6K(q6k_rows2, 2u)
+DEFINE_Q6K(q6k_rows4, 4u)
 float dot_q6_k(uint t, uint row, uint c0, uint cl) {
-    uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), hs = T(t, T_SC), xs = T(t, T_X);
-    uint nsb = T(t, T_COLS) / 256u, nu = cl / 64u, u0 = c0 / 64u, S = gl_SubgroupSize;
-    float acc = 0.0;
-    for (uint i0 = 0u; i0 < nu; i0 += S) {
-        TICK();
-        uint u = i0 + tlane();
-        if (u >= nu) continue;
-        TICK_N(40u);
-        uint gq = u0 + u, sb = gq >> 2u, q = gq & 3u, h = q >> 1u, k = q & 1u;
-        uint qo = base + sb * 48u + q * 12u;
-        uvec4 a = wld4(ch, qo), b = wld4(ch, qo + 4u), c = wld4(ch, qo + 8u);
-        uint blk = row * nsb + sb;
-        uvec4 hd = wld4(ch, hs + blk * 4u);
-        float d = qscale(ch, xs, blk);
-        // Local 32-block of group g: 8 (u / 4) + 4h + g; its elements 16k + 4j.. are
-        // sx4[9 (that block) + 4k + j].
-        uint xb = ((u >> 2u) * 8u + 4u * h) * 9u + 4u * k;
-        float s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-            uint cj = c[j];
-            s0 += q6_word((a[j] & 0x0F0F0F0Fu) | ((cj << 4u) & 0x30303030u), sx4[xb + j]);
-            s1 += q6_word((b[j] & 0x0F0F0F0Fu) | ((cj << 2u) & 0x30303030u), sx4[xb + 9u + j]);
-            s2 += q6_word(((a[j] >> 4u) & 0x0F0F0F0Fu) | (cj & 0x30303030u), sx4[xb + 18u + j]);
-            s3 += q6_word(((b[j] >> 4u) & 0x0F0F0F0Fu) | ((cj >> 2u) & 0x30303030u), sx4[xb + 27u + j]);
-        }
-        // Scales 8h + 2g + k: word 2h (groups 0, 1) or 2h + 1 (groups 2, 3), byte 2(g&1) + k.
-        uint wa = h == 0u ? hd.x : hd.z, wb = h == 0u ? hd.y : hd.w;
-        int sh0 = int(24u - 8u * k), sh1 = int(8u - 8u * k);
-        float c0f = float((int(wa) << sh0) >> 24), c1f = float((int(wa) << sh1) >> 24);
-        float c2f = float((int(wb) << sh0) >> 24), c3f = float((int(wb) << sh1) >> 24);
-        acc += (d * c0f) * s0;
-        acc += (d * c1f) * s1;
-        acc += (d * c2f) * s2;
-        acc += (d * c3f) * s3;
-    }
-    return acc;
+    uint ts[1] = uint[1](t), rs[1] = uint[1](row);
+    float a[1] = float[1](0.0);
+    q6k_rows1(ts, rs, c0, cl, a);
+    return a[0];
 }
 
 float welem_q6_k(uint t, uint row, uint j) {
     uint ch = T(t, T_CHUNK), nsb = T(t, T_COLS) / 256u;
     uint sb = j / 256u, e = j % 256u;
-    uint h = e / 128u, g = (e % 128u) / 32u, l = e % 32u, k = l / 16u, i = l % 16u;
-    uint qo = T(t, T_QS) + row * T(t, T_ROWW) + sb * 48u + (2u * h + k) * 12u;
-    uint sh = (i % 4u) * 8u;
-    uint qb = (wld(ch, qo + (g & 1u) * 4u + i / 4u) >> sh) & 255u;
-    uint hb = (wld(ch, qo + 8u + i / 4u) >> sh) & 255u;
-    uint q = (g < 2u ? (qb & 15u) : (qb >> 4u)) | (((hb >> (2u * g)) & 3u) << 4u);
-    uint blk = row * nsb + sb, si = 8u * h + 2u * g + k;
-    uint sw = wld(ch, T(t, T_SC) + blk * 4u + si / 4u);
-    float sc = float((int(sw) << int(24u - 8u * (si % 4u))) >> 24);
+    uint h = e / 128u, g = (e % 128u) / 32u, l = e % 32u, o = g & 1u, hi = g >> 1u;
+    uint qo = T(t, T_QS) + row * T(t, T_ROWW) + sb * 48u + (2u * h + o) * 12u;
+    uint qb = (wld(ch, qo + l / 4u) >> ((l % 4u) * 8u)) & 255u;
+    uint hb = (wld(ch, qo + 8u + (l % 16u) / 4u) >> ((l % 4u) * 8u + 4u * (l / 16u))) & 15u;
+    uint q = (hi == 0u ? (qb & 15u) : (qb >> 4u)) | (((hb >> (2u * hi)) & 3u) << 4u);
+    uint blk = row * nsb + sb, si = 8u * h + 2u * g + l / 16u;
+    float sc = q6_sc(wld(ch, T(t, T_SC) + blk * 4u + si / 4u), si % 4u);
     return (qscale(ch, T(t, T_X), blk) * sc) * float(int(q) - 32);
 }
 
+// ---- IQ4_XS ----
+// The non-linear code book (ggml's kvalues_iq4nl) as signed bytes, four per word: value n is
+// byte n % 4 of word n / 4.
+uint iq4_word(uint n) {
+    return n < 8u ? (n < 4u ? 0xBFAD9881u : 0xF6EADDCFu) : (n < 12u ? 0x26190D01u : 0x71594535u);
+}
+int iq4_kv(uint n) { return (int(iq4_word(n)) << (24u - 8u * (n & 3u))) >> 24; }
+// Sub-block s's scale d · (ls − 32) from the header words (d | scales_h << 16, scales_l).
+float iq4_dl(uint h0, uint h1, uint s) {
+    uint ls = ((h1 >> (4u * s)) & 15u) | (((h0 >> (16u + 2u * s)) & 3u) << 4u);
+    return unpackHalf2x16(h0).x * float(int(ls) - 32);
+}
+// Unit = one sub-block of 32 (g = c0/32 + u = 8 sb + s): (d·(ls − 32)) · Σ kv[n]·x, the
+// nibbles laid out as Q4_0's (lo + hi, each in element order).
+float dot_iq4_xs(uint t, uint row, uint c0, uint cl) {
+    uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), hs = T(t, T_SC);
+    uint nsb = T(t, T_COLS) / 256u, nu = cl / 32u, u0 = c0 / 32u, S = gl_SubgroupSize;
+    float acc = 0.0;
+    FOR_LANE_UNITS(u, nu, 40u) {
+        uint g = u0 + u, sb = g >> 3u, s = g & 7u, hb = hs + (row * nsb + sb) * 2u;
+        uvec4 W = wld4(ch, base + sb * 32u + s * 4u);
+        float lo = 0.0, hi = 0.0;
+        [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+            vec4 xl = sx4[u * 9u + k], xh = sx4[u * 9u + 4u + k];
+            [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+                uint byte = W[k] >> (8u * i);
+                lo += float(iq4_kv(byte & 15u)) * xl[i];
+                hi += float(iq4_kv((byte >> 4u) & 15u)) * xh[i];
+            }
+        }
+        acc += iq4_dl(wld(ch, hb), wld(ch, hb + 1u), s) * (lo + hi);
+    }
+    return acc;
+}
+float welem_iq4_xs(uint t, uint row, uint j) {
+    uint ch = T(t, T_CHUNK), nsb = T(t, T_COLS) / 256u;
+    uint sb = j / 256u, e = j % 256u, s = e / 32u, l = e % 32u, k = l % 16u;
+    uint hb = T(t, T_SC) + (row * nsb + sb) * 2u;
+    uint byte = (wld(ch, T(t, T_QS) + row * T(t, T_ROWW) + sb * 32u + s * 4u + k / 4u) >> ((k % 4u) * 8u)) & 255u;
+    uint n = l < 16u ? (byte & 15u) : (byte >> 4u);
+    return iq4_dl(wld(ch, hb), wld(ch, hb + 1u), s) * float(iq4_kv(n));
+}
+
+// ---- BF16 ----
+// Two elements per word (rows padded to whole words, as F16's): lane l takes words l, l + S, ...
+vec2 bf16_pair(uint w) { return vec2(uintBitsToFloat(w << 16u), uintBitsToFloat(w & 0xFFFF0000u)); }
+float dot_bf16(uint t, uint row, uint c0, uint cl) {
+    uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW) + c0 / 2u;
+    uint nw = (cl + 1u) / 2u, S = gl_SubgroupSize;
+    float acc = 0.0;
+    for (uint k0 = 0u; k0 < nw; k0 += S) {
+        TICK();
+        uint k = k0 + tlane();
+        if (k >= nw) continue;
+        vec2 v = bf16_pair(wld(ch, base + k));
+        acc += v.x * sx_get(SXI(2u * k));
+        if (2u * k + 1u < cl) acc += v.y * sx_get(SXI(2u * k + 1u));
+    }
+    return acc;
+}
+float welem_bf16(uint t, uint row, uint j) {
+    vec2 v = bf16_pair(wld(T(t, T_CHUNK), T(t, T_QS) + row * T(t, T_ROWW) + j / 2u));
+    return (j & 1u) == 0u ? v.x : v.y;
+}
+
 // ---- dispatch (decode.comp's type branches) ----
+bool quant_type(uint ty) {
+    return IS_TY(ty, TY_Q4_K) || IS_TY(ty, TY_Q5_K) || IS_TY(ty, TY_Q6_K) || IS_TY(ty, TY_IQ4_XS) || IS_TY(ty, TY_Q4_1)
+        || IS_TY(ty, TY_Q5_0) || IS_TY(ty, TY_Q5_1) || IS_TY(ty, TY_BF16);
+}
 // One element of a tensor of a type this file defines.
 float quant_welem(uint ty, uint t, uint row, uint j) {
-    if (ty == TY_Q4_K) return welem_q4_k(t, row, j);
-    return welem_q6_k(t, row, j);
+    if (IS_TY(ty, TY_Q4_K) || IS_TY(ty, TY_Q5_K)) return welem_q45_k(ty, t, row, j);
+    if (IS_TY(ty, TY_Q6_K)) return welem_q6_k(t, row, j);
+    if (IS_TY(ty, TY_IQ4_XS)) return welem_iq4_xs(t, row, j);
+    if (IS_TY(ty, TY_BF16)) return welem_bf16(t, row, j);
+    if (IS_TY(ty, TY_Q4_1) || IS_TY(ty, TY_Q5_0) || IS_TY(ty, TY_Q5_1)) return welem_q32(ty, t, row, j);
+    return uintBitsToFloat(0x7FC00000u);  // unreachable (quant_type): NaN, never a quiet 0
 }
+#ifdef ACT_Q8
+// act_q8.glsl: a lane's share of row·x against the int8 input vector in sq.
+float quant_dot_q8(uint ty, uint t, uint row, uint c0, uint cl);
+#endif
 // Whether this file defines type ty; if so a lane's share of row·x over columns
-// [c0, c0 + cl) of the f32 vector in sx goes into acc.
+// [c0, c0 + cl) of the input vector goes into acc (the f32 vector in sx, or in the ACT_Q8
+// modules its int8 quantisation in sq).
 bool quant_dot(uint ty, uint t, uint row, uint c0, uint cl, inout float acc) {
-    if (ty == TY_Q4_K) { acc = dot_q4_k(t, row, c0, cl); return true; }
-    if (ty == TY_Q6_K) { acc = dot_q6_k(t, row, c0, cl); return true; }
-    return false;
+    if (!quant_type(ty)) return false;
+#ifdef ACT_Q8
+    acc = quant_dot_q8(ty, t, row, c0, cl);
+#else
+    if (IS_TY(ty, TY_Q4_K)) acc = dot_q4_k(t, row, c0, cl);
+    else if (IS_TY(ty, TY_Q5_K)) acc = dot_q5_k(t, row, c0, cl);
+    else if (IS_TY(ty, TY_Q6_K)) acc = dot_q6_k(t, row, c0, cl);
+    else if (IS_TY(ty, TY_IQ4_XS)) acc = dot_iq4_xs(t, row, c0, cl);
+    else if (IS_TY(ty, TY_BF16)) acc = dot_bf16(t, row, c0, cl);
+    else if (IS_TY(ty, TY_Q4_1) || IS_TY(ty, TY_Q5_0) || IS_TY(ty, TY_Q5_1)) acc = dot_q32(ty, t, row, c0, cl);
+    else acc = uintBitsToFloat(0x7FC00000u);  // unreachable (quant_type)
+#endif
+    return true;
 }
-bool quant_type(uint ty) { return ty == TY_Q4_K || ty == TY_Q6_K; }

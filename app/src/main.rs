@@ -187,7 +187,7 @@ pub struct GpuArgs {
     /// an exact integer dot product (4-way packed int8): a fraction of the instructions per
     /// weight, logits within ≈ 1 % of f32's. The gate then checks against a reference that
     /// quantises the same way. Needs shaderIntegerDotProduct (`baro-top devices` says) and
-    /// every matrix in Q4_0 or Q8_0.
+    /// every matrix quantised (F32, F16 and BF16 matrices are refused).
     #[arg(long, value_name = "f32|q8", value_parser = validate::act)]
     pub act: Option<baro_engine::device::ActType>,
     /// Grid-barrier spin timeout, milliseconds, at least 1 [default: 1000].

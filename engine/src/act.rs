@@ -16,15 +16,34 @@
 //! an integer), so no two implementations can quantise differently — unlike `amax / 127` and
 //! a division, whose rounding a GPU is free to loosen.
 //!
-//! A weight block (Q4_0 or Q8_0, 32 elements, f16 scale `d`) against a quantised input block:
-//! `s = Σ w_j · q_j` over the integer quants (Q4_0's are its nibbles minus 8, taken as
-//! `Σ n_j · q_j − 8 · Σ q_j`), exact in 32-bit integers; its term is `(f32(s) · d) · 2^e`;
-//! a row's value is its terms added in ascending block order in f32.
+//! A weight block meets its input blocks (one per 32 weights) through exact integer sums of
+//! its integer quants `w_j` and the input's `q_j`, then a few f32 steps, each rounded as
+//! written (no fused multiply-add on either side), the input block's `2^e` last:
+//! - Q4_0, Q8_0: `s = Σ w_j · q_j` (Q4_0's `w` its nibbles minus 8, taken as
+//!   `Σ n_j · q_j − 8 · Σ q_j`); term `(f32(s) · d) · 2^e`.
+//! - Q5_0: the same with `w = q5 − 16`: term `(d · f32(s) + 0 · 0) · 2^e` (the shape below).
+//! - Q4_1, Q5_1 (`d · n + m`): `s = Σ n_j · q_j`; term `(d · f32(s) + m · f32(Σ q_j)) · 2^e`.
+//! - Q4_K, Q5_K, per sub-block of 32 (scale `sc`, min `mn`, both 6-bit):
+//!   `(d · f32(sc · s) + (−dmin) · f32(mn · Σ q_j)) · 2^e`, `s = Σ n_j · q_j` (llama.cpp's
+//!   `vec_dot_q4_K_q8_1` arranges the same sums).
+//! - Q6_K, per sub-block of 32 (two halves of 16 with signed scales `sc0`, `sc1`):
+//!   `(d · f32(sc0 · s0 + sc1 · s1) + 0 · 0) · 2^e`, `s_i = Σ (q − 32) · q_j` over half i.
+//! - IQ4_XS, per sub-block of 32: `(d · f32((ls − 32) · s) + 0 · 0) · 2^e`,
+//!   `s = Σ kvalues[n_j] · q_j`.
+//!
+//! Every integer above stays below 2^24, so each `f32(·)` is exact. A row's value is its terms
+//! added in ascending block order in f32. F32, F16 and BF16 matrices have no int8 dot product:
+//! they keep the f32 matvec here, and the GPU's q8 path refuses them by name.
 
 pub use baro_telemetry::ActType;
 
 use crate::model::types::Tensor;
-use crate::quant::{GgmlType, QK};
+use crate::quant::kquants::{scale_min_k4, KVALUES_IQ4NL};
+use crate::quant::legacy::q5;
+use crate::quant::{
+    BlockIq4Xs, BlockQ4K, BlockQ4_0, BlockQ4_1, BlockQ5K, BlockQ5_0, BlockQ5_1, BlockQ6K,
+    BlockQ8_0, GgmlType, QK,
+};
 use half::f16;
 
 /// One 32-element block of an input vector, quantised.
@@ -89,47 +108,132 @@ pub fn quantize(x: &[f32]) -> Vec<ActBlock> {
     x.chunks_exact(QK).map(quantize_block).collect()
 }
 
-/// Whether a matrix of type `ty` meets a q8 input (the others keep the f32 matvec).
+/// Whether a matrix of type `ty` meets a q8 input: every quantised type (llama.cpp's MMVQ
+/// types); F32, F16 and BF16 keep the f32 matvec.
 pub fn takes_q8(ty: GgmlType) -> bool {
-    matches!(ty, GgmlType::Q4_0 | GgmlType::Q8_0)
+    !matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16)
 }
 
-/// The exact integer dot product of weight block `wb` (`ty`'s block bytes) with `xb`, and
-/// the weight block's scale.
-fn block_dot(ty: GgmlType, wb: &[u8], xb: &ActBlock) -> (i32, f32) {
-    let d = f16::from_le_bytes([wb[0], wb[1]]).to_f32();
-    let qs = &wb[2..];
-    let mut s = 0i32;
+/// `Σ w_j · q_j` over a run of integer weights and the input quants beside them.
+fn idot(w: &[i32], q: &[i8]) -> i32 {
+    w.iter().zip(q).map(|(&a, &b)| a * b as i32).sum()
+}
+
+/// A block's term from its integer sums: `(d · f32(a) + m · f32(b)) · 2^e` (the shader's
+/// `q8_term`, every step rounded as written).
+fn term(d: f32, a: i32, m: f32, b: i32, x: &ActBlock) -> f32 {
+    (d * a as f32 + m * b as f32) * x.scale
+}
+
+/// The 32 nibbles of a Q4_0/Q4_1 block in element order (low nibbles first).
+fn nibbles(qs: &[u8; QK / 2]) -> [i32; QK] {
+    std::array::from_fn(|j| i32::from(if j < 16 { qs[j] & 15 } else { qs[j - 16] >> 4 }))
+}
+
+/// Weight block `wb` (`ty`'s bytes) against its input blocks `x` (one per 32 weights): its
+/// terms added to `acc` in ascending order.
+fn block_terms(ty: GgmlType, wb: &[u8], x: &[ActBlock], acc: &mut f32) {
+    let d16 = |h: f16| h.to_f32();
     match ty {
         GgmlType::Q4_0 => {
-            let (lo, hi) = xb.q.split_at(QK / 2);
-            for ((&w, &a), &b) in qs[..QK / 2].iter().zip(lo).zip(hi) {
-                s += (w & 15) as i32 * a as i32 + (w >> 4) as i32 * b as i32;
-            }
-            s -= 8 * xb.sum;
+            let b = BlockQ4_0::read(wb);
+            let s = idot(&nibbles(&b.qs), &x[0].q) - 8 * x[0].sum;
+            *acc += (s as f32 * d16(b.d)) * x[0].scale;
         }
         GgmlType::Q8_0 => {
-            for (&w, &a) in qs[..QK].iter().zip(&xb.q) {
-                s += w as i8 as i32 * a as i32;
+            let b = BlockQ8_0::read(wb);
+            let w: [i32; QK] = std::array::from_fn(|j| i32::from(b.qs[j]));
+            *acc += (idot(&w, &x[0].q) as f32 * d16(b.d)) * x[0].scale;
+        }
+        GgmlType::Q4_1 => {
+            let b = BlockQ4_1::read(wb);
+            let s = idot(&nibbles(&b.qs), &x[0].q);
+            *acc += term(d16(b.d), s, d16(b.m), x[0].sum, &x[0]);
+        }
+        GgmlType::Q5_0 => {
+            let b = BlockQ5_0::read(wb);
+            let qh = u32::from_le_bytes(b.qh);
+            let w: [i32; QK] = std::array::from_fn(|j| q5(&b.qs, qh, j) as i32);
+            let s = idot(&w, &x[0].q) - 16 * x[0].sum;
+            *acc += term(d16(b.d), s, 0.0, 0, &x[0]);
+        }
+        GgmlType::Q5_1 => {
+            let b = BlockQ5_1::read(wb);
+            let qh = u32::from_le_bytes(b.qh);
+            let w: [i32; QK] = std::array::from_fn(|j| q5(&b.qs, qh, j) as i32);
+            *acc += term(d16(b.d), idot(&w, &x[0].q), d16(b.m), x[0].sum, &x[0]);
+        }
+        GgmlType::Q4_K | GgmlType::Q5_K => {
+            // Q4_K as a Q5_K without fifth bits.
+            let b = if ty == GgmlType::Q4_K {
+                let k = BlockQ4K::read(wb);
+                BlockQ5K {
+                    d: k.d,
+                    dmin: k.dmin,
+                    scales: k.scales,
+                    qh: [0; 32],
+                    qs: k.qs,
+                }
+            } else {
+                BlockQ5K::read(wb)
+            };
+            for (s, xb) in x.iter().enumerate() {
+                let (sc, mn) = scale_min_k4(s, &b.scales);
+                let w: [i32; QK] = std::array::from_fn(|l| {
+                    let n = b.qs[32 * (s / 2) + l] >> (4 * (s % 2)) & 15;
+                    i32::from(n | ((b.qh[l] >> s) & 1) << 4)
+                });
+                let a = i32::from(sc) * idot(&w, &xb.q);
+                *acc += term(d16(b.d), a, -d16(b.dmin), i32::from(mn) * xb.sum, xb);
             }
         }
-        _ => unreachable!("takes_q8 decides which matrices come here"),
+        GgmlType::Q6_K => {
+            let b = BlockQ6K::read(wb);
+            for (j, xb) in x.iter().enumerate() {
+                let (h, g) = (j / 4, j % 4);
+                let w: [i32; QK] = std::array::from_fn(|l| {
+                    let lo = b.ql[64 * h + l + 32 * (g & 1)] >> (4 * (g / 2)) & 15;
+                    let hi = (b.qh[32 * h + l] >> (2 * g)) & 3;
+                    i32::from(lo | hi << 4) - 32
+                });
+                let (s0, s1) = (idot(&w[..16], &xb.q[..16]), idot(&w[16..], &xb.q[16..]));
+                let a = i32::from(b.scales[2 * j]) * s0 + i32::from(b.scales[2 * j + 1]) * s1;
+                *acc += term(d16(b.d), a, 0.0, 0, xb);
+            }
+        }
+        GgmlType::IQ4_XS => {
+            let b = BlockIq4Xs::read(wb);
+            for (s, xb) in x.iter().enumerate() {
+                let w: [i32; QK] = std::array::from_fn(|j| {
+                    let n = if j < 16 {
+                        b.qs[16 * s + j] & 15
+                    } else {
+                        b.qs[16 * s + j - 16] >> 4
+                    };
+                    i32::from(KVALUES_IQ4NL[n as usize])
+                });
+                let a = (i32::from(b.ls(s)) - 32) * idot(&w, &xb.q);
+                *acc += term(d16(b.d), a, 0.0, 0, xb);
+            }
+        }
+        GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => {
+            unreachable!("takes_q8 decides which matrices come here")
+        }
     }
-    (s, d)
 }
 
-/// `out[r] = Σ_b (f32(s_rb) · d_rb) · scale_b` for rows `first..first + out.len()` of `w`
-/// (Q4_0 or Q8_0), blocks in ascending order.
+/// `out[r]` = row `first + r` of `w` (a type [`takes_q8`] accepts) against `x`: every
+/// block's terms in ascending order ([`block_terms`]).
 pub fn matvec_rows(out: &mut [f32], first: usize, w: &Tensor, x: &[ActBlock]) {
     let bb = w.ty.block_bytes();
     let rb = w.row_bytes();
+    let per = w.ty.block_len() / QK;
     assert_eq!(x.len() * QK, w.cols, "{}: input length", w.name);
     for (r, o) in out.iter_mut().enumerate() {
         let row = &w.data[(first + r) * rb..(first + r + 1) * rb];
         let mut acc = 0.0f32;
-        for (wb, xb) in row.chunks_exact(bb).zip(x) {
-            let (s, d) = block_dot(w.ty, wb, xb);
-            acc += (s as f32 * d) * xb.scale;
+        for (wb, xb) in row.chunks_exact(bb).zip(x.chunks_exact(per)) {
+            block_terms(w.ty, wb, xb, &mut acc);
         }
         *o = acc;
     }

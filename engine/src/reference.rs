@@ -72,7 +72,7 @@ fn by_row_chunks(out: &mut [f32], threads: usize, f: impl Fn(&mut [f32], usize) 
     });
 }
 
-/// [`matvec`] with the activation type `act`: with [`ActType::Q8`] a Q4_0 or Q8_0 matrix
+/// [`matvec`] with the activation type `act`: with [`ActType::Q8`] a quantised matrix
 /// meets `x` quantised ([`crate::act`]: per 32-block int8, exact integer dot products),
 /// split across threads by rows as [`matvec`] is; every other matrix, and [`ActType::F32`],
 /// takes [`matvec`].
@@ -267,7 +267,7 @@ impl<'w> CpuDecoder<'w> {
     }
 
     /// [`CpuDecoder::with_kv`] with the matvecs' activation type `act`: with [`ActType::Q8`]
-    /// every Q4_0 and Q8_0 matvec quantises its input as a q8 GPU run does
+    /// every quantised matvec ([`act::takes_q8`]) quantises its input as a q8 GPU run does
     /// ([`matvec_act`]); everything else stays f32.
     pub fn with_types(
         cfg: &Config,

@@ -1,6 +1,6 @@
-//! The q8 activation path (`DecoderOptions::act = ActType::Q8`): every Q4_0 and Q8_0 matvec
+//! The q8 activation path (`DecoderOptions::act = ActType::Q8`): every quantised matvec
 //! quantises its input per 32-block to int8 (power-of-two scale) and sums blocks as exact
-//! integer dot products. It must track the CPU reference that quantises the same way, keep
+//! integer dot products (the other types per type in quant_types.rs). It must track the CPU reference that quantises the same way, keep
 //! mega and multi bit-identical (the FFN input whole in shared memory and in chunks), change
 //! the logits against the f32 path by about the quantisation's noise and no more, and be
 //! refused where it cannot run. Runs on lavapipe in CI (a missing device fails).
@@ -147,7 +147,7 @@ fn q8_with_an_ffn_wider_than_shared_memory_goes_through_chunks_and_stays_bit_ide
 #[test]
 fn q8_is_refused_for_a_model_with_an_unquantised_matrix_naming_it() {
     let Some((ctx, _turn)) = device() else { return };
-    for ty in [GgmlType::F32, GgmlType::F16] {
+    for ty in [GgmlType::F32, GgmlType::F16, GgmlType::BF16] {
         let model = model(ty, 1);
         let opts = DecoderOptions {
             act: ActType::Q8,
@@ -159,9 +159,9 @@ fn q8_is_refused_for_a_model_with_an_unquantised_matrix_naming_it() {
             .expect("refused")
             .to_string();
         assert!(
-            e.contains("Q4_0 or Q8_0")
+            e.contains("no int8 dot product")
                 && e.contains("blk.0.attn_q.weight")
-                && e.contains(ty.name()),
+                && e.contains(ty.ggml_name()),
             "{ty}: {e}"
         );
     }

@@ -311,10 +311,9 @@ on!(
 on!(cpu, "qwen2-q4_0", cpu_reference_matches_llama_cpp_on_qwen2);
 on!(cpu, "qwen3-q4_0", cpu_reference_matches_llama_cpp_on_qwen3);
 
-// Vulkan: the fixtures whose types the GPU decoder has (Q5_K, IQ4_XS, Q5_0/Q5_1/Q4_1/BF16 join
-// when it gains them). The 128k/152k-token vocabularies do not fit lavapipe (its loops end
-// after 65,535 iterations: the output level's rows at a grid of 2); check.sh's gate covers
-// them on a GPU.
+// Vulkan: every kq fixture (the GPU decoder has all their types). The 128k/152k-token
+// vocabularies do not fit lavapipe (its loops end after 65,535 iterations: the output level's
+// rows at a grid of 2); check.sh's gate covers them on a GPU.
 on!(
     vulkan,
     "kq-q8_0",
@@ -334,6 +333,21 @@ on!(
     vulkan,
     "kq-q4_0",
     vulkan_mega_and_multi_match_llama_cpp_on_q4_0_with_q6_k_output
+);
+on!(
+    vulkan,
+    "kq-q5_k_m",
+    vulkan_mega_and_multi_match_llama_cpp_on_q5_k_m
+);
+on!(
+    vulkan,
+    "kq-iq4_xs",
+    vulkan_mega_and_multi_match_llama_cpp_on_iq4_xs
+);
+on!(
+    vulkan,
+    "kq-mix-q5_0-q5_1-q4_1-bf16",
+    vulkan_mega_and_multi_match_llama_cpp_on_q5_0_q5_1_q4_1_bf16_mix
 );
 
 #[test]

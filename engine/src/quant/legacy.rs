@@ -123,7 +123,7 @@ impl BlockQ4_1 {
 }
 
 /// Element j's five-bit quant of a Q5 block.
-fn q5(qs: &[u8; 16], qh: u32, j: usize) -> u32 {
+pub(crate) fn q5(qs: &[u8; 16], qh: u32, j: usize) -> u32 {
     let nib = if j < 16 { qs[j] & 15 } else { qs[j - 16] >> 4 };
     nib as u32 | ((qh >> j) & 1) << 4
 }

@@ -90,8 +90,12 @@ interface! {
         /// Elements of the shared int8 input vector (only in the modules built with the q8
         /// activation path).
         SQ_CAP = 16,
+        /// The tensor types the program has, bit `id` for ggml type `id`: the type branches of
+        /// the others fold away (a lavapipe pipeline of every type inlined at every matvec
+        /// site takes minutes to compile).
+        TYPES = 17,
         /// How many there are.
-        COUNT = 17,
+        COUNT = 18,
     }
 
     /// Program header word indices (`H_*`).

@@ -148,18 +148,11 @@ pub struct Program {
     header: Vec<u32>,
 }
 
-/// Whether the GPU decoder has a layout and dot products for tensors of type `ty` (the
-/// decoder refuses a model with any other type by the tensor's and the type's name).
+/// Whether the GPU decoder has a layout and dot products for tensors of type `ty`: every type
+/// baro-top reads ([`GgmlType::ALL`]); the decoder refuses a model with any other type by the
+/// tensor's and the type's name (the GGUF reader names it first).
 pub fn gpu_supports(ty: GgmlType) -> bool {
-    matches!(
-        ty,
-        GgmlType::F32
-            | GgmlType::F16
-            | GgmlType::Q8_0
-            | GgmlType::Q4_0
-            | GgmlType::Q4_K
-            | GgmlType::Q6_K
-    )
+    GgmlType::ALL.contains(&ty)
 }
 
 /// A tensor in its GPU layout: `words`, of which row r's quants (or values) start at word
@@ -239,16 +232,23 @@ fn streams(t: &Tensor, l: Streams, f: BlockFn) -> Packed {
 }
 
 /// GPU words of a tensor in its repacked layout (read by `shaders/decode.comp` and
-/// `shaders/quant.glsl`): F32 as is; F16 as half pairs per word with rows padded to whole
-/// words; Q8_0/Q4_0 as per-row quant words (8 resp. 4 per block) followed by all block scales
-/// as packed halves. The K-quants, 16-byte streams that hold each block losslessly:
+/// `shaders/quant.glsl`): F32 as is; F16 and BF16 as half pairs per word with rows padded to
+/// whole words; Q8_0/Q4_0 as per-row quant words (8 resp. 4 per block) followed by all block
+/// scales as packed halves. The other types, 16-byte streams that hold each block losslessly:
+/// - Q4_1, Q5_0, Q5_1: quants, the 16 nibble bytes (4 words per block, laid out as Q4_0's);
+///   header, one word per block: `d | m << 16` (Q5_0: `d`); `x` (Q5 types): `qh`, one word.
 /// - Q4_K: quants, the 128 bytes of `qs` as they are (32 words per block; pair p of
 ///   sub-blocks, elements 64p..64p+63, is words 8p..8p+7); header, 4 words per block:
 ///   `d | dmin << 16`, then the 12 bytes of `scales`.
-/// - Q6_K: quants, 48 words per block as four quarters of 64 elements (quarter `2h + k` holds
-///   elements `128h + 32g + 16k + i`, g = 0..3, i = 0..15): the 16 bytes
-///   `ql[64h + 16k..]`, the 16 bytes `ql[64h + 32 + 16k..]`, the 16 bytes `qh[32h + 16k..]`;
-///   header, 4 words: the 16 signed scales; `x`: `d` as packed halves.
+/// - Q5_K: quants and header as Q4_K's; `x`: the 32 bytes of `qh`, 8 words per block.
+/// - Q6_K: quants, 48 words per block as four units of two whole 32-element sub-blocks:
+///   unit `2h + o` holds sub-blocks `4h + o` and `4h + 2 + o` (elements `128h + 32o + l` and
+///   `128h + 64 + 32o + l`, l = 0..31) as the 32 bytes `ql[64h + 32o..]` (low nibbles the
+///   first sub-block's, high the second's) and 16 bytes of their high bits, a nibble per l
+///   (byte l % 16, the high nibble for l >= 16; bits 0-1 the first sub-block's two bits,
+///   bits 2-3 the second's); header, 4 words: the 16 signed scales; `x`: `d` as packed halves.
+/// - IQ4_XS: quants, the 128 bytes of `qs` (sub-block s is words 4s..4s+3, nibbles laid out
+///   as Q4_0's); header, 2 words per block: `d | scales_h << 16`, then `scales_l`.
 pub fn repack(t: &Tensor) -> Packed {
     let (rows, cols) = (t.rows, t.cols);
     let d = &t.data[..];
@@ -293,20 +293,70 @@ pub fn repack(t: &Tensor) -> Packed {
             // The scales are the half stream: the shader reads them at `sc`.
             Packed { sc: p.x, x: 0, ..p }
         }
-        GgmlType::Q4_K => streams(
+        GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 => {
+            // Byte offsets of the header word's halves, the fifth bits and the nibbles.
+            let (hdr, qh, qs) = match t.ty {
+                GgmlType::Q4_1 => (4, None, 4),
+                GgmlType::Q5_0 => (2, Some(2), 6),
+                _ => (4, Some(4), 8),
+            };
+            streams(
+                t,
+                Streams {
+                    qw: 4,
+                    hw: 1,
+                    xw: usize::from(qh.is_some()),
+                    half_x: false,
+                },
+                &|b, q, h, x| {
+                    h[0] = if hdr == 4 { le32(b) } else { le16(b) };
+                    if let Some(o) = qh {
+                        x[0] = le32(&b[o..]);
+                    }
+                    for (k, w) in q.iter_mut().enumerate() {
+                        *w = le32(&b[qs + 4 * k..]);
+                    }
+                },
+            )
+        }
+        GgmlType::Q4_K | GgmlType::Q5_K => {
+            // Q5_K: the fifth bits sit between the scales and the nibbles.
+            let five = t.ty == GgmlType::Q5_K;
+            let qs = if five { 48 } else { 16 };
+            streams(
+                t,
+                Streams {
+                    qw: 32,
+                    hw: 4,
+                    xw: if five { 8 } else { 0 },
+                    half_x: false,
+                },
+                &|b, q, h, x| {
+                    for (k, w) in h.iter_mut().enumerate() {
+                        *w = le32(&b[4 * k..]);
+                    }
+                    for (k, w) in q.iter_mut().enumerate() {
+                        *w = le32(&b[qs + 4 * k..]);
+                    }
+                    for (k, w) in x.iter_mut().enumerate() {
+                        *w = le32(&b[16 + 4 * k..]);
+                    }
+                },
+            )
+        }
+        GgmlType::IQ4_XS => streams(
             t,
             Streams {
                 qw: 32,
-                hw: 4,
+                hw: 2,
                 xw: 0,
                 half_x: false,
             },
             &|b, q, h, _| {
-                for (k, w) in h.iter_mut().enumerate() {
-                    *w = le32(&b[4 * k..]);
-                }
+                h[0] = le32(b);
+                h[1] = le32(&b[4..]);
                 for (k, w) in q.iter_mut().enumerate() {
-                    *w = le32(&b[16 + 4 * k..]);
+                    *w = le32(&b[8 + 4 * k..]);
                 }
             },
         ),
@@ -320,17 +370,20 @@ pub fn repack(t: &Tensor) -> Packed {
             },
             &|b, q, h, x| {
                 let (ql, qh, sc) = (&b[..128], &b[128..192], &b[192..208]);
-                for quarter in 0..4 {
-                    let (hh, k) = (quarter / 2, quarter % 2);
-                    let parts = [
-                        &ql[64 * hh + 16 * k..][..16],
-                        &ql[64 * hh + 32 + 16 * k..][..16],
-                        &qh[32 * hh + 16 * k..][..16],
-                    ];
-                    for (pi, part) in parts.iter().enumerate() {
-                        for w in 0..4 {
-                            q[12 * quarter + 4 * pi + w] = le32(&part[4 * w..]);
-                        }
+                for unit in 0..4 {
+                    let (hh, o) = (unit / 2, unit % 2);
+                    let u = &mut q[12 * unit..12 * unit + 12];
+                    for w in 0..8 {
+                        u[w] = le32(&ql[64 * hh + 32 * o + 4 * w..]);
+                    }
+                    let mut hb = [0u8; 16];
+                    for l in 0..32 {
+                        let v = qh[32 * hh + l];
+                        let nib = ((v >> (2 * o)) & 3) | ((v >> (4 + 2 * o)) & 3) << 2;
+                        hb[l % 16] |= nib << (4 * (l / 16));
+                    }
+                    for w in 0..4 {
+                        u[8 + w] = le32(&hb[4 * w..]);
                     }
                 }
                 for (k, w) in h.iter_mut().enumerate() {
@@ -339,8 +392,6 @@ pub fn repack(t: &Tensor) -> Packed {
                 x[0] = le16(&b[208..]);
             },
         ),
-        // Refused before upload (gpu_supports).
-        _ => Packed::default(),
     }
 }
 

@@ -127,7 +127,8 @@ pub struct DecoderOptions {
     /// block's sum as an exact integer dot product ([`crate::act`]): a fraction of the
     /// instructions per weight, at the price of ≈ 1 % per matvec; mega and multi still agree
     /// bitwise, and the gate checks it against a reference that quantises the same way.
-    /// Needs shaderIntegerDotProduct and every matrix in Q4_0 or Q8_0 (refused otherwise).
+    /// Needs shaderIntegerDotProduct and every matrix of a quantised type (F32, F16 and BF16
+    /// matrices are refused by name).
     pub act: ActType,
     /// Write the driver's pipeline cache to this file once the decode pipelines are built:
     /// the device's compiled binaries of this exact build and specialisation, to be read at

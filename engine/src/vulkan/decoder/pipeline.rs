@@ -91,6 +91,13 @@ impl VulkanDecoder {
                     (spec::KV_F16, kv16 as u32),
                     (spec::HEAD_SIZE, self.program.head_size()),
                     (spec::SQ_CAP, self.sq_cap),
+                    (
+                        spec::TYPES,
+                        self.program
+                            .tensors
+                            .iter()
+                            .fold(0u32, |m, t| m | 1 << t.ty.id()),
+                    ),
                 ] {
                     spec[id as usize] = value;
                 }

@@ -103,8 +103,9 @@ impl VulkanDecoder {
                 .find(|t| !crate::act::takes_q8(t.ty))
             {
                 return Err(Error::Invalid(format!(
-                    "activations q8: every matrix must be Q4_0 or Q8_0 (they meet int8 activations); {} is {}",
-                    t.name, t.ty
+                    "activations q8: every matrix must be of a quantised type (they meet int8 activations; F32, F16 and BF16 have no int8 dot product); {} is {}",
+                    t.name,
+                    t.ty.ggml_name()
                 )));
             }
         }
