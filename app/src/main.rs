@@ -26,7 +26,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Live decode with telemetry (`--headless` lines, `--json` objects).
+    /// Headless live decode with telemetry: one line per pass and a closing summary (`--json`:
+    /// the telemetry messages).
     Run(cmd::run::RunArgs),
     /// Generate text exactly as llama2.c's run.c prints it (stdout: the text; stderr: timing).
     Generate(cmd::generate::GenerateArgs),

@@ -291,10 +291,13 @@ fn replay_without_a_terminal_prints_headless_lines_and_says_so_once() {
     assert_eq!(err.matches("stdout is not a terminal").count(), 1, "{err}");
     assert!(out.starts_with("start: "), "{out}");
     assert_eq!(out.lines().filter(|l| l.starts_with("pass ")).count(), 64);
+    let lines: Vec<&str> = out.lines().collect();
     assert!(
-        out.lines()
-            .last()
-            .is_some_and(|l| l.starts_with("end: 64 passes")),
+        lines[lines.len() - 2].starts_with("end: 64 passes"),
+        "{out}"
+    );
+    assert!(
+        lines[lines.len() - 1].starts_with("summary: 64 passes"),
         "{out}"
     );
 }

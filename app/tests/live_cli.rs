@@ -62,7 +62,11 @@ fn piped_live_prints_one_line_per_pass_with_the_fail_word_and_says_so_once() {
         assert!(l.starts_with(&format!("pass {i} pos {i} ")), "{l}");
         assert!(l.ends_with("fail-word 0x00000000 PASS"), "{l}");
     }
-    assert!(lines.last().unwrap().starts_with("end: 4 passes"), "{out}");
+    assert!(lines[lines.len() - 2].starts_with("end: 4 passes"), "{out}");
+    assert!(
+        lines.last().unwrap().starts_with("summary: 4 passes"),
+        "{out}"
+    );
     assert_eq!(err.matches("not a terminal").count(), 1, "{err}");
 }
 

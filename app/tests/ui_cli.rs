@@ -82,7 +82,11 @@ fn piped_stdout_gets_headless_lines_and_one_note_on_stderr() {
             .all(|l| !l.starts_with("pass ") || l.contains("fail-word 0x00000000 PASS")),
         "{out}"
     );
-    assert!(lines.last().unwrap().starts_with("end: 5 passes"), "{out}");
+    assert!(lines[lines.len() - 2].starts_with("end: 5 passes"), "{out}");
+    assert!(
+        lines.last().unwrap().starts_with("summary: 5 passes"),
+        "{out}"
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.matches("not a terminal").count(), 1, "{err}");
 }

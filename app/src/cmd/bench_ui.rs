@@ -251,6 +251,7 @@ fn live(a: UiBenchArgs) -> anyhow::Result<ExitCode> {
             peak_bytes_per_s: None,
             weight_bytes: details.stages.iter().map(|s| s.weight_bytes).collect(),
             decoder: Some(decoder),
+            ..Default::default()
         };
         note!(
             "bench ui --live: {source}, {}, {} grid {}, dashboard {}x{} at {fps} fps off-screen; {rounds} rounds x 2 arms x {secs} s (order alternates)",

@@ -368,6 +368,7 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
             d.stages.iter().map(|s| s.weight_bytes).collect()
         }),
         decoder: Some(decoder),
+        ..Default::default()
     };
     let (shown, writers) = std::thread::scope(|scope| {
         let ctl = match SessionControl::new(&session, scope) {

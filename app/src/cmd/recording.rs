@@ -181,6 +181,8 @@ pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let mut ended_ok = None;
     let mut damage = None;
     let mut out = crate::out::Stdout::lock();
+    let mut lines = crate::ui::headless::Printer::new(meta(r.header()).decoder);
+    use std::io::Write;
     for msg in r.by_ref() {
         let msg = match msg {
             Ok(m) => m,
@@ -205,22 +207,28 @@ pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
                 baro_telemetry::EndReason::Completed | baro_telemetry::EndReason::Stopped
             ));
         }
-        let line = if a.json {
-            msg.to_json_line().context("encoding a message as JSON")?
+        if a.json {
+            lines.count(&msg);
+            writeln!(
+                out,
+                "{}",
+                msg.to_json_line().context("encoding a message as JSON")?
+            )?;
         } else {
-            match text_line(&msg) {
-                Some(l) => l,
-                None => continue,
+            // Text lines quote the file's strings: cleaned of escape sequences.
+            for l in lines.push(msg) {
+                writeln!(out, "{}", crate::out::clean(&l))?;
             }
-        };
-        use std::io::Write;
-        // JSON escapes control characters itself; text lines quote the file's strings.
-        let line = if a.json {
-            line
-        } else {
-            crate::out::clean(&line)
-        };
-        writeln!(out, "{line}")?;
+        }
+    }
+    // The held lines and the summary (what was replayed, up to any damage); beside JSON on
+    // stderr, so stdout stays JSON.
+    if a.json {
+        note!("baro-top: {}", lines.summary().line());
+    } else {
+        for l in lines.finish() {
+            writeln!(out, "{}", crate::out::clean(&l))?;
+        }
     }
     if let Some(e) = damage {
         note!(
@@ -240,37 +248,6 @@ pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// One human line per message (the `run --headless` style); `None` for messages that have no
-/// line of their own.
-fn text_line(msg: &Telemetry) -> Option<String> {
-    match msg {
-        Telemetry::Start(r) => Some(format!(
-            "start: {} on {} ({}), dispatch {}, grid {} x {} lanes, {} stages in {} levels",
-            r.model,
-            r.device,
-            r.driver,
-            r.dispatch,
-            r.grid,
-            r.wg_size,
-            r.stages.len(),
-            r.levels.len()
-        )),
-        Telemetry::Frame(f) => Some(format!(
-            "pass {} pos {} token {} -> {} wall {:.1} us gpu {} {}",
-            f.pass,
-            f.pos,
-            f.token,
-            f.next,
-            f.wall_ns as f64 / 1e3,
-            f.gpu_ns
-                .map_or("n/a".to_string(), |g| format!("{:.1} us", g as f64 / 1e3)),
-            f.fail.line
-        )),
-        Telemetry::End { reason, .. } => Some(format!("end: {reason}")),
-        _ => None,
-    }
 }
 
 /// `export`: Perfetto and/or CSV, each written through a temporary file.

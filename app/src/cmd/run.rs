@@ -1,11 +1,13 @@
-//! `baro-top run`: headless live decode with telemetry: one line per pass (the fail
-//! word on every line); `--json` one JSON object per line (schema in README.md).
+//! `baro-top run`: headless live decode with telemetry: one line per pass in the shared
+//! headless format (`baro_top_ui::headless`: the fail word on every line, the verdict once the
+//! reference has sent it) and a closing summary; `--json` one JSON object per line (schema in
+//! README.md), the summary then on stderr.
 
 use std::process::ExitCode;
 
 use anyhow::Context;
 use baro_engine::session::{Check, SessionBuilder, SinkKind};
-use baro_engine::telemetry::{CheckPlan, CheckState, Correctness, Frame, Telemetry, Verdict};
+use baro_engine::telemetry::{CheckPlan, Telemetry};
 use clap::Args;
 
 use crate::{GpuArgs, ModelArgs};
@@ -21,7 +23,7 @@ pub struct RunArgs {
     /// Include every workgroup's span in the JSON.
     #[arg(long)]
     pub spans: bool,
-    /// Stop after N passes, at least 1 (default: 64 headless; the context restarts when full).
+    /// Stop after N passes, at least 1 (default: 64; the context restarts when full).
     #[arg(long, value_parser = crate::validate::repetitions, allow_negative_numbers = true)]
     pub passes: Option<u64>,
     /// Prompt text.
@@ -84,60 +86,6 @@ fn check_name(p: Option<CheckPlan>) -> String {
     }
 }
 
-fn text_line(f: &Frame) -> String {
-    let us = |ns: u64| ns as f64 / 1e3;
-    let top = f
-        .stages
-        .iter()
-        .max_by_key(|s| s.busy_ns)
-        .map_or(String::new(), |s| {
-            format!(" top {} {:.1}us", s.name, us(s.busy_ns))
-        });
-    let check = match f.check {
-        CheckState::Off => String::new(),
-        CheckState::Pending => format!(" ref pending (lag {})", f.check_lag),
-        CheckState::Skipped => " ref skipped".into(),
-        CheckState::Checked => match &f.correctness {
-            Some(c) => format!(" ref {:?}", c.verdict),
-            None => String::new(),
-        },
-    };
-    format!(
-        "pass {:5} pos {:4} tok {:6} -> {:6} wall {:8.1}us gpu {:8.1}us busy {:8.1}us barrier {:7.1}us{}{}{} | {}",
-        f.pass,
-        f.pos,
-        f.token,
-        f.next,
-        us(f.wall_ns),
-        us(f.gpu_ns.unwrap_or(0)),
-        us(f.busy_ns()),
-        us(f.barrier_ns()),
-        top,
-        if f.torn { " TORN" } else { "" },
-        check,
-        f.fail.line
-    )
-}
-
-fn verdict_line(pass: u64, c: &Correctness) -> String {
-    let name = match c.verdict {
-        Verdict::Match => "match",
-        Verdict::NearTie => "NEAR-TIE",
-        Verdict::Mismatch => "MISMATCH",
-        Verdict::NonFinite => "NON-FINITE",
-        Verdict::Uncompared => "uncompared",
-    };
-    format!(
-        "check pass {pass}: {name}: gpu {} reference {} runner-up {} margin {}{}",
-        c.gpu_token,
-        c.reference.map_or("-".into(), |t| t.to_string()),
-        c.runner_up.map_or("-".into(), |t| t.to_string()),
-        c.margin.map_or("-".into(), |m| format!("{m:.2e}")),
-        c.first_divergence
-            .map_or(String::new(), |p| format!(" (tokens diverged at pass {p})"))
-    )
-}
-
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let model = super::load_model(&a.model)?;
     let positions = match a.ctx {
@@ -157,6 +105,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     opts.instrument = !a.no_instrument;
     opts.pipeline_cache_out = a.pipeline_cache_out.clone();
     let passes = a.passes.or(Some(64));
+    let mut lines = crate::ui::headless::Printer::new(Some(super::live::token_decoder(&model)));
     let mut b = SessionBuilder::new(&dev, model, opts)
         .passes(passes)
         .prompt(a.prompt.as_bytes())
@@ -166,6 +115,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let session = b.spawn().context("starting the decode session")?;
     for t in rx.iter() {
         if a.json {
+            lines.count(&t);
             let line = match t {
                 Telemetry::Frame(mut f) if !a.spans => {
                     f.spans = Default::default();
@@ -176,7 +126,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             outln!("{line}").context("writing to stdout")?;
             continue;
         }
-        match t {
+        match &t {
             Telemetry::Start(d) => {
                 note!(
                     "run: {} | dispatch {} grid {} x {} kv {} act {} | {} levels, {} stages | instrumented {} | reference checks {}",
@@ -194,14 +144,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 for p in &d.pipelines {
                     note!("run: pipeline {}: {}", p.pipeline, p.summary());
                 }
-            }
-            Telemetry::Frame(f) => {
-                outln!("{}", text_line(&f)).context("writing to stdout")?;
-            }
-            Telemetry::Correctness { pass, correctness } => {
-                if correctness.verdict != Verdict::Match {
-                    outln!("{}", verdict_line(pass, &correctness)).context("writing to stdout")?;
-                }
+                note!("run: per pass: gpu = its GPU time (timestamps); wall = host submit to fence, where passes are chained an equal share of their submission's (so it can be below gpu); a pass line waits for its reference verdict");
             }
             Telemetry::Clock(c) => {
                 let ns = |v: Option<String>| v.map_or("n/a".to_string(), |v| format!("{v} ns"));
@@ -216,14 +159,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                         .map_or("n/a (first sync)".to_string(), |d| format!("{d:.3} ppm"))
                 );
             }
-            Telemetry::Sensor(_) => {}
-            Telemetry::End {
-                passes,
-                dropped,
-                reason,
-            } => {
-                note!("run: {passes} passes, {dropped} frames dropped, {reason}");
-            }
+            _ => {}
+        }
+        for l in lines.push(t) {
+            outln!("{l}").context("writing to stdout")?;
+        }
+    }
+    // The closing summary: stdout after the lines, stderr beside JSON (stdout stays JSON).
+    if a.json {
+        note!("run: {}", lines.summary().line());
+    } else {
+        for l in lines.finish() {
+            outln!("{l}").context("writing to stdout")?;
         }
     }
     // The exit status is the engine's outcome, not what this loop happened to see.

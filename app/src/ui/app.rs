@@ -297,127 +297,19 @@ pub fn run(
     if crate::terminal::caught() == Some(crate::terminal::PANICKED) {
         anyhow::bail!("a thread panicked (its message is above): the dashboard ended");
     }
+    // Back on the normal screen: what the run added up to stays in the scrollback.
+    if result.is_ok() {
+        println!("{}", s.live.summary.line());
+    }
     result
 }
 
-/// Terminal events taken in one turn of the loop at most: input stays bounded per turn
-/// whatever arrives (the input thread waits while the channel is full).
-pub const MAX_EVENTS_PER_TURN: usize = 64;
-
-/// Key presses in one turn above which they are a burst (a paste the terminal did not
-/// bracket, a stuck key), not typing: its keys are dropped, and said so once in the log.
-pub const MAX_KEYS_PER_TURN: usize = 16;
-
-/// Whether `ev` quits: Ctrl-c always, the quit keys where no prompt takes them.
-fn quits(s: &UiState, keys: &Keymap, ev: &Event) -> bool {
-    let Event::Key(k) = ev else {
-        return false;
-    };
-    if k.kind == KeyEventKind::Release {
-        return false;
-    }
-    let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
-    ctrl_c || (s.view.prompt.is_none() && keys.action(k) == Some(Action::Quit))
-}
-
-/// Apply one turn's events: a quit among them wins at once, whatever is queued before it; a
-/// bracketed paste is one event, ignored (and logged); a burst of more than
-/// [`MAX_KEYS_PER_TURN`] keys is dropped (logged once while `in_burst` says it goes on),
-/// its mouse and resize events kept. Returns whether anything changed.
-pub fn handle_batch(
-    s: &mut UiState,
-    keys: &Keymap,
-    hits: &Hits,
-    batch: &[Event],
-    ctl: &dyn Control,
-    in_burst: &mut bool,
-) -> bool {
-    if batch.iter().any(|e| quits(s, keys, e)) {
-        s.view.prompt = None;
-        s.apply(Action::Quit, ctl);
-        return true;
-    }
-    let presses = batch
-        .iter()
-        .filter(|e| matches!(e, Event::Key(k) if k.kind != KeyEventKind::Release))
-        .count();
-    let burst = presses > MAX_KEYS_PER_TURN;
-    let mut changed = false;
-    let first = burst && !*in_burst;
-    *in_burst = burst;
-    if first {
-        s.live.note(
-            crate::state::Severity::Warn,
-            format!("ignored a burst of {presses}+ keys (a paste?): the dashboard takes keys one at a time"),
-        );
-        changed = true;
-    }
-    for e in batch {
-        match e {
-            Event::Key(_) if burst => {}
-            Event::Paste(text) => {
-                s.live.note(
-                    crate::state::Severity::Warn,
-                    format!(
-                        "ignored a paste of {} bytes: the dashboard takes keys, not text",
-                        text.len()
-                    ),
-                );
-                changed = true;
-            }
-            e => changed |= handle_event(s, keys, hits, e, ctl),
-        }
-    }
-    changed
-}
-
-/// One line per pass for a stdout that is not a terminal.
-pub fn headless_line(m: &Telemetry) -> Option<String> {
-    match m {
-        Telemetry::Frame(f) => {
-            let gpu = f
-                .gpu_ns
-                .map_or("-".into(), |g| format!("{:.3}", g as f64 / 1e6));
-            let verdict = f.correctness.map_or("pending".into(), |c| {
-                format!("{:?}", c.verdict).to_lowercase()
-            });
-            Some(format!(
-                "pass {} pos {} token {} next {} wall {:.3} ms gpu {gpu} ms tokens {verdict} dropped {} {}",
-                f.pass,
-                f.pos,
-                f.token,
-                f.next,
-                f.wall_ns as f64 / 1e6,
-                f.dropped,
-                f.fail.line
-            ))
-        }
-        Telemetry::Start(d) => Some(format!(
-            "start: {} ({}), {}, {} grid {}x{}{}",
-            d.device,
-            d.driver,
-            d.model,
-            d.dispatch,
-            d.grid,
-            d.wg_size,
-            d.path_labels()
-                .iter()
-                .map(|l| format!(", {l}"))
-                .collect::<String>()
-        )),
-        Telemetry::End {
-            passes,
-            dropped,
-            reason,
-        } => Some(format!("end: {passes} passes, {dropped} dropped: {reason}")),
-        _ => None,
-    }
-}
-
-/// Print headless lines until the stream ends (or stdout closes).
+/// Print headless lines ([`crate::headless`]) until the stream ends (or stdout closes),
+/// then the summary line.
 pub fn headless(
     rx: Receiver<Telemetry>,
     ctl: &dyn Control,
+    decoder: Option<crate::state::Decoder>,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let notes = |ctl: &dyn Control| {
@@ -425,19 +317,24 @@ pub fn headless(
             eprintln!("baro-top: {}", crate::text::sanitize(&n, " "));
         }
     };
+    let mut p = crate::headless::Printer::new(decoder);
+    let write = |out: &mut dyn Write, lines: Vec<String>| {
+        lines
+            .iter()
+            // The run's strings (device, model, driver, fail line, token text) came from a
+            // file or a driver: no escape sequence of theirs reaches the terminal.
+            .try_for_each(|l| writeln!(out, "{}", crate::text::sanitize(l, " ")))
+            .and_then(|_| out.flush())
+    };
     for m in rx {
         notes(ctl);
-        if let Some(l) = headless_line(&m) {
-            // The run's strings (device, model, driver, fail line) came from a file or a
-            // driver: no escape sequence of theirs reaches the terminal.
-            let l = crate::text::sanitize(&l, " ");
-            if writeln!(out, "{l}").and_then(|_| out.flush()).is_err() {
-                ctl.stop();
-                break;
-            }
+        if write(out, p.push(m)).is_err() {
+            ctl.stop();
+            return Ok(());
         }
     }
     notes(ctl);
+    let _ = write(out, p.finish());
     Ok(())
 }
 
@@ -452,6 +349,6 @@ pub fn run_or_headless(
         run(rx, ctl, meta, opts)
     } else {
         eprintln!("baro-top: stdout is not a terminal: printing one line per pass instead of the dashboard (like top -b)");
-        headless(rx, ctl, &mut std::io::stdout().lock())
+        headless(rx, ctl, meta.decoder, &mut std::io::stdout().lock())
     }
 }

@@ -6,7 +6,8 @@
 //! state, actions applied, derived rows) · [`action`] / [`keymap`] (what keys do) ·
 //! [`layout`] (layout files) · [`theme`] (colours, glyphs) · [`text`] (sanitising, clipped
 //! drawing) · [`panels`] (one module per panel) · [`screen`] (the whole screen) ·
-//! [`terminal`] (raw mode guard, panic hook, signals) · [`app`] (event loop, headless lines)
+//! [`terminal`] (raw mode guard, panic hook, signals) · [`app`] (event loop) · [`headless`]
+//! (the headless lines and the closing summary)
 //! · [`synthetic`] (a producer without a GPU) · [`replay`] (a recording played back) · [`demo`] (the synthetic demo recording) ·
 //! [`bench`] (the dashboard's own cost, for `cargo bench` and `baro-top bench ui`).
 #![deny(missing_docs)]
@@ -16,6 +17,7 @@ pub mod action;
 pub mod app;
 pub mod bench;
 pub mod demo;
+pub mod headless;
 pub mod keymap;
 pub mod layout;
 pub mod panels;

@@ -30,8 +30,10 @@ pub struct Meta {
     pub peak_bytes_per_s: Option<f64>,
     /// Weight bytes each stage reads, by stage id (empty = unknown).
     pub weight_bytes: Vec<u64>,
-    /// Token decoder.
+    /// Token decoder (`None`: the tokens panel shows token ids, compactly).
     pub decoder: Option<Decoder>,
+    /// What the tokens panel says when it shows ids (default: "token ids (no vocabulary)").
+    pub ids_label: Option<String>,
 }
 
 /// Passes kept as summaries (the navigator).
@@ -67,8 +69,11 @@ pub struct TokenCell {
     pub pass: u64,
     /// Sanitised text.
     pub text: String,
-    /// Verdict (`None` = pending).
+    /// Verdict (`None` = not judged: see `pending`).
     pub verdict: Option<Verdict>,
+    /// A live reference will judge this token (its verdict is still to come); `false` with
+    /// no verdict: the reference does not judge it (checks off or skipped).
+    pub pending: bool,
     /// The sequence restarted at this token.
     pub restart: bool,
 }
@@ -238,6 +243,8 @@ pub struct Data {
     pub geometry: Vec<(u64, Arc<Geometry>)>,
     /// Power mode, contention and the lock holder.
     pub disturbance: Disturbance,
+    /// Every pass since the start, added up (the closing summary line).
+    pub summary: crate::headless::Summary,
 }
 
 impl Data {
@@ -265,7 +272,7 @@ impl Data {
     fn text(&self, id: u32) -> String {
         let raw = match &self.meta.decoder {
             Some(d) => d(id),
-            None => format!("<{id}>"),
+            None => id.to_string(),
         };
         sanitize(&raw, "↵")
     }
@@ -273,6 +280,8 @@ impl Data {
     /// Take one message in.
     pub fn ingest(&mut self, msg: Telemetry) {
         self.generation += 1;
+        // (A second start, below, begins the summary again with everything else.)
+        self.summary.ingest(&msg);
         match msg {
             Telemetry::Start(d) => {
                 if self.run.is_some() {
@@ -443,16 +452,20 @@ impl Data {
     fn correctness(&mut self, pass: u64, c: baro_telemetry::Correctness) {
         if let Some(cell) = self.tokens.iter_mut().rev().find(|t| t.pass == pass) {
             cell.verdict = Some(c.verdict);
+            cell.pending = false;
         }
         if c.verdict.is_failure() {
             self.mismatched += 1;
             let t = format!(
-                "pass {}: token {} ({:?}) {:?} against reference {:?}",
+                "pass {}: token {} ({:?}) {} against reference {}",
                 pass,
                 c.gpu_token,
                 self.text(c.gpu_token),
-                c.verdict,
-                c.reference.map(|r| self.text(r))
+                crate::text::verdict_name(c.verdict),
+                c.reference.map_or("— (non-finite)".into(), |r| format!(
+                    "{r} ({:?})",
+                    self.text(r)
+                ))
             );
             self.log(Some(pass), Severity::Error, t);
         }
@@ -604,6 +617,7 @@ impl Data {
             pass: f.pass,
             text,
             verdict,
+            pending: verdict.is_none() && f.check == baro_telemetry::CheckState::Pending,
             restart: f.pos == 0,
         });
 

@@ -500,5 +500,6 @@ pub fn meta(details: &RunDetails) -> crate::state::Meta {
             .map(|s| weight_bytes(s.kind))
             .collect(),
         decoder: Some(Arc::new(word)),
+        ids_label: None,
     }
 }

@@ -108,6 +108,18 @@ pub fn us(ns: u64) -> String {
     format!("{} µs", (ns + 500) / 1000)
 }
 
+/// A verdict as the screen and the headless lines name it (`near-tie`, never `NearTie`).
+pub fn verdict_name(v: baro_telemetry::Verdict) -> &'static str {
+    use baro_telemetry::Verdict as V;
+    match v {
+        V::Match => "match",
+        V::NearTie => "near-tie",
+        V::Mismatch => "mismatch",
+        V::NonFinite => "non-finite",
+        V::Uncompared => "uncompared",
+    }
+}
+
 /// `s` cut to at most `w` display columns.
 pub fn clip(s: &str, w: usize) -> String {
     let mut out = String::new();

@@ -201,8 +201,9 @@ impl Widget for &Header<'_> {
         } else if let Some(dv) = &live.divergence {
             let (g, tone) = t.verdict(Some(dv.verdict));
             let txt = format!(
-                "{g} tokens diverged from the reference at pass {} ({:?})",
-                dv.pass, dv.verdict
+                "{g} tokens diverged from the reference at pass {} ({})",
+                dv.pass,
+                crate::text::verdict_name(dv.verdict)
             );
             put(
                 buf,

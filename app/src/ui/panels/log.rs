@@ -38,8 +38,10 @@ impl Widget for &Log<'_> {
         let mut y = inner.y;
         if errors == 0 && warns == 0 {
             let q = format!(
-                "{} {} passes, fail word clean, tokens match",
-                t.glyphs.ok, d.frames
+                "{} {} passes, fail word clean, tokens: {}",
+                t.glyphs.ok,
+                d.frames,
+                d.summary.tokens()
             );
             put(buf, inner, inner.x, y, &q, t.fg(Tone::Good));
             y += 1;

@@ -1,0 +1,476 @@
+//! The one headless line format, shared by `run`, `replay --headless` and the dashboard's
+//! commands when stdout is not a terminal (`live`, `replay FILE`), and the closing summary
+//! line (also printed when the dashboard quits).
+//!
+//! Every time is in milliseconds with three decimals (`62.940 ms`). A pass line waits for its
+//! verdict when the live reference has still to send it (a bounded wait: at most [`HOLD`]
+//! lines, then it prints as `ref pending`), so a line says what the reference found:
+//!
+//! ```text
+//! start: kq-q8_0.gguf on llvmpipe (…) (llvmpipe Mesa 22.3.6 …), dispatch mega, grid 2 x 64 lanes, 16 stages in 12 levels
+//! pass 12 pos 12 tok 459 -> 113 " the" gpu 64.709 ms wall 62.940 ms busy 11.374 ms barrier 51.869 ms top head 1.977 ms ref match | fail-word 0x00000000 PASS
+//! end: 20 passes, 0 dropped: completed
+//! summary: 20 passes, 15.9 tok/s (1.259 s of wall), gpu 57.594 ms/pass | tokens: 20 match | fail word: 20 clean
+//! ```
+
+use std::collections::VecDeque;
+
+use baro_telemetry::fail::bits;
+use baro_telemetry::{CheckState, Correctness, EndReason, Frame, Telemetry, Verdict};
+
+use crate::state::Decoder;
+use crate::text::{sanitize, verdict_name};
+
+/// Pass lines held at most while their verdicts are on the way.
+pub const HOLD: usize = 256;
+
+/// A duration in the headless unit: `62.940 ms`.
+pub fn ms(ns: u64) -> String {
+    format!("{:.3} ms", ns as f64 / 1e6)
+}
+
+/// What a whole stream added up to: passes, speed, verdicts, the fail word's bits.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Summary {
+    /// Frames seen.
+    pub passes: u64,
+    /// Their host wall time, summed, ns.
+    pub wall_ns: u64,
+    /// Their GPU time, summed, ns (over `gpu_passes`).
+    pub gpu_ns: u64,
+    /// Frames with a GPU time.
+    pub gpu_passes: u64,
+    /// Verdicts by kind (match, near-tie, mismatch, non-finite, uncompared).
+    pub verdicts: [u64; 5],
+    /// Passes sent to the live reference whose verdict has not come.
+    pub pending: u64,
+    /// Passes the reference does not judge (checks off or skipped).
+    pub unchecked: u64,
+    /// Passes whose fail word is not clean.
+    pub failed: u64,
+    /// Failed passes by fail-word bit, in [`bits::NAMES`] order.
+    pub bits: [u64; bits::NAMES.len()],
+    /// Torn ring frames.
+    pub torn: u64,
+    /// Frames dropped by the stream's consumer (the largest count seen).
+    pub dropped: u64,
+    /// How the run ended, once it has.
+    pub end: Option<EndReason>,
+}
+
+const VERDICTS: [Verdict; 5] = [
+    Verdict::Match,
+    Verdict::NearTie,
+    Verdict::Mismatch,
+    Verdict::NonFinite,
+    Verdict::Uncompared,
+];
+
+impl Summary {
+    /// Take one message in.
+    pub fn ingest(&mut self, m: &Telemetry) {
+        match m {
+            Telemetry::Start(_) => {}
+            Telemetry::Frame(f) => {
+                self.passes += 1;
+                self.wall_ns += f.wall_ns;
+                if let Some(g) = f.gpu_ns {
+                    self.gpu_ns += g;
+                    self.gpu_passes += 1;
+                }
+                match (&f.correctness, f.check) {
+                    (Some(c), _) => self.verdicts[c.verdict as usize] += 1,
+                    (None, CheckState::Pending) => self.pending += 1,
+                    (None, _) => self.unchecked += 1,
+                }
+                if !f.fail.word.ok() {
+                    self.failed += 1;
+                    for (i, (bit, _)) in bits::NAMES.iter().enumerate() {
+                        if f.fail.word.has(*bit) {
+                            self.bits[i] += 1;
+                        }
+                    }
+                }
+                self.torn += u64::from(f.torn);
+                self.dropped = self.dropped.max(f.dropped);
+            }
+            Telemetry::Correctness { correctness, .. } => {
+                self.pending = self.pending.saturating_sub(1);
+                self.verdicts[correctness.verdict as usize] += 1;
+            }
+            Telemetry::End {
+                dropped, reason, ..
+            } => {
+                self.dropped = self.dropped.max(*dropped);
+                self.end = Some(reason.clone());
+            }
+            Telemetry::Sensor(_) | Telemetry::Clock(_) => {}
+        }
+    }
+
+    /// Tokens per second: passes over their summed wall time.
+    pub fn tok_s(&self) -> Option<f64> {
+        (self.wall_ns > 0).then(|| self.passes as f64 * 1e9 / self.wall_ns as f64)
+    }
+
+    /// The verdict counts that are not zero: `18 match, 2 pending` (`no tokens` for none).
+    pub fn tokens(&self) -> String {
+        let mut v: Vec<String> = VERDICTS
+            .iter()
+            .filter(|k| self.verdicts[**k as usize] > 0)
+            .map(|k| format!("{} {}", self.verdicts[*k as usize], verdict_name(*k)))
+            .collect();
+        if self.pending > 0 {
+            v.push(format!("{} pending", self.pending));
+        }
+        if self.unchecked > 0 {
+            v.push(format!("{} not checked", self.unchecked));
+        }
+        if v.is_empty() {
+            "no tokens".into()
+        } else {
+            v.join(", ")
+        }
+    }
+
+    /// The fail word's tally: `20 clean` or `3 failed of 20 (barrier-timeout ×3, …)`.
+    pub fn fail_word(&self) -> String {
+        if self.failed == 0 {
+            return format!("{} clean", self.passes);
+        }
+        let by: Vec<String> = bits::NAMES
+            .iter()
+            .zip(self.bits)
+            .filter(|(_, n)| *n > 0)
+            .map(|((_, name), n)| format!("{name} ×{n}"))
+            .collect();
+        let by = if by.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", by.join(", "))
+        };
+        format!("{} failed of {}{by}", self.failed, self.passes)
+    }
+
+    /// The closing line.
+    pub fn line(&self) -> String {
+        let speed = match self.tok_s() {
+            Some(r) => format!("{r:.1} tok/s ({:.3} s of wall)", self.wall_ns as f64 / 1e9),
+            None => "tok/s n/a (no wall time)".into(),
+        };
+        let gpu = match self.gpu_passes {
+            0 => "gpu n/a".into(),
+            n => format!("gpu {}/pass", ms(self.gpu_ns / n)),
+        };
+        let mut extra = String::new();
+        if self.torn > 0 {
+            extra += &format!(" | torn {}", self.torn);
+        }
+        if self.dropped > 0 {
+            extra += &format!(" | dropped {}", self.dropped);
+        }
+        if let Some(e) = &self.end {
+            extra += &format!(" | end: {e}");
+        }
+        format!(
+            "summary: {} passes, {speed}, {gpu} | tokens: {} | fail word: {}{extra}",
+            self.passes,
+            self.tokens(),
+            self.fail_word()
+        )
+    }
+}
+
+/// The verdict part of a pass line: `ref match`, `ref mismatch (reference 12, runner-up 40,
+/// margin 1.20e-3)`, `ref pending`, `ref skipped`, or nothing with checks off.
+fn verdict(check: CheckState, c: Option<&Correctness>) -> String {
+    match (c, check) {
+        (Some(c), _) => {
+            let name = verdict_name(c.verdict);
+            if c.verdict == Verdict::Match {
+                return format!(" ref {name}");
+            }
+            let mut s = format!(
+                " ref {name} (reference {}, runner-up {}, margin {}",
+                c.reference.map_or("-".into(), |t| t.to_string()),
+                c.runner_up.map_or("-".into(), |t| t.to_string()),
+                c.margin.map_or("-".into(), |m| format!("{m:.2e}")),
+            );
+            if let Some(p) = c.first_divergence {
+                s += &format!(", diverged at pass {p}");
+            }
+            s + ")"
+        }
+        (None, CheckState::Pending) => " ref pending".into(),
+        (None, CheckState::Skipped) => " ref skipped".into(),
+        (None, CheckState::Off | CheckState::Checked) => String::new(),
+    }
+}
+
+/// One pass line (its verdict as known now).
+pub fn pass_line(f: &Frame, text: Option<&str>, c: Option<&Correctness>) -> String {
+    let text = text.map_or(String::new(), |t| format!(" {t:?}"));
+    let gpu = f.gpu_ns.map_or("n/a".into(), ms);
+    let stages = if f.stages.is_empty() {
+        String::new()
+    } else {
+        let top = f
+            .stages
+            .iter()
+            .max_by_key(|s| s.busy_ns)
+            .map_or(String::new(), |s| {
+                format!(" top {} {}", s.name, ms(s.busy_ns))
+            });
+        format!(
+            " busy {} barrier {}{top}",
+            ms(f.busy_ns()),
+            ms(f.barrier_ns())
+        )
+    };
+    format!(
+        "pass {} pos {} tok {} -> {}{text} gpu {gpu} wall {}{stages}{}{}{} | {}",
+        f.pass,
+        f.pos,
+        f.token,
+        f.next,
+        ms(f.wall_ns),
+        if f.torn { " TORN" } else { "" },
+        if f.dropped > 0 {
+            format!(" dropped {}", f.dropped)
+        } else {
+            String::new()
+        },
+        verdict(f.check, c.or(f.correctness.as_ref())),
+        f.fail.line
+    )
+}
+
+/// The `start:` line.
+pub fn start_line(d: &baro_telemetry::RunDetails) -> String {
+    let labels: String = d.path_labels().iter().map(|l| format!(", {l}")).collect();
+    format!(
+        "start: {} on {} ({}), dispatch {}, grid {} x {} lanes, {} stages in {} levels{labels}",
+        d.model,
+        d.device,
+        d.driver,
+        d.dispatch,
+        d.grid,
+        d.wg_size,
+        d.stages.len(),
+        d.levels.len()
+    )
+}
+
+/// A held pass line: the frame, waiting for its verdict.
+struct Held {
+    frame: Box<Frame>,
+    verdict: Option<Correctness>,
+}
+
+/// Turns a telemetry stream into headless lines in order, each pass line with its verdict
+/// once the reference has sent it, and a closing summary.
+pub struct Printer {
+    decoder: Option<Decoder>,
+    held: VecDeque<Held>,
+    summary: Summary,
+}
+
+impl Printer {
+    /// A printer; `decoder` adds each token's text to its line.
+    pub fn new(decoder: Option<Decoder>) -> Printer {
+        Printer {
+            decoder,
+            held: VecDeque::new(),
+            summary: Summary::default(),
+        }
+    }
+
+    /// The summary so far.
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// Count a message into the summary without making lines of it (beside JSON output).
+    pub fn count(&mut self, m: &Telemetry) {
+        self.summary.ingest(m);
+    }
+
+    fn line(&self, h: &Held) -> String {
+        let text = self
+            .decoder
+            .as_ref()
+            .map(|d| sanitize(&d(h.frame.next), "\\n"));
+        pass_line(&h.frame, text.as_deref(), h.verdict.as_ref())
+    }
+
+    fn ready(h: &Held) -> bool {
+        h.frame.check != CheckState::Pending || h.verdict.is_some()
+    }
+
+    /// Lines ready to print from the front of the queue (all of them with `all`).
+    fn drain(&mut self, all: bool, out: &mut Vec<String>) {
+        while let Some(h) = self.held.front() {
+            if !(all || Self::ready(h) || self.held.len() > HOLD) {
+                break;
+            }
+            let l = self.line(h);
+            out.push(l);
+            self.held.pop_front();
+        }
+    }
+
+    /// Take one message in; the lines it lets out.
+    pub fn push(&mut self, m: Telemetry) -> Vec<String> {
+        self.summary.ingest(&m);
+        let mut out = vec![];
+        match m {
+            Telemetry::Start(d) => {
+                self.drain(true, &mut out);
+                out.push(start_line(&d));
+            }
+            Telemetry::Frame(mut f) => {
+                // The line needs no spans: a held frame stays small.
+                f.spans = Default::default();
+                self.held.push_back(Held {
+                    frame: f,
+                    verdict: None,
+                });
+                self.drain(false, &mut out);
+            }
+            Telemetry::Correctness { pass, correctness } => {
+                if let Some(h) = self.held.iter_mut().find(|h| h.frame.pass == pass) {
+                    h.verdict = Some(correctness);
+                } else if correctness.verdict != Verdict::Match {
+                    // Its pass line has gone out (the hold was full): a line of its own.
+                    out.push(format!(
+                        "pass {pass} verdict:{}",
+                        verdict(CheckState::Checked, Some(&correctness))
+                    ));
+                }
+                self.drain(false, &mut out);
+            }
+            Telemetry::End {
+                passes,
+                dropped,
+                reason,
+            } => {
+                self.drain(true, &mut out);
+                out.push(format!("end: {passes} passes, {dropped} dropped: {reason}"));
+            }
+            Telemetry::Sensor(_) | Telemetry::Clock(_) => {}
+        }
+        out
+    }
+
+    /// The held lines (verdicts that never came print as `ref pending`) and the summary.
+    pub fn finish(&mut self) -> Vec<String> {
+        let mut out = vec![];
+        self.drain(true, &mut out);
+        out.push(self.summary.line());
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baro_telemetry::synth::{synthetic_frame, synthetic_run};
+
+    fn correctness(verdict: Verdict) -> Correctness {
+        Correctness {
+            verdict,
+            gpu_token: 5,
+            reference: Some(6),
+            runner_up: Some(5),
+            margin: Some(1e-3),
+            first_divergence: None,
+        }
+    }
+
+    #[test]
+    fn a_pending_line_waits_for_its_verdict_and_keeps_the_order() {
+        let run = synthetic_run(4, 4, 2);
+        let mut p = Printer::new(None);
+        assert_eq!(p.push(Telemetry::Start(run.clone())).len(), 1);
+        let mut f0 = synthetic_frame(&run, 0, 1);
+        f0.check = CheckState::Pending;
+        f0.correctness = None;
+        let mut f1 = synthetic_frame(&run, 1, 1);
+        f1.check = CheckState::Off;
+        f1.correctness = None;
+        assert!(p.push(Telemetry::Frame(Box::new(f0))).is_empty());
+        // Pass 1 needs no verdict but must not overtake pass 0.
+        assert!(p.push(Telemetry::Frame(Box::new(f1))).is_empty());
+        let out = p.push(Telemetry::Correctness {
+            pass: 0,
+            correctness: correctness(Verdict::Mismatch),
+        });
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert!(out[0].starts_with("pass 0 "), "{out:?}");
+        assert!(
+            out[0].contains(" ref mismatch (reference 6, runner-up 5, margin 1.00e-3)"),
+            "{out:?}"
+        );
+        assert!(out[1].starts_with("pass 1 ") && !out[1].contains(" ref "));
+        let end = p.finish();
+        assert_eq!(end.len(), 1);
+        assert!(
+            end[0].contains("tokens: 1 mismatch, 1 not checked"),
+            "{end:?}"
+        );
+    }
+
+    #[test]
+    fn the_hold_is_bounded_and_a_late_failure_gets_its_own_line() {
+        let run = synthetic_run(4, 4, 2);
+        let mut p = Printer::new(None);
+        let mut printed = 0;
+        for pass in 0..(HOLD as u64 + 1) {
+            let mut f = synthetic_frame(&run, pass, 1);
+            f.check = CheckState::Pending;
+            f.correctness = None;
+            printed += p.push(Telemetry::Frame(Box::new(f))).len();
+        }
+        assert_eq!(printed, 1, "the oldest line goes out once the hold is full");
+        let out = p.push(Telemetry::Correctness {
+            pass: 0,
+            correctness: correctness(Verdict::NonFinite),
+        });
+        assert_eq!(out.len(), 1);
+        assert!(
+            out[0].starts_with("pass 0 verdict: ref non-finite"),
+            "{out:?}"
+        );
+        let rest = p.finish();
+        assert_eq!(rest.len(), HOLD + 1);
+        assert!(rest[0].contains(" ref pending"));
+        assert!(rest[HOLD].contains(&format!("tokens: 1 non-finite, {HOLD} pending")));
+    }
+
+    #[test]
+    fn the_summary_tallies_speed_verdicts_and_fail_bits() {
+        let mut s = Summary::default();
+        for (pass, bits_set) in [
+            (0u64, 0u32),
+            (1, bits::TIMEOUT | bits::POISONED),
+            (2, bits::TIMEOUT),
+        ] {
+            let mut f = Frame {
+                pass,
+                wall_ns: 250_000_000,
+                gpu_ns: Some(200_000_000),
+                check: CheckState::Checked,
+                correctness: Some(correctness(Verdict::Match)),
+                ..Default::default()
+            };
+            f.fail.word.bits = bits_set;
+            s.ingest(&Telemetry::Frame(Box::new(f)));
+        }
+        assert_eq!(s.tok_s(), Some(4.0));
+        assert_eq!(
+            s.line(),
+            "summary: 3 passes, 4.0 tok/s (0.750 s of wall), gpu 200.000 ms/pass | tokens: 3 match \
+             | fail word: 2 failed of 3 (barrier-timeout ×2, output-poisoned ×1)"
+        );
+    }
+}
