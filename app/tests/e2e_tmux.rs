@@ -3,15 +3,18 @@
 //! leaves the alternate screen. Plus the same two without a terminal: headless lines said
 //! once, and exit 2 with the lavapipe advice. In CI (CI=true) a missing tmux fails.
 
-use std::path::{Path, PathBuf};
+mod tmux_common;
+
+use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tmux_common::{have_tmux, tmp, Session, BIN};
 
 use baro_telemetry::recording::{RecordingHeader, Writer};
 use baro_telemetry::synth::{synthetic_frame, synthetic_run};
 use baro_telemetry::{EndReason, Telemetry};
 
-const BIN: &str = env!("CARGO_BIN_EXE_baro-top");
 const NO_DRIVER: [(&str, &str); 2] = [
     ("VK_DRIVER_FILES", "/nonexistent.json"),
     ("VK_ICD_FILENAMES", "/nonexistent.json"),
@@ -25,12 +28,6 @@ const PANELS: [&str; 7] = [
     "tokens ·",
     "log ·",
 ];
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("baro-e2e-{}", std::process::id()));
-    std::fs::create_dir_all(&d).expect("tmp dir");
-    d.join(name)
-}
 
 /// A synthetic recording (synthetic model name: the replay decodes its tokens as words).
 fn recording(path: &Path) {
@@ -48,154 +45,6 @@ fn recording(path: &Path) {
     })
     .expect("end");
     w.finish().expect("finish");
-}
-
-fn have_tmux() -> bool {
-    let ok = Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok && std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("tmux is missing in CI (scripts/test.sh installs it)");
-    }
-    if !ok {
-        eprintln!("tmux not installed: skipping (outside CI)");
-    }
-    ok
-}
-
-fn tmux(args: &[&str]) -> String {
-    let o = Command::new("tmux").args(args).output().expect("tmux runs");
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// A tmux session of its own (own socket), killed on drop.
-struct Session {
-    sock: String,
-    exit: PathBuf,
-}
-
-impl Session {
-    fn start(name: &str, cmd: &str, env: &[(&str, &str)]) -> Session {
-        let sock = format!("baro-e2e-{}-{name}", std::process::id());
-        let exit = tmp(&format!("{name}.exit"));
-        let _ = std::fs::remove_file(&exit);
-        let envs: String = env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
-        let shell = format!(
-            "env TERM=xterm-256color {envs}{cmd}; echo $? > {}; exec sleep 60",
-            exit.display()
-        );
-        // `-f /dev/null`: the server ignores the user's ~/.tmux.conf (a base-index of 1
-        // there would leave no window 0 for the `-t 0` targets below).
-        let st = Command::new("tmux")
-            .args([
-                "-f",
-                "/dev/null",
-                "-L",
-                &sock,
-                "new-session",
-                "-d",
-                "-x",
-                "200",
-                "-y",
-                "60",
-                "sh",
-                "-c",
-                &shell,
-            ])
-            .status()
-            .expect("tmux new-session");
-        assert!(st.success());
-        Session { sock, exit }
-    }
-
-    fn t(&self, args: &[&str]) -> String {
-        let mut a = vec!["-L", &self.sock];
-        a.extend_from_slice(args);
-        tmux(&a)
-    }
-
-    fn capture(&self) -> String {
-        self.t(&["capture-pane", "-p", "-t", "0"])
-    }
-
-    /// Wait (bounded) until the pane shows every one of `want`.
-    fn wait_for(&self, want: &[&str], t: Duration) -> String {
-        let until = Instant::now() + t;
-        loop {
-            let s = self.capture();
-            if want.iter().all(|w| s.contains(w)) {
-                return s;
-            }
-            assert!(
-                Instant::now() < until,
-                "waited {t:?} for {want:?}; pane:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// Wait (bounded) until the pane shows none of `gone`.
-    fn wait_gone(&self, gone: &[&str], t: Duration) -> String {
-        let until = Instant::now() + t;
-        loop {
-            let s = self.capture();
-            if !gone.iter().any(|g| s.contains(g)) {
-                return s;
-            }
-            assert!(
-                Instant::now() < until,
-                "waited {t:?} for {gone:?} to go; pane:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// Wait (bounded) until `#{alternate_on}` of the pane is `want`. The exit status file is
-    /// written by the shell after baro-top has exited, but the tmux server reads the pane's
-    /// output (the switch back from the alternate screen) on its own schedule: on a loaded
-    /// machine it can still be behind when the status is read, so poll rather than read once.
-    fn wait_alternate(&self, want: &str, t: Duration) {
-        let until = Instant::now() + t;
-        loop {
-            let on = self.t(&["display", "-p", "-t", "0", "#{alternate_on}"]);
-            if on.trim() == want {
-                return;
-            }
-            assert!(
-                Instant::now() < until,
-                "waited {t:?} for alternate_on {want}, still {:?}; pane:\n{}",
-                on.trim(),
-                self.capture()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn exit_status(&self, t: Duration) -> String {
-        let until = Instant::now() + t;
-        loop {
-            if let Ok(s) = std::fs::read_to_string(&self.exit) {
-                if !s.trim().is_empty() {
-                    return s.trim().to_string();
-                }
-            }
-            assert!(
-                Instant::now() < until,
-                "baro-top did not exit; pane:\n{}",
-                self.capture()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.sock, "kill-server"])
-            .status();
-    }
 }
 
 #[test]

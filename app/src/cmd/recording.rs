@@ -108,6 +108,9 @@ pub fn meta(h: &baro_telemetry::recording::RecordingHeader) -> crate::ui::state:
     };
     crate::ui::state::Meta {
         quant: h.quant.clone(),
+        ids_label: decoder
+            .is_none()
+            .then(|| "token ids: no vocabulary recorded".into()),
         decoder,
         ..Default::default()
     }

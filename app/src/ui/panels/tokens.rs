@@ -4,8 +4,8 @@
 //! prefixed by the verdict's glyph; the first divergence shows both tokens and the margin.
 //! Lines wrap between words (a token that starts with a space or follows a newline starts
 //! one), not inside them. The title counts the verdicts of the tokens kept, so the outcome
-//! reads once it is known. Without a vocabulary the tokens are ids, space-separated, and the
-//! title says so. Text is sanitised at ingest; widths are measured.
+//! reads once it is known. Without a vocabulary the tokens are ids, space-separated, under a
+//! line that says so. Text is sanitised at ingest; widths are measured.
 //!
 //! ```text
 //! ┌ tokens · 112 ✓ match · 8 pending (underlined) · 1 ≈ near-tie ──────┐
@@ -26,14 +26,16 @@ use crate::text::{put, verdict_name, width};
 use crate::theme::{Theme, Tone};
 use crate::view::PanelId;
 
+/// What the panel says above token ids when no label was given.
+pub const IDS: &str = "token ids (no vocabulary)";
+
 /// The tokens panel.
 pub struct Tokens<'a> {
     /// Context.
     pub ctx: &'a Ctx<'a>,
 }
 
-/// The title: the verdict counts over the tokens kept (only those present), and what the
-/// tokens are when they are ids.
+/// The title: the verdict counts over the tokens kept (only those present).
 pub fn title(d: &Data, t: &Theme) -> String {
     let g = &t.glyphs.verdict;
     let (mut counts, mut pending, mut unjudged) = ([0usize; 5], 0usize, 0usize);
@@ -45,14 +47,6 @@ pub fn title(d: &Data, t: &Theme) -> String {
         }
     }
     let mut parts = vec!["tokens".to_string()];
-    if d.meta.decoder.is_none() {
-        parts.push(
-            d.meta
-                .ids_label
-                .clone()
-                .unwrap_or_else(|| "token ids (no vocabulary)".into()),
-        );
-    }
     for (i, v) in [
         Verdict::Match,
         Verdict::NearTie,
@@ -182,6 +176,12 @@ impl Widget for &Tokens<'_> {
             return;
         }
         let mut top = inner.y;
+        if d.meta.decoder.is_none() {
+            // Inside, not in the title: a narrow panel clips its title.
+            let label = d.meta.ids_label.as_deref().unwrap_or(IDS);
+            put(buf, inner, inner.x, top, label, t.fg(Tone::Dim));
+            top += 1;
+        }
         if let Some(dv) = &d.divergence {
             let (glyph, tone) = t.verdict(Some(dv.verdict));
             let m = dv.margin.map_or("—".into(), |m| format!("{m:.1e}"));
