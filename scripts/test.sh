@@ -25,5 +25,7 @@ export LP_NUM_THREADS=${LP_NUM_THREADS:-2}
 export RUST_BACKTRACE=1
 
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -- -D warnings
+# --release: the same profile as the build and the tests, so glslang's C++ (the engine's shader
+# compiler, most of a cold build) is built once, not a second time for a debug-profile clippy.
+cargo clippy --release --workspace --all-targets -- -D warnings
 cargo test --workspace --release
