@@ -44,6 +44,11 @@ pub const RECENT: usize = 8;
 pub const TOKENS: usize = 4096;
 /// Log entries kept.
 pub const LOG: usize = 500;
+/// How many of the newest log lines a repeat folds into.
+pub const FOLD: usize = 4;
+/// Passes a new power mode must hold before its switch is logged (the label flickers on a
+/// boundary).
+pub const DEBOUNCE: u32 = 3;
 
 /// One pass, small.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -113,6 +118,8 @@ pub struct LogEntry {
     pub sev: Severity,
     /// Text.
     pub text: String,
+    /// Times it was logged (repeats fold into one line: `⚠ contended … ×297`).
+    pub count: u64,
 }
 
 /// What disturbed the run, for the header and the log: the newest pass's labels and the
@@ -245,6 +252,8 @@ pub struct Data {
     pub disturbance: Disturbance,
     /// Every pass since the start, added up (the closing summary line).
     pub summary: crate::headless::Summary,
+    /// A mode other than the one taken and the passes in a row it has held (the debounce).
+    mode_streak: (PowerMode, u32),
 }
 
 impl Data {
@@ -263,10 +272,38 @@ impl Data {
     }
 
     fn log(&mut self, pass: Option<u64>, sev: Severity, text: String) {
+        // A repeated warning or note, one of the last few lines, folds into it (counted,
+        // moved to the end, its pass the newest): per-pass warnings that come and go stay one
+        // line. Errors never fold: each failed pass keeps its own line.
+        let recent = self.log.len().saturating_sub(FOLD);
+        if let Some(i) = (recent..self.log.len())
+            .rev()
+            .find(|&i| sev != Severity::Error && self.log[i].sev == sev && self.log[i].text == text)
+        {
+            if let Some(mut e) = self.log.remove(i) {
+                e.count += 1;
+                e.pass = pass.or(e.pass);
+                self.log.push_back(e);
+            }
+            return;
+        }
         if self.log.len() == LOG {
             self.log.pop_front();
         }
-        self.log.push_back(LogEntry { pass, sev, text });
+        self.log.push_back(LogEntry {
+            pass,
+            sev,
+            text,
+            count: 1,
+        });
+    }
+
+    /// Whether the run is on a CPU device (lavapipe): power modes and contention labels are
+    /// not meaningful there.
+    pub fn on_cpu(&self) -> bool {
+        self.run
+            .as_ref()
+            .is_some_and(|r| r.device_kind == baro_telemetry::DeviceKind::Cpu)
     }
 
     fn text(&self, id: u32) -> String {
@@ -393,19 +430,48 @@ impl Data {
         }
     }
 
-    /// Mode switches and contention starting, changing cause and ending, into the log.
+    /// Mode switches (debounced: the new mode must hold [`DEBOUNCE`] passes) and contention
+    /// starting, changing cause and ending, into the log; nothing on a CPU device (no power
+    /// states, no GPU to share: the header says n/a).
     fn disturbance(&mut self, f: &Frame) {
+        if self.on_cpu() {
+            return;
+        }
         let clocks = match self.disturbance.clocks {
             Some((sm, Some(max))) => format!(" (SM clock {sm} of {max} MHz)"),
             Some((sm, None)) => format!(" (SM clock {sm} MHz)"),
             None => String::new(),
         };
-        // The first classification is news only when it is slow; later, every switch is.
+        self.power_mode(f, &clocks);
+        let (old, new) = (&self.disturbance.contention, &f.contention);
+        let started = old.is_quiet() && !new.is_quiet();
+        let changed = !old.is_quiet() && !new.is_quiet() && reason_kinds(old) != reason_kinds(new);
+        if started || changed {
+            let t = format!("contended: {}{clocks}", new.summary());
+            self.log(Some(f.pass), Severity::Warn, t);
+        } else if !old.is_quiet() && new.is_quiet() {
+            self.log(Some(f.pass), Severity::Info, "quiet again".into());
+        }
+        self.disturbance.contention = f.contention.clone();
+    }
+
+    /// The power mode: a switch is taken (and logged) once the new mode has held
+    /// [`DEBOUNCE`] passes in a row. The first classification is news only when it is slow.
+    fn power_mode(&mut self, f: &Frame, clocks: &str) {
         let (was, now) = (self.disturbance.mode, f.mode);
-        if now != PowerMode::Unknown
-            && now != was
-            && !(was == PowerMode::Unknown && now == PowerMode::Fast)
-        {
+        if now == PowerMode::Unknown || now == was {
+            self.mode_streak = (was, 0);
+            return;
+        }
+        self.mode_streak = match self.mode_streak {
+            (m, n) if m == now => (m, n + 1),
+            _ => (now, 1),
+        };
+        if self.mode_streak.1 < DEBOUNCE {
+            return;
+        }
+        self.mode_streak = (now, 0);
+        if !(was == PowerMode::Unknown && now == PowerMode::Fast) {
             let t = if was == PowerMode::Unknown {
                 format!("slow power mode: clocks not at speed{clocks}")
             } else {
@@ -418,19 +484,7 @@ impl Data {
             };
             self.log(Some(f.pass), sev, t);
         }
-        if now != PowerMode::Unknown {
-            self.disturbance.mode = now;
-        }
-        let (old, new) = (&self.disturbance.contention, &f.contention);
-        let started = old.is_quiet() && !new.is_quiet();
-        let changed = !old.is_quiet() && !new.is_quiet() && reason_kinds(old) != reason_kinds(new);
-        if started || changed {
-            let t = format!("contended: {}{clocks}", new.summary());
-            self.log(Some(f.pass), Severity::Warn, t);
-        } else if !old.is_quiet() && new.is_quiet() {
-            self.log(Some(f.pass), Severity::Info, "quiet again".into());
-        }
-        self.disturbance.contention = f.contention.clone();
+        self.disturbance.mode = now;
     }
 
     /// Passes in each mode and contended over the newest [`WINDOW`] passes.

@@ -228,8 +228,8 @@ pub fn rec_badge(r: &crate::action::RecStatus) -> String {
     format!("REC {} {size}", r.file)
 }
 
-/// The power mode and contention of the newest pass with their counts over the window, and
-/// another timing run holding the GPU's lock: `power fast (120 fast 3 slow 5 ?)`,
+/// The power mode and contention of the newest pass with their counts over the window (`n/a
+/// (CPU device)` on a CPU device), and another timing run holding the GPU's lock: `power fast (120 fast 3 slow 5 ?)`,
 /// `contended: CPU 75% busy · 12/128`, `lock held by pid 4242 (baro-top bench)`.
 pub fn disturbance(d: &crate::state::Data) -> Vec<(String, Tone)> {
     use baro_telemetry::labels::mode_name;
@@ -237,6 +237,12 @@ pub fn disturbance(d: &crate::state::Data) -> Vec<(String, Tone)> {
     let dist = &d.disturbance;
     let n = d.disturbance_counts();
     let mut v = Vec::with_capacity(3);
+    if d.on_cpu() {
+        // A CPU device has no power states and no GPU to share.
+        v.push(("power n/a (CPU device)".into(), Tone::Dim));
+        v.push(("contention n/a (CPU device)".into(), Tone::Dim));
+        return v;
+    }
     let tone = match dist.mode {
         PowerMode::Fast => Tone::Good,
         PowerMode::Slow => Tone::Warn,

@@ -55,7 +55,14 @@ impl Widget for &Log<'_> {
                 Severity::Info => ("·", t.fg(Tone::Dim)),
             };
             let pass = e.pass.map_or(String::new(), |p| format!("#{p} "));
-            put(buf, inner, inner.x, y, &format!("{g} {pass}{}", e.text), st);
+            // The count first: a narrow panel clips the end of the line.
+            let times = if e.count > 1 {
+                format!("×{} ", e.count)
+            } else {
+                String::new()
+            };
+            let line = format!("{g} {times}{pass}{}", e.text);
+            put(buf, inner, inner.x, y, &line, st);
             y += 1;
         }
     }
