@@ -304,6 +304,77 @@ pub fn run(
     result
 }
 
+/// Terminal events taken in one turn of the loop at most: input stays bounded per turn
+/// whatever arrives (the input thread waits while the channel is full).
+pub const MAX_EVENTS_PER_TURN: usize = 64;
+
+/// Key presses in one turn above which they are a burst (a paste the terminal did not
+/// bracket, a stuck key), not typing: its keys are dropped, and said so once in the log.
+pub const MAX_KEYS_PER_TURN: usize = 16;
+
+/// Whether `ev` quits: Ctrl-c always, the quit keys where no prompt takes them.
+fn quits(s: &UiState, keys: &Keymap, ev: &Event) -> bool {
+    let Event::Key(k) = ev else {
+        return false;
+    };
+    if k.kind == KeyEventKind::Release {
+        return false;
+    }
+    let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+    ctrl_c || (s.view.prompt.is_none() && keys.action(k) == Some(Action::Quit))
+}
+
+/// Apply one turn's events: a quit among them wins at once, whatever is queued before it; a
+/// bracketed paste is one event, ignored (and logged); a burst of more than
+/// [`MAX_KEYS_PER_TURN`] keys is dropped (logged once while `in_burst` says it goes on),
+/// its mouse and resize events kept. Returns whether anything changed.
+pub fn handle_batch(
+    s: &mut UiState,
+    keys: &Keymap,
+    hits: &Hits,
+    batch: &[Event],
+    ctl: &dyn Control,
+    in_burst: &mut bool,
+) -> bool {
+    if batch.iter().any(|e| quits(s, keys, e)) {
+        s.view.prompt = None;
+        s.apply(Action::Quit, ctl);
+        return true;
+    }
+    let presses = batch
+        .iter()
+        .filter(|e| matches!(e, Event::Key(k) if k.kind != KeyEventKind::Release))
+        .count();
+    let burst = presses > MAX_KEYS_PER_TURN;
+    let mut changed = false;
+    let first = burst && !*in_burst;
+    *in_burst = burst;
+    if first {
+        s.live.note(
+            crate::state::Severity::Warn,
+            format!("ignored a burst of {presses}+ keys (a paste?): the dashboard takes keys one at a time"),
+        );
+        changed = true;
+    }
+    for e in batch {
+        match e {
+            Event::Key(_) if burst => {}
+            Event::Paste(text) => {
+                s.live.note(
+                    crate::state::Severity::Warn,
+                    format!(
+                        "ignored a paste of {} bytes: the dashboard takes keys, not text",
+                        text.len()
+                    ),
+                );
+                changed = true;
+            }
+            e => changed |= handle_event(s, keys, hits, e, ctl),
+        }
+    }
+    changed
+}
+
 /// Print headless lines ([`crate::headless`]) until the stream ends (or stdout closes),
 /// then the summary line.
 pub fn headless(
