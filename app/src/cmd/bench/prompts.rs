@@ -99,18 +99,19 @@ pub fn tokenize(
     } else {
         String::new()
     };
+    // No piece is longer than the longest: a prompt of B bytes takes at least B / that many
+    // tokens, so one that cannot fit is refused before it is tokenized.
+    let longest = tok.pieces().iter().map(Vec::len).max().unwrap_or(1).max(1);
     prompts
         .iter()
         .map(|p| {
-            // No piece is longer than the longest: a prompt of B bytes takes at least
-            // B / that many tokens, so one that cannot fit is refused before it is tokenized.
-            let longest = tok.pieces().iter().map(Vec::len).max().unwrap_or(1).max(1);
             let at_least = 1 + p.text.len().div_ceil(longest);
             if depth + at_least + gen > seq_len {
                 bail!(
-                    "{}: {} bytes are at least {at_least} prompt tokens (BOS included; no piece is longer than {longest} bytes) + {at}--tokens {gen}, more than the model's context of {seq_len}",
+                    "{}: {at}at least {at_least} prompt tokens (BOS included; {} bytes, no piece longer than {longest}) + --tokens {gen} = {} positions, more than the model's context of {seq_len}",
                     p.origin,
-                    p.text.len()
+                    p.text.len(),
+                    depth + at_least + gen
                 );
             }
             let t = tok.encode(p.text.as_bytes(), true, false);
