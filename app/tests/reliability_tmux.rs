@@ -10,28 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+mod tmux_common;
+use tmux_common::{have_tmux, tmp};
+
 fn bin() -> String {
     std::env::var("BARO_TOP_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_baro-top").into())
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("baro-rel-tmux-{}", std::process::id()));
-    std::fs::create_dir_all(&d).expect("tmp dir");
-    d.join(name)
-}
-
-fn have_tmux() -> bool {
-    let ok = Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok && std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("tmux is missing in CI (scripts/test.sh installs it)");
-    }
-    if !ok {
-        eprintln!("tmux not installed: skipping (outside CI)");
-    }
-    ok
 }
 
 /// A tmux server of its own running `cmd`, then `echo EXITED $?` and the terminal's modes.
