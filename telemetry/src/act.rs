@@ -24,7 +24,7 @@ pub enum ActType {
     /// scaled by the two blocks' scales in f32. Gives up the f32 path's bits (one matvec moves
     /// by ≈ 1 % relative) for a matvec that spends a fraction of the instructions per weight.
     /// Mega and multi still agree bitwise. Needs shaderIntegerDotProduct and every matrix in
-    /// Q4_0 or Q8_0.
+    /// a quantised type (F32, F16 and BF16 have no int8 dot product).
     Q8,
 }
 
