@@ -98,9 +98,16 @@ fn escape_bytes_in_token_text_never_reach_the_screen() {
         let p = pieces;
         let dec = move |id: u32| {
             let mut r = Rng(seed * 7919 + id as u64 + 1);
-            (0..(r.next() % 6))
+            // Pieces, and now and then a lone byte that starts, continues or cannot be part
+            // of a UTF-8 character (a real vocabulary's byte tokens).
+            let mut b = (0..(r.next() % 6))
                 .map(|_| p[(r.next() % p.len() as u64) as usize])
                 .collect::<String>()
+                .into_bytes();
+            if r.next().is_multiple_of(3) {
+                b.push([0xE2u8, 0x82, 0xF0, 0xFF, 0x1B][(r.next() % 5) as usize]);
+            }
+            b
         };
         let cfg = SynthConfig {
             mismatch_at: Some(5),

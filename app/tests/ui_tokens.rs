@@ -20,7 +20,7 @@ const PIECES: [&str; 5] = [" let", "'", "s", " g", "o"];
 fn meta(vocab: bool) -> Meta {
     Meta {
         decoder: vocab.then(|| {
-            Arc::new(|id: u32| PIECES[id as usize % PIECES.len()].to_string())
+            Arc::new(|id: u32| PIECES[id as usize % PIECES.len()].as_bytes().to_vec())
                 as baro_top_ui::state::Decoder
         }),
         ..Default::default()
@@ -122,4 +122,51 @@ fn without_a_vocabulary_ids_are_space_separated_under_a_label() {
     let all = lines.join("\n");
     assert!(all.contains("│token ids (no vocabulary)"), "{all}");
     assert!(all.contains("│0 1 2 3 4 "), "{all}");
+}
+
+/// Byte pieces of "€ ok 😀" as a real vocabulary can cut them: "€" (E2 82 AC) over two
+/// tokens, the emoji (F0 9F 98 80) over three.
+const BYTES: [&[u8]; 6] = [b"\xE2", b"\x82\xAC", b" ok ", b"\xF0\x9F", b"\x98", b"\x80"];
+
+/// The tokens panel's cells for passes 0.. with positions `pos` (ids 0..).
+fn cells(pos: &[u32], skip_pass: Option<u64>) -> Vec<String> {
+    let meta = Meta {
+        decoder: Some(
+            Arc::new(|id: u32| BYTES[id as usize % BYTES.len()].to_vec())
+                as baro_top_ui::state::Decoder,
+        ),
+        ..Default::default()
+    };
+    let run = synthetic_run(8, 12, 4);
+    let mut d = baro_top_ui::state::Data::new(meta);
+    d.ingest(Telemetry::Start(run.clone()));
+    for (p, &at) in pos.iter().enumerate() {
+        if Some(p as u64) == skip_pass {
+            continue;
+        }
+        let mut f = synthetic_frame(&run, p as u64, 1);
+        f.pos = at;
+        f.next = p as u32;
+        d.ingest(Telemetry::Frame(Box::new(f)));
+    }
+    d.tokens.iter().map(|t| t.text.clone()).collect()
+}
+
+#[test]
+fn a_character_split_across_tokens_shows_whole_with_the_token_that_completes_it() {
+    let c = cells(&[1, 2, 3, 4, 5, 6], None);
+    assert_eq!(c, ["", "€", " ok ", "", "", "😀"]);
+    assert!(c.iter().all(|t| !t.contains('\u{FFFD}')), "{c:?}");
+}
+
+#[test]
+fn split_bytes_are_never_joined_across_a_restart_or_a_dropped_pass() {
+    // The sequence restarts at pass 1 (position 0): pass 0's lone E2 can no longer complete,
+    // and pass 1's continuation bytes alone are not a character.
+    let c = cells(&[1, 0, 1], None);
+    assert_eq!(c, ["", "\u{FFFD}\u{FFFD}", " ok "]);
+    // Pass 4 never arrived (a lossy consumer dropped it): pass 5's byte is not joined to pass
+    // 3's two.
+    let c = cells(&[1, 2, 3, 4, 5, 6], Some(4));
+    assert_eq!(c, ["", "€", " ok ", "", "\u{FFFD}"]);
 }

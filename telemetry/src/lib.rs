@@ -42,6 +42,7 @@
 //! - [`synth`]: synthetic runs and frames of any shape, for tests and benches.
 //! - [`pipeline`]: the driver compiler's statistics for the decode pipeline (registers, spills);
 //! - [`labels`]: per-pass power-mode and contention labelling from frames and sensor samples.
+//! - [`utf8`]: valid UTF-8 text from token bytes that may split a character.
 
 #![deny(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
@@ -60,6 +61,7 @@ pub mod ring;
 pub mod run;
 pub mod spans;
 pub mod synth;
+pub mod utf8;
 
 use std::fmt;
 

@@ -194,18 +194,19 @@ pub(crate) fn quant_name(m: &Model) -> String {
     names.join("+")
 }
 
-/// Token id → its text, as run.c's decode gives it (mid-sequence: leading spaces kept). A
-/// GGUF vocabulary's token shows its UTF-8 text (byte-level BPE and `<0xXX>` bytes decoded,
-/// control tokens empty); a token holding only part of a character shows U+FFFD for it.
+/// Token id → its bytes, as run.c's decode gives them (mid-sequence: leading spaces kept). A
+/// GGUF vocabulary's token gives its UTF-8 bytes (byte-level BPE and `<0xXX>` bytes decoded,
+/// control tokens empty), which may be part of a character: the tokens panel and the
+/// headless lines join them in stream order (`ui::text::TokenStream`).
 pub(crate) fn token_decoder(m: &Model) -> ui::state::Decoder {
     let tok = m.tokenizer.clone();
     let prev = tok.eos_id();
     Arc::new(move |id| {
         if tok.is_llama_cpp() {
-            return String::from_utf8_lossy(tok.decode(prev, id)).into_owned();
+            return tok.decode(prev, id).to_vec();
         }
         baro_engine::tokenizer::printable(tok.decode(prev, id))
-            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .map(<[u8]>::to_vec)
             .unwrap_or_default()
     })
 }
@@ -471,7 +472,10 @@ mod tests {
         assert_eq!(quant_name(&m), "f32");
         let d = token_decoder(&m);
         let once = m.tokenizer.encode(b"Once upon", false, false);
-        let text: String = once.iter().map(|&t| d(t)).collect();
+        let text: String = once
+            .iter()
+            .map(|&t| String::from_utf8_lossy(&d(t)).into_owned())
+            .collect();
         assert_eq!(text.trim_start(), "Once upon");
     }
 }

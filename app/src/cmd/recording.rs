@@ -95,13 +95,14 @@ pub fn play(
 pub fn meta(h: &baro_telemetry::recording::RecordingHeader) -> crate::ui::state::Meta {
     let model = h.run.model.to_lowercase();
     let decoder: Option<crate::ui::state::Decoder> = if model.starts_with("synthetic") {
-        Some(std::sync::Arc::new(crate::ui::synthetic::word))
+        Some(std::sync::Arc::new(|id| {
+            crate::ui::synthetic::word(id).into_bytes()
+        }))
     } else if model.contains("stories260k") {
         baro_engine::model::Model::embedded().ok().map(|m| {
             let t = m.tokenizer;
-            std::sync::Arc::new(move |id: u32| {
-                String::from_utf8_lossy(t.decode(0, id)).into_owned()
-            }) as crate::ui::state::Decoder
+            std::sync::Arc::new(move |id: u32| t.decode(0, id).to_vec())
+                as crate::ui::state::Decoder
         })
     } else {
         None

@@ -273,6 +273,8 @@ pub struct Printer {
     decoder: Option<Decoder>,
     held: VecDeque<Held>,
     summary: Summary,
+    /// Token text in line order (a character split across tokens printed whole).
+    text: crate::text::TokenStream,
 }
 
 impl Printer {
@@ -282,6 +284,7 @@ impl Printer {
             decoder,
             held: VecDeque::new(),
             summary: Summary::default(),
+            text: crate::text::TokenStream::default(),
         }
     }
 
@@ -295,11 +298,12 @@ impl Printer {
         self.summary.ingest(m);
     }
 
-    fn line(&self, h: &Held) -> String {
+    fn line(&mut self, h: &Held) -> String {
+        let f = &h.frame;
         let text = self
             .decoder
             .as_ref()
-            .map(|d| sanitize(&d(h.frame.next), "\\n"));
+            .map(|d| sanitize(&self.text.push(d, f.pass, f.pos, f.next), "\\n"));
         pass_line(&h.frame, text.as_deref(), h.verdict.as_ref())
     }
 
@@ -313,9 +317,10 @@ impl Printer {
             if !(all || Self::ready(h) || self.held.len() > HOLD) {
                 break;
             }
-            let l = self.line(h);
-            out.push(l);
-            self.held.pop_front();
+            if let Some(h) = self.held.pop_front() {
+                let l = self.line(&h);
+                out.push(l);
+            }
         }
     }
 
@@ -418,6 +423,33 @@ mod tests {
             end[0].contains("tokens: 1 mismatch, 1 not checked"),
             "{end:?}"
         );
+    }
+
+    #[test]
+    fn a_character_split_across_two_tokens_prints_whole_on_the_line_that_completes_it() {
+        let run = synthetic_run(4, 4, 2);
+        // "€" is E2 82 AC: token 0 holds its first byte, token 1 the rest.
+        let d: Decoder = std::sync::Arc::new(|id| {
+            if id == 0 {
+                b"\xE2".to_vec()
+            } else {
+                b"\x82\xAC!".to_vec()
+            }
+        });
+        let mut p = Printer::new(Some(d));
+        p.push(Telemetry::Start(run.clone()));
+        let mut out = vec![];
+        for pass in 0..2u64 {
+            let mut f = synthetic_frame(&run, pass, 1);
+            f.pos = pass as u32 + 1;
+            f.next = pass as u32;
+            f.check = CheckState::Off;
+            f.correctness = None;
+            out.extend(p.push(Telemetry::Frame(Box::new(f))));
+        }
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert!(out[1].contains("€!"), "{out:?}");
+        assert!(out.iter().all(|l| !l.contains('\u{FFFD}')), "{out:?}");
     }
 
     #[test]

@@ -17,8 +17,9 @@ use baro_telemetry::{
 use crate::stats::{Stats, WINDOW};
 use crate::text::sanitize;
 
-/// Token id → text (the model's tokenizer; synthetic mode supplies words).
-pub type Decoder = Arc<dyn Fn(u32) -> String + Send + Sync>;
+/// Token id → its bytes (the model's tokenizer; synthetic mode supplies words). A token may
+/// hold part of a UTF-8 character: [`crate::text::TokenStream`] joins them in stream order.
+pub type Decoder = Arc<dyn Fn(u32) -> Vec<u8> + Send + Sync>;
 
 /// What the stream does not carry but the display wants (the live session or the recording
 /// header supplies it; every field may be absent).
@@ -220,6 +221,8 @@ pub struct Data {
     pub stats: Option<Stats>,
     /// Tokens, newest last.
     pub tokens: VecDeque<TokenCell>,
+    /// The tokens panel's text in stream order (characters split across tokens joined).
+    token_text: crate::text::TokenStream,
     /// First divergence.
     pub divergence: Option<Divergence>,
     /// Log, newest last.
@@ -308,7 +311,7 @@ impl Data {
 
     fn text(&self, id: u32) -> String {
         let raw = match &self.meta.decoder {
-            Some(d) => d(id),
+            Some(d) => String::from_utf8_lossy(&d(id)).into_owned(),
             None => id.to_string(),
         };
         sanitize(&raw, "↵")
@@ -666,7 +669,10 @@ impl Data {
         if self.tokens.len() == TOKENS {
             self.tokens.pop_front();
         }
-        let text = self.text(f.next);
+        let text = match &self.meta.decoder {
+            Some(d) => sanitize(&self.token_text.push(d, f.pass, f.pos, f.next), "↵"),
+            None => f.next.to_string(),
+        };
         self.tokens.push_back(TokenCell {
             pass: f.pass,
             text,

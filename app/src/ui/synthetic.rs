@@ -499,7 +499,7 @@ pub fn meta(details: &RunDetails) -> crate::state::Meta {
             .iter()
             .map(|s| weight_bytes(s.kind))
             .collect(),
-        decoder: Some(Arc::new(word)),
+        decoder: Some(Arc::new(|id| word(id).into_bytes())),
         ids_label: None,
     }
 }

@@ -11,6 +11,31 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use unicode_width::UnicodeWidthChar;
 
+/// Token text in stream order: a token that ends inside a UTF-8 character (a byte token, a
+/// byte-level BPE piece of an emoji or a CJK character) shows nothing, and the token that
+/// completes the character shows all of it — never U+FFFD for a character the model did
+/// produce. The stream starts again where the sequence restarts (position 0) and after a
+/// pass this consumer never saw (a dropped frame), so bytes are only joined across
+/// consecutive passes.
+#[derive(Clone, Debug, Default)]
+pub struct TokenStream {
+    utf8: baro_telemetry::utf8::StreamDecoder,
+    next_pass: Option<u64>,
+}
+
+impl TokenStream {
+    /// The text that token `id` (produced by pass `pass` at position `pos`) adds.
+    pub fn push(&mut self, d: &crate::state::Decoder, pass: u64, pos: u32, id: u32) -> String {
+        if pos == 0 || self.next_pass != Some(pass) {
+            self.utf8 = baro_telemetry::utf8::StreamDecoder::new();
+        }
+        self.next_pass = Some(pass + 1);
+        let mut s = String::new();
+        self.utf8.push(&d(id), &mut s);
+        s
+    }
+}
+
 /// `s` with escape sequences and control characters removed; `\n` → `newline`, `\t` → space.
 pub fn sanitize(s: &str, newline: &str) -> String {
     let mut out = String::with_capacity(s.len());
