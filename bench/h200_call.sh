@@ -7,6 +7,7 @@
 #              the steps that need it wait for it
 #   models     llama-1b / llama-8b Q4_0 (16k context) from `model gen`, once
 #   gates      stories260K goldens (mega, multi), stall injection, 1b/8b f32 and q8 gates
+#   gates:BIN  the same of .bin/BIN
 #   fixtures   scripts/fixtures/check on every engine/tests/data/models fixture: Vulkan mega
 #              and multi ids against llama.cpp's goldens
 #   kquant     llama-1b / llama-8b Q4_K_M made by llama-quantize from baro-top's f16 models;
@@ -50,6 +51,7 @@ peer_wait() {
 }
 
 gates_step() {
+  local B=${1:-$B}
   t "gates $B"
   $B gate --steps 200 2>&1 | grep -E "GATE|bit-identical"
   for m in mega multi; do echo "golden $m $($B generate --backend vulkan --dispatch $m -n 200 2>/dev/null | md5sum | cut -c1-12) (want 9b48d0eee929)"; done
@@ -95,6 +97,7 @@ for step in "$@"; do
     peer) peer ;;
     models) t models; models ;;
     gates) gates_step ;;
+    gates:*) gates_step ".bin/${step#gates:}" ;;
     fixtures) fixtures_step ;;
     kquant) kquant_step ;;
     bench) bench_step ;;
