@@ -119,8 +119,11 @@ fn export_all(dir: &Path) -> Vec<Exported> {
         .collect()
 }
 
+/// Where the exports go: cargo's per-target scratch directory (overwritten by the next run).
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("baro-importers-{}-{name}", std::process::id()))
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("trace_importers")
+        .join(name)
 }
 
 fn json_lines(out: std::process::Output, what: &str) -> Vec<serde_json::Value> {
@@ -289,5 +292,4 @@ fn every_shipped_recording_exports_under_100_mb_by_default_and_says_what_it_left
             None => assert_eq!(s.spans_kept, s.spans_total, "{}", e.name),
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,7 +1,8 @@
 //! Recordings on disk: `replay` (headless lines or JSON, at a chosen speed), `export` (traces:
-//! Perfetto protobuf and Trace Event JSON; CSVs) and `diff` (two recordings side by side). The file format is the telemetry
-//! crate's (`baro_telemetry::recording`); a damaged or cut file is read up to the damage, every
-//! complete message is used, and the damage is reported with its byte offset.
+//! Perfetto protobuf and Trace Event JSON; CSVs) and `diff` (two recordings side by side). The
+//! file format is the telemetry crate's (`baro_telemetry::recording`); a damaged or cut file is
+//! read up to the damage, every complete message is used, and the damage is reported with its
+//! byte offset.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

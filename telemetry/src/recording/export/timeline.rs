@@ -246,7 +246,11 @@ impl Timeline {
         self.prev_base_wall = Some((base, f.wall_ns));
         let spans = &f.spans;
         let spanned = !spans.is_empty();
-        let keep_wgs = spanned && self.sampling.spanned_passes.is_multiple_of(self.spans_every);
+        let keep_wgs = spanned
+            && self
+                .sampling
+                .spanned_passes
+                .is_multiple_of(self.spans_every);
         let hi = spans.last_stamp().map_or(0, u64::from);
         let end = base + hi.max(f.gpu_ns.unwrap_or(f.wall_ns));
         let info = PassInfo {
