@@ -607,6 +607,7 @@ fn spans_every_keeps_one_spanned_pass_in_n_on_the_workgroup_tracks_and_every_pas
     let opts = export::TraceOptions {
         spans_every: export::SpansEvery::Every(3),
         workgroups: export::WgSelect::All,
+        passes: None,
     };
     let (bytes, _) = record(&run, &msgs, Compression::Lz4);
     let mut out = vec![];
@@ -652,6 +653,7 @@ fn workgroups_list_and_slowest_keep_only_those_workgroup_tracks() {
         let opts = export::TraceOptions {
             spans_every: export::SpansEvery::Every(1),
             workgroups: wgs.parse().unwrap(),
+            passes: None,
         };
         let v = trace_json(&run, &msgs, &opts);
         let s: std::collections::BTreeSet<u64> =
@@ -680,7 +682,7 @@ fn auto_spans_every_picks_the_smallest_n_within_the_span_budget() {
     let run = synthetic_run(4, 16, 7);
     let msgs = stream(&run, 10, 5);
     let (bytes, _) = record(&run, &msgs, Compression::Lz4);
-    let survey = export::survey(&mut Reader::new(Cursor::new(&bytes)).unwrap());
+    let survey = export::survey(&mut Reader::new(Cursor::new(&bytes)).unwrap(), None);
     assert_eq!(
         (survey.passes, survey.spanned_passes, survey.grid),
         (10, 10, 4)
@@ -690,6 +692,7 @@ fn auto_spans_every_picks_the_smallest_n_within_the_span_budget() {
         export::TraceOptions {
             spans_every: export::SpansEvery::Auto { budget },
             workgroups: export::WgSelect::All,
+            passes: None,
         }
         .resolve(&survey)
         .spans_every
@@ -915,4 +918,36 @@ fn a_compressed_record_is_marked_in_its_kind_byte() {
     assert_eq!(k, kind::FRAME | kind::LZ4);
     let (plain, ends) = record(&run, &msgs, Compression::None);
     assert_eq!(plain[ends[1] as usize + 4], kind::FRAME);
+}
+
+#[test]
+fn a_pass_range_exports_only_those_passes_with_their_workgroup_spans() {
+    let run = synthetic_run(4, 16, 7);
+    let msgs = stream(&run, 10, 5);
+    let opts = export::TraceOptions {
+        passes: Some(4..=5),
+        ..export::TraceOptions::everything()
+    };
+    let v = trace_json(&run, &msgs, &opts);
+    let evs = v["traceEvents"].as_array().unwrap();
+    let names: Vec<&str> = evs
+        .iter()
+        .filter(|e| e["ph"] == "B" && e["tid"] == 1)
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["pass 4", "pass 5"]);
+    let spans: usize = msgs
+        .iter()
+        .filter_map(|m| match m {
+            Telemetry::Frame(f) if (4..=5).contains(&f.pass) => Some(f.spans.iter().count()),
+            _ => None,
+        })
+        .sum();
+    let stages = slices_by_tid(evs)
+        .iter()
+        .filter(|(t, _)| **t >= 1000)
+        .flat_map(|(_, v)| v)
+        .filter(|s| !s.2.starts_with("wait "))
+        .count();
+    assert_eq!(stages, spans);
 }

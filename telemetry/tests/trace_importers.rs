@@ -87,7 +87,7 @@ fn export_all(dir: &Path) -> Vec<Exported> {
         .map(|rec| {
             let bytes = std::fs::read(rec).expect("recording");
             let open = || Reader::new(Cursor::new(&bytes)).expect("reader");
-            let opts = export::TraceOptions::default().resolve(&export::survey(&mut open()));
+            let opts = export::TraceOptions::default().resolve(&export::survey(&mut open(), None));
             let name = rec
                 .file_stem()
                 .expect("stem")

@@ -145,6 +145,10 @@ pub struct ExportArgs {
     /// most stage work) or a list such as `0,3,8-11`.
     #[arg(long, default_value = "all", value_parser = parse_workgroups)]
     pub workgroups: export::WgSelect,
+    /// Traces: only these passes (`P` or `A-B`, inclusive) and the sensor samples between
+    /// them.
+    #[arg(long, value_name = "A-B", value_parser = parse_pass_range)]
+    pub passes: Option<std::ops::RangeInclusive<u64>>,
     /// Write one CSV row per pass per stage.
     #[arg(long, value_name = "OUT.csv")]
     pub csv: Option<PathBuf>,
@@ -168,6 +172,22 @@ fn parse_spans_every(s: &str) -> Result<SpansEveryArg, String> {
         return Ok(SpansEveryArg::Auto);
     }
     crate::validate::spans_every(s).map(SpansEveryArg::Every)
+}
+
+fn parse_pass_range(s: &str) -> Result<std::ops::RangeInclusive<u64>, String> {
+    let num = |x: &str| {
+        x.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("{x:?} is not a pass number (expected P or A-B)"))
+    };
+    let (a, b) = match s.split_once('-') {
+        Some((a, b)) => (num(a)?, num(b)?),
+        None => (num(s)?, num(s)?),
+    };
+    if a > b {
+        return Err(format!("{s}: the range runs backwards"));
+    }
+    Ok(a..=b)
 }
 
 fn parse_workgroups(s: &str) -> Result<export::WgSelect, String> {
@@ -347,8 +367,9 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
                 SpansEveryArg::Every(n) => export::SpansEvery::Every(n),
             },
             workgroups: a.workgroups.clone(),
+            passes: a.passes.clone(),
         };
-        let survey = export::survey(&mut open(&a.file)?);
+        let survey = export::survey(&mut open(&a.file)?, opts.passes.as_ref());
         let opts = opts.resolve(&survey);
         let mut left_out = None;
         if let Some(out) = &a.perfetto {

@@ -183,6 +183,8 @@ pub struct TraceOptions {
     pub spans_every: SpansEvery,
     /// Which workgroups they show.
     pub workgroups: WgSelect,
+    /// Only these passes (and the sensor samples between them); `None`: every pass.
+    pub passes: Option<std::ops::RangeInclusive<u64>>,
 }
 
 /// The default span budget: ≈ 50 MB of JSON, ≈ 11 MB of protobuf (measured on the shipped
@@ -198,6 +200,7 @@ impl Default for TraceOptions {
                 budget: DEFAULT_SPAN_BUDGET,
             },
             workgroups: WgSelect::All,
+            passes: None,
         }
     }
 }
@@ -208,6 +211,7 @@ impl TraceOptions {
         TraceOptions {
             spans_every: SpansEvery::Every(1),
             workgroups: WgSelect::All,
+            passes: None,
         }
     }
 
@@ -249,15 +253,19 @@ pub struct Survey {
     pub grid: u32,
 }
 
-/// Read `reader` through and count what a trace of it would hold (up to any damage).
-pub fn survey<R: Read + Seek>(reader: &mut Reader<R>) -> Survey {
+/// Read `reader` through and count what a trace of it would hold (up to any damage), over
+/// the passes in `passes` (every pass where `None`).
+pub fn survey<R: Read + Seek>(
+    reader: &mut Reader<R>,
+    passes: Option<&std::ops::RangeInclusive<u64>>,
+) -> Survey {
     let mut s = Survey {
         grid: reader.header().run.grid,
         ..Default::default()
     };
     for msg in reader.by_ref() {
         match msg {
-            Ok(Telemetry::Frame(f)) => {
+            Ok(Telemetry::Frame(f)) if passes.is_none_or(|r| r.contains(&f.pass)) => {
                 s.passes += 1;
                 if !f.spans.is_empty() {
                     s.spanned_passes += 1;
@@ -328,16 +336,24 @@ pub(crate) fn drive<R: Read + Seek>(
     let mut stats = ExportStats::default();
     sink.start(&tl)?;
     let mut evs = vec![];
+    // With a pass range: sensor samples only between its first and last pass.
+    let mut in_range = opts.passes.is_none();
     for msg in reader.by_ref() {
         evs.clear();
         let mut pass = None;
         match msg {
             Ok(Telemetry::Start(run)) => tl.set_run(run),
             Ok(Telemetry::Frame(f)) => {
+                if let Some(r) = &opts.passes {
+                    in_range = r.contains(&f.pass) && f.pass < *r.end();
+                    if !r.contains(&f.pass) {
+                        continue;
+                    }
+                }
                 pass = Some(tl.frame(&f, &mut evs));
                 stats.passes += 1;
             }
-            Ok(Telemetry::Sensor(s)) => tl.sensor(s.host_ns, &s.reading, &mut evs),
+            Ok(Telemetry::Sensor(s)) if in_range => tl.sensor(s.host_ns, &s.reading, &mut evs),
             Ok(_) => {}
             Err(e) => {
                 stats.damage = Some(e);
