@@ -2,7 +2,8 @@
 # Remakes the README's trace screenshots (not part of the tests): the same pass of the shipped
 # H200 1B recording in speedscope (the JSON export, in Debian's headless chromium) and in the
 # dashboard (a replay in tmux, captured with its colours and drawn by chromium).
-# Needs: a release build, tmux, aha and chromium (apt-get install tmux aha chromium), node.
+# Needs: a release build, tmux, aha, chromium and pngquant (apt-get install tmux aha chromium
+# pngquant), node.
 # Usage: docs/screenshots/make.sh [PATH/TO/baro-top]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -29,4 +30,6 @@ aha --black --title baro-top < "$tmp/dash.ansi" \
   > "$tmp/dash.html"
 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1160,680 \
   --screenshot="$here/dashboard-pass.png" "file://$tmp/dash.html" 2>/dev/null
+# Palette PNGs: a few times smaller, the same picture.
+pngquant --force --skip-if-larger --ext .png 64 "$here"/*.png || true
 ls -l "$here"/*.png

@@ -23,6 +23,9 @@
 //! sm clock MHz, mem clock MHz   counters, the clock sensor's samples
 //! ```
 //!
+//! (The protobuf orders the counters right after power mode; JSON viewers show a process's
+//! counters above its threads.)
+//!
 //! Times are ns from the first pass. A pass is placed at its `host_start_ns` (relative to
 //! the first pass's), or right after the previous pass where there is none, and never before
 //! the previous pass's end; its stamps are offsets from its start. Every slice is a begin/end
