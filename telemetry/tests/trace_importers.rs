@@ -47,6 +47,7 @@ fn tool(what: &str, ok: bool) -> Option<()> {
 
 fn python() -> Option<PathBuf> {
     let py = std::env::var_os("BARO_IMPORTERS_PYTHON")
+        .filter(|p| !p.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| importers_dir().join(".venv/bin/python"));
     let ok = Command::new(&py)
@@ -72,6 +73,9 @@ fn node() -> Option<()> {
 
 struct Exported {
     name: String,
+    /// Per pass with spans in the recording, the stages any workgroup ran (grid slices).
+    grid_stages: u64,
+    survey: export::Survey,
     json: PathBuf,
     proto: PathBuf,
     json_stats: export::ExportStats,
@@ -79,7 +83,13 @@ struct Exported {
     run: baro_telemetry::RunDetails,
 }
 
-/// Default-option JSON and protobuf exports of every shipped recording.
+/// Default-option JSON and protobuf exports of every shipped recording, made once per test
+/// process (the tests share them).
+fn exports() -> &'static [Exported] {
+    static ALL: std::sync::OnceLock<Vec<Exported>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| export_all(&tmp("exports")))
+}
+
 fn export_all(dir: &Path) -> Vec<Exported> {
     std::fs::create_dir_all(dir).expect("tmp dir");
     recordings()
@@ -87,7 +97,8 @@ fn export_all(dir: &Path) -> Vec<Exported> {
         .map(|rec| {
             let bytes = std::fs::read(rec).expect("recording");
             let open = || Reader::new(Cursor::new(&bytes)).expect("reader");
-            let opts = export::TraceOptions::default().resolve(&export::survey(&mut open(), None));
+            let survey = export::survey(&mut open(), None);
+            let opts = export::TraceOptions::default().resolve(&survey);
             let name = rec
                 .file_stem()
                 .expect("stem")
@@ -107,8 +118,20 @@ fn export_all(dir: &Path) -> Vec<Exported> {
                 &opts,
             )
             .expect("proto export");
+            let grid_stages = open()
+                .filter_map(|m| match m {
+                    Ok(baro_telemetry::Telemetry::Frame(f)) => Some(
+                        (0..f.spans.stages())
+                            .filter(|&s| (0..f.spans.grid()).any(|w| f.spans.span(s, w).is_some()))
+                            .count() as u64,
+                    ),
+                    _ => None,
+                })
+                .sum();
             Exported {
                 name,
+                grid_stages,
+                survey,
                 json,
                 proto,
                 json_stats,
@@ -158,8 +181,7 @@ fn proto_slices(report: &serde_json::Value) -> BTreeMap<String, u64> {
 fn every_shipped_recording_exports_a_pftrace_that_perfettos_own_protos_read_back_as_the_recording()
 {
     let Some(py) = python() else { return };
-    let dir = tmp("proto");
-    let all = export_all(&dir);
+    let all = exports();
     let mut cmd = Command::new(&py);
     cmd.arg(importers_dir().join("perfetto_check.py"));
     cmd.args(all.iter().map(|e| &e.proto));
@@ -182,7 +204,7 @@ fn every_shipped_recording_exports_a_pftrace_that_perfettos_own_protos_read_back
         assert!(tracks[1..].iter().all(|t| t["parent"] == 1), "{n}");
         // A slice per pass, and every kept workgroup span as a slice on its workgroup's track.
         let passes = by_name("passes").expect("passes track");
-        assert_eq!(passes["slices"].as_u64(), Some(e.proto_stats.passes), "{n}");
+        assert_eq!(passes["slices"].as_u64(), Some(e.survey.passes), "{n}");
         assert_eq!(passes["max_depth"], 1, "{n}");
         let wg: Vec<&serde_json::Value> = tracks
             .iter()
@@ -191,13 +213,35 @@ fn every_shipped_recording_exports_a_pftrace_that_perfettos_own_protos_read_back
         let wg_slices: u64 = wg.iter().map(|t| t["slices"].as_u64().unwrap_or(0)).sum();
         assert_eq!(wg_slices, e.proto_stats.sampling.spans_kept, "{n}");
         assert!(wg.iter().all(|t| t["max_depth"] == 1), "{n}: siblings only");
-        // Stage and wait names are the run's own.
-        let names = e.run.stages.len() + e.run.levels.len();
-        assert!(
-            wg.iter()
-                .all(|t| t["distinct_names"].as_u64().unwrap_or(0) as usize <= names),
-            "{n}"
-        );
+        // Stage and wait names are the run's own; the grid has a slice per stage that any
+        // workgroup ran in each pass with spans.
+        let stage_names: std::collections::BTreeSet<String> =
+            e.run.stages.iter().map(|s| s.name.to_string()).collect();
+        let wait_names: std::collections::BTreeSet<String> = e
+            .run
+            .levels
+            .iter()
+            .map(|l| format!("wait {}", l.name))
+            .collect();
+        for name in r["wg_names"].as_array().expect("wg names") {
+            let name = name.as_str().expect("name");
+            assert!(
+                stage_names.contains(name) || wait_names.contains(name),
+                "{n}: {name}"
+            );
+        }
+        for name in r["grid_names"].as_array().expect("grid names") {
+            assert!(
+                stage_names.contains(name.as_str().expect("name")),
+                "{n}: {name}"
+            );
+        }
+        let grid: u64 = tracks
+            .iter()
+            .filter(|t| t["name"].as_str().is_some_and(|s| s.starts_with("grid ")))
+            .map(|t| t["slices"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(grid, e.grid_stages, "{n}");
         // Sibling order: passes, power mode, counters, grid lanes, workgroups by number.
         let rank = |t: &serde_json::Value| t["rank"].as_i64().expect("rank");
         let mut ordered: Vec<&serde_json::Value> = tracks[1..].iter().collect();
@@ -228,8 +272,7 @@ fn every_shipped_recording_exports_json_that_speedscope_imports_with_no_warning_
 ) {
     let Some(py) = python() else { return };
     let Some(()) = node() else { return };
-    let dir = tmp("json");
-    let all = export_all(&dir);
+    let all = exports();
     let mut cmd = Command::new("node");
     cmd.arg(importers_dir().join("speedscope_check.mjs"));
     cmd.args(all.iter().map(|e| &e.json));
@@ -270,10 +313,9 @@ fn every_shipped_recording_exports_json_that_speedscope_imports_with_no_warning_
 
 #[test]
 fn every_shipped_recording_exports_under_100_mb_by_default_and_says_what_it_left_out() {
-    let dir = tmp("sizes");
-    let all = export_all(&dir);
+    let all = exports();
     let mb = |p: &Path| std::fs::metadata(p).expect("size").len() as f64 / 1e6;
-    for e in &all {
+    for e in all {
         let (j, p) = (mb(&e.json), mb(&e.proto));
         eprintln!("{}: json {j:.1} MB, pftrace {p:.1} MB", e.name);
         assert!(j < 100.0, "{}: {j:.1} MB of JSON", e.name);

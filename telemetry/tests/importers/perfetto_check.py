@@ -130,6 +130,10 @@ def check(path):
             outside += 1
     if outside:
         problems.append(f"{outside} slices lie outside every pass")
+    def names_on(prefix):
+        return sorted({n for u, t in tracks.items() if t["name"].startswith(prefix)
+                       for n in slices.get(u, {"names": {}})["names"]})
+
     out = []
     for uuid, t in sorted(tracks.items()):
         s = slices.get(uuid, {"count": 0, "max_depth": 0, "names": {}})
@@ -137,6 +141,7 @@ def check(path):
                     "distinct_names": len(s["names"]), "counter_samples": counters.get(uuid, 0)})
     return {"file": path, "packets": len(trace.packet), "tracks": out, "problems": problems[:50],
             "problem_count": len(problems), "pass_annotations": pass_args,
+            "wg_names": names_on("wg "), "grid_names": names_on("grid "),
             "duration_ns": (passes[-1][1] - passes[0][0]) if passes else 0}
 
 
