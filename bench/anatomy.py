@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Where a megakernel level's time goes, workgroup by workgroup, from a recording's spans.
 
-Usage: baro-top export REC.baro --perfetto T.json && python3 bench/anatomy.py T.json [MIN_PASS]
+Usage: baro-top export REC.baro --spans-every 1 --perfetto T.json && python3 bench/anatomy.py T.json [MIN_PASS]
 
-Reads the Perfetto (Chrome trace JSON) export of a recording with spans (passes from MIN_PASS
-on, default 0) and prints, per stage kind over its levels and passes (medians):
+Reads the Trace Event JSON export of a recording with spans (`--spans-every 1`: every pass
+with spans keeps its workgroup tracks; passes from MIN_PASS on, default 0) and prints, per stage kind over its levels and passes (medians):
 - `wgs`: workgroups whose span in the stage is longer than the idle threshold (they held
   units), of the grid;
 - `unit`: the slowest of those workgroups' span (what the level waits for), and the median
@@ -33,32 +33,39 @@ IDLE_US = 1.5  # a span at most this long held no unit (an idle pass-through is 
 def main():
     path = sys.argv[1]
     min_pass = int(sys.argv[2]) if len(sys.argv) > 2 else 0
-    ev = [e for e in json.load(open(path))["traceEvents"] if e.get("ph") == "X"]
-    by_track = collections.defaultdict(list)
-    passes = []
-    for e in ev:
-        if e["cat"] == "pass":
-            passes.append(e)
-        else:
-            by_track[(e["pid"], e["tid"])].append(e)
-    for v in by_track.values():
+    # The export's slices are begin/end pairs per track (tid): passes on tid 1, workgroup w
+    # on tid 1000 + w (telemetry/src/recording/export).
+    by_track = collections.defaultdict(list)  # tid -> [slice]
+    open_ = collections.defaultdict(list)
+    for e in json.load(open(path))["traceEvents"]:
+        if e.get("ph") == "B":
+            open_[e["tid"]].append(e)
+        elif e.get("ph") == "E":
+            b = open_[e["tid"]].pop()
+            by_track[e["tid"]].append({"name": b["name"], "args": b.get("args", {}),
+                                       "ts": b["ts"], "dur": e["ts"] - b["ts"]})
+    passes = by_track.pop(1, [])
+    wgs = {t: v for t, v in by_track.items() if t >= 1000}
+    for v in wgs.values():
         v.sort(key=lambda e: e["ts"])
-    # One pass: every workgroup's pass span, then the stage and barrier spans inside it.
-    per_pass = collections.defaultdict(list)
+    # One pass: the stage and barrier spans of every workgroup inside it.
+    per_pass = {}
     for p in passes:
-        if p["args"]["pass"] >= min_pass:
-            per_pass[(p["pid"], p["args"]["pass"])].append(p)
+        if p["args"]["pass"] >= min_pass and p["args"].get("spans") == "all":
+            per_pass[p["args"]["pass"]] = p
     rows = collections.defaultdict(lambda: collections.defaultdict(list))
     levels = collections.defaultdict(lambda: collections.defaultdict(list))
     grid = 0
-    for pes in per_pass.values():
-        grid = max(grid, len(pes))
+    for p in per_pass.values():
         spans = collections.defaultdict(list)  # name -> [(ts, dur)]
-        for p in pes:
-            t0, t1 = p["ts"] - 0.01, p["ts"] + p["dur"] + 0.01
-            for e in by_track[(p["pid"], p["tid"])]:
-                if t0 <= e["ts"] <= t1:
-                    spans[e["name"]].append((e["ts"], e["dur"]))
+        t0, t1 = p["ts"] - 0.01, p["ts"] + p["dur"] + 0.01
+        ran = 0
+        for v in wgs.values():
+            inside = [e for e in v if t0 <= e["ts"] <= t1]
+            ran += bool(inside)
+            for e in inside:
+                spans[e["name"]].append((e["ts"], e["dur"]))
+        grid = max(grid, ran)
         for name, sp in spans.items():
             if name.startswith("wait "):
                 continue

@@ -49,7 +49,7 @@ enum Command {
     Record(cmd::recording::RecordArgs),
     /// Replay a recording (`.baro`): the dashboard, or --headless lines / --json.
     Replay(cmd::recording::ReplayArgs),
-    /// Export a recording as a Perfetto (Chrome trace JSON) timeline and/or CSV.
+    /// Export a recording as a trace (Perfetto protobuf, Trace Event JSON) and/or CSVs.
     Export(cmd::recording::ExportArgs),
     /// Compare two recordings within one power mode: per stage kind busy/charged medians, and
     /// their tokens.

@@ -254,9 +254,9 @@ pub fn synthetic_grid(s: &str) -> Result<u32, String> {
     .map(|v| v as u32)
 }
 
-/// `--passes-per-group`: at least 1 pass per Perfetto process.
-pub fn passes_per_group(s: &str) -> Result<u64, String> {
-    whole(s, 1, 1_000_000, "passes shown on one Perfetto timeline")
+/// `export --span-budget`: at least 1 span.
+pub fn span_budget(s: &str) -> Result<u64, String> {
+    whole(s, 1, u64::MAX / 2, "workgroup spans a trace keeps at most")
 }
 
 /// `--spans-every`: keep the spans of one pass in N, N from 1 (every pass).

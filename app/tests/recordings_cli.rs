@@ -150,13 +150,85 @@ fn export_writes_perfetto_json_and_csv_with_a_row_per_pass_per_stage() {
         .get("traceEvents")
         .and_then(|e| e.as_array())
         .expect("traceEvents");
-    assert!(events.iter().any(|e| e["ph"] == "X"), "complete events");
+    assert!(
+        events.iter().any(|e| e["ph"] == "B") && events.iter().all(|e| e["ph"] != "X"),
+        "slices as begin/end pairs"
+    );
     let rows = std::fs::read_to_string(&csv).expect("io");
     assert_eq!(rows.lines().count(), 1 + 3 * 12, "{rows}");
     let o = baro(&["export", f.to_str().expect("utf-8 path")]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--perfetto"), "{}", stderr(&o));
     assert!(!d.join("t.json.partial").exists());
+}
+
+#[test]
+fn export_writes_a_gzipped_pftrace_and_json_a_per_pass_csv_and_says_what_sampling_left_out() {
+    use std::io::Read;
+    let d = tmpdir("export-proto");
+    let f = d.join("a.baro");
+    write_recording(&f, 6, 4, true);
+    let (pb, pj, passes) = (d.join("t.pftrace.gz"), d.join("t.json.gz"), d.join("p.csv"));
+    let path = |p: &Path| p.to_str().expect("utf-8 path").to_string();
+    let o = baro(&[
+        "export",
+        &path(&f),
+        "--perfetto-proto",
+        &path(&pb),
+        "--perfetto",
+        &path(&pj),
+        "--csv-passes",
+        &path(&passes),
+        "--spans-every",
+        "3",
+        "--workgroups",
+        "0-3",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let gunzip = |p: &Path| {
+        let mut out = vec![];
+        flate2::read::GzDecoder::new(std::fs::File::open(p).expect("open"))
+            .read_to_end(&mut out)
+            .expect("gzip");
+        out
+    };
+    // The protobuf starts with a TracePacket (field 1, length-delimited: 0x0a).
+    assert_eq!(gunzip(&pb).first(), Some(&0x0a));
+    let v: serde_json::Value = serde_json::from_slice(&gunzip(&pj)).expect("JSON parses");
+    let tids: std::collections::BTreeSet<u64> = v["traceEvents"]
+        .as_array()
+        .expect("traceEvents")
+        .iter()
+        .filter(|e| e["ph"] == "B")
+        .filter_map(|e| e["tid"].as_u64())
+        .filter(|&t| t >= 1000)
+        .collect();
+    assert_eq!(
+        tids.into_iter().collect::<Vec<_>>(),
+        [1000, 1001, 1002, 1003]
+    );
+    // Passes 0 and 3 keep their workgroup tracks: the rest is said to be left out.
+    let err = stderr(&o);
+    assert!(
+        err.contains("workgroup tracks for 2 of 6 passes with spans"),
+        "{err}"
+    );
+    let rows = std::fs::read_to_string(&passes).expect("io");
+    assert_eq!(rows.lines().count(), 1 + 6, "{rows}");
+    assert!(rows.starts_with("pass,pos,token,next,wall_ns,gpu_ns,host_start_ns,"));
+    for bad in [&["--spans-every", "0"][..], &["--workgroups", "3-1"]] {
+        let mut args = vec![
+            "export".to_string(),
+            path(&f),
+            "--perfetto".into(),
+            path(&pj),
+        ];
+        args.extend(bad.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let o = baro(&args);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}");
+        assert!(stderr(&o).contains(bad[0]), "{}", stderr(&o));
+    }
 }
 
 #[test]

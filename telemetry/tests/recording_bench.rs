@@ -90,7 +90,8 @@ fn measure_bytes_per_span_and_throughput_on_a_1b_shaped_stream() {
         let ((events, json_len), p_wall, p_cpu) = timed(|| {
             let mut out = Vec::with_capacity(1 << 30);
             let mut r = Reader::new(Cursor::new(&bytes)).unwrap();
-            let e = export::perfetto(&mut r, &mut out).unwrap();
+            let e =
+                export::json_trace(&mut r, &mut out, &export::TraceOptions::everything()).unwrap();
             (e.events, out.len())
         });
         let (_, c_wall, c_cpu) = timed(|| {

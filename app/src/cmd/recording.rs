@@ -1,7 +1,8 @@
-//! Recordings on disk: `replay` (headless lines or JSON, at a chosen speed), `export` (Perfetto
-//! trace JSON, CSV) and `diff` (two recordings side by side). The file format is the telemetry
-//! crate's (`baro_telemetry::recording`); a damaged or cut file is read up to the damage, every
-//! complete message is used, and the damage is reported with its byte offset.
+//! Recordings on disk: `replay` (headless lines or JSON, at a chosen speed), `export` (traces:
+//! Perfetto protobuf and Trace Event JSON; CSVs) and `diff` (two recordings side by side). The
+//! file format is the telemetry crate's (`baro_telemetry::recording`); a damaged or cut file is
+//! read up to the damage, every complete message is used, and the damage is reported with its
+//! byte offset.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -122,16 +123,75 @@ pub fn meta(h: &baro_telemetry::recording::RecordingHeader) -> crate::ui::state:
 pub struct ExportArgs {
     /// The recording (`.baro`).
     pub file: PathBuf,
-    /// Write a Chrome/Perfetto trace (JSON): a process per group of passes, a track per
-    /// workgroup, stages and barrier waits as events, counters for tok/s, clocks and mode.
+    /// Write a Trace Event JSON trace (Perfetto, chrome://tracing, speedscope): one process,
+    /// a track for the passes, the power mode, the grid aggregate and each workgroup,
+    /// counters for tok/s and clocks. A name ending in `.gz` is gzipped.
     #[arg(long, value_name = "OUT.json")]
     pub perfetto: Option<PathBuf>,
-    /// Passes per Perfetto process (a group of passes shares one timeline).
-    #[arg(long, default_value_t = 64, value_parser = crate::validate::passes_per_group)]
-    pub passes_per_group: u64,
+    /// Write the same trace in Perfetto's native protobuf format (≈ 4× smaller than the
+    /// JSON; what Perfetto recommends for large traces). A name ending in `.gz` is gzipped.
+    #[arg(long, value_name = "OUT.pftrace")]
+    pub perfetto_proto: Option<PathBuf>,
+    /// Traces: keep the workgroup tracks of one pass in N of those with spans (the others
+    /// keep their pass, mode and grid-aggregate slices); `auto` picks the smallest N that
+    /// keeps at most --span-budget spans.
+    #[arg(long, default_value = "auto", value_parser = parse_spans_every)]
+    pub spans_every: SpansEveryArg,
+    /// Traces: with `--spans-every auto`, the most workgroup spans (stage spans and barrier
+    /// waits) to keep; the default keeps the JSON near 50 MB and the protobuf near 11 MB.
+    #[arg(long, default_value_t = export::DEFAULT_SPAN_BUDGET, value_parser = crate::validate::span_budget)]
+    pub span_budget: u64,
+    /// Traces: which workgroups get a track: `all`, `slowest` (per pass, the one with the
+    /// most stage work) or a list such as `0,3,8-11`.
+    #[arg(long, default_value = "all", value_parser = parse_workgroups)]
+    pub workgroups: export::WgSelect,
+    /// Traces: only these passes (`P` or `A-B`, inclusive) and the sensor samples between
+    /// them.
+    #[arg(long, value_name = "A-B", value_parser = parse_pass_range)]
+    pub passes: Option<std::ops::RangeInclusive<u64>>,
     /// Write one CSV row per pass per stage.
     #[arg(long, value_name = "OUT.csv")]
     pub csv: Option<PathBuf>,
+    /// Write one CSV row per pass (wall and GPU time, host timestamp, token, fail word, mode,
+    /// contention, whether it has spans), joining --csv on `pass`.
+    #[arg(long, value_name = "OUT.csv")]
+    pub csv_passes: Option<PathBuf>,
+}
+
+/// `--spans-every`: `auto` or N.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpansEveryArg {
+    /// The span budget picks N.
+    Auto,
+    /// One pass in N.
+    Every(u64),
+}
+
+fn parse_spans_every(s: &str) -> Result<SpansEveryArg, String> {
+    if s == "auto" {
+        return Ok(SpansEveryArg::Auto);
+    }
+    crate::validate::spans_every(s).map(SpansEveryArg::Every)
+}
+
+fn parse_pass_range(s: &str) -> Result<std::ops::RangeInclusive<u64>, String> {
+    let num = |x: &str| {
+        x.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("{x:?} is not a pass number (expected P or A-B)"))
+    };
+    let (a, b) = match s.split_once('-') {
+        Some((a, b)) => (num(a)?, num(b)?),
+        None => (num(s)?, num(s)?),
+    };
+    if a > b {
+        return Err(format!("{s}: the range runs backwards"));
+    }
+    Ok(a..=b)
+}
+
+fn parse_workgroups(s: &str) -> Result<export::WgSelect, String> {
+    s.parse()
 }
 
 /// `baro-top diff`.
@@ -254,54 +314,97 @@ pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// `export`: Perfetto and/or CSV, each written through a temporary file.
+/// Where an export goes: the file, gzipped where its name ends in `.gz`.
+fn export_to(
+    out: &Path,
+    what: impl FnOnce(&mut dyn std::io::Write) -> baro_telemetry::recording::Result<export::ExportStats>,
+) -> anyhow::Result<export::ExportStats> {
+    let gz = out.extension().is_some_and(|e| e == "gz");
+    let mut stats = None;
+    crate::files::write_atomic(out, |tmp| {
+        let f = std::fs::File::create(tmp)?;
+        if gz {
+            let mut z = flate2::write::GzEncoder::new(f, flate2::Compression::default());
+            stats = Some(what(&mut z)?);
+            z.finish()?;
+        } else {
+            let mut f = f;
+            stats = Some(what(&mut f)?);
+        }
+        Ok(())
+    })?;
+    Ok(stats.expect("written"))
+}
+
+/// `export`: traces (JSON, protobuf) and/or CSVs, each written through a temporary file.
 pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
-    if a.perfetto.is_none() && a.csv.is_none() {
-        bail!("export needs --perfetto OUT.json and/or --csv OUT.csv");
+    if a.perfetto.is_none()
+        && a.perfetto_proto.is_none()
+        && a.csv.is_none()
+        && a.csv_passes.is_none()
+    {
+        bail!("export needs --perfetto OUT.json, --perfetto-proto OUT.pftrace, --csv OUT.csv and/or --csv-passes OUT.csv");
     }
     let mut damaged = false;
-    if let Some(out) = &a.perfetto {
-        let mut r = open(&a.file)?;
-        let opts = export::PerfettoOptions {
-            passes_per_group: a.passes_per_group,
-        };
-        let mut stats = None;
-        crate::files::write_atomic(out, |tmp| {
-            let f = std::fs::File::create(tmp)?;
-            stats = Some(export::perfetto_with(&mut r, f, opts)?);
-            Ok(())
-        })?;
-        let s = stats.expect("written");
+    let mut report = |out: &Path, s: &export::ExportStats, what: &str| {
         note!(
-            "baro-top: {}: {} passes, {} trace events",
+            "baro-top: {}: {} passes, {} {what}",
             out.display(),
             s.passes,
             s.events
         );
-        if let Some(d) = s.damage {
+        if let Some(d) = &s.damage {
             note!("baro-top: the recording is damaged or cut: {d}; exported everything before it");
             damaged = true;
+        }
+    };
+    if a.perfetto.is_some() || a.perfetto_proto.is_some() {
+        let opts = export::TraceOptions {
+            spans_every: match a.spans_every {
+                SpansEveryArg::Auto => export::SpansEvery::Auto {
+                    budget: a.span_budget,
+                },
+                SpansEveryArg::Every(n) => export::SpansEvery::Every(n),
+            },
+            workgroups: a.workgroups.clone(),
+            passes: a.passes.clone(),
+        };
+        let survey = export::survey(&mut open(&a.file)?, opts.passes.as_ref());
+        let opts = opts.resolve(&survey);
+        let mut left_out = None;
+        if let Some(out) = &a.perfetto {
+            let mut r = open(&a.file)?;
+            let s = export_to(out, |w| export::json_trace(&mut r, w, &opts))?;
+            report(out, &s, "trace events");
+            left_out = s.left_out();
+        }
+        if let Some(out) = &a.perfetto_proto {
+            let mut r = open(&a.file)?;
+            let s = export_to(out, |w| export::proto_trace(&mut r, w, &opts))?;
+            report(out, &s, "trace events");
+            left_out = s.left_out();
+        }
+        match left_out {
+            Some(l) => note!(
+                "baro-top: the trace {l}{}",
+                if a.spans_every == SpansEveryArg::Auto {
+                    format!(" (--spans-every auto for a budget of {} spans; --spans-every 1 keeps them all)", a.span_budget)
+                } else {
+                    String::new()
+                }
+            ),
+            None => note!("baro-top: the trace holds every recorded span"),
         }
     }
     if let Some(out) = &a.csv {
         let mut r = open(&a.file)?;
-        let mut stats = None;
-        crate::files::write_atomic(out, |tmp| {
-            let f = std::fs::File::create(tmp)?;
-            stats = Some(export::csv(&mut r, f)?);
-            Ok(())
-        })?;
-        let s = stats.expect("written");
-        note!(
-            "baro-top: {}: {} passes, {} rows",
-            out.display(),
-            s.passes,
-            s.events
-        );
-        if let Some(d) = s.damage {
-            note!("baro-top: the recording is damaged or cut: {d}; exported everything before it");
-            damaged = true;
-        }
+        let s = export_to(out, |w| export::csv(&mut r, w))?;
+        report(out, &s, "rows");
+    }
+    if let Some(out) = &a.csv_passes {
+        let mut r = open(&a.file)?;
+        let s = export_to(out, |w| export::csv_passes(&mut r, w))?;
+        report(out, &s, "rows");
     }
     Ok(if damaged {
         ExitCode::from(2)

@@ -5,7 +5,7 @@
 //! killed mid-run leaves a file whose every complete record replays); [`Reader`] gives the
 //! messages back, seeks to a pass through the index footer, and on a truncated or damaged file
 //! yields everything before the damage, then one error naming the byte offset. [`export`]
-//! turns a recording into Chrome trace JSON (Perfetto) or CSV; [`diff`] compares two.
+//! turns a recording into a trace (Perfetto protobuf, Trace Event JSON) or CSVs; [`diff`] compares two.
 //!
 //! This module never drops or reorders messages, and never returns a message it could not
 //! check: every byte after the magic is covered by a CRC-32 (IEEE, as zlib's `crc32`).

@@ -1,0 +1,105 @@
+//! CSV exports (layout: the parent module's doc).
+
+use std::io::{BufWriter, Read, Seek, Write};
+
+use super::{mode_name, ExportStats};
+use crate::recording::{Reader, Result};
+use crate::Telemetry;
+
+fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\"")).into()
+    } else {
+        s.into()
+    }
+}
+
+/// CSV of `reader`'s remaining frames: one row per pass per stage (module doc). A damaged
+/// or cut recording exports up to the damage, reported in [`ExportStats::damage`].
+pub fn csv<R: Read + Seek>(reader: &mut Reader<R>, out: impl Write) -> Result<ExportStats> {
+    let mut out = BufWriter::with_capacity(1 << 20, out);
+    let mut run = reader.header().run.clone();
+    let mut stats = ExportStats::default();
+    writeln!(
+        out,
+        "pass,stage,name,kind,level,busy_ns,charged_ns,max_busy_ns,fail_word,mode"
+    )?;
+    for msg in reader.by_ref() {
+        match msg {
+            Ok(Telemetry::Start(r)) => run = r,
+            Ok(Telemetry::Frame(f)) => {
+                stats.passes += 1;
+                let mode = mode_name(f.mode);
+                for s in &f.stages {
+                    let kind = run
+                        .stages
+                        .get(s.stage as usize)
+                        .map_or("", |d| d.kind.name());
+                    writeln!(
+                        out,
+                        "{},{},{},{kind},{},{},{},{},0x{:08x},{mode}",
+                        f.pass,
+                        s.stage,
+                        csv_field(&s.name),
+                        s.level,
+                        s.busy_ns,
+                        s.charged_ns,
+                        s.max_busy_ns,
+                        f.fail.word.bits
+                    )?;
+                    stats.events += 1;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                stats.damage = Some(e);
+                break;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(stats)
+}
+
+/// CSV of `reader`'s remaining frames: one row per pass (module doc), joining the per-stage
+/// CSV on `pass`. A damaged or cut recording exports up to the damage, reported in
+/// [`ExportStats::damage`].
+pub fn csv_passes<R: Read + Seek>(reader: &mut Reader<R>, out: impl Write) -> Result<ExportStats> {
+    let mut out = BufWriter::with_capacity(1 << 20, out);
+    let mut stats = ExportStats::default();
+    writeln!(
+        out,
+        "pass,pos,token,next,wall_ns,gpu_ns,host_start_ns,fail_word,mode,contention,spanned"
+    )?;
+    let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
+    for msg in reader.by_ref() {
+        match msg {
+            Ok(Telemetry::Frame(f)) => {
+                stats.passes += 1;
+                writeln!(
+                    out,
+                    "{},{},{},{},{},{},{},0x{:08x},{},{},{}",
+                    f.pass,
+                    f.pos,
+                    f.token,
+                    f.next,
+                    f.wall_ns,
+                    opt(f.gpu_ns),
+                    opt(f.host_start_ns),
+                    f.fail.word.bits,
+                    mode_name(f.mode),
+                    csv_field(&f.contention.summary()),
+                    u8::from(!f.spans.is_empty())
+                )?;
+                stats.events += 1;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                stats.damage = Some(e);
+                break;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(stats)
+}
