@@ -14,21 +14,41 @@ fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Every remaining message of `reader` to `each` until the end or the damage (kept in the
+/// stats); `each` returns the rows it wrote. Counts passes and rows.
+fn rows<R: Read + Seek>(
+    reader: &mut Reader<R>,
+    mut each: impl FnMut(&Telemetry) -> std::io::Result<u64>,
+) -> Result<ExportStats> {
+    let mut stats = ExportStats::default();
+    for msg in reader.by_ref() {
+        match msg {
+            Ok(m) => {
+                stats.passes += u64::from(matches!(m, Telemetry::Frame(_)));
+                stats.events += each(&m)?;
+            }
+            Err(e) => {
+                stats.damage = Some(e);
+                break;
+            }
+        }
+    }
+    Ok(stats)
+}
+
 /// CSV of `reader`'s remaining frames: one row per pass per stage (module doc). A damaged
 /// or cut recording exports up to the damage, reported in [`ExportStats::damage`].
 pub fn csv<R: Read + Seek>(reader: &mut Reader<R>, out: impl Write) -> Result<ExportStats> {
     let mut out = BufWriter::with_capacity(1 << 20, out);
     let mut run = reader.header().run.clone();
-    let mut stats = ExportStats::default();
     writeln!(
         out,
         "pass,stage,name,kind,level,busy_ns,charged_ns,max_busy_ns,fail_word,mode"
     )?;
-    for msg in reader.by_ref() {
-        match msg {
-            Ok(Telemetry::Start(r)) => run = r,
-            Ok(Telemetry::Frame(f)) => {
-                stats.passes += 1;
+    let stats = rows(reader, |m| {
+        match m {
+            Telemetry::Start(r) => run = r.clone(),
+            Telemetry::Frame(f) => {
                 let mode = mode_name(f.mode);
                 for s in &f.stages {
                     let kind = run
@@ -47,16 +67,13 @@ pub fn csv<R: Read + Seek>(reader: &mut Reader<R>, out: impl Write) -> Result<Ex
                         s.max_busy_ns,
                         f.fail.word.bits
                     )?;
-                    stats.events += 1;
                 }
+                return Ok(f.stages.len() as u64);
             }
-            Ok(_) => {}
-            Err(e) => {
-                stats.damage = Some(e);
-                break;
-            }
+            _ => {}
         }
-    }
+        Ok(0)
+    })?;
     out.flush()?;
     Ok(stats)
 }
@@ -66,40 +83,32 @@ pub fn csv<R: Read + Seek>(reader: &mut Reader<R>, out: impl Write) -> Result<Ex
 /// [`ExportStats::damage`].
 pub fn csv_passes<R: Read + Seek>(reader: &mut Reader<R>, out: impl Write) -> Result<ExportStats> {
     let mut out = BufWriter::with_capacity(1 << 20, out);
-    let mut stats = ExportStats::default();
     writeln!(
         out,
         "pass,pos,token,next,wall_ns,gpu_ns,host_start_ns,fail_word,mode,contention,spanned"
     )?;
     let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
-    for msg in reader.by_ref() {
-        match msg {
-            Ok(Telemetry::Frame(f)) => {
-                stats.passes += 1;
-                writeln!(
-                    out,
-                    "{},{},{},{},{},{},{},0x{:08x},{},{},{}",
-                    f.pass,
-                    f.pos,
-                    f.token,
-                    f.next,
-                    f.wall_ns,
-                    opt(f.gpu_ns),
-                    opt(f.host_start_ns),
-                    f.fail.word.bits,
-                    mode_name(f.mode),
-                    csv_field(&f.contention.summary()),
-                    u8::from(!f.spans.is_empty())
-                )?;
-                stats.events += 1;
-            }
-            Ok(_) => {}
-            Err(e) => {
-                stats.damage = Some(e);
-                break;
-            }
-        }
-    }
+    let stats = rows(reader, |m| {
+        let Telemetry::Frame(f) = m else {
+            return Ok(0);
+        };
+        writeln!(
+            out,
+            "{},{},{},{},{},{},{},0x{:08x},{},{},{}",
+            f.pass,
+            f.pos,
+            f.token,
+            f.next,
+            f.wall_ns,
+            opt(f.gpu_ns),
+            opt(f.host_start_ns),
+            f.fail.word.bits,
+            mode_name(f.mode),
+            csv_field(&f.contention.summary()),
+            u8::from(!f.spans.is_empty())
+        )?;
+        Ok(1)
+    })?;
     out.flush()?;
     Ok(stats)
 }
