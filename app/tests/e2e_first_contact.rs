@@ -159,3 +159,98 @@ fn a_real_vocabulary_reads_as_words_in_the_tokens_panel_and_q_leaves_the_summary
         );
     }
 }
+
+/// The help's position line: (first, last, of) from `lines A-B of N`.
+fn help_pos(pane: &str) -> Option<(usize, usize, usize)> {
+    let l = pane.lines().find(|l| l.contains("│lines "))?;
+    let rest = l.split("lines ").nth(1)?;
+    let (range, rest) = rest.split_once(" of ")?;
+    let (a, b) = range.split_once('-')?;
+    let n: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    Some((a.parse().ok()?, b.parse().ok()?, n.parse().ok()?))
+}
+
+/// The help page in a real terminal, live and in a replay: full screen, scrolled page by
+/// page to its last line with PgDn, a line back and forth with k and j, Home and End; the
+/// replay keys in their own section; no text touching the frame; closed by `q` (which does
+/// not quit), `?` and `Esc`; then `q` quits. Each key waits for its effect before the next
+/// (two escape sequences in one read are not what a user types).
+#[test]
+fn the_help_is_full_screen_scrolls_to_its_end_and_closes_without_quitting() {
+    if !have_tmux() {
+        return;
+    }
+    let demo = repo("recordings/synthetic-demo.baro");
+    let t = Duration::from_secs(30);
+    for (w, h) in SIZES {
+        for (name, cmd) in [
+            ("live", format!("{BIN} live --synthetic --rate 20")),
+            (
+                "replay",
+                format!("{BIN} replay {} --speed 0", demo.display()),
+            ),
+        ] {
+            let s = Session::sized(&format!("help{name}{w}"), &cmd, &[], (w, h));
+            let pane = s.wait_for(&["q quit  ? help"], Duration::from_secs(60));
+            assert!(pane.lines().last().unwrap().starts_with("q quit  ? help"));
+            s.key("?");
+            let pane = s.wait_for(&["┌ help · keys", "│lines 1-"], t);
+            assert!(!pane.contains("┌ flame"), "full screen:\n{pane}");
+            let (_, mut b, n) = help_pos(&pane).unwrap();
+            let mut text: Vec<String> = vec![];
+            let mut keep = |pane: &str| {
+                let (a, ..) = help_pos(pane).unwrap();
+                let rows: Vec<&str> = pane.lines().skip(1).take(h as usize - 3).collect();
+                for (i, l) in rows.iter().enumerate() {
+                    let chars: Vec<char> = l.chars().collect();
+                    assert_eq!(chars.len(), w as usize, "{l:?}");
+                    assert_eq!(chars[w as usize - 2], ' ', "cut at {w}×{h}: {l:?}");
+                    if a + i > text.len() {
+                        text.push(chars[1..w as usize - 1].iter().collect());
+                    }
+                }
+            };
+            keep(&pane);
+            while b < n {
+                s.key("PageDown");
+                let pane = s.wait_until("a page down", t, |p| {
+                    help_pos(p).is_some_and(|(_, b2, _)| b2 > b)
+                });
+                keep(&pane);
+                b = help_pos(&pane).unwrap().1;
+            }
+            assert_eq!(text.len(), n, "every line seen once");
+            let all = text.join("\n");
+            assert!(all.contains("replay (baro-top replay FILE)"), "{all}");
+            assert!(all.contains("replay: seek to a pass"), "{all}");
+            assert!(text.last().unwrap().contains("pending"), "{all}");
+            let pane = s.capture();
+            assert!(
+                pane.contains("↑ more") && !pane.contains("↓ more"),
+                "{pane}"
+            );
+            let at = |p: &str| help_pos(p).map(|(a, ..)| a);
+            let end = at(&pane).unwrap();
+            s.key("k");
+            s.wait_until("k: a line up", t, |p| at(p) == Some(end - 1));
+            s.key("j");
+            s.wait_until("j: a line down", t, |p| at(p) == Some(end));
+            s.key("Home");
+            s.wait_until("Home: the top", t, |p| at(p) == Some(1));
+            s.key("End");
+            s.wait_until("End: the end", t, |p| at(p) == Some(end));
+            for close in ["q", "?", "Escape"] {
+                s.key(close);
+                s.wait_until(&format!("{close} to close the help"), t, |p| {
+                    !p.contains("┌ help · keys") && p.contains("q quit  ? help")
+                });
+                if close != "Escape" {
+                    s.key("?");
+                    s.wait_for(&["┌ help · keys"], t);
+                }
+            }
+            s.key("q");
+            assert_eq!(s.exit_status(t), "0", "{name} {w}×{h}");
+        }
+    }
+}

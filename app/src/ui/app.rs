@@ -51,16 +51,11 @@ pub fn handle_event(
         Event::Key(k) if k.kind != KeyEventKind::Release && s.view.prompt.is_some() => {
             prompt_key(s, k, ctl)
         }
+        Event::Key(k) if k.kind != KeyEventKind::Release && s.view.help => {
+            help_key(s, k, hits, ctl)
+        }
         Event::Key(k) if k.kind != KeyEventKind::Release => match keys.action(k) {
             Some(a) => {
-                // With the help open, any key but Ctrl-c (always quit) just closes it.
-                let ctrl_c =
-                    k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
-                if s.view.help && !ctrl_c {
-                    s.view.help = false;
-                    s.view.generation += 1;
-                    return true;
-                }
                 s.apply(a, ctl);
                 true
             }
@@ -103,6 +98,14 @@ pub fn handle_event(
                     }
                     true
                 }
+                MouseEventKind::ScrollUp | MouseEventKind::ScrollDown if s.view.help => {
+                    let d = if m.kind == MouseEventKind::ScrollUp {
+                        -3
+                    } else {
+                        3
+                    };
+                    scroll_help(s, hits, d)
+                }
                 MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
                     let up = m.kind == MouseEventKind::ScrollUp;
                     match hits.panels.iter().find(|(_, r)| r.contains(at)) {
@@ -125,6 +128,44 @@ pub fn handle_event(
         Event::Resize(..) => true,
         _ => false,
     }
+}
+
+/// A key while the help is open: the scroll keys scroll it (whatever the keymap binds them
+/// to), Ctrl-c quits (always), any other key closes it. Returns whether anything changed.
+fn help_key(s: &mut UiState, k: &event::KeyEvent, hits: &Hits, ctl: &dyn Control) -> bool {
+    let page = hits.help.map_or(1, |(_, p)| p as i32);
+    let d = match k.code {
+        KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+            s.view.help = false;
+            s.apply(Action::Quit, ctl);
+            return true;
+        }
+        KeyCode::Up | KeyCode::Char('k') => -1,
+        KeyCode::Down | KeyCode::Char('j') => 1,
+        KeyCode::PageUp => -page,
+        KeyCode::PageDown => page,
+        KeyCode::Home => i32::MIN / 2,
+        KeyCode::End => i32::MAX / 2,
+        _ => {
+            s.view.help = false;
+            s.view.generation += 1;
+            return true;
+        }
+    };
+    scroll_help(s, hits, d)
+}
+
+/// Move the help by `d` lines, within what the screen last drawn holds.
+fn scroll_help(s: &mut UiState, hits: &Hits, d: i32) -> bool {
+    let max = hits.help.map_or(u16::MAX, |(m, _)| m);
+    let now = s.view.help_scroll.min(max);
+    let to = (now as i32).saturating_add(d).clamp(0, max as i32) as u16;
+    if to == s.view.help_scroll {
+        return false;
+    }
+    s.view.help_scroll = to;
+    s.view.generation += 1;
+    true
 }
 
 /// A key while the seek prompt is open: digits, Backspace, Enter (seek), Esc (cancel);
@@ -312,7 +353,8 @@ pub const MAX_EVENTS_PER_TURN: usize = 64;
 /// bracket, a stuck key), not typing: its keys are dropped, and said so once in the log.
 pub const MAX_KEYS_PER_TURN: usize = 16;
 
-/// Whether `ev` quits: Ctrl-c always, the quit keys where no prompt takes them.
+/// Whether `ev` quits: Ctrl-c always, the quit keys where neither the seek prompt nor the
+/// help takes them (`q` and `Esc` close the help).
 fn quits(s: &UiState, keys: &Keymap, ev: &Event) -> bool {
     let Event::Key(k) = ev else {
         return false;
@@ -321,7 +363,7 @@ fn quits(s: &UiState, keys: &Keymap, ev: &Event) -> bool {
         return false;
     }
     let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
-    ctrl_c || (s.view.prompt.is_none() && keys.action(k) == Some(Action::Quit))
+    ctrl_c || (s.view.prompt.is_none() && !s.view.help && keys.action(k) == Some(Action::Quit))
 }
 
 /// Apply one turn's events: a quit among them wins at once, whatever is queued before it; a

@@ -1,5 +1,6 @@
 //! The whole screen: header, the layout's panels (or the focused one expanded), the
-//! clickable key-hint footer, the help overlay; "need W×H" below the layout's minimum. The
+//! clickable key-hint footer, the full-screen help; "need W×H" below the layout's minimum
+//! (with the footer's `q` and `?`, which stay at any width). The
 //! geometry ([`Screen::hits`]) is a pure function of the size, layout and view, so the event
 //! loop maps mouse clicks with exactly what was drawn.
 //!
@@ -44,8 +45,10 @@ pub struct Hits {
     pub panels: Vec<(PanelId, Rect)>,
     /// Footer keys with their areas.
     pub keys: Vec<(Action, Rect)>,
-    /// Too small: nothing but the size message.
+    /// Too small: nothing but the size message (and `q`, `?`).
     pub too_small: bool,
+    /// With the help open: its largest scroll offset and the rows of a page.
+    pub help: Option<(u16, u16)>,
 }
 
 /// The screen.
@@ -59,10 +62,24 @@ pub struct Screen<'a> {
 impl Screen<'_> {
     /// Geometry for `area`.
     pub fn hits(&self, area: Rect) -> Hits {
+        let help = self
+            .ctx
+            .s
+            .view
+            .help
+            .then(|| panels::help::max_scroll(self.ctx.keys, self.ctx.theme, area));
         let (mw, mh) = self.layout.min;
+        let footer_y = area.bottom().saturating_sub(1);
         if area.width < mw || area.height < mh {
             return Hits {
                 too_small: true,
+                // One row holds only the size message.
+                keys: if area.height >= 2 {
+                    self.footer(area, footer_y, 2)
+                } else {
+                    vec![]
+                },
+                help,
                 ..Default::default()
             };
         }
@@ -70,7 +87,6 @@ impl Screen<'_> {
             (3 + panels::header::producer_lines(self.ctx.s)).min(area.height.saturating_sub(2));
         let header = Rect::new(area.x, area.y, area.width, hh);
         let body = Rect::new(area.x, area.y + hh, area.width, area.height - hh - 1);
-        let footer_y = area.bottom() - 1;
         let v = &self.ctx.s.view;
         let mut panels = vec![(PanelId::Header, header)];
         if v.expanded && v.focus != PanelId::Header {
@@ -78,24 +94,48 @@ impl Screen<'_> {
         } else {
             panels.extend(self.layout.place(body));
         }
+        Hits {
+            panels,
+            keys: self.footer(area, footer_y, FOOTER.len()),
+            too_small: false,
+            help,
+        }
+    }
+
+    /// The first `n` footer keys laid out on row `y`. `q` and `?` come first and always stay:
+    /// where their labels do not fit, the keys alone do (a one-cell rect per key).
+    fn footer(&self, area: Rect, y: u16, n: usize) -> Vec<(Action, Rect)> {
+        let present: Vec<(Action, String, &str)> = FOOTER
+            .iter()
+            .take(n)
+            .filter_map(|(a, label)| Some((*a, self.ctx.keys.first_key(*a)?, *label)))
+            .collect();
+        let full = |k: &str, l: &str| (width(k) + 1 + width(l)) as u16;
+        let kept = |a: Action| matches!(a, Action::Quit | Action::Help);
+        // Labels of q and ? fit (with two spaces after each)?
+        let need: u16 = present
+            .iter()
+            .filter(|(a, ..)| kept(*a))
+            .map(|(_, k, l)| full(k, l) + 2)
+            .sum();
+        let labels = need <= area.width + 2;
         let mut keys = vec![];
+        if area.height == 0 {
+            return keys;
+        }
         let mut x = area.x;
-        for (a, label) in FOOTER {
-            let Some(k) = self.ctx.keys.first_key(a) else {
-                continue;
-            };
-            let w = (width(&k) + 1 + width(label)) as u16;
+        for (a, k, l) in &present {
+            if !labels && !kept(*a) {
+                break;
+            }
+            let w = if labels { full(k, l) } else { width(k) as u16 };
             if x + w > area.right() {
                 break;
             }
-            keys.push((a, Rect::new(x, footer_y, w, 1)));
-            x += w + 2;
+            keys.push((*a, Rect::new(x, y, w, 1)));
+            x += w + if labels { 2 } else { 1 };
         }
-        Hits {
-            panels,
-            keys,
-            too_small: false,
-        }
+        keys
     }
 }
 
@@ -111,12 +151,24 @@ impl Widget for &Screen<'_> {
                 buf,
                 area,
                 x,
-                area.y + area.height / 2,
+                // Above the footer row (when there is one).
+                area.y + area.height.saturating_sub(1) / 2,
                 &msg,
                 t.fg(Tone::Warn),
             );
-            return;
+        } else {
+            self.panels(&hits, buf);
         }
+        self.footer_draw(&hits, area, buf);
+        if ctx.s.view.help {
+            panels::help::Help { ctx }.render(area, buf);
+        }
+    }
+}
+
+impl Screen<'_> {
+    fn panels(&self, hits: &Hits, buf: &mut Buffer) {
+        let ctx = self.ctx;
         for (id, r) in &hits.panels {
             match id {
                 PanelId::Header => panels::header::Header { ctx }.render(*r, buf),
@@ -129,6 +181,10 @@ impl Widget for &Screen<'_> {
                 PanelId::Log => panels::log::Log { ctx }.render(*r, buf),
             }
         }
+    }
+
+    fn footer_draw(&self, hits: &Hits, area: Rect, buf: &mut Buffer) {
+        let (ctx, t) = (self.ctx, self.ctx.theme);
         if let Some(p) = &ctx.s.view.prompt {
             let y = area.bottom() - 1;
             let txt = format!("seek to pass: {p}_   (Enter seeks, Esc cancels)");
@@ -154,9 +210,6 @@ impl Widget for &Screen<'_> {
                     .add_modifier(Modifier::BOLD | Modifier::REVERSED),
             );
             put(buf, *r, x + 1, r.y, label, Default::default());
-        }
-        if ctx.s.view.help {
-            panels::help::Help { ctx }.render(area, buf);
         }
     }
 }

@@ -99,8 +99,10 @@ pub struct View {
     pub panels: Vec<PanelId>,
     /// The focused panel fills the body.
     pub expanded: bool,
-    /// Help overlay shown.
+    /// Help page shown.
     pub help: bool,
+    /// First help line shown (bounded by the event loop to what the screen holds).
+    pub help_scroll: u16,
     /// Engine paused (as requested).
     pub paused: bool,
     /// Flame pass.
@@ -138,6 +140,7 @@ impl Default for View {
             panels: vec![],
             expanded: false,
             help: false,
+            help_scroll: 0,
             paused: false,
             pick: Pick::Latest,
             by_stage: false,
@@ -281,7 +284,10 @@ impl UiState {
                 v.quit = true;
                 ctl.stop();
             }
-            Action::Help => v.help = !v.help,
+            Action::Help => {
+                v.help = !v.help;
+                v.help_scroll = 0;
+            }
             Action::Freeze => {
                 self.frozen = match self.frozen.take() {
                     Some(_) => None,
