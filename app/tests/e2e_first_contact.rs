@@ -170,7 +170,8 @@ fn help_pos(pane: &str) -> Option<(usize, usize, usize)> {
     Some((a.parse().ok()?, b.parse().ok()?, n.parse().ok()?))
 }
 
-/// The help page in a real terminal, live and in a replay: full screen, scrolled page by
+/// The help page in a real terminal, live and in a replay (of the synthetic demo, under its
+/// SYNTHETIC banner): full screen, scrolled page by
 /// page to its last line with PgDn, a line back and forth with k and j, Home and End; the
 /// replay keys in their own section; no text touching the frame; closed by `q` (which does
 /// not quit), `?` and `Esc`; then `q` quits. Each key waits for its effect before the next
@@ -193,6 +194,10 @@ fn the_help_is_full_screen_scrolls_to_its_end_and_closes_without_quitting() {
             let s = Session::sized(&format!("help{name}{w}"), &cmd, &[], (w, h));
             let pane = s.wait_for(&["q quit  ? help"], Duration::from_secs(60));
             assert!(pane.lines().last().unwrap().starts_with("q quit  ? help"));
+            // recordings/README.md promises this banner for the synthetic demo.
+            if name == "replay" {
+                assert!(pane.contains("SYNTHETIC REPLAY of "), "{pane}");
+            }
             s.key("?");
             let pane = s.wait_for(&["┌ help · keys", "│lines 1-"], t);
             assert!(!pane.contains("┌ flame"), "full screen:\n{pane}");

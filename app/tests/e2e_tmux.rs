@@ -66,8 +66,11 @@ fn replay_in_tmux_shows_every_panel_banner_help_and_quits_cleanly() {
     for p in PANELS {
         assert!(pane.contains(p), "no panel {p:?}:\n{pane}");
     }
-    assert!(pane.contains("REPLAY of "), "no banner:\n{pane}");
-    assert!(pane.contains("(recorded on synthetic,"), "{pane}");
+    assert!(pane.contains("SYNTHETIC REPLAY of "), "no banner:\n{pane}");
+    assert!(
+        pane.contains("not measurements; recorded on synthetic,"),
+        "{pane}"
+    );
     assert!(pane.contains("64 of 64"), "position bar:\n{pane}");
     assert_eq!(
         s.t(&["display", "-p", "-t", "0", "#{alternate_on}"]).trim(),

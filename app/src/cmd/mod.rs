@@ -130,15 +130,8 @@ fn no_device(why: &str) -> anyhow::Result<std::process::ExitCode> {
     }
     let source = crate::ui::replay::Source::Bytes(DEMO);
     let header = source.open()?.header().clone();
-    let synthetic = DEMO_NAME.contains("synthetic") || header.run.device == "synthetic";
-    let label = format!(
-        "the embedded {DEMO_NAME}{}",
-        if synthetic {
-            " (SYNTHETIC telemetry, not measurements)"
-        } else {
-            ""
-        }
-    );
+    // The banner says SYNTHETIC for a synthetic recording (replay::banner).
+    let label = format!("the embedded {DEMO_NAME}");
     let banner = vec![
         crate::ui::replay::banner(&label, &header),
         format!("NOT LIVE. {LIVE_ADVICE}. Why: {why}"),

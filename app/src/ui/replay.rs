@@ -67,10 +67,23 @@ pub struct ReplayConfig {
     pub banner: Vec<String>,
 }
 
-/// `REPLAY of LABEL (recorded on DEVICE, DATE, commit C)`.
+/// Whether a recording holds generated telemetry (the synthetic producer's or
+/// `baro_telemetry::synth`'s), not measurements.
+pub fn is_synthetic(h: &RecordingHeader) -> bool {
+    h.run.device == "synthetic" || h.host == "synthetic"
+}
+
+/// `REPLAY of LABEL (recorded on DEVICE, DATE, commit C)`; a synthetic recording's starts
+/// `SYNTHETIC REPLAY of LABEL (generated telemetry, not measurements; …`, so the word is
+/// the first thing read at any width.
 pub fn banner(label: &str, h: &RecordingHeader) -> String {
+    let (pre, what) = if is_synthetic(h) {
+        ("SYNTHETIC ", "generated telemetry, not measurements; ")
+    } else {
+        ("", "")
+    };
     format!(
-        "REPLAY of {label} (recorded on {}, {}, commit {})",
+        "{pre}REPLAY of {label} ({what}recorded on {}, {}, commit {})",
         h.run.device,
         date(h.created_unix_ms),
         if h.commit.is_empty() {
