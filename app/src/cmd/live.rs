@@ -211,6 +211,9 @@ pub(crate) fn token_decoder(m: &Model) -> ui::state::Decoder {
     })
 }
 
+/// Passes per second of `live --synthetic` and `serve --synthetic` without `--rate`.
+pub const SYNTHETIC_RATE: f64 = 60.0;
+
 /// Flags that only the synthetic producer honours (refused on the engine).
 fn synthetic_only(a: &LiveArgs) -> Vec<&'static str> {
     [("--rate", a.rate.is_some())]
@@ -281,7 +284,7 @@ pub fn synthetic(a: LiveArgs) -> anyhow::Result<ExitCode> {
     let cfg = SynthConfig {
         grid: a.gpu.grid.unwrap_or(132),
         dispatch: a.dispatch.unwrap_or(DispatchArg::Mega).dispatch(),
-        rate_hz: a.rate.unwrap_or(60.0),
+        rate_hz: a.rate.unwrap_or(SYNTHETIC_RATE),
         passes: a.passes,
         ..Default::default()
     };

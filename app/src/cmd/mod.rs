@@ -37,9 +37,48 @@ pub fn load_model(a: &ModelArgs) -> anyhow::Result<Model> {
             }
             Ok(m)
         }
-        Some(p) => Model::open(p, a.tokenizer.as_deref())
-            .with_context(|| format!("loading model {}", p.display())),
+        Some(p) => Model::open(p, a.tokenizer.as_deref()).map_err(|e| match not_a_model(p) {
+            Some(why) => anyhow::anyhow!("loading model {}: {why}", p.display()),
+            None => anyhow::Error::new(e).context(format!("loading model {}", p.display())),
+        }),
     }
+}
+
+/// Why `p` (which failed to load) is no model file at all, where it plainly is not: neither
+/// GGUF (magic `GGUF`) nor a llama2.c checkpoint (seven small positive i32s: dim, hidden,
+/// layers, heads, kv heads, ±vocab, context). `None` where it may be one, damaged (the
+/// loader's own error says more then).
+fn not_a_model(p: &std::path::Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = [0u8; 28];
+    let f = baro_telemetry::input::open(p, "model", u64::MAX).ok()?.0;
+    let n = f.take(28).read(&mut head).ok()?;
+    let head = &head[..n];
+    if head.starts_with(b"GGUF") {
+        return None;
+    }
+    let ints: Vec<i64> = head
+        .chunks_exact(4)
+        .map(|c| i64::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+        .collect();
+    let plausible = ints.len() == 7
+        && ints
+            .iter()
+            .enumerate()
+            .all(|(i, &v)| (1..=1 << 24).contains(&if i == 5 { v.abs() } else { v }));
+    if plausible {
+        return None;
+    }
+    let shown: String = head
+        .iter()
+        .take(16)
+        .flat_map(|b| b.escape_ascii())
+        .map(char::from)
+        .collect();
+    Some(format!(
+        "not a model file: a model is GGUF (it starts with `GGUF`) or a llama2.c checkpoint (a \
+         header of seven small integers), and this starts with \"{shown}\""
+    ))
 }
 
 /// Open the Vulkan device the user asked for and say which it is (always: a CPU fallback
@@ -134,7 +173,10 @@ fn no_device(why: &str) -> anyhow::Result<std::process::ExitCode> {
     let label = format!("the embedded {DEMO_NAME}");
     let banner = vec![
         crate::ui::replay::banner(&label, &header),
-        format!("NOT LIVE. {LIVE_ADVICE}. Why: {why}"),
+        // The reason first and on a line of its own, so a narrow terminal cuts the advice's
+        // tail, never the reason.
+        format!("NOT LIVE. Why: {why}."),
+        format!("{LIVE_ADVICE}."),
     ];
     let cfg = crate::ui::replay::ReplayConfig {
         source,

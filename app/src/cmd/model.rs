@@ -18,16 +18,24 @@ pub struct GenArgs {
     /// Named shape: tiny | llama-1b | llama-8b (explicit dimensions below override it).
     #[arg(long, default_value = "tiny")]
     pub shape: String,
+    /// Model width (embedding size; default: as the shape has it).
     #[arg(long)]
     pub dim: Option<usize>,
+    /// Feed-forward hidden size (default: as the shape has it).
     #[arg(long)]
     pub hidden: Option<usize>,
+    /// Number of transformer layers (default: as the shape has it).
     #[arg(long)]
     pub layers: Option<usize>,
+    /// Attention (query) heads (default: as the shape has it).
     #[arg(long)]
     pub heads: Option<usize>,
+    /// Key/value heads, dividing --heads (grouped-query attention; default: as the shape has
+    /// it).
     #[arg(long)]
     pub kv_heads: Option<usize>,
+    /// Vocabulary size (token ids; the file has no real vocabulary; default: as the shape has
+    /// it).
     #[arg(long)]
     pub vocab: Option<usize>,
     /// Context length written to the metadata.
@@ -55,11 +63,13 @@ pub struct GenArgs {
     /// quantisers, bit for bit; Q4_K, Q5_K, Q6_K and IQ4_XS files are read, not made).
     #[arg(long, default_value = "q4_0")]
     pub quant: String,
+    /// Seed of the random weights (the same seed makes the same file).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Greedy steps on the CPU reference used to report the top-1/top-2 margin (0 = skip).
     #[arg(long, default_value_t = 8)]
     pub margin_steps: usize,
+    /// The GGUF file to write.
     #[arg(long, short = 'o')]
     pub out: PathBuf,
 }

@@ -26,9 +26,9 @@ pub struct ServeArgs {
     /// Feed the endpoint synthetic telemetry (no GPU needed): for demos and tests.
     #[arg(long)]
     pub synthetic: bool,
-    /// Synthetic passes per second, 1..=2000.
-    #[arg(long, default_value_t = 100, requires = "synthetic", value_parser = clap::value_parser!(u32).range(1..=2000))]
-    pub rate: u32,
+    /// Synthetic: passes per second, 0.1..=10000 [default: 60] (as `live --synthetic`).
+    #[arg(long, value_parser = crate::validate::rate, allow_negative_numbers = true)]
+    pub rate: Option<f64>,
     #[command(flatten)]
     pub model: crate::ModelArgs,
     /// Dispatch style [default: mega].
@@ -120,8 +120,13 @@ fn install_signal_handlers() -> anyhow::Result<()> {
 /// Run `serve`.
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     if !a.synthetic {
+        // As `live`: a flag of the synthetic producer is refused on the engine.
+        if a.rate.is_some() {
+            bail!("serve: --rate is only honoured with --synthetic (the engine decodes as fast as it can)");
+        }
         return run_live(a);
     }
+    let rate = a.rate.unwrap_or(crate::cmd::live::SYNTHETIC_RATE);
     if let Some(f) = a.engine_flags().first() {
         bail!("serve: {f} is not honoured with --synthetic (it applies to the live engine only)");
     }
@@ -129,11 +134,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let (tx, rx) = bounded(1024);
     let server = super::serve(a.metrics, rx)?;
     let stop = Arc::new(AtomicBool::new(false));
-    let feeder = spawn_synthetic(tx, a.rate, Arc::clone(&stop))?;
+    let feeder = spawn_synthetic(tx, rate, Arc::clone(&stop))?;
     note!(
-        "baro-top: serving metrics on http://{}/metrics (synthetic telemetry, {} passes/s); SIGINT or SIGTERM stops",
+        "baro-top: serving metrics on http://{}/metrics (synthetic telemetry, {rate} passes/s); SIGINT or SIGTERM stops",
         server.local_addr(),
-        a.rate
     );
     while !STOP.load(Ordering::SeqCst) && !feeder.is_finished() {
         std::thread::sleep(Duration::from_millis(50));
@@ -220,7 +224,7 @@ fn run_live(a: ServeArgs) -> anyhow::Result<ExitCode> {
 /// as sharing the GPU with another client, so the contention label has two values.
 fn spawn_synthetic(
     tx: Sender<Telemetry>,
-    rate: u32,
+    rate: f64,
     stop: Arc<AtomicBool>,
 ) -> anyhow::Result<JoinHandle<u64>> {
     std::thread::Builder::new()
@@ -232,7 +236,8 @@ fn spawn_synthetic(
             if tx.send(Telemetry::Start(run.clone())).is_err() {
                 return 0;
             }
-            let period = Duration::from_secs(1) / rate.max(1);
+            // `rate` is 0.1..=10000 (validate::rate).
+            let period = Duration::from_secs_f64(1.0 / rate.max(0.1));
             let epoch = Instant::now();
             let mut next = epoch;
             let mut next_sensors = epoch;

@@ -1,7 +1,7 @@
 //! The one event/action loop: telemetry in (ingested into the state), terminal events in
 //! (mapped to actions through the keymap or the screen's geometry), a redraw only when
-//! something changed, capped at `--fps`, and never while frozen. Plus the headless path: with
-//! stdout not a terminal, one line per pass (like `top -b`).
+//! something changed, capped at `--fps`, and while frozen only for the header's `live N`.
+//! Plus the headless path: with stdout not a terminal, one line per pass (like `top -b`).
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -272,6 +272,7 @@ pub fn run(
     let mut last = Instant::now() - period;
     let mut hits = Hits::default();
     let mut in_burst = false;
+    let mut behind = false;
     let result = loop {
         if g.must_end() || s.view.quit {
             break Ok(());
@@ -289,6 +290,7 @@ pub fn run(
                         s.live.ingest(m);
                     }
                     dirty |= s.frozen.is_none();
+                    behind |= s.frozen.is_some();
                 }
                 Err(_) => rx = crossbeam_channel::never(),
             },
@@ -308,6 +310,11 @@ pub fn run(
             default(wait) => {}
         }
         dirty |= poll_status(&mut s, ctl);
+        // Frozen, the panels hold still but the header's `live N` follows the stream: a
+        // redraw for it at most every FROZEN_REDRAW.
+        if behind && last.elapsed() >= FROZEN_REDRAW {
+            dirty = true;
+        }
         if dirty && Instant::now() >= last + period {
             s.prepare();
             let ctx = Ctx {
@@ -328,6 +335,7 @@ pub fn run(
             }
             hits = drawn;
             dirty = false;
+            behind = false;
             last = Instant::now();
         }
     };
@@ -365,6 +373,9 @@ fn quits(s: &UiState, keys: &Keymap, ev: &Event) -> bool {
     let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
     ctrl_c || (s.view.prompt.is_none() && !s.view.help && keys.action(k) == Some(Action::Quit))
 }
+
+/// While frozen, how often the header's `live N` is brought up to date.
+const FROZEN_REDRAW: Duration = Duration::from_millis(500);
 
 /// Apply one turn's events: a quit among them wins at once, whatever is queued before it; a
 /// bracketed paste is one event, ignored (and logged); a burst of more than

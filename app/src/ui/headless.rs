@@ -2,13 +2,14 @@
 //! commands when stdout is not a terminal (`live`, `replay FILE`), and the closing summary
 //! line (also printed when the dashboard quits).
 //!
-//! Every time is in milliseconds with three decimals (`62.940 ms`). A pass line waits for its
+//! Every time is in milliseconds with three decimals (`62.940 ms`). Passes chained into one
+//! submission share its host wall time; a share below the pass's GPU time says so. A pass line waits for its
 //! verdict when the live reference has still to send it (a bounded wait: at most [`HOLD`]
 //! lines, then it prints as `ref pending`), so a line says what the reference found:
 //!
 //! ```text
-//! start: kq-q8_0.gguf on llvmpipe (…) (llvmpipe Mesa 22.3.6 …), dispatch mega, grid 2 x 64 lanes, 16 stages in 12 levels
-//! pass 12 pos 12 tok 459 -> 113 " the" gpu 64.709 ms wall 62.940 ms busy 11.374 ms barrier 51.869 ms top head 1.977 ms ref match | fail-word 0x00000000 PASS
+//! start: kq-q8_0.gguf on llvmpipe (…) · driver Mesa 22.3.6, dispatch mega, grid 2 x 64 lanes, 16 stages in 12 levels
+//! pass 12 pos 12 tok 459 -> 113 " the" gpu 64.709 ms wall 62.940 ms (share of a chained submission) busy 11.374 ms barrier 51.869 ms top head 1.977 ms ref match | fail-word 0x00000000 PASS
 //! end: 20 passes, 0 dropped: completed
 //! summary: 20 passes, 15.9 tok/s (1.259 s of wall), gpu 57.594 ms/pass | tokens: 20 match | fail word: 20 clean
 //! ```
@@ -207,6 +208,16 @@ fn verdict(check: CheckState, c: Option<&Correctness>) -> String {
     }
 }
 
+/// A pass's wall time. Passes chained into one submission share its host wall time, so
+/// each gets a share of it that can be below the pass's own GPU time: such a wall is
+/// labelled, never printed bare beside a larger `gpu`.
+fn wall(f: &Frame) -> String {
+    match f.gpu_ns {
+        Some(g) if f.wall_ns < g => format!("{} (share of a chained submission)", ms(f.wall_ns)),
+        _ => ms(f.wall_ns),
+    }
+}
+
 /// One pass line (its verdict as known now).
 pub fn pass_line(f: &Frame, text: Option<&str>, c: Option<&Correctness>) -> String {
     let text = text.map_or(String::new(), |t| format!(" {t:?}"));
@@ -233,7 +244,7 @@ pub fn pass_line(f: &Frame, text: Option<&str>, c: Option<&Correctness>) -> Stri
         f.pos,
         f.token,
         f.next,
-        ms(f.wall_ns),
+        wall(f),
         if f.torn { " TORN" } else { "" },
         if f.dropped > 0 {
             format!(" dropped {}", f.dropped)
@@ -249,10 +260,9 @@ pub fn pass_line(f: &Frame, text: Option<&str>, c: Option<&Correctness>) -> Stri
 pub fn start_line(d: &baro_telemetry::RunDetails) -> String {
     let labels: String = d.path_labels().iter().map(|l| format!(", {l}")).collect();
     format!(
-        "start: {} on {} ({}), dispatch {}, grid {} x {} lanes, {} stages in {} levels{labels}",
+        "start: {} on {}, dispatch {}, grid {} x {} lanes, {} stages in {} levels{labels}",
         d.model,
-        d.device,
-        d.driver,
+        crate::text::device_label(&d.device, &d.driver),
         d.dispatch,
         d.grid,
         d.wg_size,
@@ -477,6 +487,25 @@ mod tests {
         assert_eq!(rest.len(), HOLD + 1);
         assert!(rest[0].contains(" ref pending"));
         assert!(rest[HOLD].contains(&format!("tokens: 1 non-finite, {HOLD} pending")));
+    }
+
+    #[test]
+    fn a_wall_below_the_gpu_time_is_labelled_as_a_share_of_a_chained_submission() {
+        let f = |wall_ns, gpu_ns| Frame {
+            wall_ns,
+            gpu_ns,
+            ..Default::default()
+        };
+        let own = pass_line(&f(4_000_000, Some(3_900_000)), None, None);
+        assert!(own.contains("gpu 3.900 ms wall 4.000 ms |"), "{own}");
+        // A pass of a 16-pass chain: the submission's 64 ms wall split 16 ways.
+        let short = pass_line(&f(4_000_000, Some(64_709_000)), None, None);
+        assert!(
+            short.contains("gpu 64.709 ms wall 4.000 ms (share of a chained submission)"),
+            "{short}"
+        );
+        let no_gpu = pass_line(&f(4_000_000, None), None, None);
+        assert!(no_gpu.contains("gpu n/a wall 4.000 ms"), "{no_gpu}");
     }
 
     #[test]

@@ -83,8 +83,8 @@ impl Screen<'_> {
                 ..Default::default()
             };
         }
-        let hh =
-            (3 + panels::header::producer_lines(self.ctx.s)).min(area.height.saturating_sub(2));
+        let hh = (3 + panels::header::producer_lines(self.ctx.s, area.width))
+            .min(area.height.saturating_sub(2));
         let header = Rect::new(area.x, area.y, area.width, hh);
         let body = Rect::new(area.x, area.y + hh, area.width, area.height - hh - 1);
         let v = &self.ctx.s.view;

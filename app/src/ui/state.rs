@@ -341,9 +341,8 @@ impl Data {
                 self.stats = Some(Stats::new(self.kinds.clone(), d.levels.len()));
                 self.dispatch = Some(d.dispatch);
                 let line = format!(
-                    "run: {} ({}), {} stages, {} levels, grid {} x {}{}",
-                    d.device,
-                    d.driver,
+                    "run: {}, {} stages, {} levels, grid {} x {}{}",
+                    crate::text::device_label(&d.device, &d.driver),
                     d.stages.len(),
                     d.levels.len(),
                     d.grid,
@@ -733,11 +732,11 @@ impl Data {
         v
     }
 
-    /// Tokens per second of the newest pass and the median over the window (from wall
-    /// times, so replay shows the run's speed, not the replay's).
-    pub fn tok_s(&self) -> (Option<f64>, Option<f64>) {
+    /// Tokens per second, the median over the newest passes (at most [`WINDOW`]), and how
+    /// many passes that is. From wall times, so a replay shows the run's speed, not the
+    /// replay's.
+    pub fn tok_s(&self) -> (Option<f64>, usize) {
         let rate = |p: &PassSummary| (p.wall_ns > 0).then(|| 1e9 / p.wall_ns as f64);
-        let now = self.passes.back().and_then(rate);
         let mut w: Vec<f64> = self
             .passes
             .iter()
@@ -746,6 +745,6 @@ impl Data {
             .filter_map(rate)
             .collect();
         w.sort_by(f64::total_cmp);
-        (now, w.get(w.len() / 2).copied())
+        (w.get(w.len() / 2).copied(), w.len())
     }
 }

@@ -128,6 +128,53 @@ pub fn dur(ns: u64) -> String {
     }
 }
 
+/// [`dur`], or `—` for 0 (no pass to take a percentile of: a time is never 0 ns).
+pub fn dur_or_dash(ns: u64) -> String {
+    if ns == 0 {
+        "—".into()
+    } else {
+        dur(ns)
+    }
+}
+
+/// A device and its driver, each said once: `NVIDIA H200 · driver 580.159.04` for device
+/// `NVIDIA H200` and driver `NVIDIA 580.159.04`. A driver string that starts with the
+/// device's first word (the vendor, or `llvmpipe`) loses it, and its parenthesised parts the
+/// device already names go (`llvmpipe (LLVM 15.0.6, 256 bits) · driver Mesa 22.3.6`).
+pub fn device_label(device: &str, driver: &str) -> String {
+    let mut drv = driver.trim();
+    if let Some(first) = device.split_whitespace().next() {
+        let n = first.len();
+        if drv.len() >= n
+            && drv.is_char_boundary(n)
+            && drv[..n].eq_ignore_ascii_case(first)
+            && drv[n..].starts_with(' ')
+        {
+            drv = drv[n..].trim_start();
+        }
+    }
+    let mut out = String::new();
+    let mut rest = drv;
+    while let Some(open) = rest.find('(') {
+        let Some(close) = rest[open..].find(')').map(|c| open + c) else {
+            break;
+        };
+        let inner = &rest[open + 1..close];
+        out.push_str(&rest[..open]);
+        if !device.contains(inner) {
+            out.push_str(&rest[open..=close]);
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    let drv = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    if drv.is_empty() || device.contains(&drv) {
+        device.to_string()
+    } else {
+        format!("{device} · driver {drv}")
+    }
+}
+
 /// Whole microseconds: `378 µs` (the attribution warnings' unit).
 pub fn us(ns: u64) -> String {
     format!("{} µs", (ns + 500) / 1000)
@@ -188,5 +235,38 @@ mod tests {
         assert_eq!(dur(12_345), "12.3 µs");
         assert_eq!(dur(4_560_000), "4.56 ms");
         assert_eq!(us(377_600), "378 µs");
+    }
+
+    #[test]
+    fn a_device_and_its_driver_are_each_said_once() {
+        for (dev, drv, want) in [
+            (
+                "NVIDIA H200",
+                "NVIDIA 580.159.04",
+                "NVIDIA H200 · driver 580.159.04",
+            ),
+            (
+                "llvmpipe (LLVM 15.0.6, 256 bits)",
+                "llvmpipe Mesa 22.3.6 (LLVM 15.0.6)",
+                "llvmpipe (LLVM 15.0.6, 256 bits) · driver Mesa 22.3.6",
+            ),
+            (
+                "Synthetic GPU (no device)",
+                "synthetic 1.0",
+                "Synthetic GPU (no device) · driver 1.0",
+            ),
+            ("synthetic", "synthetic", "synthetic"),
+            ("AMD Radeon", "", "AMD Radeon"),
+            ("Ärger GPU", "Ärger 2.1", "Ärger GPU · driver 2.1"),
+            ("Ärger GPU", "Ä", "Ärger GPU"),
+        ] {
+            assert_eq!(device_label(dev, drv), want);
+        }
+    }
+
+    #[test]
+    fn a_zero_percentile_is_a_dash() {
+        assert_eq!(dur_or_dash(0), "—");
+        assert_eq!(dur_or_dash(1_500), "1.5 µs");
     }
 }

@@ -1,8 +1,8 @@
 //! Header: what runs where, how fast, and whether it is correct.
 //!
 //! ```text
-//! baro-top │ H200 (580.1) │ llama-1b Q4_0 │ mega │ grid 132×512 │ FROZEN at pass 812 · live 977
-//! ✓ fail-word clean │ 644 tok/s (med 640) ▂▃▅▇▆ │ pass p50 1.55 ms │ … │ power fast (120 fast 3 slow
+//! baro-top │ FROZEN at pass 812 · live 977 │ NVIDIA H200 · driver 580.159.04 │ llama-1b Q4_0 │ mega │ …
+//! ✓ fail-word clean │ 640 tok/s (median of 256 passes) ▂▃▅▇▆ │ pass p50 1.55 ms │ … │ power fast (120 fast 3 slow
 //! 5 ?) │ contended: 1 GPU client · 12/128 │ lock held by pid 4242 (baro-top bench) │ rec —
 //! ✗ 3 failed passes: last #707 fail-word 0x00000201 FAIL barrier-timeout+output-poisoned …
 //! ```
@@ -13,7 +13,7 @@ use ratatui::style::Modifier;
 use ratatui::widgets::Widget;
 
 use super::Ctx;
-use crate::text::{dur, put};
+use crate::text::{dur_or_dash, put};
 use crate::theme::Tone;
 use crate::view::UiState;
 
@@ -43,34 +43,7 @@ impl Widget for &Header<'_> {
             *x = put(buf, area, *x, area.y, &sep, dim);
             *x = put(buf, area, *x, area.y, s, st);
         };
-        match &d.run {
-            Some(r) => {
-                let quant = d
-                    .meta
-                    .quant
-                    .as_deref()
-                    .map(|q| format!(" {q}"))
-                    .unwrap_or_default();
-                let dispatch = d.dispatch.unwrap_or(r.dispatch);
-                seg(
-                    &mut x,
-                    &format!("{} ({})", r.device, r.driver),
-                    Default::default(),
-                );
-                seg(&mut x, &format!("{}{quant}", r.model), Default::default());
-                seg(&mut x, &format!("{dispatch}"), t.fg(Tone::Accent));
-                seg(
-                    &mut x,
-                    &format!("grid {}×{}", r.grid, r.wg_size),
-                    Default::default(),
-                );
-                // Off the reference path: say so where every screen shows it.
-                for l in r.path_labels() {
-                    seg(&mut x, &l, t.fg(Tone::Warn));
-                }
-            }
-            None => seg(&mut x, "waiting for the telemetry stream…", dim),
-        }
+        // What the display is doing comes first, so a narrow terminal still shows it.
         if s.frozen.is_some() {
             let at = d.passes.back().map_or(0, |p| p.pass);
             let now = live.passes.back().map_or(0, |p| p.pass);
@@ -87,6 +60,34 @@ impl Widget for &Header<'_> {
                 "PAUSED",
                 t.fg(Tone::Warn).add_modifier(Modifier::BOLD),
             );
+        }
+        match &d.run {
+            Some(r) => {
+                let quant = d
+                    .meta
+                    .quant
+                    .as_deref()
+                    .map(|q| format!(" {q}"))
+                    .unwrap_or_default();
+                let dispatch = d.dispatch.unwrap_or(r.dispatch);
+                seg(
+                    &mut x,
+                    &crate::text::device_label(&r.device, &r.driver),
+                    Default::default(),
+                );
+                seg(&mut x, &format!("{}{quant}", r.model), Default::default());
+                seg(&mut x, &format!("{dispatch}"), t.fg(Tone::Accent));
+                seg(
+                    &mut x,
+                    &format!("grid {}×{}", r.grid, r.wg_size),
+                    Default::default(),
+                );
+                // Off the reference path: say so where every screen shows it.
+                for l in r.path_labels() {
+                    seg(&mut x, &l, t.fg(Tone::Warn));
+                }
+            }
+            None => seg(&mut x, "waiting for the telemetry stream…", dim),
         }
         if let Some(e) = &live.end {
             seg(&mut x, &format!("ENDED: {e}"), t.fg(Tone::Warn));
@@ -112,16 +113,13 @@ impl Widget for &Header<'_> {
         };
         let x = put(buf, area, area.x, y, &status, st);
         let x = put(buf, area, x, y, &sep, dim);
-        let (now, med) = d.tok_s();
-        let f = |v: Option<f64>| v.map_or("—".into(), |v| format!("{v:.0}"));
-        let mut x = put(
-            buf,
-            area,
-            x,
-            y,
-            &format!("{} tok/s (med {}) ", f(now), f(med)),
-            Default::default(),
-        );
+        // One number, its window named: the median over the newest passes.
+        let (med, n) = d.tok_s();
+        let tok = match med {
+            Some(v) => format!("{v:.0} tok/s (median of {n} passes) "),
+            None => "— tok/s ".into(),
+        };
+        let mut x = put(buf, area, x, y, &tok, Default::default());
         let rates: Vec<f64> = d
             .passes
             .iter()
@@ -161,7 +159,7 @@ impl Widget for &Header<'_> {
         let p = &s.derived.pass;
         seg(
             &mut x,
-            &format!("pass p50 {} p99 {}", dur(p.p50), dur(p.p99)),
+            &format!("pass p50 {} p99 {}", dur_or_dash(p.p50), dur_or_dash(p.p99)),
             Default::default(),
         );
         seg(
@@ -300,12 +298,43 @@ fn short_reason(r: &baro_telemetry::ContentionReason) -> String {
     }
 }
 
-/// Header lines the producer adds under the usual three: its banner, then a position bar.
-pub fn producer_lines(s: &UiState) -> u16 {
+/// Header lines the producer adds under the usual three at `width` columns: its banner
+/// (the lines after the first wrapped, see [`banner_rows`]), then a position bar.
+pub fn producer_lines(s: &UiState, width: u16) -> u16 {
     s.view
         .producer
         .as_ref()
-        .map_or(0, |p| p.banner.len() as u16 + 1)
+        .map_or(0, |p| banner_rows(&p.banner, width).len() as u16 + 1)
+}
+
+/// Most rows one banner line after the first may take.
+const BANNER_WRAP: usize = 3;
+
+/// The banner as drawn at `width` columns: the first line (`REPLAY of …`) as is, clipped;
+/// each later one (why it is not live, what to do) word-wrapped into at most
+/// [`BANNER_WRAP`] rows, so a narrow terminal keeps a reason whole.
+pub fn banner_rows(banner: &[String], width: u16) -> Vec<(bool, String)> {
+    let w = (width as usize).max(20);
+    let mut out = vec![];
+    for (i, line) in banner.iter().enumerate() {
+        if i == 0 {
+            out.push((true, line.clone()));
+            continue;
+        }
+        let mut rows: Vec<String> = vec![];
+        let mut cur = String::new();
+        for word in line.split(' ') {
+            if !cur.is_empty() && crate::text::width(&cur) + 1 + crate::text::width(word) > w {
+                rows.push(std::mem::take(&mut cur));
+            } else if !cur.is_empty() {
+                cur.push(' ');
+            }
+            cur.push_str(word);
+        }
+        rows.push(cur);
+        out.extend(rows.into_iter().take(BANNER_WRAP).map(|r| (false, r)));
+    }
+    out
 }
 
 /// The producer's banner (reverse video: a replay must never pass for a live run) and the
@@ -317,16 +346,16 @@ fn producer(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     };
     let mut y = area.y + 3;
     let warn = t.fg(Tone::Warn).add_modifier(Modifier::BOLD);
-    for (i, line) in p.banner.iter().enumerate() {
+    for (first, line) in banner_rows(&p.banner, area.width) {
         if y >= area.bottom() {
             return;
         }
-        let st = if i == 0 {
+        let st = if first {
             warn.add_modifier(Modifier::REVERSED)
         } else {
             warn
         };
-        put(buf, area, area.x, y, line, st);
+        put(buf, area, area.x, y, &line, st);
         y += 1;
     }
     if y >= area.bottom() {

@@ -13,7 +13,7 @@ use ratatui::style::Modifier;
 use ratatui::widgets::Widget;
 
 use super::Ctx;
-use crate::text::{cell, dur, put};
+use crate::text::{cell, put};
 use crate::theme::Tone;
 use crate::view::{PanelId, Pick};
 
@@ -60,8 +60,8 @@ impl Widget for &Navigator<'_> {
         let title = format!(
             "passes · #{} {how} · p50 {} p99 {} · retained {}",
             shown.map_or("—".into(), |p| p.to_string()),
-            dur(s.derived.pass.p50),
-            dur(s.derived.pass.p99),
+            crate::text::dur_or_dash(s.derived.pass.p50),
+            crate::text::dur_or_dash(s.derived.pass.p99),
             d.retained().len()
         );
         let st = if focused {
