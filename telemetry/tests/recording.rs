@@ -951,3 +951,26 @@ fn a_pass_range_exports_only_those_passes_with_their_workgroup_spans() {
         .count();
     assert_eq!(stages, spans);
 }
+
+/// Writes a few small recordings (a few KB each: every message kind, compressed or not,
+/// finished or cut before the footer) as the fuzzer's seed corpus. Small seeds keep
+/// `-max_len` low and executions fast; see telemetry/fuzz/README.md.
+/// `cargo test --release -p baro-telemetry --test recording write_fuzz_seed_corpus -- --ignored`
+#[test]
+#[ignore = "writes into telemetry/fuzz/corpus; run by hand before fuzzing"]
+fn write_fuzz_seed_corpus() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/recording_reader");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (grid, stages, levels, passes) in [(1, 1, 1, 1), (2, 3, 2, 3), (2, 5, 3, 4), (4, 2, 1, 6)] {
+        let run = synthetic_run(grid, stages, levels);
+        let msgs = stream(&run, passes, u64::from(grid) * 31 + passes);
+        for (cname, c) in [("raw", Compression::None), ("lz4", Compression::Lz4)] {
+            let (bytes, ends) = record(&run, &msgs, c);
+            let name = format!("g{grid}s{stages}l{levels}p{passes}-{cname}");
+            std::fs::write(dir.join(format!("{name}.baro")), &bytes).unwrap();
+            // The same run cut after its last message, before the footer (a crash).
+            let cut = ends[ends.len() - 1] as usize;
+            std::fs::write(dir.join(format!("{name}-nofooter.baro")), &bytes[..cut]).unwrap();
+        }
+    }
+}
