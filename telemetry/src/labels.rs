@@ -229,8 +229,18 @@ impl PowerModeClassifier {
 
     /// Classify the next pass, with the clock hint sampled around it where there is one.
     pub fn classify(&mut self, frame: &Frame, clock: Option<ClockHint>) -> ModeDecision {
-        let cfg = &self.cfg;
         let ind = self.indicator(frame);
+        self.classify_indicator(ind, clock)
+    }
+
+    /// [`Self::classify`] given the pass's [`Self::indicator`] (all it reads of the frame), so
+    /// that a caller need not keep whole frames.
+    pub fn classify_indicator(
+        &mut self,
+        ind: Option<(Indicator, u64)>,
+        clock: Option<ClockHint>,
+    ) -> ModeDecision {
+        let cfg = &self.cfg;
         let mut ratio = None;
         let mut latency_vote = None;
         let clock_vote = clock.and_then(|c| c.vote(cfg));
@@ -310,22 +320,37 @@ pub fn classify_offline(
     frames: &[Frame],
     clocks: &[Option<ClockHint>],
 ) -> Vec<PowerMode> {
+    let probe = match run {
+        Some(r) => PowerModeClassifier::for_run(cfg.clone(), r),
+        None => PowerModeClassifier::new(cfg.clone()),
+    };
+    let inds: Vec<_> = frames.iter().map(|f| probe.indicator(f)).collect();
+    classify_offline_indicators(cfg, run, &inds, clocks)
+}
+
+/// [`classify_offline`] over the passes' indicators ([`PowerModeClassifier::indicator`] of a
+/// classifier for the same run), for callers that keep a few numbers per pass, not frames.
+pub fn classify_offline_indicators(
+    cfg: &ModeConfig,
+    run: Option<&RunDetails>,
+    inds: &[Option<(Indicator, u64)>],
+    clocks: &[Option<ClockHint>],
+) -> Vec<PowerMode> {
     let fresh = || match run {
         Some(r) => PowerModeClassifier::for_run(cfg.clone(), r),
         None => PowerModeClassifier::new(cfg.clone()),
     };
-    let probe = fresh();
     let mut c = fresh();
     for src in [
         Indicator::StageBusy,
         Indicator::GpuTime,
         Indicator::WallTime,
     ] {
-        let mut xs: Vec<u64> = frames
+        let mut xs: Vec<u64> = inds
             .iter()
-            .filter_map(|f| probe.indicator(f))
+            .flatten()
             .filter(|(s, _)| *s == src)
-            .map(|(_, x)| x)
+            .map(|(_, x)| *x)
             .collect();
         if xs.is_empty() {
             continue;
@@ -333,10 +358,12 @@ pub fn classify_offline(
         xs.sort_unstable();
         c = c.with_baseline(src, xs[(xs.len() - 1) / 10]);
     }
-    frames
-        .iter()
+    inds.iter()
         .enumerate()
-        .map(|(i, f)| c.classify(f, clocks.get(i).copied().flatten()).mode)
+        .map(|(i, ind)| {
+            c.classify_indicator(*ind, clocks.get(i).copied().flatten())
+                .mode
+        })
         .collect()
 }
 

@@ -25,6 +25,15 @@ pub const MAX_SPAN_PAIRS: u64 = 1 << 22;
 /// indexes more than 10^7 passes).
 pub const MAX_INDEX: usize = 256 << 20;
 
+/// A frame's JSON (everything but its spans) larger than this is refused before it is
+/// parsed: 4 MiB (an 8B pass, ≈ 300 stages and their names, is ≈ 60 KiB). With the row cap
+/// below, one decoded frame without spans takes a few MiB at most, whatever the file says.
+pub const MAX_FRAME_JSON: u64 = 4 << 20;
+
+/// Stage timings, barrier timings and dispatch times one frame may hold, each (the reader
+/// also holds them to the run's own stage and level counts).
+pub const MAX_FRAME_ROWS: usize = 1 << 16;
+
 /// The largest grid a frame may declare (Vulkan's guaranteed dispatch width, as `--grid`).
 pub const MAX_GRID: u32 = 65_535;
 
@@ -487,6 +496,17 @@ impl std::fmt::Display for KindLabel {
 }
 
 fn encode_frame(out: &mut Vec<u8>, f: &Frame) -> Result<(), String> {
+    let rows = f
+        .stages
+        .len()
+        .max(f.barriers.len())
+        .max(f.dispatch_ns.len());
+    if rows > MAX_FRAME_ROWS {
+        return Err(format!(
+            "frame {}: {rows} timing rows (a recording holds at most {MAX_FRAME_ROWS} per frame)",
+            f.pass
+        ));
+    }
     let raw = RawSpans::of(&f.spans)?;
     let pairs = (raw.start.len() + raw.arrive.len()) as u64;
     if raw.grid > MAX_GRID || pairs > MAX_SPAN_PAIRS {
@@ -501,6 +521,13 @@ fn encode_frame(out: &mut Vec<u8>, f: &Frame) -> Result<(), String> {
     // knows); the spans follow in their own coding.
     let bare = clone_without_spans(f);
     let json = serde_json::to_vec(&bare).map_err(|e| format!("frame {}: {e}", f.pass))?;
+    if json.len() as u64 > MAX_FRAME_JSON {
+        return Err(format!(
+            "frame {}: {} bytes of JSON (a recording holds at most {MAX_FRAME_JSON} per frame)",
+            f.pass,
+            json.len()
+        ));
+    }
     put_varint(out, json.len() as u64);
     out.extend_from_slice(&json);
     encode_spans(out, &raw);
@@ -541,11 +568,28 @@ pub(crate) fn decode_message(k: u8, payload: &[u8]) -> Result<Telemetry, DecodeE
     if k == kind::FRAME {
         let mut b = Bytes::new(payload);
         let n = b.varint("frame JSON length")?;
+        if n > MAX_FRAME_JSON {
+            return Err(format!(
+                "frame JSON of {n} bytes, more than the {MAX_FRAME_JSON}-byte cap on a frame"
+            ));
+        }
         let json = b.take(
             usize::try_from(n).map_err(|_| "frame JSON length".to_string())?,
             "frame JSON",
         )?;
         let mut f: Frame = serde_json::from_slice(json).map_err(|e| format!("frame JSON: {e}"))?;
+        for (what, len) in [
+            ("stage timings", f.stages.len()),
+            ("barrier timings", f.barriers.len()),
+            ("dispatch times", f.dispatch_ns.len()),
+        ] {
+            if len > MAX_FRAME_ROWS {
+                return Err(format!(
+                    "frame {}: {len} {what}, more than the {MAX_FRAME_ROWS} a frame may hold",
+                    f.pass
+                ));
+            }
+        }
         f.spans = decode_spans(&mut b)?.into_spans();
         return Ok(Telemetry::Frame(Box::new(f)));
     }

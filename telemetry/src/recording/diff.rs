@@ -23,8 +23,11 @@ use std::fmt;
 use std::io::{Read, Seek};
 
 use super::{Reader, Result};
-use crate::labels::{classify_offline, mode_name, ModeConfig, ModeTally, SensorState};
-use crate::{Frame, PowerMode, StageKind, Telemetry};
+use crate::labels::{
+    classify_offline_indicators, mode_name, Indicator, ModeConfig, ModeTally, PowerModeClassifier,
+    SensorState,
+};
+use crate::{PowerMode, StageKind, Telemetry};
 
 /// One side of a comparison.
 #[derive(Clone, Debug, PartialEq)]
@@ -322,11 +325,21 @@ struct PassKinds {
     charged: BTreeMap<u32, u64>,
 }
 
+/// What the comparison needs of one pass.
+struct PassNumbers {
+    /// The mode the live labeler recorded.
+    recorded_mode: PowerMode,
+    wall_ns: u64,
+    /// The pass's latency indicator (all the offline classifier reads of a frame).
+    indicator: Option<(Indicator, u64)>,
+}
+
 struct Summary {
     side: Side,
     run: Option<crate::RunDetails>,
-    /// Frames without spans (the mode needs only their timings).
-    frames: Vec<Frame>,
+    /// A few numbers per pass, never the frames: memory stays linear in the pass count
+    /// whatever each frame holds.
+    passes: Vec<PassNumbers>,
     clocks: Vec<Option<crate::labels::ClockHint>>,
     kinds: Vec<PassKinds>,
     tokens: Vec<(u64, u32)>,
@@ -335,17 +348,18 @@ struct Summary {
 impl Summary {
     /// Each pass's mode (see the module doc).
     fn modes(&self) -> Vec<PowerMode> {
-        let offline = classify_offline(
+        let inds: Vec<_> = self.passes.iter().map(|p| p.indicator).collect();
+        let offline = classify_offline_indicators(
             &ModeConfig::default(),
             self.run.as_ref(),
-            &self.frames,
+            &inds,
             &self.clocks,
         );
-        self.frames
+        self.passes
             .iter()
             .zip(offline)
-            .map(|(f, m)| {
-                if f.mode == PowerMode::Slow {
+            .map(|(p, m)| {
+                if p.recorded_mode == PowerMode::Slow {
                     PowerMode::Slow
                 } else {
                     m
@@ -392,17 +406,21 @@ fn summarise<R: Read + Seek>(r: &mut Reader<R>) -> Summary {
             damage: None,
         },
         run: None,
-        frames: vec![],
+        passes: vec![],
         clocks: vec![],
         kinds: vec![],
         tokens: vec![],
     };
     let mut sensors = SensorState::default();
+    let mut probe = PowerModeClassifier::for_run(ModeConfig::default(), &run);
     for msg in r.by_ref() {
         match msg {
-            Ok(Telemetry::Start(d)) => run = d,
+            Ok(Telemetry::Start(d)) => {
+                probe = PowerModeClassifier::for_run(ModeConfig::default(), &d);
+                run = d;
+            }
             Ok(Telemetry::Sensor(smp)) => sensors.observe(&smp),
-            Ok(Telemetry::Frame(mut f)) => {
+            Ok(Telemetry::Frame(f)) => {
                 s.side.passes += 1;
                 s.tokens.push((f.pass, f.next));
                 let mut p = PassKinds {
@@ -419,8 +437,11 @@ fn summarise<R: Read + Seek>(r: &mut Reader<R>) -> Summary {
                 s.kinds.push(p);
                 s.clocks
                     .push(sensors.clock_hint(f.host_start_ns, MAX_CLOCK_AGE_NS));
-                f.spans = Default::default();
-                s.frames.push(*f);
+                s.passes.push(PassNumbers {
+                    recorded_mode: f.mode,
+                    wall_ns: f.wall_ns,
+                    indicator: probe.indicator(&f),
+                });
             }
             Ok(_) => {}
             Err(e) => {
@@ -496,12 +517,12 @@ pub fn compare<RA: Read + Seek, RB: Read + Seek>(
         })
         .collect();
     let total = |s: &Summary, modes: &[PowerMode]| {
-        s.frames
+        s.passes
             .iter()
             .zip(modes)
             .filter(|(_, m)| common.is_none_or(|want| want == **m))
-            .fold((0u64, 0u64), |(n, t), (f, _)| {
-                (n + 1, t.saturating_add(f.wall_ns))
+            .fold((0u64, 0u64), |(n, t), (p, _)| {
+                (n + 1, t.saturating_add(p.wall_ns))
             })
     };
     let ((a_passes, a_wall_ns), (b_passes, b_wall_ns)) = (total(&sa, &ma), total(&sb, &mb));

@@ -72,7 +72,9 @@
 //! allocated: a header of at most [`MAX_HEADER`] bytes, a record payload (stored or
 //! decompressed) of at most [`MAX_PAYLOAD`], an index footer of at most [`MAX_INDEX`], and a
 //! frame's spans of at most [`MAX_SPAN_PAIRS`] stamp pairs of a grid of at most
-//! [`MAX_GRID`]. A reader therefore holds at most a few hundred MiB for one record whatever
+//! [`MAX_GRID`]; a frame's JSON of at most [`MAX_FRAME_JSON`] bytes, holding at most the
+//! run's stage count of stage timings and dispatch times and its level count of barrier
+//! timings (and never more than [`MAX_FRAME_ROWS`]). A reader therefore holds at most a few hundred MiB for one record whatever
 //! the file says, and its work is linear in 255 × the file's size. The writer refuses a
 //! message that a reader would refuse.
 //!
@@ -96,7 +98,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{ClockSync, RunDetails};
 
-pub use codec::{MAX_GRID, MAX_INDEX, MAX_PAYLOAD, MAX_SPAN_PAIRS};
+pub use codec::{MAX_FRAME_JSON, MAX_FRAME_ROWS, MAX_GRID, MAX_INDEX, MAX_PAYLOAD, MAX_SPAN_PAIRS};
 pub use reader::{Index, Reader, MAX_HEADER};
 pub use writer::{Compression, WriteStats, Writer};
 

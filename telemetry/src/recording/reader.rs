@@ -96,6 +96,9 @@ pub struct Reader<R> {
     skipped: u64,
     stored: Vec<u8>,
     raw: Vec<u8>,
+    /// The run's stage and level counts (the header's, or a start message's if larger): a
+    /// frame may not hold more timings than these.
+    shape: (usize, usize),
 }
 
 impl Reader<BufReader<File>> {
@@ -193,7 +196,9 @@ impl<R: Read + Seek> Reader<R> {
             skipped: 0,
             stored: vec![],
             raw: vec![],
+            shape: (0, 0),
         };
+        r.shape = (r.header.run.stages.len(), r.header.run.levels.len());
         r.index = r.read_footer().ok().flatten();
         Ok(r)
     }
@@ -418,12 +423,39 @@ impl<R: Read + Seek> Reader<R> {
         let k = h.kind & !kind::LZ4;
         match k {
             kind::START | kind::CLOCK | kind::FRAME | kind::SENSOR | kind::END | kind::OTHER => {
-                codec::decode_message(k, &self.raw)
-                    .map(Some)
-                    .map_err(|w| corrupt(h.offset, w))
+                let msg = codec::decode_message(k, &self.raw).map_err(|w| corrupt(h.offset, w))?;
+                self.check_shape(&msg).map_err(|w| corrupt(h.offset, w))?;
+                Ok(Some(msg))
             }
             _ => Ok(None),
         }
+    }
+
+    /// A start message widens the run's shape; a frame must fit in it.
+    fn check_shape(&mut self, msg: &Telemetry) -> std::result::Result<(), String> {
+        let (stages, levels) = &mut self.shape;
+        match msg {
+            Telemetry::Start(run) => {
+                *stages = (*stages).max(run.stages.len());
+                *levels = (*levels).max(run.levels.len());
+            }
+            Telemetry::Frame(f) => {
+                for (what, len, cap, of) in [
+                    ("stage timings", f.stages.len(), *stages, "stages"),
+                    ("dispatch times", f.dispatch_ns.len(), *stages, "stages"),
+                    ("barrier timings", f.barriers.len(), *levels, "levels"),
+                ] {
+                    if len > cap {
+                        return Err(format!(
+                            "frame {}: {len} {what}, the run has {cap} {of}",
+                            f.pass
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// The next message, or `None` at a clean end.
