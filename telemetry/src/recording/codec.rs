@@ -562,6 +562,37 @@ fn clone_without_spans(f: &Frame) -> Frame {
     }
 }
 
+/// The run's stage and level counts: the header's, widened by any start message.
+pub(crate) type Shape = (usize, usize);
+
+/// A start message widens `shape`; a frame must fit in it: no more stage timings or
+/// dispatch times than the run has stages, no more barrier timings than it has levels.
+pub(crate) fn check_shape(shape: &mut Shape, msg: &Telemetry) -> Result<(), String> {
+    let (stages, levels) = shape;
+    match msg {
+        Telemetry::Start(run) => {
+            *stages = (*stages).max(run.stages.len());
+            *levels = (*levels).max(run.levels.len());
+        }
+        Telemetry::Frame(f) => {
+            for (what, len, cap, of) in [
+                ("stage timings", f.stages.len(), *stages, "stages"),
+                ("dispatch times", f.dispatch_ns.len(), *stages, "stages"),
+                ("barrier timings", f.barriers.len(), *levels, "levels"),
+            ] {
+                if len > cap {
+                    return Err(format!(
+                        "frame {}: {len} {what}, the run has {cap} {of}",
+                        f.pass
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// Decode an uncompressed payload of record kind `k` (low bits).
 pub(crate) fn decode_message(k: u8, payload: &[u8]) -> Result<Telemetry, DecodeError> {
     use super::kind;

@@ -424,38 +424,11 @@ impl<R: Read + Seek> Reader<R> {
         match k {
             kind::START | kind::CLOCK | kind::FRAME | kind::SENSOR | kind::END | kind::OTHER => {
                 let msg = codec::decode_message(k, &self.raw).map_err(|w| corrupt(h.offset, w))?;
-                self.check_shape(&msg).map_err(|w| corrupt(h.offset, w))?;
+                codec::check_shape(&mut self.shape, &msg).map_err(|w| corrupt(h.offset, w))?;
                 Ok(Some(msg))
             }
             _ => Ok(None),
         }
-    }
-
-    /// A start message widens the run's shape; a frame must fit in it.
-    fn check_shape(&mut self, msg: &Telemetry) -> std::result::Result<(), String> {
-        let (stages, levels) = &mut self.shape;
-        match msg {
-            Telemetry::Start(run) => {
-                *stages = (*stages).max(run.stages.len());
-                *levels = (*levels).max(run.levels.len());
-            }
-            Telemetry::Frame(f) => {
-                for (what, len, cap, of) in [
-                    ("stage timings", f.stages.len(), *stages, "stages"),
-                    ("dispatch times", f.dispatch_ns.len(), *stages, "stages"),
-                    ("barrier timings", f.barriers.len(), *levels, "levels"),
-                ] {
-                    if len > cap {
-                        return Err(format!(
-                            "frame {}: {len} {what}, the run has {cap} {of}",
-                            f.pass
-                        ));
-                    }
-                }
-            }
-            _ => {}
-        }
-        Ok(())
     }
 
     /// The next message, or `None` at a clean end.

@@ -49,6 +49,8 @@ pub struct Writer<W: Write> {
     raw: Vec<u8>,
     packed: Vec<u8>,
     record: Vec<u8>,
+    /// The run's stage and level counts, as the reader checks them.
+    shape: codec::Shape,
 }
 
 impl Writer<BufWriter<File>> {
@@ -71,6 +73,7 @@ impl<W: Write> Writer<W> {
             raw: vec![],
             packed: vec![],
             record: vec![],
+            shape: (header.run.stages.len(), header.run.levels.len()),
         };
         let json = serde_json::to_vec(header).map_err(|e| RecordingError::Encode {
             what: format!("the header: {e}"),
@@ -102,8 +105,9 @@ impl<W: Write> Writer<W> {
     pub fn write(&mut self, msg: &Telemetry) -> Result<()> {
         let mut raw = std::mem::take(&mut self.raw);
         raw.clear();
-        let k =
-            codec::encode_message(&mut raw, msg).map_err(|what| RecordingError::Encode { what });
+        let k = codec::check_shape(&mut self.shape, msg)
+            .and_then(|()| codec::encode_message(&mut raw, msg))
+            .map_err(|what| RecordingError::Encode { what });
         let r = k.and_then(|k| {
             if let Telemetry::Frame(f) = msg {
                 self.index.push((f.pass, self.offset));
