@@ -52,38 +52,43 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-/// An LZ4 block that inflates to `prefix` followed by `zeros` zero bytes: the prefix and one
-/// zero as literals, one match of offset 1 for the rest (255 per length byte), then the five
-/// literals a block must end with.
+/// An LZ4 block that inflates to `prefix` followed by `zeros` zero bytes.
 fn lz4_zeros(prefix: &[u8], zeros: u64) -> Vec<u8> {
     assert!(zeros > 5 + 1 + 4);
-    let lit = prefix.len() + 1;
-    let mlen = zeros - 1 - 5;
+    lz4_run(prefix, 0, zeros - 5, &[0; 5])
+}
+
+/// An LZ4 block that inflates to `head`, `n` copies of `byte`, then `tail`: `head` and one
+/// `byte` as literals, one match of offset 1 for the rest of the run (255 per length byte),
+/// then `tail` as the literals a block must end with (at least five).
+fn lz4_run(head: &[u8], byte: u8, n: u64, tail: &[u8]) -> Vec<u8> {
+    assert!(n > 1 + 4 && tail.len() >= 5);
     let mut b = vec![];
-    let tok_lit = lit.min(15) as u8;
-    let tok_m = (mlen - 4).min(15) as u8;
-    b.push(tok_lit << 4 | tok_m);
-    if lit >= 15 {
-        let mut r = lit - 15;
+    let ext = |b: &mut Vec<u8>, mut r: u64| {
         while r >= 255 {
             b.push(255);
             r -= 255;
         }
         b.push(r as u8);
+    };
+    let lit = head.len() as u64 + 1;
+    let mlen = n - 1;
+    b.push((lit.min(15) as u8) << 4 | (mlen - 4).min(15) as u8);
+    if lit >= 15 {
+        ext(&mut b, lit - 15);
     }
-    b.extend_from_slice(prefix);
-    b.push(0);
+    b.extend_from_slice(head);
+    b.push(byte);
     b.extend_from_slice(&1u16.to_le_bytes());
     if mlen - 4 >= 15 {
-        let mut r = mlen - 4 - 15;
-        while r >= 255 {
-            b.push(255);
-            r -= 255;
-        }
-        b.push(r as u8);
+        ext(&mut b, mlen - 4 - 15);
     }
-    b.push(5 << 4);
-    b.extend_from_slice(&[0; 5]);
+    let lit = tail.len() as u64;
+    b.push((lit.min(15) as u8) << 4);
+    if lit >= 15 {
+        ext(&mut b, lit - 15);
+    }
+    b.extend_from_slice(tail);
     b
 }
 
@@ -193,6 +198,111 @@ fn a_few_mb_recording_claiming_gigabytes_is_refused_at_its_offset_in_bounded_mem
     let (o, _, _) = run(&["replay", "--headless", ps]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(out.lines().filter(|l| l.starts_with("pass ")).count(), 3);
+}
+
+/// A recording of `frames` frames, each an LZ4 record of a few KB whose frame JSON is
+/// `json_len` bytes (one stage name holds the bulk; the run's own stage and level counts),
+/// with no spans.
+fn many_big_frames(path: &Path, frames: u64, json_len: u64) {
+    let run = synthetic_run(8, 16, 6);
+    let mut w = baro_telemetry::recording::Writer::new(
+        Vec::new(),
+        &RecordingHeader::new(run.clone(), "many"),
+    )
+    .expect("writer");
+    w.write(&Telemetry::Start(run.clone())).expect("start");
+    let mut f = w.get_ref().clone();
+    for p in 0..frames {
+        let mut frame = synthetic_frame(&run, p, 5);
+        frame.spans = Default::default();
+        frame.stages[0].name = "@".into();
+        let json = serde_json::to_string(&frame).expect("json");
+        let (a, b) = json.split_once("\"@\"").expect("the marked name");
+        let (a, b) = (format!("{a}\""), format!("\"{b}"));
+        let n = json_len - (a.len() + b.len()) as u64;
+        let mut head = vec![];
+        varint(&mut head, json_len);
+        head.extend_from_slice(a.as_bytes());
+        let mut tail = b.into_bytes();
+        tail.extend_from_slice(&[0, 0, 0]); // grid 0, no stage rows, no barrier rows
+        let mut payload = vec![];
+        varint(&mut payload, head.len() as u64 + n + tail.len() as u64);
+        payload.extend_from_slice(&lz4_run(&head, b'x', n, &tail));
+        record(&mut f, 3 | 0x80, &payload);
+    }
+    std::fs::write(path, &f).expect("write");
+}
+
+#[test]
+fn many_frames_each_at_the_frame_cap_replay_and_diff_in_bounded_memory() {
+    // 200 frames of 4 MiB of JSON each (the cap): 800 MiB of frames from a ≈ 4 MB file.
+    // Replay and diff hold a few numbers per pass, never every frame.
+    let cap = baro_telemetry::recording::MAX_FRAME_JSON;
+    let p = tmp("many.baro");
+    many_big_frames(&p, 200, cap);
+    let size = std::fs::metadata(&p).expect("meta").len();
+    assert!(size < 8 << 20, "the file is small: {size} bytes");
+    let ps = p.to_str().expect("utf8");
+    for args in [vec!["replay", "--headless", ps], vec!["diff", ps, ps]] {
+        let (o, took, rss_kib) = run(&args);
+        let e = stderr(&o);
+        assert!(o.status.code().is_some_and(|c| c < 2), "{args:?}: {e}");
+        assert!(took < Duration::from_secs(120), "{args:?} took {took:?}");
+        assert!(
+            rss_kib < 384 * 1024,
+            "{args:?}: peak RSS {rss_kib} KiB for {size} bytes of 200 frames"
+        );
+    }
+    let (o, _, _) = run(&["replay", "--headless", ps]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.lines().filter(|l| l.starts_with("pass ")).count(), 200);
+}
+
+#[test]
+fn frames_past_the_frame_cap_or_the_runs_stage_count_are_refused_at_their_offset() {
+    let cap = baro_telemetry::recording::MAX_FRAME_JSON;
+    // One byte over the JSON cap, in a file that is otherwise valid.
+    let p = tmp("over-json.baro");
+    many_big_frames(&p, 3, cap + 1);
+    let (o, _, _) = run(&["replay", "--headless", p.to_str().expect("utf8")]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("cap on a frame"), "{e}");
+    // More stage timings than the run has stages (each a few bytes: 2^20 of them would be
+    // ≈ 80 MiB decoded per record before the check).
+    let run_ = synthetic_run(8, 16, 6);
+    let mut w = baro_telemetry::recording::Writer::new(
+        Vec::new(),
+        &RecordingHeader::new(run_.clone(), "rows"),
+    )
+    .expect("writer");
+    w.write(&Telemetry::Start(run_.clone())).expect("start");
+    let mut frame = synthetic_frame(&run_, 0, 5);
+    frame.stages.push(frame.stages[0].clone());
+    let err = w.write(&Telemetry::Frame(Box::new(frame.clone())));
+    assert!(err.is_err(), "the writer refuses what a reader would");
+    let mut f = w.get_ref().clone();
+    let at = f.len();
+    frame.spans = Default::default();
+    let json = serde_json::to_vec(&frame).expect("json");
+    let mut payload = vec![];
+    varint(&mut payload, json.len() as u64);
+    payload.extend_from_slice(&json);
+    payload.extend_from_slice(&[0, 0, 0]);
+    record(&mut f, 3, &payload);
+    let p = tmp("over-rows.baro");
+    std::fs::write(&p, &f).expect("write");
+    let ps = p.to_str().expect("utf8");
+    for args in [vec!["replay", "--headless", ps], vec!["diff", ps, ps]] {
+        let (o, _, _) = run(&args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains(&format!("at byte {at}")), "{args:?}: {e}");
+        assert!(
+            e.contains("17 stage timings, the run has 16 stages"),
+            "{args:?}: {e}"
+        );
+    }
 }
 
 #[test]
