@@ -176,6 +176,49 @@ fn write_stdout(write: impl FnOnce(&Path) -> anyhow::Result<()>) -> anyhow::Resu
     Ok(())
 }
 
+/// What [`write_atomic`] would refuse (an input, a directory, a socket), checked before the
+/// work that makes the bytes.
+pub fn check_output(out: &Path) -> anyhow::Result<()> {
+    if out == Path::new("-") {
+        return Ok(());
+    }
+    target(out).map(|_| ())
+}
+
+/// A private temporary file for a library that writes to a path it is given (the driver's
+/// pipeline cache): the library writes here, never to the user's path, and [`Self::publish`]
+/// then moves the bytes to the output through [`write_atomic`]. Removed on every exit path.
+pub struct Scratch(Temporary);
+
+impl Scratch {
+    /// A new scratch path in the temporary directory (`what` names it: `pipeline-cache`).
+    pub fn new(what: &str) -> Self {
+        Scratch(Temporary::new(std::env::temp_dir().join(format!(
+            "baro-top-{what}-{}.partial",
+            std::process::id()
+        ))))
+    }
+
+    /// Where the library writes.
+    pub fn path(&self) -> &Path {
+        &self.0 .0
+    }
+
+    /// Whether the library wrote anything yet.
+    pub fn written(&self) -> bool {
+        self.path().is_file()
+    }
+
+    /// Copy what was written to `out` (as [`write_atomic`]); the scratch file is removed.
+    pub fn publish(self, out: &Path) -> anyhow::Result<()> {
+        write_atomic(out, |tmp| {
+            std::fs::copy(self.path(), tmp)
+                .map(|_| ())
+                .map_err(anyhow::Error::from)
+        })
+    }
+}
+
 /// What [`create_recording`] would refuse, checked without creating anything (a command
 /// checks its output before the work that precedes creating it).
 pub fn check_recording(out: &Path, force: bool) -> anyhow::Result<()> {

@@ -22,13 +22,55 @@ fn bin() -> String {
     std::env::var("BARO_TOP_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_baro-top").into())
 }
 
+/// Run the binary to its end: 120 s at most, so that a hang (an old build given
+/// `--rate 1e-15`) fails the test instead of holding it.
 fn baro(args: &[&str]) -> Output {
-    Command::new(bin())
+    baro_deadline(args, 120)
+}
+
+/// Run the binary; a run past `secs` is killed and fails the test with what it printed.
+fn baro_deadline(args: &[&str], secs: u64) -> Output {
+    let mut c = Command::new(bin())
         .args(args)
         .env("LP_NUM_THREADS", "2")
         .stdin(Stdio::null())
-        .output()
-        .expect("baro-top runs")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("baro-top runs");
+    // Drained as it comes, so a child that prints a lot never blocks on a full pipe.
+    let drain = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut v = vec![];
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut v);
+            }
+            v
+        })
+    };
+    let so = drain(c.stdout.take().map(|r| Box::new(r) as Box<dyn Read + Send>));
+    let se = drain(c.stderr.take().map(|r| Box::new(r) as Box<dyn Read + Send>));
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = c.try_wait().expect("wait") {
+            break st;
+        }
+        if t.elapsed() > Duration::from_secs(secs) {
+            let _ = c.kill();
+            let _ = c.wait();
+            let e = se.join().unwrap_or_default();
+            panic!(
+                "{args:?} ran past {secs} s: {}",
+                String::from_utf8_lossy(&e)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: so.join().unwrap_or_default(),
+        stderr: se.join().unwrap_or_default(),
+    }
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -97,17 +139,98 @@ fn export_onto_its_own_input_is_refused_and_the_recording_survives() {
     }
 }
 
+/// A null device to write to: as root, a private node (1, 3) made in the test's temporary
+/// directory, so that an old build run against this test (`BARO_TOP_BIN`) can replace only
+/// that node, never the system's /dev/null; otherwise /dev/null itself, which a process
+/// without root cannot replace.
+fn null_device() -> PathBuf {
+    let p = tmp("null");
+    let _ = std::fs::remove_file(&p);
+    let c = std::ffi::CString::new(s(&p)).expect("cstr");
+    // SAFETY: mknod on a NUL-terminated path; fails without privilege.
+    let made = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+    if made == 0 {
+        p
+    } else {
+        PathBuf::from("/dev/null")
+    }
+}
+
+const STORIES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../engine/models/stories260K/stories260K.bin"
+);
+const TOK: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../engine/models/stories260K/tok512.bin"
+);
+
+#[test]
+fn every_output_refuses_the_commands_own_inputs_whatever_name_reaches_them() {
+    // Copies, so a failure of this test can damage nothing shipped.
+    let ck = tmp("in-ck.bin");
+    let tok = tmp("in-tok.bin");
+    std::fs::copy(STORIES, &ck).expect("copy");
+    std::fs::copy(TOK, &tok).expect("copy");
+    let gguf = tmp("in-model.gguf");
+    let o = baro(&["model", "import", s(&ck), "-z", s(&tok), "-o", s(&gguf)]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let link = tmp("in-model-link.gguf");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&gguf, &link).expect("symlink");
+    let cases: Vec<(Vec<&str>, &Path)> = vec![
+        (
+            vec!["model", "import", s(&ck), "-z", s(&tok), "-o", s(&ck)],
+            &ck,
+        ),
+        (
+            vec!["model", "import", s(&ck), "-z", s(&tok), "-o", s(&tok)],
+            &tok,
+        ),
+        (
+            vec!["run", "-m", s(&gguf), "--pipeline-cache-out", s(&gguf)],
+            &gguf,
+        ),
+        (
+            vec!["run", "-m", s(&gguf), "--pipeline-cache-out", s(&link)],
+            &gguf,
+        ),
+        (
+            vec!["bench", "rec", "-m", s(&gguf), "--out", s(&gguf)],
+            &gguf,
+        ),
+        (
+            vec!["bench", "rec", "-m", s(&gguf), "--out", s(&link)],
+            &gguf,
+        ),
+    ];
+    for (args, input) in cases {
+        let before = std::fs::read(input).expect("read");
+        let o = baro_deadline(&args, 60);
+        let e = err(&o);
+        assert_ne!(o.status.code(), Some(0), "{args:?}: {e}");
+        assert!(e.contains("one of this command's inputs"), "{args:?}: {e}");
+        assert!(
+            std::fs::read(input).expect("read") == before,
+            "{args:?}: {} is unchanged",
+            input.display()
+        );
+    }
+}
+
 #[test]
 fn outputs_onto_devices_fifos_symlinks_and_stdout_are_written_never_replaced() {
     let rec = tmp("out.baro");
     recording(&rec, &run8(), 4, 0);
-    // /dev/null stays the device (the run as root replaced it with a file).
-    let o = baro(&["export", s(&rec), "--csv", "/dev/null"]);
+    // A device stays the device (the run as root replaced /dev/null with a file).
+    let null = null_device();
+    let o = baro(&["export", s(&rec), "--csv", s(&null)]);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    let m = std::fs::metadata("/dev/null").expect("meta");
+    let m = std::fs::metadata(&null).expect("meta");
     assert!(
         m.file_type().is_char_device(),
-        "/dev/null is still a device"
+        "{} is still a device",
+        null.display()
     );
     // A symlink is written through: the link stays, its target gets the CSV.
     let target = tmp("target.csv");

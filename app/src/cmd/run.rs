@@ -88,6 +88,10 @@ fn check_name(p: Option<CheckPlan>) -> String {
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let model = super::load_model(&a.model)?;
+    if let Some(out) = &a.pipeline_cache_out {
+        // Before the device: the model (or another input) is refused at once.
+        crate::files::check_output(out)?;
+    }
     let positions = match a.ctx {
         Some(n) => {
             crate::validate::positions_fit("--ctx", n, model.config.seq_len)?;
@@ -103,7 +107,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let dispatch = a.dispatch.unwrap_or(crate::DispatchArg::Mega).dispatch();
     let mut opts = a.gpu.decoder_options(dispatch, positions);
     opts.instrument = !a.no_instrument;
-    opts.pipeline_cache_out = a.pipeline_cache_out.clone();
+    // The engine writes the cache to a private scratch file; the shared writer then puts it
+    // at the user's path (refusing an input such as the model, never renaming over a device).
+    let mut cache = match &a.pipeline_cache_out {
+        Some(out) => {
+            let s = crate::files::Scratch::new("pipeline-cache");
+            opts.pipeline_cache_out = Some(s.path().to_path_buf());
+            Some((out.clone(), s))
+        }
+        None => None,
+    };
     let passes = a.passes.or(Some(64));
     let mut lines = crate::ui::headless::Printer::new(Some(super::live::token_decoder(&model)));
     let mut b = SessionBuilder::new(&dev, model, opts)
@@ -114,6 +127,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let rx = b.subscribe(SinkKind::Lossy { capacity: 1024 });
     let session = b.spawn().context("starting the decode session")?;
     for t in rx.iter() {
+        // The pipelines (and so the cache) are built before the run's first message.
+        if let Some((out, s)) = cache.take_if(|(_, s)| s.written()) {
+            s.publish(&out)?;
+        }
         if a.json {
             lines.count(&t);
             let line = match t {
@@ -175,6 +192,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     // The exit status is the engine's outcome, not what this loop happened to see.
     let outcome = session.wait().context("decode session")?;
+    if let Some((out, s)) = cache.take_if(|(_, s)| s.written()) {
+        s.publish(&out)?;
+    }
     if outcome.failed_checks > 0 {
         note!(
             "run: {} of {} checked passes failed against the CPU reference",

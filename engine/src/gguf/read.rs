@@ -5,7 +5,6 @@ use crate::blob::{Blob, Storage};
 use crate::quant::GgmlType;
 use crate::{Error, Result};
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -414,9 +413,10 @@ pub struct GgufFile {
 }
 
 impl GgufFile {
-    /// Memory-map and parse the file at `path`.
+    /// Memory-map and parse the file at `path` (a regular file, opened as every input is:
+    /// [`crate::model::open_input`]).
     pub fn open(path: &Path) -> Result<Self> {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let file = crate::model::open_input(path, "GGUF file")?;
         // SAFETY: the map is read-only. As with every mmap, another process truncating or
         // rewriting the file while it is mapped is outside what Rust can guard against; model
         // files are not modified in place.

@@ -11,6 +11,15 @@ use crate::llama2c;
 use crate::tokenizer::Tokenizer;
 use crate::{Error, Result};
 
+/// Open an input file the way every input is opened (`baro_telemetry::input::open`):
+/// non-blocking, a regular file or refused by kind (`what` names it in the error), and
+/// registered as an input, so an output writer refuses to replace it.
+pub(crate) fn open_input(path: &Path, what: &str) -> Result<std::fs::File> {
+    baro_telemetry::input::open(path, what, u64::MAX)
+        .map(|(f, _)| f)
+        .map_err(|e| Error::Invalid(e.to_string()))
+}
+
 impl Model {
     /// The embedded default model (stories260K, f32).
     pub fn embedded() -> Result<Model> {
@@ -27,13 +36,15 @@ impl Model {
     /// Load a model file: GGUF (by its magic) or a llama2.c checkpoint, which needs
     /// `tokenizer` (a llama2.c `tok*.bin`). A GGUF may also take an external llama2.c tokenizer.
     ///
-    /// Reads are bounded by what the file's own header allows: a llama2.c checkpoint is read
-    /// only up to the size its header gives (a regular file of another size is refused before
-    /// any weights are read), a GGUF is memory-mapped and must be a regular file, so devices
-    /// and pipes (`/dev/zero`, FIFOs) end in a format error, not in reading without end.
+    /// Every file is opened through [`open_input`]: non-blocking, regular files only (a FIFO
+    /// or a device is refused by kind, never waited on), and remembered as one of the
+    /// process's inputs so that no output can replace it. Reads are bounded by what the
+    /// file's own header allows: a llama2.c checkpoint is read only up to the size its header
+    /// gives (a file of another size is refused before any weights are read); a GGUF is
+    /// memory-mapped.
     pub fn open(path: &Path, tokenizer: Option<&Path>) -> Result<Model> {
         let io = |e| Error::io(path, e);
-        let mut f = std::fs::File::open(path).map_err(io)?;
+        let mut f = open_input(path, "model")?;
         let meta = f.metadata().map_err(io)?;
         let regular_len = meta.is_file().then_some(meta.len());
         let mut bytes = Vec::new();

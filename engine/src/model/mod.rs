@@ -12,6 +12,7 @@
 //! requantising), [`vocab`] (the tokenizer ↔ GGUF metadata bridge, synthetic vocabularies).
 
 mod load;
+pub(crate) use load::open_input;
 pub mod types;
 pub mod vocab;
 mod write;

@@ -159,6 +159,10 @@ pub fn run(a: RecBenchArgs) -> anyhow::Result<ExitCode> {
         bail!("--out names the recording to write, not a directory");
     }
     let model = super::super::load_model(&a.model)?;
+    if let Some(out) = &a.out {
+        // Before the device: an input (the model) or a directory is refused at once.
+        crate::files::check_recording(out, true)?;
+    }
     let quant = super::super::live::quant_name(&model);
     let positions = match a.ctx {
         Some(n) => {
@@ -182,7 +186,8 @@ pub fn run(a: RecBenchArgs) -> anyhow::Result<ExitCode> {
             true,
         ),
     };
-    let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+    // The shared writer: never onto an input (the model), a device or FIFO written in place.
+    let file = crate::files::create_recording(&path, true)?;
     let source = model.source.clone();
     let dispatch = a.dispatch.unwrap_or(DispatchArg::Mega).dispatch();
     let mut opts = a.gpu.decoder_options(dispatch, positions);
