@@ -317,6 +317,11 @@ fn a_frame_within_the_caps_but_mostly_missing_stamps_still_replays() {
     assert_eq!(out.lines().filter(|l| l.starts_with("pass ")).count(), 2);
 }
 
+const STORIES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../engine/models/stories260K/stories260K.bin"
+);
+
 fn fifo(name: &str) -> PathBuf {
     let p = tmp(name);
     let _ = std::fs::remove_file(&p);
@@ -357,6 +362,23 @@ fn fifos_and_devices_as_inputs_are_refused_by_kind_at_once() {
     bomb(&ok, 2, 8, 1);
     let oks = ok.to_str().expect("utf8");
     let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["model", "info", fs], "a FIFO"),
+        (
+            vec!["model", "import", fs, "-z", fs, "-o", "/nonexistent/x.gguf"],
+            "a FIFO",
+        ),
+        (
+            vec![
+                "model",
+                "import",
+                STORIES,
+                "-z",
+                fs,
+                "-o",
+                "/nonexistent/x.gguf",
+            ],
+            "a FIFO",
+        ),
         (vec!["replay", "--headless", fs], "a FIFO"),
         (vec!["export", fs, "--csv", "/dev/null"], "a FIFO"),
         (vec!["diff", fs, oks], "a FIFO"),
