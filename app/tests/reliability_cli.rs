@@ -418,6 +418,68 @@ fn record_on_sigterm_finishes_the_file_and_exits_143() {
     assert!(r.finished(), "the footer was written");
 }
 
+#[test]
+fn record_stopped_by_sigint_or_sigterm_keeps_every_pass_it_decoded() {
+    if skip_without_vulkan() {
+        return;
+    }
+    for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let p = tmp(&format!("every-pass-{sig}.baro"));
+        let log = tmp(&format!("every-pass-{sig}.log"));
+        let _ = std::fs::remove_file(&p);
+        let mut c = Command::new(bin())
+            .args(["record", "-o", s(&p), "--passes", "100000", "--no-wait"])
+            .env("LP_NUM_THREADS", "2")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log"))
+            .spawn()
+            .expect("spawn");
+        let t = Instant::now();
+        while std::fs::metadata(&p).map_or(0, |m| m.len()) < 4096 {
+            assert!(
+                t.elapsed() < Duration::from_secs(120),
+                "record never got going"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // SAFETY: kill on our own child's pid.
+        unsafe { libc::kill(c.id() as i32, sig) };
+        assert_eq!(wait_deadline(&mut c, 120), Some(code), "signal {sig}");
+        let e = std::fs::read_to_string(&log).expect("log");
+        // What record says it recorded, what the engine says it decoded, what the file holds.
+        let said: u64 = e
+            .lines()
+            .filter(|l| l.starts_with("record: ") && l.contains(" passes, "))
+            .find_map(|l| l.split(" passes, ").next()?.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no pass count in: {e}"));
+        let mut r = Reader::open(&p).expect("a recording");
+        let (mut frames, mut decoded, mut dropped) = (0u64, None, None);
+        for m in r.by_ref() {
+            match m.expect("no damage") {
+                Telemetry::Frame(_) => frames += 1,
+                Telemetry::End {
+                    passes, dropped: d, ..
+                } => {
+                    decoded = Some(passes);
+                    dropped = Some(d);
+                }
+                _ => {}
+            }
+        }
+        assert!(r.finished(), "signal {sig}: the footer was written");
+        assert_eq!(dropped, Some(0), "signal {sig}: nothing dropped");
+        assert_eq!(
+            decoded,
+            Some(frames),
+            "signal {sig}: every decoded pass is in the file"
+        );
+        assert_eq!(said, frames, "signal {sig}: the count record reports: {e}");
+        assert!(frames > 0, "signal {sig}");
+    }
+}
+
 fn wait_deadline(c: &mut Child, secs: u64) -> Option<i32> {
     let t = Instant::now();
     loop {
