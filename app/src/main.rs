@@ -128,6 +128,11 @@ pub struct LiveArgs {
     /// directory]; checked for writing at startup.
     #[arg(long, value_name = "DIR")]
     pub record_dir: Option<std::path::PathBuf>,
+    /// Test hook (not for use): the producer panics after forwarding N passes, 1..=1,000,000,
+    /// so a test can see a producer panic restore the terminal, finish a recording and exit
+    /// 101.
+    #[arg(long, hide = true, value_parser = validate::inject_panic_after)]
+    pub inject_producer_panic: Option<u64>,
 }
 
 /// Which model to load: a GGUF or llama2.c file, or the embedded stories260K.

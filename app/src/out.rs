@@ -64,10 +64,97 @@ impl Write for Stdout {
     }
 }
 
-/// Write formatted text to stdout (see the module doc for a closed pipe).
+/// Write formatted text to stdout (see the module doc for a closed pipe). The text is
+/// [`clean`]ed, as on stderr: `outln!` prints human-readable lines that quote strings from
+/// files (a GGUF's name and tensor names, device names); bytes that are data (a CSV, a
+/// recording, generated text) go through [`Stdout`] or [`TerminalSafe`] instead.
 pub fn stdout_fmt(args: std::fmt::Arguments<'_>) -> io::Result<()> {
+    let text = clean(&args.to_string());
     let mut o = Stdout::lock();
-    o.write_fmt(args)
+    o.write_all(text.as_bytes())
+}
+
+/// A writer of raw bytes from a file (a vocabulary's pieces: generated text, `tokenize`)
+/// that, when its output is a terminal, shows control bytes as `\xNN` (C0, DEL, and C1 as
+/// UTF-8 `c2 80..9f`) so that no escape sequence reaches the terminal; `\n` and `\t` pass.
+/// Into a pipe or a file the bytes pass unchanged.
+pub struct TerminalSafe<W: Write> {
+    out: W,
+    tty: bool,
+    /// A trailing `0xc2` held until the next byte says whether it starts a C1 control.
+    held: bool,
+}
+
+impl<W: Write> TerminalSafe<W> {
+    /// Wrap `out`; `tty`: whether it is a terminal.
+    pub fn new(out: W, tty: bool) -> Self {
+        TerminalSafe {
+            out,
+            tty,
+            held: false,
+        }
+    }
+
+    fn escaped(&mut self, b: u8) -> io::Result<()> {
+        write!(self.out, "\\x{b:02x}")
+    }
+}
+
+impl<W: Write> Write for TerminalSafe<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if !self.tty {
+            return self.out.write(buf);
+        }
+        let mut start = 0;
+        for (i, &b) in buf.iter().enumerate() {
+            if self.held {
+                self.held = false;
+                if (0x80..=0x9f).contains(&b) {
+                    self.escaped(0xc2)?;
+                    self.escaped(b)?;
+                } else {
+                    self.out.write_all(&[0xc2])?;
+                    if b == 0xc2 {
+                        self.held = true;
+                    } else if is_control(b) {
+                        self.escaped(b)?;
+                    } else {
+                        self.out.write_all(&[b])?;
+                    }
+                }
+                start = i + 1;
+                continue;
+            }
+            if b == 0xc2 || is_control(b) {
+                self.out.write_all(&buf[start..i])?;
+                if b == 0xc2 {
+                    self.held = true;
+                } else {
+                    self.escaped(b)?;
+                }
+                start = i + 1;
+            }
+        }
+        self.out.write_all(&buf[start..])?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl<W: Write> Drop for TerminalSafe<W> {
+    fn drop(&mut self) {
+        if self.held {
+            let _ = self.out.write_all(&[0xc2]);
+        }
+        let _ = self.out.flush();
+    }
+}
+
+fn is_control(b: u8) -> bool {
+    (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f
 }
 
 /// Write formatted text to stderr: a closed pipe ends the process quietly, other errors are
@@ -118,4 +205,35 @@ macro_rules! note {
 /// `eprint!` that never panics (see [`stderr_fmt`]).
 macro_rules! note_raw {
     ($($t:tt)*) => { $crate::out::stderr_fmt(format_args!($($t)*)) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn through(tty: bool, chunks: &[&[u8]]) -> Vec<u8> {
+        let mut v = vec![];
+        {
+            let mut w = TerminalSafe::new(&mut v, tty);
+            for c in chunks {
+                w.write_all(c).expect("write");
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn terminal_safe_shows_c0_and_c1_controls_on_a_terminal_even_split_across_writes() {
+        let evil: &[&[u8]] = &[b"a\x1b]0;t\x07b\xc2", b"\x9b2J\tc\n\xc2\xa9"];
+        assert_eq!(
+            through(true, evil),
+            b"a\\x1b]0;t\\x07b\\xc2\\x9b2J\tc\n\xc2\xa9".to_vec()
+        );
+    }
+
+    #[test]
+    fn terminal_safe_passes_every_byte_into_a_pipe() {
+        let evil: &[&[u8]] = &[b"a\x1b]0;t\x07b\xc2", b"\x9b2J"];
+        assert_eq!(through(false, evil), evil.concat());
+    }
 }

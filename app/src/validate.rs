@@ -94,6 +94,11 @@ pub fn repetitions(s: &str) -> Result<u64, String> {
     whole(s, 1, u64::MAX, "nothing to measure or show with none")
 }
 
+/// Hidden `--inject-producer-panic`: passes before the injected panic, 1..=1,000,000.
+pub fn inject_panic_after(s: &str) -> Result<u64, String> {
+    whole(s, 1, 1_000_000, "passes forwarded before the test panic")
+}
+
 /// `--grid`: 1 ..= 65535 workgroups.
 pub fn grid(s: &str) -> Result<u32, String> {
     whole(

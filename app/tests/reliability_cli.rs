@@ -701,6 +701,33 @@ fn numeric_flags_out_of_range_are_refused_at_parse_time() {
 }
 
 #[test]
+fn escape_sequences_in_a_models_strings_never_reach_stdout_or_stderr() {
+    // general.name is the checkpoint's file stem: a name with a clear-screen, a window
+    // title (OSC 0) and a C1 CSI in it.
+    let evil = tmp("x\u{1b}[2J\u{1b}]0;pwned\u{7}\u{9b}31m.bin");
+    std::fs::copy(STORIES, &evil).expect("copy");
+    let gguf = tmp("evil-name.gguf");
+    let o = baro(&["model", "import", s(&evil), "-z", TOK, "-o", s(&gguf)]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let o = baro(&["model", "info", s(&gguf)]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let text = out(&o);
+    assert!(
+        text.contains("name       x"),
+        "the name is shown, cleaned: {text}"
+    );
+    for (stream, bytes) in [("stdout", &o.stdout), ("stderr", &o.stderr)] {
+        let s = String::from_utf8_lossy(bytes);
+        for bad in ['\u{1b}', '\u{7}', '\u{9b}'] {
+            assert!(
+                !s.contains(bad),
+                "{stream} of model info holds {bad:?}: {s:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn escape_sequences_in_a_recordings_strings_never_reach_the_terminal() {
     let mut run = run8();
     let evil = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{1b}]52;c;ZXZpbA==\u{7}\u{9b}31m";

@@ -4,7 +4,9 @@
 //! the signal; a 4 KiB paste, bracketed or typed, leaves `q` working at once; with a layout
 //! whose quit key is `x`, Ctrl-c still quits; a layout that leaves no quit key, or binds
 //! Ctrl-c elsewhere, is refused; a live recording started with `r` is finished (footer) when
-//! the dashboard is killed. In CI (CI=true) a missing tmux fails.
+//! the dashboard is killed; a producer that panics (the hidden test hook
+//! `--inject-producer-panic`) restores the terminal, finishes that recording and exits 101.
+//! In CI (CI=true) a missing tmux fails.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -262,6 +264,46 @@ fn a_live_recording_is_finished_when_the_dashboard_is_killed() {
     unsafe { libc::kill(p.child(), libc::SIGINT) };
     assert_eq!(p.exited(120), 130);
     let mut r = baro_telemetry::recording::Reader::open(&file).expect("a recording");
+    r.read_all().expect("no damage");
+    assert!(r.finished(), "the footer was written");
+}
+
+#[test]
+fn a_producer_panic_restores_the_terminal_finishes_the_recording_and_exits_101() {
+    if skip_without_vulkan() || !have_tmux() {
+        return;
+    }
+    // The synthetic producer: the terminal comes back and the status is 101.
+    let p = Pane::start(
+        "panic-synth",
+        &format!("{} live --synthetic --inject-producer-panic 200", bin()),
+    );
+    assert_eq!(p.exited(120), 101, "the synthetic producer's panic");
+    // The live engine with `r` recording: the recording gets its footer as well.
+    let dir = tmp("panic-rec-dir");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    // 1,500 passes: seconds on an idle machine (lavapipe decodes a few hundred a second on
+    // the embedded model), about a minute on a loaded one; `r` is pressed at the first.
+    let p = Pane::start(
+        "panic-live",
+        &format!(
+            "{} live --record-dir {} --inject-producer-panic 1500",
+            bin(),
+            dir.display()
+        ),
+    );
+    p.wait_for("passes ·", 120);
+    p.tmux(&["send-keys", "r"]);
+    let t = Instant::now();
+    while recordings_in(&dir).is_empty() {
+        assert!(t.elapsed() < Duration::from_secs(120), "r never recorded");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(p.exited(300), 101, "the live producer's panic");
+    let files = recordings_in(&dir);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let mut r = baro_telemetry::recording::Reader::open(&files[0]).expect("a recording");
     r.read_all().expect("no damage");
     assert!(r.finished(), "the footer was written");
 }

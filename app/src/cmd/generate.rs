@@ -148,7 +148,9 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         a.gpu.kv.unwrap_or_default(),
         a.gpu.act.unwrap_or_default()
     );
-    let mut out = crate::out::Stdout::lock();
+    // Generated text is the vocabulary's bytes: no escape sequence reaches a terminal.
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let mut out = crate::out::TerminalSafe::new(crate::out::Stdout::lock(), tty);
     let g = generate_with(
         dec.as_mut(),
         &model.tokenizer,

@@ -254,6 +254,36 @@ fn dashboard_options(a: &LiveArgs) -> anyhow::Result<ui::app::Options> {
     })
 }
 
+/// Test hook (`--inject-producer-panic N`): a thread between the producer and the dashboard
+/// that forwards `n` frames and then panics, as a producer with a bug would.
+fn panicking_relay(
+    rx: crossbeam_channel::Receiver<baro_telemetry::Telemetry>,
+    n: u64,
+) -> (
+    crossbeam_channel::Receiver<baro_telemetry::Telemetry>,
+    std::thread::JoinHandle<()>,
+) {
+    let (tx, out) = crossbeam_channel::bounded(rx.capacity().unwrap_or(256).max(1));
+    let h = std::thread::Builder::new()
+        .name("baro-producer-relay".into())
+        .spawn(move || {
+            let mut frames = 0;
+            for m in rx {
+                if matches!(m, baro_telemetry::Telemetry::Frame(_)) {
+                    frames += 1;
+                }
+                if tx.send(m).is_err() {
+                    return;
+                }
+                if frames >= n {
+                    panic!("--inject-producer-panic: the producer panics after {n} passes");
+                }
+            }
+        })
+        .unwrap_or_else(|e| panic!("cannot start the relay thread: {e}"));
+    (out, h)
+}
+
 /// `baro-top live --synthetic`: the dashboard on generated telemetry, no GPU.
 pub fn synthetic(a: LiveArgs) -> anyhow::Result<ExitCode> {
     use ui::synthetic::{self, Synth, SynthConfig};
@@ -290,8 +320,18 @@ pub fn synthetic(a: LiveArgs) -> anyhow::Result<ExitCode> {
     };
     let meta = synthetic::meta(Synth::new(cfg.clone()).details());
     let (rx, ctl, producer) = synthetic::spawn(cfg);
+    let (rx, relay) = match a.inject_producer_panic {
+        Some(n) => {
+            let (rx, h) = panicking_relay(rx, n);
+            (rx, Some(h))
+        }
+        None => (rx, None),
+    };
     let r = ui::app::run_or_headless(rx, &ctl, meta, opts);
     let _ = producer.join();
+    if let Some(h) = relay {
+        let _ = h.join();
+    }
     r.map(|()| ExitCode::SUCCESS)
 }
 
@@ -349,6 +389,13 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
         })
     });
     let session = b.spawn().context("starting the decode session")?;
+    let (rx, relay) = match a.inject_producer_panic {
+        Some(n) => {
+            let (rx, h) = panicking_relay(rx, n);
+            (rx, Some(h))
+        }
+        None => (rx, None),
+    };
     let server = match (a.metrics, metrics_rx) {
         (Some(addr), Some(mrx)) => {
             let s = crate::metrics::serve(addr, mrx)?;
@@ -390,6 +437,9 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
     session.stop();
     let outcome = session.wait().context("decode session")?;
     drop(server);
+    if let Some(h) = relay {
+        let _ = h.join();
+    }
     // A recording still running takes everything up to the session's End, then its footer.
     for r in writers.map(|w| w.join()).unwrap_or_default() {
         match r {

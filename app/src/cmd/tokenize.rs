@@ -53,7 +53,10 @@ pub fn run(a: TokenizeArgs) -> anyhow::Result<ExitCode> {
         None => baro_engine::model::Model::embedded()?.tokenizer,
     };
     let ids = tok.tokenize(a.text.as_bytes(), !a.no_bos, a.special);
-    let mut out = crate::out::Stdout::lock();
+    // Pieces are bytes from the model file: raw into a pipe (as llama-tokenize prints them),
+    // control bytes shown as \xNN on a terminal.
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let mut out = crate::out::TerminalSafe::new(crate::out::Stdout::lock(), tty);
     let io = |e| anyhow::anyhow!("writing to stdout: {e}");
     if a.ids {
         let list: Vec<String> = ids.iter().map(u32::to_string).collect();
