@@ -204,8 +204,9 @@ pub struct GpuArgs {
     /// abandons the device: the run ends with an error within seconds, never waiting on it.
     #[arg(long, value_parser = validate::watchdog_ms, allow_negative_numbers = true)]
     pub watchdog_ms: Option<u64>,
-    /// Test hook: this workgroup never arrives at a barrier (the gate must fail, not hang).
-    #[arg(long, hide = true)]
+    /// Test hook (not for use): this workgroup, 0..=65534, never arrives at a barrier (the
+    /// gate must fail, not hang).
+    #[arg(long, hide = true, value_parser = validate::stall_wg)]
     pub inject_stall_wg: Option<u32>,
 }
 

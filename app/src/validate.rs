@@ -94,6 +94,66 @@ pub fn repetitions(s: &str) -> Result<u64, String> {
     whole(s, 1, u64::MAX, "nothing to measure or show with none")
 }
 
+/// The largest model dimension baro-top supports (the engine's `Config::validate` cap).
+pub const MAX_MODEL_DIM: u64 = 1 << 20;
+
+/// `model gen --dim/--hidden/--layers/--heads/--kv-heads/--vocab/--seq/--head-dim`: a shape
+/// size, 1..=2^20 (the engine refuses any larger shape; the memory a shape needs is checked
+/// once it is known).
+pub fn model_dim(s: &str) -> Result<usize, String> {
+    whole(
+        s,
+        1,
+        MAX_MODEL_DIM,
+        "a model dimension: at least 1, at most 2^20 as the loader",
+    )
+    .map(|v| v as usize)
+}
+
+/// `model gen --rope-scale`: a linear RoPE scaling factor, finite, 1/1024..=1024.
+pub fn rope_scale(s: &str) -> Result<f32, String> {
+    let v: f32 = parse(s, "a number")?;
+    if !(v.is_finite() && (1.0 / 1024.0..=1024.0).contains(&v)) {
+        return Err(format!(
+            "{v} is out of range: a RoPE scale is 1/1024..=1024"
+        ));
+    }
+    Ok(v)
+}
+
+/// `model gen --margin-steps`: greedy steps of the CPU reference, 0..=4096 (0 = skip).
+pub fn margin_steps(s: &str) -> Result<usize, String> {
+    whole(
+        s,
+        0,
+        4096,
+        "greedy steps on the CPU reference; 0 skips them",
+    )
+    .map(|v| v as usize)
+}
+
+/// `generate -n`: positions, prompt included, 0..=2^20 (0 = the model's context).
+pub fn steps(s: &str) -> Result<usize, String> {
+    whole(
+        s,
+        0,
+        MAX_MODEL_DIM,
+        "positions; 0 = the model's context, no model has more than 2^20",
+    )
+    .map(|v| v as usize)
+}
+
+/// Hidden `--inject-stall-wg`: a workgroup index, 0..=65534 (below the largest grid).
+pub fn stall_wg(s: &str) -> Result<u32, String> {
+    whole(
+        s,
+        0,
+        u64::from(MAX_GRID) - 1,
+        "a workgroup index of a grid of at most 65535",
+    )
+    .map(|v| v as u32)
+}
+
 /// Hidden `--inject-producer-panic`: passes before the injected panic, 1..=1,000,000.
 pub fn inject_panic_after(s: &str) -> Result<u64, String> {
     whole(s, 1, 1_000_000, "passes forwarded before the test panic")

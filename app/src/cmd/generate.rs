@@ -32,8 +32,8 @@ pub struct GenerateArgs {
     /// Prompt text (run.c -i).
     #[arg(long, short = 'i', default_value = "")]
     pub prompt: String,
-    /// Positions to run, prompt included; 0 = the model's context length (run.c -n).
-    #[arg(long = "steps", short = 'n', default_value_t = 200)]
+    /// Positions to run, prompt included, 0..=2^20; 0 = the model's context length (run.c -n).
+    #[arg(long = "steps", short = 'n', default_value_t = 200, value_parser = crate::validate::steps, allow_negative_numbers = true)]
     pub steps: usize,
     /// Temperature, a finite number >= 0; 0 = greedy argmax (run.c -t).
     #[arg(long, short = 't', default_value_t = 0.0, value_parser = crate::validate::temperature, allow_negative_numbers = true)]

@@ -18,43 +18,43 @@ pub struct GenArgs {
     /// Named shape: tiny | llama-1b | llama-8b (explicit dimensions below override it).
     #[arg(long, default_value = "tiny")]
     pub shape: String,
-    /// Model width (embedding size; default: as the shape has it).
-    #[arg(long)]
+    /// Model width (embedding size), 1..=2^20 (default: as the shape has it).
+    #[arg(long, value_parser = crate::validate::model_dim, allow_negative_numbers = true)]
     pub dim: Option<usize>,
-    /// Feed-forward hidden size (default: as the shape has it).
-    #[arg(long)]
+    /// Feed-forward hidden size, 1..=2^20 (default: as the shape has it).
+    #[arg(long, value_parser = crate::validate::model_dim, allow_negative_numbers = true)]
     pub hidden: Option<usize>,
-    /// Number of transformer layers (default: as the shape has it).
-    #[arg(long)]
+    /// Number of transformer layers, 1..=2^20 (default: as the shape has it).
+    #[arg(long, value_parser = crate::validate::model_dim, allow_negative_numbers = true)]
     pub layers: Option<usize>,
-    /// Attention (query) heads (default: as the shape has it).
-    #[arg(long)]
+    /// Attention (query) heads, 1..=2^20 (default: as the shape has it).
+    #[arg(long, value_parser = crate::validate::model_dim, allow_negative_numbers = true)]
     pub heads: Option<usize>,
-    /// Key/value heads, dividing --heads (grouped-query attention; default: as the shape has
-    /// it).
-    #[arg(long)]
+    /// Key/value heads, dividing --heads, 1..=2^20 (grouped-query attention; default: as the
+    /// shape has it).
+    #[arg(long, value_parser = crate::validate::model_dim, allow_negative_numbers = true)]
     pub kv_heads: Option<usize>,
-    /// Vocabulary size (token ids; the file has no real vocabulary; default: as the shape has
-    /// it).
-    #[arg(long)]
+    /// Vocabulary size, 1..=2^20 (token ids; the file has no real vocabulary; default: as the
+    /// shape has it).
+    #[arg(long, value_parser = crate::validate::model_dim, allow_negative_numbers = true)]
     pub vocab: Option<usize>,
-    /// Context length written to the metadata.
-    #[arg(long)]
+    /// Context length written to the metadata, 1..=2^20.
+    #[arg(long, value_parser = crate::validate::model_dim, allow_negative_numbers = true)]
     pub seq: Option<usize>,
     /// Architecture: llama | qwen2 (q/k/v biases, NEOX RoPE) | qwen3 (per-head q/k norms,
     /// NEOX RoPE).
     #[arg(long, default_value = "llama")]
     pub arch: String,
     /// Head size apart from dim / heads (written as attention.key_length/value_length;
-    /// qwen3 models have one).
-    #[arg(long)]
+    /// qwen3 models have one), 1..=2^20.
+    #[arg(long, value_parser = crate::validate::model_dim, allow_negative_numbers = true)]
     pub head_dim: Option<usize>,
     /// Llama 3 RoPE scaling (rope_freqs.weight, llama only): `3.1` (factor 8), `3.2`
     /// (factor 32), or FACTOR,LOW,HIGH,ORIGINAL_CONTEXT.
     #[arg(long)]
     pub llama3_rope: Option<String>,
-    /// Linear RoPE scaling factor (rope.scaling.type linear).
-    #[arg(long)]
+    /// Linear RoPE scaling factor (rope.scaling.type linear), 1/1024..=1024.
+    #[arg(long, value_parser = crate::validate::rope_scale, allow_negative_numbers = true)]
     pub rope_scale: Option<f32>,
     /// Untie the classifier from the embedding (default: as the shape has it).
     #[arg(long)]
@@ -63,11 +63,12 @@ pub struct GenArgs {
     /// quantisers, bit for bit; Q4_K, Q5_K, Q6_K and IQ4_XS files are read, not made).
     #[arg(long, default_value = "q4_0")]
     pub quant: String,
-    /// Seed of the random weights (the same seed makes the same file).
+    /// Seed of the random weights, any 64-bit value (the same seed makes the same file).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Greedy steps on the CPU reference used to report the top-1/top-2 margin (0 = skip).
-    #[arg(long, default_value_t = 8)]
+    /// Greedy steps on the CPU reference used to report the top-1/top-2 margin, 0..=4096
+    /// (0 = skip).
+    #[arg(long, default_value_t = 8, value_parser = crate::validate::margin_steps, allow_negative_numbers = true)]
     pub margin_steps: usize,
     /// The GGUF file to write.
     #[arg(long, short = 'o')]
