@@ -367,6 +367,102 @@ impl Tokenizer {
         self.scores.get(id as usize).copied().unwrap_or(f32::NAN)
     }
 
+    /// run.c's merge loop (merge the adjacent pair whose concatenation scores highest, the
+    /// first such pair on ties, until none merges) in O(n log n): the candidate pairs sit in a
+    /// heap keyed by (score, earliest position), and an entry whose tokens have since changed
+    /// is skipped when it comes up. The same tokens as the quadratic loop in
+    /// [`Self::merge_all_reference`], so a megabyte of prompt takes a second, not an hour,
+    /// before it is checked against the context.
+    fn merge_all(&self, tokens: Vec<u32>) -> Vec<u32> {
+        use std::cmp::{Ordering, Reverse};
+        use std::collections::BinaryHeap;
+        #[derive(PartialEq)]
+        struct Cand(f32, Reverse<usize>, u32, u32, u32);
+        impl Eq for Cand {}
+        impl PartialOrd for Cand {
+            fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+                Some(self.cmp(o))
+            }
+        }
+        impl Ord for Cand {
+            fn cmp(&self, o: &Self) -> Ordering {
+                self.0.total_cmp(&o.0).then(self.1.cmp(&o.1))
+            }
+        }
+        let n = tokens.len();
+        let mut tok = tokens;
+        let mut next: Vec<usize> = (1..=n).collect();
+        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
+        let mut alive = vec![true; n];
+        let mut buf = Vec::with_capacity(2 * self.max_token_length + 2);
+        let mut heap = BinaryHeap::new();
+        let push = |heap: &mut BinaryHeap<Cand>, buf: &mut Vec<u8>, i: usize, a: u32, b: u32| {
+            if let Some(id) = self.merge_of(a, b, buf) {
+                let sc = self.score(id);
+                if sc > NO_SCORE {
+                    heap.push(Cand(sc, Reverse(i), id, a, b));
+                }
+            }
+        };
+        for i in 0..n.saturating_sub(1) {
+            push(&mut heap, &mut buf, i, tok[i], tok[i + 1]);
+        }
+        while let Some(Cand(_, Reverse(i), id, a, b)) = heap.pop() {
+            let j = next[i];
+            if !alive[i] || j >= n || tok[i] != a || tok[j] != b {
+                continue;
+            }
+            tok[i] = id;
+            alive[j] = false;
+            next[i] = next[j];
+            if next[i] < n {
+                prev[next[i]] = i;
+            }
+            let p = prev[i];
+            if p < n {
+                push(&mut heap, &mut buf, p, tok[p], id);
+            }
+            if next[i] < n {
+                push(&mut heap, &mut buf, i, id, tok[next[i]]);
+            }
+        }
+        (0..n).filter(|&i| alive[i]).map(|i| tok[i]).collect()
+    }
+
+    /// run.c's merge loop as written: quadratic; the reference for [`Self::merge_all`].
+    #[cfg(test)]
+    fn merge_all_reference(&self, mut tokens: Vec<u32>) -> Vec<u32> {
+        let mut buf = Vec::with_capacity(2 * self.max_token_length + 2);
+        let mut pairs: Vec<Option<u32>> = tokens
+            .windows(2)
+            .map(|w| self.merge_of(w[0], w[1], &mut buf))
+            .collect();
+        loop {
+            let mut best_score = NO_SCORE;
+            let mut best: Option<(usize, u32)> = None;
+            for (i, id) in pairs.iter().enumerate() {
+                if let Some(id) = *id {
+                    let s = self.score(id);
+                    if s > best_score {
+                        best_score = s;
+                        best = Some((i, id));
+                    }
+                }
+            }
+            let Some((idx, id)) = best else { break };
+            tokens[idx] = id;
+            tokens.remove(idx + 1);
+            pairs.remove(idx);
+            if idx > 0 {
+                pairs[idx - 1] = self.merge_of(tokens[idx - 1], tokens[idx], &mut buf);
+            }
+            if idx + 1 < tokens.len() {
+                pairs[idx] = self.merge_of(tokens[idx], tokens[idx + 1], &mut buf);
+            }
+        }
+        tokens
+    }
+
     /// The token a pair of adjacent tokens merges into, if their concatenation is a piece.
     fn merge_of(&self, a: u32, b: u32, buf: &mut Vec<u8>) -> Option<u32> {
         buf.clear();
@@ -418,37 +514,7 @@ impl Tokenizer {
             cp.clear();
         }
 
-        // pairs[i]: what tokens[i] and tokens[i + 1] merge into. Only the two pairs next to a
-        // merge change, so each pass rescans scores but looks up only those two.
-        let mut buf = Vec::with_capacity(2 * self.max_token_length + 2);
-        let mut pairs: Vec<Option<u32>> = tokens
-            .windows(2)
-            .map(|w| self.merge_of(w[0], w[1], &mut buf))
-            .collect();
-        loop {
-            let mut best_score = NO_SCORE;
-            let mut best: Option<(usize, u32)> = None;
-            for (i, id) in pairs.iter().enumerate() {
-                if let Some(id) = *id {
-                    let s = self.score(id);
-                    if s > best_score {
-                        best_score = s;
-                        best = Some((i, id));
-                    }
-                }
-            }
-            let Some((idx, id)) = best else { break };
-            tokens[idx] = id;
-            tokens.remove(idx + 1);
-            pairs.remove(idx);
-            if idx > 0 {
-                pairs[idx - 1] = self.merge_of(tokens[idx - 1], tokens[idx], &mut buf);
-            }
-            if idx + 1 < tokens.len() {
-                pairs[idx] = self.merge_of(tokens[idx], tokens[idx + 1], &mut buf);
-            }
-        }
-
+        let mut tokens = self.merge_all(tokens);
         if eos {
             tokens.push(self.eos_id);
         }

@@ -312,3 +312,72 @@ fn malformed_tokenizer_files_are_errors() {
     bad[0..4].copy_from_slice(&(-7i32).to_le_bytes());
     assert!(Tokenizer::from_llama2c(&bad, 512).is_err());
 }
+
+/// The heap-ordered merge gives exactly run.c's quadratic loop's tokens: on texts of the
+/// vocabulary's own pieces and on bytes with ties of equal scores.
+#[test]
+fn heap_merge_gives_the_same_tokens_as_run_cs_quadratic_loop() {
+    let t = tok512();
+    let tied = small(&[("ab", 1.0), ("bc", 1.0), ("abc", 2.0), ("ca", 1.0)]);
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rnd = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for case in 0..300 {
+        let (tk, text): (&Tokenizer, Vec<u8>) = if case % 2 == 0 {
+            let n = 1 + rnd(40);
+            let text = (0..n)
+                .flat_map(|_| t.pieces()[rnd(512)].clone())
+                .filter(|&b| b != 0)
+                .collect();
+            (&t, text)
+        } else {
+            (&tied, (0..1 + rnd(30)).map(|_| b"abc "[rnd(4)]).collect())
+        };
+        // The per-code-point tokens before merging, as encode makes them.
+        let initial: Vec<u32> = {
+            let mut v = vec![];
+            for ch in String::from_utf8_lossy(&text).chars() {
+                let mut b = [0u8; 4];
+                let s = ch.encode_utf8(&mut b);
+                match tk.lookup(s.as_bytes()) {
+                    Some(id) => v.push(id),
+                    None => v.extend(s.bytes().map(|b| tk.byte_fallback[b as usize].unwrap_or(0))),
+                }
+            }
+            v
+        };
+        assert_eq!(
+            tk.merge_all(initial.clone()),
+            tk.merge_all_reference(initial),
+            "case {case}: {:?}",
+            String::from_utf8_lossy(&text)
+        );
+    }
+}
+
+/// A megabyte of prompt is tokenized in seconds (run.c's quadratic merge loop took about
+/// 15 s for 120 KB and would take most of an hour for 1 MB), so a prompt too long for the
+/// context is refused at once, whatever the vocabulary's longest piece.
+#[test]
+fn a_megabyte_prompt_is_tokenized_in_seconds_not_hours() {
+    let t = tok512();
+    let words = [
+        "the ", "cat ", "sat ", "on ", "a ", "mat ", "once ", "upon ", "time ",
+    ];
+    let text: Vec<u8> = (0..(1 << 20) / 4)
+        .flat_map(|i| words[(i * 7 + i / 3) % words.len()].bytes())
+        .take(1 << 20)
+        .collect();
+    let t0 = std::time::Instant::now();
+    let ids = t.encode(&text, true, false);
+    let took = t0.elapsed();
+    assert!(ids.len() > 1000, "{} tokens", ids.len());
+    assert!(
+        took < std::time::Duration::from_secs(60),
+        "1 MiB took {took:?}"
+    );
+}
