@@ -234,7 +234,7 @@ fn model_gen_refuses_a_shape_too_big_for_memory_at_once_naming_the_size() {
     }
     refused(
         &baro(&["model", "gen", "--dim", "2097152", "-o", s(&out)]),
-        &["dim = 2097152", "1048576"],
+        &["2097152 is too large", "at most 1048576"],
     );
 }
 
