@@ -156,6 +156,15 @@ fn null_device() -> PathBuf {
     }
 }
 
+/// Wait (up to 120 s) until the file at `p` holds at least `n` bytes; `what` fails the test.
+fn wait_for_len(p: &std::path::Path, n: u64, what: &str) {
+    let t = Instant::now();
+    while std::fs::metadata(p).map_or(0, |m| m.len()) < n {
+        assert!(t.elapsed() < Duration::from_secs(120), "{what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 const STORIES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../engine/models/stories260K/stories260K.bin"
@@ -339,14 +348,7 @@ fn record_force_overwrites_and_a_second_recorder_on_the_same_file_is_refused() {
         .spawn()
         .expect("spawn");
     // Wait until the first one has written its header (it holds the lock from the start).
-    let t = Instant::now();
-    while std::fs::metadata(&p).map_or(0, |m| m.len()) < 64 {
-        assert!(
-            t.elapsed() < Duration::from_secs(120),
-            "the first record never started"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_len(&p, 64, "the first record never started");
     let o = baro(&[
         "record",
         "-o",
@@ -401,15 +403,8 @@ fn record_on_sigterm_finishes_the_file_and_exits_143() {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn");
-    let t = Instant::now();
     // Some passes in (a frame record is ≈ a few hundred bytes for the embedded model).
-    while std::fs::metadata(&p).map_or(0, |m| m.len()) < 4096 {
-        assert!(
-            t.elapsed() < Duration::from_secs(120),
-            "record never got going"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_len(&p, 4096, "record never got going");
     // SAFETY: kill on our own child's pid.
     unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
     assert_eq!(wait_deadline(&mut c, 120), Some(143));
@@ -435,14 +430,7 @@ fn record_stopped_by_sigint_or_sigterm_keeps_every_pass_it_decoded() {
             .stderr(std::fs::File::create(&log).expect("log"))
             .spawn()
             .expect("spawn");
-        let t = Instant::now();
-        while std::fs::metadata(&p).map_or(0, |m| m.len()) < 4096 {
-            assert!(
-                t.elapsed() < Duration::from_secs(120),
-                "record never got going"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        wait_for_len(&p, 4096, "record never got going");
         // SAFETY: kill on our own child's pid.
         unsafe { libc::kill(c.id() as i32, sig) };
         assert_eq!(wait_deadline(&mut c, 120), Some(code), "signal {sig}");
