@@ -17,7 +17,8 @@
 #   ab:A:B:SHAPE:ARGS:PREDICT   `bench ab` binary .bin/A vs .bin/B on SHAPE (llama-1b|llama-8b),
 #              both arms with ARGS (commas for spaces), PREDICT the frozen prediction
 #   stages:BIN:SHAPE:ACT  `run --json` 140 passes of .bin/BIN: pipeline statistics (registers,
-#              spills) and stage sums (bench/stage_summary.py)
+#              spills) and stage sums (bench/stage_summary.py); the driver's pipeline cache to
+#              $OUT/BIN-SHAPE-ACT.cache (disassemble here: bench/sass.py)
 #   record:SHAPE:FILE  a 120-pass recording of SHAPE (mega, spans every 12th pass) to $OUT/FILE
 set -u
 for f in .bin/*.xz; do
@@ -109,7 +110,8 @@ for step in "$@"; do
     stages:*)
       IFS=: read -r _ bin shape act <<< "$step"
       t "stages $bin $shape act $act"
-      .bin/$bin run -m /tmp/$shape.gguf --json --passes 140 -i "Once upon a time" --check off --dispatch mega --act $act 2>/dev/null > /tmp/run.jsonl
+      .bin/$bin run -m /tmp/$shape.gguf --json --passes 140 -i "Once upon a time" --check off --dispatch mega --act $act \
+        --pipeline-cache-out "$O/$bin-$shape-$act.cache" 2>/dev/null > /tmp/run.jsonl
       head -1 /tmp/run.jsonl | python3 -c "
 import json,sys
 d=json.loads(sys.stdin.readline())
