@@ -7,6 +7,9 @@
                                            and `bench ab` pairs
   python3 bench/compare.py --commit 3518ac2 --model 8b --spread
   python3 bench/compare.py --list          the calls: date, round, commits, rows, peer or not
+  python3 bench/compare.py --ingest OUT/call.log --round 35 --command "bash bench/run.sh 35" [--write]
+                                           a device call's log (bench/run.sh's `bench` and `ab`
+                                           steps) as rows: printed, or appended with --write
 
 A row is one measurement (bench/README.md, "results.jsonl"). Rows are grouped by `call`
 (one device call); a ratio is only ever computed between rows of the same call: baro-top's
@@ -165,6 +168,78 @@ def caption(rows):
     return s
 
 
+def quant_of(name):
+    """`bench` step file names: llama-1b (Q4_0 from `model gen`), llama-1b-q4_k_m (llama-quantize)."""
+    m, _, q = name.partition("-q")
+    return (m, "Q" + q.upper()) if q else (name, "Q4_0")
+
+
+def ingest(path, a):
+    """Rows from a run.sh (or h200_call.sh) call.log: the `bench` and `ab` steps' lines."""
+    import datetime
+    import re
+
+    date = a.date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    base = dict(round=a.round, call=a.call or "%s %s %s" % (date, a.round or "", os.path.basename(path)), date=date,
+                time=None, device=None, driver=None, commit=a.commit, command=a.command)
+    rows, cur, pend = [], None, None
+    for n, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
+        line = line.rstrip("\n")
+        m = re.match(r"(NVIDIA [^,]+), ([\d.]+), ", line)
+        if m and not base["device"]:
+            base["device"], base["driver"] = m.group(1), m.group(2)
+            continue
+        m = re.match(r"== \[\d+ s\] build under test (\w+)", line)
+        if m and not a.commit:
+            base["commit"] = m.group(1)[:7]
+            continue
+        m = re.match(r"== \[\d+ s\] (.*)", line)
+        if m:
+            cur, pend = m.group(1), None
+            continue
+        src = "%s:%d" % (os.path.basename(path), n)
+        m = re.match(r"baro-top (\S+) act (\w+)", cur or "")
+        t = re.match(r"(mega|multi)\s+(tg\d+)\s+([\d.]+) \(([\d.]+), ([\d.]+)\)", line)
+        if m and t:
+            model, quant = quant_of(m.group(1))
+            rows.append(dict(base, tool="bench", model=model, quant=quant, depth=0, act=m.group(2), dispatch=t.group(1),
+                             arm="%s act" % m.group(2) if t.group(1) == "mega" else "multi %s act" % m.group(2),
+                             metric="%s tok/s" % t.group(2), median=float(t.group(3)), min=float(t.group(4)),
+                             max=float(t.group(5)), runs=3, source=src))
+            continue
+        m = re.match(r"llama\.cpp (\S+)", cur or "")
+        t = re.search(r"\|\s+(tg\d+)(?: @ d(\d+))?\s+\|\s+([\d.]+) ± ([\d.]+) \|", line)
+        if m and t:
+            model, quant = quant_of(m.group(1))
+            rows.append(dict(base, tool="llama-bench", model=model, quant=quant, depth=int(t.group(2) or 0), act=None,
+                             dispatch=None, arm=PEER, metric="%s tok/s" % t.group(1), median=None, min=None, max=None,
+                             mean=float(t.group(3)), stddev=float(t.group(4)), runs=3, source=src))
+            continue
+        m = re.match(r"ab (\S+): (\S+) -> (\S+) '(.*)'", cur or "")
+        if m and line.startswith("parity of logits:"):
+            pend = line.split(":", 1)[1].strip().split(" (")[0]
+        t = re.match(r"verdict: (\w+) — predicted (\S+), measured (\S+) \(A ([\d.]+), B ([\d.]+) (\w+) tok/s, mode (\w+)\)", line)
+        if m and t:
+            model, quant = quant_of(m.group(1))
+            pair = "%s %s %s->%s" % (base["call"], model, m.group(2), m.group(3))
+            act = "q8" if "--act q8" in m.group(4) else "f32"
+            for role, binary, v in (("A", m.group(2), t.group(4)), ("B", m.group(3), t.group(5))):
+                ab = dict(pair=pair, role=role)
+                if role == "B":
+                    ab.update(predicted=t.group(2), measured=t.group(3), verdict=t.group(1), parity=pend)
+                rows.append(dict(base, tool="bench ab", model=model, quant=quant, depth=0, act=act, dispatch="mega",
+                                 arm="%s %s" % (os.path.basename(binary), m.group(4)), binary=binary,
+                                 metric="tg128 tok/s", median=float(v), min=None, max=None, pairs=2, mode=t.group(7),
+                                 ab=ab, source=src))
+    for r in rows:
+        if r["tool"] != "llama-bench":
+            ps = [p for p in rows if p["tool"] == "llama-bench" and (p["model"], p["quant"]) == (r["model"], r["quant"])]
+            r["peer"] = ps[0]["mean"] if ps else None
+        else:
+            r["peer"] = None
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--file", default=os.path.join(HERE, "results.jsonl"))
@@ -174,7 +249,21 @@ def main(argv=None):
     ap.add_argument("--model", help="rows whose model contains this (1b, llama-8b)")
     ap.add_argument("--spread", action="store_true", help="median (min, max) where recorded")
     ap.add_argument("--list", action="store_true", help="list the calls")
+    ap.add_argument("--ingest", metavar="CALL_LOG", help="rows from a device call's log")
+    ap.add_argument("--date", help="with --ingest: the call's UTC date (default today)")
+    ap.add_argument("--command", help="with --ingest: the command the call ran")
+    ap.add_argument("--write", action="store_true", help="with --ingest: append the rows to --file")
     a = ap.parse_args(argv)
+    if a.ingest:
+        new = ingest(a.ingest, a)
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in new)
+        if a.write:
+            with open(a.file, "a", encoding="utf-8") as f:
+                f.write(text)
+            print("%d rows appended to %s (call `%s`)" % (len(new), a.file, new[0]["call"] if new else ""))
+        else:
+            sys.stdout.write(text)
+        return 0
     rows = select(load(a.file), a)
     if not rows:
         print("no rows match", file=sys.stderr)

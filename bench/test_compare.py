@@ -63,6 +63,22 @@ class Compare(unittest.TestCase):
         self.assertIn("| 8B Q4_0 (`model gen`) | 267.2 (266.9, 267.3) | 286.6 (286.6, 286.6) | 337.2 ± 5.3 | 0.85× |", out)
         self.assertIn(NINTH, run("--list"))
 
+    def test_ingest_reads_a_call_log(self):
+        import tempfile
+        log = ("NVIDIA H200, 580.159.04, 1980 MHz, P0\n== [0 s] build under test 3518ac2c0ffe\n"
+               "== [9 s] baro-top llama-8b-q4_k_m act q8\n"
+               "mega                     tg128             261.7 (261.4, 261.8)        261.6 ± 0.1    435/0/0\n"
+               "== [30 s] llama.cpp llama-8b-q4_k_m\n"
+               "| llama 8B Q4_K - Medium | 4.58 GiB | 8.03 B | CUDA | 99 | tg128 | 270.28 ± 1.91 |\n")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "call.log")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(log)
+            rows = [json.loads(x) for x in run("--ingest", path, "--round", "35", "--date", "2026-12-03").splitlines()]
+        self.assertEqual([(r["tool"], r["quant"], r["act"], r["median"], r.get("mean")) for r in rows],
+                         [("bench", "Q4_K_M", "q8", 261.7, None), ("llama-bench", "Q4_K_M", None, None, 270.28)])
+        self.assertEqual((rows[0]["commit"], rows[0]["driver"], rows[0]["peer"]), ("3518ac2", "580.159.04", 270.28))
+
 
 if __name__ == "__main__":
     unittest.main()
