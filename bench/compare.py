@@ -180,7 +180,7 @@ def ingest(path, a):
     import re
 
     date = a.date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    base = dict(round=a.round, call=a.call or "%s %s %s" % (date, a.round or "", os.path.basename(path)), date=date,
+    base = dict(round=a.round, call=a.call or "%s %s" % (date, a.command or os.path.basename(path)), date=date,
                 time=None, device=None, driver=None, commit=a.commit, command=a.command)
     rows, cur, pend = [], None, None
     for n, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
