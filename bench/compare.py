@@ -162,7 +162,7 @@ def caption(rows):
     metric = r.get("metric") or ""
     s += ": %s" % metric
     if runs:
-        s += ", median of %s runs" % "/".join(map(str, runs))
+        s += ", one run" if runs == [1] else ", median of %s runs" % "/".join(map(str, runs))
     if any(x.get("tool") == "llama-bench" for x in rows):
         s += "; llama.cpp CUDA (llama-bench, mean ± sd) in the same call on the same files"
     return s
