@@ -181,12 +181,12 @@ def ingest(path, a):
 
     date = a.date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     base = dict(round=a.round, call=a.call or "%s %s" % (date, a.command or os.path.basename(path)), date=date,
-                time=None, device=None, driver=None, commit=a.commit, command=a.command)
+                time=None, device=a.device, driver=a.driver, commit=a.commit, command=a.command)
     rows, cur, pend = [], None, None
     for n, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
         line = line.rstrip("\n")
         m = re.match(r"(NVIDIA [^,]+), ([\d.]+), ", line)
-        if m and not base["device"]:
+        if m and not (a.device or base["device"]):
             base["device"], base["driver"] = m.group(1), m.group(2)
             continue
         m = re.match(r"== \[\d+ s\] build under test (\w+)", line)
@@ -253,6 +253,8 @@ def main(argv=None):
     ap.add_argument("--date", help="with --ingest: the call's UTC date (default today)")
     ap.add_argument("--command", help="with --ingest: the command the call ran")
     ap.add_argument("--write", action="store_true", help="with --ingest: append the rows to --file")
+    ap.add_argument("--device", help="with --ingest: the device, where the log lacks nvidia-smi's line")
+    ap.add_argument("--driver", help="with --ingest: the driver, likewise (h200_call.sh logged neither)")
     a = ap.parse_args(argv)
     if a.ingest:
         new = ingest(a.ingest, a)
