@@ -6,7 +6,7 @@ prints the passes' median GPU time and, per stage kind, the median over passes o
 its stages' busy and charged µs, the weight bytes it streams per pass over that busy and
 that charged time (GB/s; `busy` is the mean over workgroups, so bytes / busy is the rate per
 unit of whole-grid time), and the median per-pass sum of barrier arrival spreads.
-Used by bench/h200_*.sh to compare two builds stage by stage in one device call.
+Used by bench/run.sh (step stages) to compare two builds stage by stage in one device call.
 """
 import json
 import signal

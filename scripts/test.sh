@@ -42,4 +42,6 @@ cargo fmt --all -- --check
 # --release: the same profile as the build and the tests, so glslang's C++ (the engine's shader
 # compiler, most of a cold build) is built once, not a second time for a debug-profile clippy.
 cargo clippy --release --workspace --all-targets -- -D warnings
+# bench/results.jsonl and the tables bench/compare.py prints from it (the README's speed table)
+python3 bench/test_compare.py
 cargo test --workspace --release

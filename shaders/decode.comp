@@ -185,7 +185,7 @@ float welem(uint t, uint row, uint j) {
 // Every product sees the same value as Q4_VAL(n), so the sums are bit-identical to the
 // shift-mask-or form it replaces. The driver makes two LOP3s of the mask and OR (a LOP3
 // takes one immediate, round 25), so a nibble costs two integer instructions where it cost
-// two or three (the loop body 362 -> 354; bench/README.md, rounds 22-25).
+// two or three (the loop body 362 -> 354; bench/rounds/22.md-25.md).
 #define Q4_AT(W, MASK, EXP, BIAS) (uintBitsToFloat(((W) & (MASK)) | (EXP)) - (BIAS))
 
 // One Q4_0 block against 32 input elements: low nibbles are elements 0..15, high 16..31;
@@ -547,7 +547,7 @@ void store_ffn(uint r, float g, float u) {
 // (the score loop's loads in flight; it also sets the lanes per key row, so it is part of the
 // op's order), and the value rows (positions) a lane loads before using any (the value loop
 // also holds 4 heads x 4 accumulators; the order does not depend on it). At 1024 lanes an
-// NVIDIA SM has 64 registers per lane. Measured on the H200 (bench/RESULTS.md, round 14c):
+// NVIDIA SM has 64 registers per lane. Measured on the H200 (bench/rounds/13.md, round 14c):
 // 4 and 2 beat 8 and 4 at every depth (1b: +2.5 % at positions 5..133, +4 % at 16k; 8b
 // +1.5 % / +3 %): less unrolled code, the same loads' worth in flight across the lanes.
 #define ATT_KQ 4u
@@ -818,7 +818,7 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
 // order-free definition, so spreading it over the lanes changes no result). Lanes take the
 // partials g = lid, lid + wg, ...; each team reduces with one subgroupMax and one subgroupMin,
 // then lane 0 the team results — instead of one lane walking all G partials (a chain of
-// dependent loads: 26 µs per pass on the H200 with 132 partials, bench/RESULTS.md round 9).
+// dependent loads: 26 µs per pass on the H200 with 132 partials, bench/rounds/09.md).
 void unit_argmax() {
     const uint NONE = 0xFFFFFFFFu;
     uint V = P(H_VOCAB);

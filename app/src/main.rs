@@ -147,7 +147,7 @@ pub struct ModelArgs {
     pub tokenizer: Option<PathBuf>,
 }
 
-/// Passes per submission unless `--chain` says otherwise (bench/RESULTS.md, round 10).
+/// Passes per submission unless `--chain` says otherwise (bench/rounds/10.md).
 pub const DEFAULT_CHAIN: u32 = 16;
 
 /// Vulkan device and decoder options shared by every GPU command.

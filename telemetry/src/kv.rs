@@ -20,8 +20,8 @@ pub enum KvType {
     /// bits (logits move by the keys' and values' rounding, ~1e-3 relative) for half the cache
     /// bytes (twice the context in the same memory) and half the attention's cache reads.
     /// Mega and multi still agree bitwise. Needs `storageBuffer16BitAccess`. Not faster yet:
-    /// on the H200 it decodes 17–30 % slower than f32 at 4k–16k positions (bench/RESULTS.md,
-    /// round 12), since the attention loads 2-byte scalars in latency-bound loops.
+    /// on the H200 it decodes 17–30 % slower than f32 at 4k–16k positions (bench/rounds/12.md),
+    /// since the attention loads 2-byte scalars in latency-bound loops.
     F16,
 }
 

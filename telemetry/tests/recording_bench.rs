@@ -1,7 +1,7 @@
 //! Measurements of the recording format on a 1B-shaped synthetic stream (132 workgroups ×
 //! 114 stages, 82 levels): bytes per span, and write / read / export throughput in passes
 //! per second. Not a correctness test: run it on purpose, in release, and copy the lines
-//! into bench/RESULTS.md.
+//! into bench/rounds/sessions.md.
 //!
 //! `cargo test --release -p baro-telemetry --test recording_bench -- --ignored --nocapture`
 //! (`BARO_BENCH_PASSES`, default 300, sets the stream's length.)

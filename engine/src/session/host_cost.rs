@@ -1,5 +1,5 @@
 //! What the engine thread's per-pass host work costs, without a GPU: the measuring code of
-//! `cargo bench -p baro-engine --bench host` (bench/README.md, "Host round 1").
+//! `cargo bench -p baro-engine --bench host` (bench/rounds/host1.md).
 //!
 //! A synthetic ring frame shaped like the llama-1b program (132 workgroups; per block a
 //! `q k v` level, then `attn`, `wo`, `ffn`, `down`; then `head` and the one-workgroup

@@ -230,7 +230,7 @@ pub fn max_wg_size(info: &super::context::DeviceInfo) -> u32 {
     info.max_wg.min(60 * sg) / sg * sg
 }
 
-/// Rows a team streams at once unless asked otherwise (bench/README.md, round 7).
+/// Rows a team streams at once unless asked otherwise (bench/rounds/07.md).
 pub const DEFAULT_ROWS: u32 = 1;
 
 /// The decoder.

@@ -14,7 +14,7 @@ impl VulkanDecoder {
             ));
         }
         let grid = opts.grid.unwrap_or_else(|| default_grid(&ctx)).max(1);
-        // Measured on the H200 (bench/RESULTS.md, rounds 4 and 10): more warps per SM keep
+        // Measured on the H200 (bench/rounds/04.md and 10.md): more warps per SM keep
         // more weight loads in flight; 1024 lanes from d 2048 up (round 10: +5 % over 512 on
         // the 1b), 512 below. With q8 activations (round 29) the 1b is faster at 512 lanes
         // (+8.2 %: 100 registers per lane instead of the 64 that 1024 lanes allow) and the

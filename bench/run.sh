@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# The one device script (bench/README.md, "Device calls"). Two ways to call it:
+#   bash bench/run.sh ROUND        ROUND = bench/rounds/ROUND.toml (or a path to a .toml): the
+#                                  round's build, binaries, models, steps, `bench ab` arms and
+#                                  their frozen predictions, and the stages it reads
+#   bash bench/run.sh STEP...      the steps named, in order (BIN=NAME picks the build)
+# Everything goes to $OUT/call.log; with a ROUND, $OUT/rows.jsonl holds the call's bench and
+# ab rows (bench/compare.py --ingest) ready to append to bench/results.jsonl.
+# Carry .gl .bin (and .peer for the steps that use llama.cpp). .bin/baro-top is the build under
+# test (.bin/COMMIT names it); other binaries travel as .bin/*.xz and are unpacked first (the
+# carried tree's 64 MiB cap).
+# Steps:
+#   peer       start llama.cpp's CUDA build (llama-bench, llama-quantize) in its own session;
+#              the steps that need it wait for it
+#   models     the SHAPES' Q4_0 files (16k context) from `model gen`, once
+#   gates      stories260K goldens (mega, multi), stall injection, f32 and q8 gates per shape
+#   gates:BIN  the same of .bin/BIN
+#   fixtures   scripts/fixtures/check on every engine/tests/data/models fixture: Vulkan mega
+#              and multi ids against llama.cpp's goldens
+#   kquant     the SHAPES' Q4_K_M files made by llama-quantize from baro-top's f16 models;
+#              gates (f32, q8) on them
+#   bench      baro-top `bench` (mega, f32 and q8) and llama-bench tg128 on every Q4_0 and
+#              Q4_K_M file, in the same call
+#   ab:A:B:SHAPE:ARGS:PREDICT   `bench ab` binary .bin/A vs .bin/B on SHAPE (llama-1b|llama-8b),
+#              both arms with ARGS (commas for spaces), PREDICT the frozen prediction
+#   stages:BIN:SHAPE:ACT  `run --json` 140 passes of .bin/BIN: pipeline statistics (registers,
+#              spills) and stage sums (bench/stage_summary.py); the driver's pipeline cache to
+#              $OUT/BIN-SHAPE-ACT.cache (disassemble here: bench/sass.py)
+#   plain:BIN:SHAPE:ACT  the same run with --no-instrument: the plain pipeline's statistics and
+#              cache ($OUT/BIN-SHAPE-ACT-plain.cache), the pipeline `bench` measures
+#   record:SHAPE:FILE  a 120-pass recording of SHAPE (mega, spans every 12th pass) to $OUT/FILE
+set -u
+O=${OUT:-/tmp/out}
+mkdir -p "$O"
+SHAPES=${SHAPES:-llama-1b llama-8b}
+
+# ROUND: the TOML's keys as steps (a small TOML subset: strings, arrays of strings, [[ab]] and
+# [[stages]] tables; tomllib where Python has it).
+ROUND=
+if [ $# -eq 1 ] && { [ -f "bench/rounds/$1.toml" ] || [ "${1%.toml}" != "$1" ]; }; then
+  ROUND=$1; toml=$1; [ -f "$toml" ] || toml=bench/rounds/$1.toml
+  [ -f "$toml" ] || { echo "no round file $toml"; exit 2; }
+  cp "$toml" "$O/round.toml"
+  plan=$(python3 - "$toml" <<'EOF'
+import ast, re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+try:
+    import tomllib
+    d = tomllib.loads(text)
+except ImportError:
+    d, cur = {}, None
+    for line in text.splitlines():
+        line = re.sub(r'\s+#[^"\']*$', "", line).strip()
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r"\[\[(\w+)\]\]$", line)
+        if m:
+            cur = {}
+            d.setdefault(m.group(1), []).append(cur)
+            continue
+        k, v = (x.strip() for x in line.split("=", 1))
+        v = ast.literal_eval(re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", v)))
+        (cur if cur is not None else d)[k] = v
+def ab(t):
+    return "ab:%s:%s:%s:%s:%s" % (t["a"], t["b"], t["model"], t.get("args", "--dispatch mega").replace(" ", ","), t["predict"])
+def stages(t):
+    return "stages:%s:%s:%s" % (t["bin"], t["model"], t.get("act", "f32"))
+steps = list(d.get("steps", []))
+for key, f in (("ab", ab), ("stages", stages)):
+    ex = [f(t) for t in d.get(key, [])]
+    if key in steps:
+        i = steps.index(key)
+        steps[i:i + 1] = ex
+    else:
+        steps += ex
+print("BIN=%s" % d.get("bin", ""))
+print("SHAPES=%s" % " ".join(d.get("models", ["llama-1b", "llama-8b"])))
+print("NEED=%s" % " ".join(d.get("binaries", [])))
+for s in steps:
+    print("STEP=%s" % s)
+EOF
+) || { echo "could not read $toml"; exit 2; }
+  set --
+  while IFS= read -r l; do
+    case $l in
+      BIN=?*) [ -n "${BIN:-}" ] || BIN=${l#BIN=} ;;
+      SHAPES=*) SHAPES=${l#SHAPES=} ;;
+      NEED=*) NEED=${l#NEED=} ;;
+      STEP=*) set -- "$@" "${l#STEP=}" ;;
+    esac
+  done <<< "$plan"
+  for n in ${NEED:-}; do
+    [ -e ".bin/$n" ] || [ -e ".bin/$n.xz" ] || { echo "round $ROUND needs .bin/$n (or .bin/$n.xz)"; exit 2; }
+  done
+fi
+
+for f in .bin/*.xz; do
+  [ -e "$f" ] || continue
+  python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" "$f" "${f%.xz}"
+  chmod +x "${f%.xz}"
+done
+# BIN=NAME: .bin/NAME is the build under test (copied to .bin/baro-top, COMMIT-NAME its commit).
+if [ -n "${BIN:-}" ]; then cp ".bin/$BIN" .bin/baro-top; cp ".bin/COMMIT-${BIN#baro-top-}" .bin/COMMIT 2>/dev/null; fi
+
+# The NVIDIA Vulkan driver on the device machine (loader + libglvnd from the carried .gl/ debs).
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+B=.bin/baro-top
+exec > >(tee -a "$O/call.log") 2>&1
+# Refuse to measure anything but the H200 (a missing ICD silently falls back to a CPU device).
+if ! $B devices 2>&1 | grep -q "H200"; then
+  echo "NOT THE H200: the Vulkan loader sees:"; $B devices 2>&1 | head -5
+  exit 3
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,pstate --format=csv,noheader 2>/dev/null
+t() { echo "== [$SECONDS s] $*"; }
+[ -n "$ROUND" ] && t "round $ROUND: $*"
+t "build under test $(cat .bin/COMMIT 2>/dev/null)"
+P=/tmp/peer/llama.cpp/build/bin
+
+models() {
+  local s
+  for s in $SHAPES; do
+    [ -s /tmp/$s.gguf ] || $B model gen --shape $s --quant q4_0 --seq 16384 --margin-steps 0 -o /tmp/$s.gguf >/dev/null 2>&1
+  done
+  echo "Once upon a time" > /tmp/one.txt; echo "Once" > /tmp/once.txt
+}
+
+peer() {
+  [ -e /tmp/peer/started ] && return
+  mkdir -p /tmp/peer && touch /tmp/peer/started
+  tar xJf .peer/llama.cpp.tar.xz -C /tmp/peer
+  setsid bash -c 'cd /tmp/peer/llama.cpp && cmake -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DCMAKE_BUILD_TYPE=Release > /tmp/peer/cmake.log 2>&1 && nice cmake --build build \
+    --target llama-bench llama-quantize -j 14 > /tmp/peer/build.log 2>&1; echo "peer build rc $?" > /tmp/peer/done' \
+    < /dev/null > /dev/null 2>&1 &
+  t "peer build started"
+}
+peer_wait() {
+  t "waiting for the peer build"
+  while [ ! -e /tmp/peer/done ] && [ $SECONDS -lt 540 ]; do sleep 2; done
+  cat /tmp/peer/done 2>/dev/null || { echo "peer build not finished"; tail -3 /tmp/peer/build.log; return 1; }
+}
+
+gates_step() {
+  local B=${1:-$B}
+  t "gates $B"
+  $B gate --steps 200 2>&1 | grep -E "GATE|bit-identical"
+  for m in mega multi; do echo "golden $m $($B generate --backend vulkan --dispatch $m -n 200 2>/dev/null | md5sum | cut -c1-12) (want 9b48d0eee929)"; done
+  s0=$SECONDS; $B gate --inject-stall-wg 3 --steps 3 2>&1 | grep -E "FAIL|GATE" | head -2; echo "stall refused in $((SECONDS - s0)) s"
+  for s in $SHAPES; do for a in f32 q8; do
+    echo "-- $s act $a"; $B gate -m /tmp/$s.gguf --steps 8 --act $a 2>&1 | grep -E "GATE|bit-identical|rel-L2|tokens vs"
+  done; done
+}
+
+fixtures_step() {
+  t "fixtures"
+  bash scripts/fixtures/check.sh "$B" 2>&1 | tail -40
+}
+
+kquant_step() {
+  peer_wait || return
+  for s in $SHAPES; do
+    [ -s /tmp/$s-q4_k_m.gguf ] && continue
+    t "$s Q4_K_M by llama-quantize"
+    $B model gen --shape $s --quant f16 --seq 16384 --margin-steps 0 -o /tmp/$s-f16.gguf > /dev/null 2>&1
+    $P/llama-quantize /tmp/$s-f16.gguf /tmp/$s-q4_k_m.gguf Q4_K_M 14 2>&1 | grep -E "type|size" | tail -12
+    rm -f /tmp/$s-f16.gguf
+    $B model info -m /tmp/$s-q4_k_m.gguf 2>&1 | grep -ciE "q4_k|q6_k" | sed 's/^/k-quant tensors: /'
+  done
+  for s in $SHAPES; do for a in f32 q8; do
+    echo "-- $s Q4_K_M act $a"; $B gate -m /tmp/$s-q4_k_m.gguf --steps 8 --act $a 2>&1 | grep -E "GATE|bit-identical|rel-L2|tokens vs|refus|error"
+  done; done
+}
+
+bench_step() {
+  local s f a
+  for s in $SHAPES; do for f in $s $s-q4_k_m; do
+    [ -s /tmp/$f.gguf ] || continue
+    for a in f32 q8; do
+      t "baro-top $f act $a"
+      $B bench -m /tmp/$f.gguf --prompts /tmp/one.txt --tokens 128 --runs 3 --dispatch mega --act $a 2>&1 | grep -E " tg|parity|compared|refus|error"
+    done
+    [ -x $P/llama-bench ] && { t "llama.cpp $f"; $P/llama-bench -m /tmp/$f.gguf -p 0 -n 128 -r 3 -ngl 99 2>&1 | grep -E "tg128|build"; }
+  done; done
+}
+
+for step in "$@"; do
+  case $step in
+    peer) peer ;;
+    models) t models; models ;;
+    gates) gates_step ;;
+    gates:*) gates_step ".bin/${step#gates:}" ;;
+    fixtures) fixtures_step ;;
+    kquant) kquant_step ;;
+    bench) bench_step ;;
+    ab:*)
+      IFS=: read -r _ a b shape args predict <<< "$step"
+      abx() { t "ab $1: $3 -> $4 '$5'"; $B bench ab -m /tmp/$1.gguf --prompts /tmp/one.txt --tokens 128 --pairs 2 \
+        --a-binary $3 --b-binary $4 --a "$5" --b "$5" --predict "$2" --log $O/predictions.log 2>&1 | tail -4; }
+      abx "$shape" "$predict" ".bin/$a" ".bin/$b" "${args//,/ }" ;;
+    stages:*)
+      IFS=: read -r _ bin shape act <<< "$step"
+      t "stages $bin $shape act $act"
+      .bin/$bin run -m /tmp/$shape.gguf --json --passes 140 -i "Once upon a time" --check off --dispatch mega --act $act \
+        --pipeline-cache-out "$O/$bin-$shape-$act.cache" 2>/dev/null > /tmp/run.jsonl
+      head -1 /tmp/run.jsonl | python3 -c "
+import json,sys
+d=json.loads(sys.stdin.readline())
+for p in d.get('pipelines',[]): print('  ', p['pipeline'], '; '.join('%s=%s'%(s['name'],s['value']) for s in p['stats']))"
+      python3 bench/stage_summary.py 65 < /tmp/run.jsonl ;;
+    plain:*)
+      IFS=: read -r _ bin shape act <<< "$step"
+      t "plain $bin $shape act $act"
+      .bin/$bin run -m /tmp/$shape.gguf --json --passes 140 -i "Once upon a time" --check off --dispatch mega --act $act \
+        --no-instrument --pipeline-cache-out "$O/$bin-$shape-$act-plain.cache" 2>/dev/null > /tmp/run.jsonl
+      head -1 /tmp/run.jsonl | python3 -c "
+import json,sys
+d=json.loads(sys.stdin.readline())
+for p in d.get('pipelines',[]): print('  ', p['pipeline'], '; '.join('%s=%s'%(s['name'],s['value']) for s in p['stats']))" ;;
+    record:*)
+      IFS=: read -r _ shape file <<< "$step"
+      t "record $shape"; $B record -m /tmp/$shape.gguf --dispatch mega --passes 120 --spans-every 12 -o "$O/$file" 2>&1 | tail -2 ;;
+    *) echo "unknown step $step" ;;
+  esac
+done
+nvidia-smi --query-gpu=clocks.sm,pstate,temperature.gpu,power.draw --format=csv,noheader
+t "done"
+if [ -n "$ROUND" ]; then
+  python3 bench/compare.py --ingest "$O/call.log" --round "$(basename "${ROUND%.toml}")" \
+    --command "bash bench/run.sh $ROUND" > "$O/rows.jsonl" 2>&1
+  echo "$(wc -l < "$O/rows.jsonl") rows in \$OUT/rows.jsonl: append with cat >> bench/results.jsonl"
+fi

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""bench/compare.py against bench/results.jsonl (run by scripts/test.sh: python3 bench/test_compare.py)."""
+import io
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COMPARE = os.path.join(HERE, "compare.py")
+RESULTS = os.path.join(HERE, "results.jsonl")
+NINTH = "2026-12-02 s9 h200_call.sh bench"
+
+# The README's speed table (ninth session, 2026-12-02, main 3518ac2).
+README_TABLE = """\
+| file | f32 act | `--act q8` | llama.cpp CUDA | best / llama.cpp |
+|---|---|---|---|---|
+| 1B Q4_0 (`model gen`) | 884.8 | 932.8 | 1014.9 ± 15.2 | 0.92× |
+| 1B Q4_K_M (`llama-quantize`) | 764.7 | 873.4 | 890.3 ± 12.1 | 0.98× |
+| 8B Q4_0 | 267.2 | 286.6 | 337.2 ± 5.3 | 0.85× |
+| 8B Q4_K_M | 214.2 | 261.7 | 270.3 ± 1.9 | 0.97× |
+"""
+
+KEYS = ["round", "call", "date", "device", "driver", "commit", "command", "tool", "model", "arm",
+        "metric", "median", "min", "max", "peer", "source"]
+
+
+def run(*args):
+    p = subprocess.run([sys.executable, COMPARE] + list(args), capture_output=True, text=True, check=True)
+    return p.stdout
+
+
+class Compare(unittest.TestCase):
+    def test_ninth_session_call_is_the_readme_table(self):
+        out = run("--call", NINTH)
+        self.assertIn(README_TABLE, out)
+        self.assertIn("commit 3518ac2", out)
+
+    def test_default_prints_the_latest_peer_call_in_the_readme_shape(self):
+        out = run()
+        self.assertIn("| file | ", out)
+        self.assertIn("| llama.cpp CUDA | best / llama.cpp |", out)
+
+    def test_rows_carry_the_fields(self):
+        with io.open(RESULTS, encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        self.assertGreater(len(rows), 300)
+        for r in rows:
+            for k in KEYS:
+                self.assertIn(k, r, r)
+            self.assertTrue(r["median"] is not None or r.get("mean") is not None or "refused" in (r.get("note") or ""), r)
+        # a peer value is llama.cpp's in the same call on the same file
+        for r in rows:
+            if r["peer"] is not None:
+                self.assertTrue(any(p["call"] == r["call"] and p["tool"] == "llama-bench" and p["mean"] == r["peer"]
+                                    for p in rows), r)
+
+    def test_filters_and_ab_pairs(self):
+        out = run("--round", "34")
+        self.assertIn("| llama-8b | q8 | 0 | main → s34 | 288.44 → 273.85 | -5.06 % |", out)
+        out = run("--commit", "3518ac2", "--model", "8b", "--spread")
+        self.assertIn("| 8B Q4_0 (`model gen`) | 267.2 (266.9, 267.3) | 286.6 (286.6, 286.6) | 337.2 ± 5.3 | 0.85× |", out)
+        self.assertIn(NINTH, run("--list"))
+
+    def test_ingest_reads_a_call_log(self):
+        import tempfile
+        log = ("NVIDIA H200, 580.159.04, 1980 MHz, P0\n== [0 s] build under test 3518ac2c0ffe\n"
+               "== [9 s] baro-top llama-8b-q4_k_m act q8\n"
+               "mega                     tg128             261.7 (261.4, 261.8)        261.6 ± 0.1    435/0/0\n"
+               "== [30 s] llama.cpp llama-8b-q4_k_m\n"
+               "| llama 8B Q4_K - Medium | 4.58 GiB | 8.03 B | CUDA | 99 | tg128 | 270.28 ± 1.91 |\n")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "call.log")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(log)
+            rows = [json.loads(x) for x in run("--ingest", path, "--round", "35", "--date", "2026-12-03").splitlines()]
+        self.assertEqual([(r["tool"], r["quant"], r["act"], r["median"], r.get("mean")) for r in rows],
+                         [("bench", "Q4_K_M", "q8", 261.7, None), ("llama-bench", "Q4_K_M", None, None, 270.28)])
+        self.assertEqual((rows[0]["commit"], rows[0]["driver"], rows[0]["peer"]), ("3518ac2", "580.159.04", 270.28))
+
+
+if __name__ == "__main__":
+    unittest.main()
