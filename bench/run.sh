@@ -219,7 +219,13 @@ for p in d.get('pipelines',[]): print('  ', p['pipeline'], '; '.join('%s=%s'%(s[
       head -1 /tmp/run.jsonl | python3 -c "
 import json,sys
 d=json.loads(sys.stdin.readline())
-for p in d.get('pipelines',[]): print('  ', p['pipeline'], '; '.join('%s=%s'%(s['name'],s['value']) for s in p['stats']))" ;;
+for p in d.get('pipelines',[]): print('  ', p['pipeline'], '; '.join('%s=%s'%(s['name'],s['value']) for s in p['stats']))"
+      python3 -c "
+import json,statistics,sys
+f=[d for d in map(json.loads,open('/tmp/run.jsonl')) if d.get('type')=='frame' and d['pass']>=20]
+for k in ('gpu_ns','wall_ns'):
+  v=sorted(d[k]/1e3 for d in f if d.get(k))
+  if v: print('   %s passes 20..: median %.1f us (min %.1f, max %.1f, n %d)'%(k,statistics.median(v),v[0],v[-1],len(v)))" ;;
     record:*)
       IFS=: read -r _ shape file <<< "$step"
       t "record $shape"; $B record -m /tmp/$shape.gguf --dispatch mega --passes 120 --spans-every 12 -o "$O/$file" 2>&1 | tail -2 ;;
