@@ -142,6 +142,7 @@ peer_wait() {
   t "waiting for the peer build"
   while [ ! -e /tmp/peer/done ] && [ $SECONDS -lt 540 ]; do sleep 2; done
   cat /tmp/peer/done 2>/dev/null || { echo "peer build not finished"; tail -3 /tmp/peer/build.log; return 1; }
+  grep -q "rc 0" /tmp/peer/done || { tail -5 /tmp/peer/cmake.log; grep -m5 -iE "error|killed" /tmp/peer/build.log; tail -3 /tmp/peer/build.log; return 1; }
 }
 
 gates_step() {
