@@ -132,9 +132,9 @@ peer() {
   mkdir -p /tmp/peer && touch /tmp/peer/started
   tar xJf .peer/llama.cpp.tar.xz -C /tmp/peer
   setsid bash -c 'cd /tmp/peer/llama.cpp && cmake -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
     -DCMAKE_BUILD_TYPE=Release > /tmp/peer/cmake.log 2>&1 && nice cmake --build build \
-    --target llama-bench llama-quantize -j 14 > /tmp/peer/build.log 2>&1; echo "peer build rc $?" > /tmp/peer/done' \
+    --target llama-bench llama-quantize -j 16 > /tmp/peer/build.log 2>&1; echo "peer build rc $?" > /tmp/peer/done' \
     < /dev/null > /dev/null 2>&1 &
   t "peer build started"
 }
