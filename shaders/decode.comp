@@ -542,6 +542,23 @@ void store_ffn(uint r, float g, float u) {
     st.s[P(H_OFF_HB) + r] = g;
 }
 
+void unit_rope(uint kind, uint t, uint tb, uint layer, uint u) {
+    float v0 = dot_sx(t, rope_row(u, 0u)), v1 = dot_sx(t, rope_row(u, 1u));
+    if (tlane() == 0u) store_rope(kind, layer, u, v0, v1, tb);
+}
+void unit_v(uint t, uint tb, uint layer, uint r) {
+    float v = dot_sx(t, r);
+    if (tlane() == 0u) store_v(layer, r, v, tb);
+}
+void unit_residual(uint kind, uint t, uint layer, uint r) {
+    float v = dot_sx(t, r);
+    if (tlane() == 0u) store_residual(kind, layer, r, v);
+}
+void unit_ffn(uint t0, uint t1, uint r) {
+    float g = dot_sx(t0, r), u = dot_sx(t1, r);
+    if (tlane() == 0u) store_ffn(r, g, u);
+}
+
 // ---- attention ----
 // Tuning (compile time; register arrays): the quads of a key row a lane loads before using any
 // (the score loop's loads in flight; it also sets the lanes per key row, so it is part of the
@@ -997,14 +1014,37 @@ void run_stage(uint si, bool first, bool last) {
                 }
                 u += nu * NT;
             }
+        } else if (!CPU_PAUSE || MAT_TY != 0xFFFFu) {
+            // One inlined dot_sx per unit kind, its rows in straight-line code: what a GPU
+            // runs (round 35: the one-site loop below cost the 8b q8 pipeline 7.5 % of its
+            // plain GPU time at the 64-register cap), and a CPU device when one matrix type
+            // folds the type dispatch (so lavapipe runs this path too).
+            for (uint u = me; u < n; u += NT) {
+                TICK();
+                if (!budget_ok()) break;
+                if (qk_heads) unit_qk_head(kind, t0, t1, layer, u);
+                else if (kind == K_Q || kind == K_K) unit_rope(kind, t0, t1, layer, u);
+                else if (kind == K_V) unit_v(t0, t1, layer, u);
+                else if (kind == K_WO || kind == K_DOWN) unit_residual(kind, t0, layer, u);
+                else if (kind == K_FFN) unit_ffn(t0, t1, u);
+                else if (kind == K_HEAD) {
+                    float v = dot_sx(t0, u);
+                    if (tlane() == 0u) {
+                        if (isnan(v) || isinf(v)) raise_fail(FAIL_NON_FINITE, P(b + S_LEVEL), u);
+                        outb.o[u] = floatBitsToUint(v);
+                        if (bi == 0xFFFFFFFFu || v > best) { best = v; bi = u; }
+                    }
+                }
+            }
         } else
         for (uint u = me; u < n; u += NT) {
             TICK();
             if (!budget_ok()) break;
             if (qk_heads) { unit_qk_head(kind, t0, t1, layer, u); continue; }
-            // A unit's one or two rows (a rope pair; the FFN's gate and up) through ONE dot_sx
-            // site: a pipeline inlines the type dispatch at every site, and on lavapipe a mixed
-            // model's copies cost minutes of compile time. Rows in the order the units read.
+            // A CPU device with a mixed model: a unit's one or two rows (a rope pair; the FFN's
+            // gate and up) through ONE dot_sx site, since a pipeline inlines the type dispatch
+            // at every site and lavapipe takes minutes over a mixed model's copies. The same
+            // rows in the same order as above: the two paths agree bit for bit.
             bool two = kind == K_Q || kind == K_K || kind == K_FFN;
             float v[2] = float[2](0.0, 0.0);
             for (uint i = 0u; i < (two ? 2u : 1u); ++i) {
