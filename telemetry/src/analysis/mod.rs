@@ -1,0 +1,26 @@
+//! What the stream means, beside what it says: the analyses every consumer (the dashboard,
+//! `run --json`, `diff`, the trace export, the metrics endpoint) reports the same way, so that
+//! none of them has to rebuild one from strings or raw spans.
+//!
+//! - [`attribution`]: where a stage's charged time is not its own cost. The last stage of a
+//!   level absorbs the level's barrier wait (its *tail*); [`AttributionWarning`] names the
+//!   stage, its level, charged and busy time, the tail, and the workgroup that arrived last;
+//!   its `Display` is the dashboard's text.
+//! - [`labels`]: the power-state mode and contention labels of a pass (a disturbed run is
+//!   labelled, never averaged in).
+//! - [`judge`]: the correctness rule a reference's verdict comes from.
+//!
+//! Pure functions of the recorded data: no I/O, no clock, no terminal. The last arrivers are
+//! computed here from the barrier stamps already recorded in a frame's spans
+//! ([`crate::Spans::arrive`]); the shader and the ring's readback layout carry nothing new
+//! for them. This module never decides what a consumer shows: it returns typed values and
+//! the consumer formats or counts them.
+
+pub mod attribution;
+pub mod judge;
+pub mod labels;
+
+pub use attribution::{
+    frame_warnings, last_arrivers, straggler, tails, AttributionWarning, JsonLines, StageCost,
+    Straggler, TailWarning, GAP_MIN_FRAC, GAP_MIN_NS, STRAGGLER_MIN_BARRIERS,
+};
