@@ -136,29 +136,29 @@ fn a_straggler_needs_a_quarter_of_the_barriers_and_three_times_its_share() {
 fn one_pass_names_a_straggler_only_over_enough_barriers() {
     let r = synthetic_run(8, 20, 10);
     let mut f = synthetic_frame(&r, 0, 1);
-    let mut s = Spans::new(8, 20, 10);
-    for l in 0..9 {
-        for w in 0..8 {
-            s.set_barrier(l, w, if w == 5 { 900 } else { 100 + w }, 1_000);
+    // Workgroup 5 arrives last at every one of `n` barriers.
+    let late_at = |n: u32| {
+        let mut s = Spans::new(8, 20, 40);
+        for l in 0..n {
+            for w in 0..8 {
+                s.set_barrier(l, w, if w == 5 { 900 } else { 100 + w }, 1_000);
+            }
         }
-    }
-    f.spans = s.clone();
-    let w = frame_warnings(&r, &f);
+        s
+    };
+    f.spans = late_at(STRAGGLER_MIN_BARRIERS);
     let want = Straggler {
         workgroup: 5,
-        last_at: 9,
-        barriers: 9,
+        last_at: 32,
+        barriers: 32,
         passes: 1,
     };
-    assert_eq!(w.first(), Some(&AttributionWarning::Straggler(want)));
-    // Two barriers: no pattern yet.
-    let mut s2 = Spans::new(8, 20, 10);
-    for l in 0..2 {
-        for w in 0..8 {
-            s2.set_barrier(l, w, if w == 5 { 900 } else { 100 }, 1_000);
-        }
-    }
-    f.spans = s2;
+    assert_eq!(
+        frame_warnings(&r, &f).first(),
+        Some(&AttributionWarning::Straggler(want))
+    );
+    // One barrier fewer: no pattern yet.
+    f.spans = late_at(STRAGGLER_MIN_BARRIERS - 1);
     let w = frame_warnings(&r, &f);
     assert!(
         !w.iter()
