@@ -116,3 +116,34 @@ fn replay_json_of_a_run_without_a_trap_has_an_empty_attribution_on_every_pass() 
         "{passes:?}"
     );
 }
+
+#[test]
+fn diff_lists_the_trapped_sides_warnings_and_none_for_the_clean_side_in_text_and_json() {
+    let d = tmpdir("diff");
+    let (trap, clean) = (d.join("trap.baro"), d.join("clean.baro"));
+    record(&trap, config(Some(5)), 20);
+    record(&clean, config(None), 20);
+    let (c, t) = (
+        clean.to_str().expect("utf-8"),
+        trap.to_str().expect("utf-8"),
+    );
+    let o = baro(&["diff", c, t]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("attribution A: none"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("  B: ffn_up.l1 charged ")
+                && l.ends_with("is level 8's tail, waiting for workgroup 5")),
+        "{text}"
+    );
+    let o = baro(&["diff", c, t, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["attribution"]["a"], serde_json::json!([]), "{v}");
+    let b = v["attribution"]["b"].as_array().expect("B's warnings");
+    assert!(
+        b.iter()
+            .any(|w| w["name"] == "ffn_up.l1" && w["last_arriver"] == 5),
+        "{b:?}"
+    );
+}

@@ -6,6 +6,8 @@
 //!   level absorbs the level's barrier wait (its *tail*); [`AttributionWarning`] names the
 //!   stage, its level, charged and busy time, the tail, and the workgroup that arrived last;
 //!   its `Display` is the dashboard's text.
+//! - [`window`]: the same warnings over many passes (medians, the most frequent last
+//!   arriver), for `diff`.
 //! - [`labels`]: the power-state mode and contention labels of a pass (a disturbed run is
 //!   labelled, never averaged in).
 //! - [`judge`]: the correctness rule a reference's verdict comes from.
@@ -19,8 +21,10 @@
 pub mod attribution;
 pub mod judge;
 pub mod labels;
+pub mod window;
 
 pub use attribution::{
     frame_warnings, last_arrivers, straggler, tails, AttributionWarning, JsonLines, StageCost,
     Straggler, TailWarning, GAP_MIN_FRAC, GAP_MIN_NS, STRAGGLER_MIN_BARRIERS,
 };
+pub use window::Window;
