@@ -147,3 +147,49 @@ fn diff_lists_the_trapped_sides_warnings_and_none_for_the_clean_side_in_text_and
         "{b:?}"
     );
 }
+
+/// Per pass slice of `export --perfetto`'s trace: (`attribution_warnings`, `attribution`).
+fn exported_attribution(file: &Path) -> Vec<(u64, Option<String>)> {
+    let out = file.with_extension("json");
+    let o = baro(&[
+        "export",
+        file.to_str().expect("utf-8"),
+        "--perfetto",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out).expect("the trace")).expect("JSON");
+    v["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["ph"] == "B" && e["name"].as_str().is_some_and(|n| n.starts_with("pass ")))
+        .map(|e| {
+            let a = &e["args"];
+            let n = a["attribution_warnings"]
+                .as_u64()
+                .expect("a count on every pass");
+            (n, a["attribution"].as_str().map(str::to_string))
+        })
+        .collect()
+}
+
+#[test]
+fn export_pass_slices_name_the_trapped_workgroup_and_carry_none_for_a_clean_run() {
+    let d = tmpdir("export");
+    let (trap, clean) = (d.join("trap.baro"), d.join("clean.baro"));
+    record(&trap, config(Some(5)), 12);
+    record(&clean, config(None), 12);
+    let t = exported_attribution(&trap);
+    assert_eq!(t.len(), 12);
+    for (n, text) in &t {
+        let text = text.as_deref().unwrap_or_default();
+        assert!(
+            *n >= 1 && text.contains("waiting for workgroup 5"),
+            "{n} {text}"
+        );
+    }
+    let c = exported_attribution(&clean);
+    assert_eq!(c, vec![(0, None); 12]);
+}
