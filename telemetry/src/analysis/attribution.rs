@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Frame, RunDetails, Spans, StageId, Telemetry};
+use crate::{Frame, RunDetails, Spans, StageId, StageTiming, Telemetry};
 
 /// Charged − busy must be at least this many ns to be named …
 pub const GAP_MIN_NS: u64 = 5_000;
@@ -149,6 +149,48 @@ impl AttributionWarning {
     }
 }
 
+/// Whether a level's closing stage with this busy and charged time carries a tail worth a
+/// warning: charged − busy at least [`GAP_MIN_NS`] and [`GAP_MIN_FRAC`] of busy.
+pub fn is_tail(busy_ns: u64, charged_ns: u64) -> bool {
+    let tail = charged_ns.saturating_sub(busy_ns);
+    tail >= GAP_MIN_NS && tail as f64 >= GAP_MIN_FRAC * busy_ns as f64
+}
+
+/// The stage timings of `f` that [`frame_warnings`] names as tails (each closes its level),
+/// in the frame's order, without allocating: for counters.
+pub fn frame_tail_stages<'a>(
+    run: &'a RunDetails,
+    f: &'a Frame,
+) -> impl Iterator<Item = &'a StageTiming> + 'a {
+    f.stages.iter().filter(move |t| {
+        let closes = (run.levels.iter())
+            .find(|lv| lv.index == t.level)
+            .and_then(|lv| lv.stages.last())
+            == Some(&t.stage);
+        closes && is_tail(t.busy_ns, t.charged_ns)
+    })
+}
+
+/// Adds to `counts[w]` the barriers of `spans` at which workgroup `w` arrived last, and
+/// returns how many barriers were counted (a workgroup outside `counts` is not). Allocates
+/// nothing.
+pub fn count_last_arrivals(spans: &Spans, counts: &mut [u32]) -> u32 {
+    let mut seen = 0;
+    for l in 0..spans.levels() {
+        if let Some(c) = last_arriver(spans, l).and_then(|w| counts.get_mut(w as usize)) {
+            *c += 1;
+            seen += 1;
+        }
+    }
+    seen
+}
+
+/// One pass's straggler ([`frame_warnings`]' rule) from its last-arrival `counts` over
+/// `barriers` (see [`count_last_arrivals`]).
+pub fn pass_straggler(counts: &[u32], barriers: u32, grid: u32) -> Option<Straggler> {
+    straggler(counts, barriers, grid, 1).filter(|_| barriers >= STRAGGLER_MIN_BARRIERS)
+}
+
 /// The tail warnings of `run`'s levels, the largest tail first (levels in order among equal
 /// tails). `cost(stage)` is what the stage cost (`None`: it did not run); `last_arriver(level)`
 /// the workgroup that arrived last at the level's barrier.
@@ -165,10 +207,10 @@ pub fn tails(
         let Some(c) = cost(sid) else {
             continue;
         };
-        let tail = c.charged_ns.saturating_sub(c.busy_ns);
-        if tail < GAP_MIN_NS || (tail as f64) < GAP_MIN_FRAC * c.busy_ns as f64 {
+        if !is_tail(c.busy_ns, c.charged_ns) {
             continue;
         }
+        let tail = c.charged_ns - c.busy_ns;
         let name = run
             .stages
             .get(sid as usize)
@@ -213,18 +255,21 @@ pub fn straggler(last_counts: &[u32], barriers: u32, grid: u32, passes: u64) -> 
 /// spans already hold.
 pub fn last_arrivers(spans: &Spans) -> Vec<Option<u32>> {
     (0..spans.levels())
-        .map(|l| {
-            let mut best: Option<(u32, u32)> = None;
-            for w in 0..spans.grid() {
-                if let Some(a) = spans.arrive(l, w) {
-                    if best.is_none_or(|(t, _)| a > t) {
-                        best = Some((a, w));
-                    }
-                }
-            }
-            best.map(|(_, w)| w)
-        })
+        .map(|l| last_arriver(spans, l))
         .collect()
+}
+
+/// [`last_arrivers`] of one level.
+pub fn last_arriver(spans: &Spans, level: u32) -> Option<u32> {
+    let mut best: Option<(u32, u32)> = None;
+    for w in 0..spans.grid() {
+        if let Some(a) = spans.arrive(level, w) {
+            if best.is_none_or(|(t, _)| a > t) {
+                best = Some((a, w));
+            }
+        }
+    }
+    best.map(|(_, w)| w)
 }
 
 /// One pass's attribution warnings, from its own stage timings and barrier stamps, with the
@@ -244,15 +289,8 @@ pub fn frame_warnings(run: &RunDetails, f: &Frame) -> Vec<AttributionWarning> {
     }
     let last = last_arrivers(&f.spans);
     let mut counts = vec![0u32; f.spans.grid() as usize];
-    let mut seen = 0;
-    for w in last.iter().flatten() {
-        if let Some(c) = counts.get_mut(*w as usize) {
-            *c += 1;
-            seen += 1;
-        }
-    }
-    let mut out: Vec<AttributionWarning> = straggler(&counts, seen, f.spans.grid(), 1)
-        .filter(|_| seen >= STRAGGLER_MIN_BARRIERS)
+    let seen = count_last_arrivals(&f.spans, &mut counts);
+    let mut out: Vec<AttributionWarning> = pass_straggler(&counts, seen, f.spans.grid())
         .map(AttributionWarning::Straggler)
         .into_iter()
         .collect();

@@ -209,3 +209,26 @@ fn frame_lines_before_a_start_have_an_empty_attribution() {
         .expect("json");
     assert!(line.ends_with(",\"attribution\":[]}"), "{line}");
 }
+
+#[test]
+fn the_allocation_free_tail_stages_are_the_tails_frame_warnings_names() {
+    let r = synthetic_run(8, 40, 12);
+    for p in 0..16 {
+        let mut f = synthetic_frame(&r, p, 9);
+        // Every third closing stage charged 30 µs over its work.
+        for lv in r.levels.iter().step_by(3) {
+            let last = *lv.stages.last().unwrap();
+            for t in f.stages.iter_mut().filter(|t| t.stage == last) {
+                t.charged_ns = t.busy_ns + 30_000;
+            }
+        }
+        let mut named: Vec<StageId> = frame_warnings(&r, &f)
+            .iter()
+            .filter_map(|w| w.tail().map(|t| t.stage))
+            .collect();
+        named.sort_unstable();
+        let counted: Vec<StageId> = frame_tail_stages(&r, &f).map(|t| t.stage).collect();
+        assert_eq!(counted, named, "pass {p}");
+        assert!(counted.len() >= 4, "{counted:?}");
+    }
+}

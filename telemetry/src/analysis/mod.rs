@@ -24,7 +24,8 @@ pub mod labels;
 pub mod window;
 
 pub use attribution::{
-    frame_warnings, last_arrivers, straggler, tails, AttributionWarning, JsonLines, StageCost,
-    Straggler, TailWarning, GAP_MIN_FRAC, GAP_MIN_NS, STRAGGLER_MIN_BARRIERS,
+    count_last_arrivals, frame_tail_stages, frame_warnings, is_tail, last_arriver, last_arrivers,
+    pass_straggler, straggler, tails, AttributionWarning, JsonLines, StageCost, Straggler,
+    TailWarning, GAP_MIN_FRAC, GAP_MIN_NS, STRAGGLER_MIN_BARRIERS,
 };
 pub use window::Window;
