@@ -27,7 +27,8 @@
 //! `wall_ns`, `gpu_ns`, `fail_word` as `"0x00000000"`, `fail`, `torn`, `dropped`,
 //! `host_start_ns`, `stages`, `barriers`) and adds the structured `fail_detail` and the rest
 //! of [`Frame`]. `tests/golden/frame_v1.json` holds one frame: a schema change shows there as
-//! a diff, and bumps [`SCHEMA_VERSION`].
+//! a diff, and bumps [`SCHEMA_VERSION`]. `run --json` prints each frame line with its
+//! analysis appended (`"attribution"`, [`analysis::JsonLines`]); readers ignore it.
 //!
 //! # Modules
 //!

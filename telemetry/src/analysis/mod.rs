@@ -15,8 +15,9 @@
 //! Pure functions of the recorded data: no I/O, no clock, no terminal. The last arrivers are
 //! computed here from the barrier stamps already recorded in a frame's spans
 //! ([`crate::Spans::arrive`]); the shader and the ring's readback layout carry nothing new
-//! for them. This module never decides what a consumer shows: it returns typed values and
-//! the consumer formats or counts them.
+//! for them. Consumers get typed values to print, serialise or count; the only words made
+//! here are the warnings' `Display`, the dashboard's text, so every consumer that prints
+//! one prints the same sentence.
 
 pub mod attribution;
 pub mod judge;
