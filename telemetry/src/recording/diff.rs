@@ -4,8 +4,8 @@
 //!
 //! Medians are taken within one power mode: a slow-mode pass costs ≈ 2× on latency-bound
 //! stages, so a mix would show a "regression" that is only a clock. Each pass's mode is the
-//! offline classification ([`classify_offline`](crate::labels::classify_offline), clock hints from the recorded sensor
-//! samples), except that a pass the live labeler recorded as slow stays slow (it saw the
+//! offline classification ([`crate::labels::classify_offline`], clock hints from the recorded
+//! sensor samples), except that a pass the live labeler recorded as slow stays slow (it saw the
 //! clocks and the run's history, which an all-slow recording cannot show offline). The
 //! compared mode is fast where both recordings have fast passes, else slow where both have
 //! slow ones; the other passes are excluded and counted. Where no mode is common, the medians
