@@ -54,7 +54,7 @@ fn stderr(o: &Output) -> String {
 }
 
 #[test]
-fn replay_headless_json_prints_exactly_the_recorded_messages_as_json_lines() {
+fn replay_headless_json_prints_the_recorded_messages_as_run_json_lines_with_their_attribution() {
     let d = tmpdir("json");
     let f = d.join("a.baro");
     let msgs = write_recording(&f, 6, 1, true);
@@ -65,9 +65,11 @@ fn replay_headless_json_prints_exactly_the_recorded_messages_as_json_lines() {
         "--json",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // What `run --json` prints: the message, a frame with its attribution warnings.
+    let mut json = baro_telemetry::analysis::JsonLines::new();
     let want: Vec<String> = msgs
-        .iter()
-        .map(|m| m.to_json_line().expect("json"))
+        .into_iter()
+        .map(|m| json.line(m, true).expect("json"))
         .collect();
     let text = stdout(&o);
     let got: Vec<&str> = text.lines().collect();

@@ -68,6 +68,71 @@ fn run_json_is_the_stream_start_first_then_frames_with_the_old_fields_then_end()
     assert_eq!(lines.last().expect("end")["reason"], "completed");
 }
 
+/// Per frame line, the attribution warnings its own stage timings call for: a level's last
+/// stage whose charged − busy is at least 5 µs and a fifth of busy (the dashboard's rule).
+fn expected_tails(start: &serde_json::Value, frame: &serde_json::Value) -> Vec<u64> {
+    let mut want = vec![];
+    for lv in start["levels"].as_array().expect("levels") {
+        let Some(last) = lv["stages"].as_array().and_then(|s| s.last()) else {
+            continue;
+        };
+        let stages = frame["stages"].as_array().expect("stages");
+        let Some(t) = stages.iter().find(|t| &t["stage"] == last) else {
+            continue;
+        };
+        let (b, c) = (
+            t["busy_ns"].as_u64().unwrap(),
+            t["charged_ns"].as_u64().unwrap(),
+        );
+        let tail = c.saturating_sub(b);
+        if tail >= 5_000 && tail as f64 >= 0.2 * b as f64 {
+            want.push(last.as_u64().unwrap());
+        }
+    }
+    want.sort_unstable();
+    want
+}
+
+#[test]
+fn run_json_frames_carry_exactly_the_attribution_warnings_their_stage_timings_call_for() {
+    if !has_vulkan() {
+        return;
+    }
+    for dispatch in ["mega", "multi"] {
+        let o = baro(&["run", "--json", "--passes", "2", "--dispatch", dispatch]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+            .collect();
+        let start = &lines[0];
+        let grid = start["grid"].as_u64().unwrap();
+        let frames: Vec<&serde_json::Value> =
+            lines.iter().filter(|v| v["type"] == "frame").collect();
+        assert_eq!(frames.len(), 2);
+        for f in frames {
+            let a = f["attribution"]
+                .as_array()
+                .expect("attribution on every frame");
+            let mut got: Vec<u64> = a
+                .iter()
+                .filter(|w| w["kind"] == "tail")
+                .map(|w| w["stage"].as_u64().unwrap())
+                .collect();
+            got.sort_unstable();
+            assert_eq!(got, expected_tails(start, f), "{dispatch}: {a:?}");
+            for w in a.iter().filter(|w| w["kind"] == "tail") {
+                // The last arriver comes from the barrier stamps: mega mode has them (spans
+                // left out of the line, not out of the analysis), multi mode has no barriers.
+                match dispatch {
+                    "mega" => assert!(w["last_arriver"].as_u64().is_some_and(|x| x < grid), "{w}"),
+                    _ => assert!(w["last_arriver"].is_null(), "{w}"),
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn run_json_carries_compiler_statistics_for_both_pipelines_exactly_when_devices_says_the_driver_reports_them(
 ) {

@@ -27,7 +27,8 @@
 //! `wall_ns`, `gpu_ns`, `fail_word` as `"0x00000000"`, `fail`, `torn`, `dropped`,
 //! `host_start_ns`, `stages`, `barriers`) and adds the structured `fail_detail` and the rest
 //! of [`Frame`]. `tests/golden/frame_v1.json` holds one frame: a schema change shows there as
-//! a diff, and bumps [`SCHEMA_VERSION`].
+//! a diff, and bumps [`SCHEMA_VERSION`]. `run --json` prints each frame line with its
+//! analysis appended (`"attribution"`, [`analysis::JsonLines`]); readers ignore it.
 //!
 //! # Modules
 //!
@@ -37,24 +38,25 @@
 //! - [`spans`]: compact spans and busy/charged/barrier timings computed from them;
 //! - [`ring`]: the in-kernel event ring's layout and its decoding;
 //! - [`clock`]: clock domains, calibration, drift;
-//! - [`judge`]: the near-tie correctness rule shared by the gate and a shadow reference;
+//! - [`analysis`]: what the stream means, for every consumer alike: attribution warnings
+//!   (a stage charged with its level's tail, the last-arriving workgroup), the power-mode and
+//!   contention labels ([`labels`]) and the correctness rule ([`judge`]: the near-tie rule
+//!   shared by the gate and a shadow reference);
 //! - [`recording`]: the stream on disk (`*.baro`), its reader, exports and diff;
 //! - [`synth`]: synthetic runs and frames of any shape, for tests and benches.
 //! - [`pipeline`]: the driver compiler's statistics for the decode pipeline (registers, spills);
-//! - [`labels`]: per-pass power-mode and contention labelling from frames and sensor samples.
 //! - [`utf8`]: valid UTF-8 text from token bytes that may split a character.
 
 #![deny(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod act;
+pub mod analysis;
 pub mod clock;
 pub mod fail;
 pub mod frame;
 pub mod input;
-pub mod judge;
 pub mod kv;
-pub mod labels;
 pub mod pipeline;
 pub mod recording;
 pub mod ring;
@@ -62,6 +64,9 @@ pub mod run;
 pub mod spans;
 pub mod synth;
 pub mod utf8;
+
+// Moved under `analysis`, beside the attribution warnings; the old paths stay.
+pub use analysis::{judge, labels};
 
 use std::fmt;
 

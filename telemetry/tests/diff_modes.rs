@@ -121,3 +121,39 @@ fn diff_with_no_common_power_mode_says_not_comparable_and_prints_no_delta() {
     assert_eq!(rows.len(), d.kinds.len(), "{table}");
     assert!(rows.iter().all(|r| !r.contains('%')), "{table}");
 }
+
+#[test]
+fn diff_lists_a_tail_charged_to_a_levels_closing_stage_on_the_side_that_has_it_only() {
+    let run = synthetic_run(4, 16, 7);
+    let closing = *run.levels[2].stages.last().unwrap();
+    let a = recording(&run, 24, |_| {});
+    // B: the stage that closes level 2 is charged 60 µs over its own work on every pass.
+    let b = recording(&run, 24, |f| {
+        for t in f.stages.iter_mut().filter(|t| t.stage == closing) {
+            t.charged_ns = t.busy_ns + 60_000;
+        }
+    });
+    let d = compare(&a, &b);
+    let tail_of = |w: &[baro_telemetry::analysis::AttributionWarning]| {
+        w.iter()
+            .filter_map(|w| w.tail())
+            .find(|t| t.stage == closing)
+            .cloned()
+    };
+    let t = tail_of(&d.b_attribution).expect("B's tail is listed");
+    assert_eq!((t.level, t.tail_ns), (2, 60_000));
+    assert_eq!(tail_of(&d.a_attribution), None, "{:?}", d.a_attribution);
+    let table = d.to_string();
+    assert!(
+        table.contains(&format!("  B: {t}")),
+        "the table prints B's warning as the dashboard does: {table}"
+    );
+    let json = d.to_json();
+    let listed = json["attribution"]["b"].as_array().unwrap();
+    assert!(
+        listed
+            .iter()
+            .any(|w| w["kind"] == "tail" && w["stage"] == closing && w["tail_ns"] == 60_000),
+        "{json}"
+    );
+}

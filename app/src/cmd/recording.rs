@@ -246,6 +246,7 @@ pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let mut damage = None;
     let mut out = crate::out::Stdout::lock();
     let mut lines = crate::ui::headless::Printer::new(meta(r.header()).decoder);
+    let mut json = baro_telemetry::analysis::JsonLines::new();
     use std::io::Write;
     for msg in r.by_ref() {
         let msg = match msg {
@@ -273,11 +274,8 @@ pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
         }
         if a.json {
             lines.count(&msg);
-            writeln!(
-                out,
-                "{}",
-                msg.to_json_line().context("encoding a message as JSON")?
-            )?;
+            let line = json.line(msg, true);
+            writeln!(out, "{}", line.context("encoding a message as JSON")?)?;
         } else {
             // Text lines quote the file's strings: cleaned of escape sequences.
             for l in lines.push(msg) {

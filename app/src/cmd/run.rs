@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use baro_engine::session::{Check, SessionBuilder, SinkKind};
+use baro_engine::telemetry::analysis::JsonLines;
 use baro_engine::telemetry::{CheckPlan, Telemetry};
 use clap::Args;
 
@@ -125,6 +126,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         .sampling(a.temp, a.topp, seed)
         .check(a.check);
     let rx = b.subscribe(SinkKind::Lossy { capacity: 1024 });
+    let mut json = JsonLines::new();
     let session = b.spawn().context("starting the decode session")?;
     for t in rx.iter() {
         // The pipelines (and so the cache) are built before the run's first message.
@@ -133,13 +135,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
         if a.json {
             lines.count(&t);
-            let line = match t {
-                Telemetry::Frame(mut f) if !a.spans => {
-                    f.spans = Default::default();
-                    Telemetry::Frame(f).to_json_line()?
-                }
-                t => t.to_json_line()?,
-            };
+            // A frame's attribution warnings come from its spans, before they are left out.
+            let line = json.line(t, a.spans)?;
             outln!("{line}").context("writing to stdout")?;
             continue;
         }

@@ -1,7 +1,10 @@
 //! [`Aggregator`]: folds the telemetry stream into the counters, gauges and histograms of
 //! [`super::catalog`]. Ingesting a frame allocates nothing (fixed arrays indexed by label
-//! value); only a run's start (its stage table and info labels) and rendering allocate.
+//! value; the attribution warnings counted with `telemetry::analysis`'s allocation-free
+//! rules); only a run's start (its stage table, info labels and a last-arrival count per
+//! workgroup) and rendering allocate.
 
+use baro_telemetry::analysis;
 use baro_telemetry::fail::bits;
 use baro_telemetry::{
     Contention, Dispatch, Frame, PowerMode, RunDetails, SensorReading, StageKind, Telemetry,
@@ -166,6 +169,14 @@ pub struct Aggregator {
     pub release: [Histogram; MODES.len()],
     /// Barrier exit spread, by mode.
     pub exit: [Histogram; MODES.len()],
+    /// `[mode][kind]` attribution warnings: level tails charged to a stage of the kind.
+    pub tails: [[u64; KINDS]; MODES.len()],
+    /// Passes naming a straggler.
+    pub stragglers: u64,
+    /// The run (levels and stages: which stage closes a level).
+    details: Option<std::sync::Arc<RunDetails>>,
+    /// Scratch: last arrivals per workgroup in the current pass (sized at the start).
+    last: Vec<u32>,
     rate: RateWindow,
     /// Last sensor values.
     pub sensors: Sensors,
@@ -190,6 +201,10 @@ impl Default for Aggregator {
             arrival: Default::default(),
             release: Default::default(),
             exit: Default::default(),
+            tails: Default::default(),
+            stragglers: 0,
+            details: None,
+            last: Vec::new(),
             rate: RateWindow::default(),
             sensors: Sensors::default(),
         }
@@ -275,6 +290,9 @@ impl Aggregator {
                 *k = s.kind;
             }
         }
+        self.details = Some(std::sync::Arc::new(run.clone()));
+        self.last.clear();
+        self.last.resize(run.grid as usize, 0);
         use baro_telemetry::DeviceKind as D;
         self.run = Some(RunInfo {
             device: run.device.clone(),
@@ -341,6 +359,18 @@ impl Aggregator {
             self.arrival[mode].observe(b.arrival_spread_ns);
             self.release[mode].observe(b.release_ns);
             self.exit[mode].observe(b.exit_spread_ns);
+        }
+        if let Some(run) = &self.details {
+            for t in analysis::frame_tail_stages(run, f) {
+                if let Some(k) = self.stage_kinds.get(t.stage as usize) {
+                    self.tails[mode][k.code() as usize] += 1;
+                }
+            }
+            self.last.fill(0);
+            let seen = analysis::count_last_arrivals(&f.spans, &mut self.last);
+            if analysis::pass_straggler(&self.last, seen, run.grid).is_some() {
+                self.stragglers += 1;
+            }
         }
     }
 
@@ -424,6 +454,39 @@ mod tests {
         assert_eq!(CONTENTIONS[contention_index(&c)], "gpu_shared");
         c.gpu_time_sliced = true;
         assert_eq!(CONTENTIONS[contention_index(&c)], "time_sliced");
+    }
+
+    #[test]
+    fn a_tail_counts_for_its_closing_stages_kind_and_mode_and_a_late_workgroup_as_a_straggler() {
+        let run = baro_telemetry::synth::synthetic_run(8, 40, 36);
+        let closing = *run.levels[5].stages.last().unwrap_or(&0);
+        let kind = run.stages[closing as usize].kind.code() as usize;
+        let mut a = Aggregator::new();
+        a.ingest(&Telemetry::Start(run.clone()), 0);
+        let mut f = baro_telemetry::synth::synthetic_frame(&run, 0, 1);
+        f.mode = PowerMode::Fast;
+        for t in &mut f.stages {
+            t.charged_ns = t.busy_ns + if t.stage == closing { 30_000 } else { 0 };
+        }
+        // Whatever the synthetic arrivals make of a straggler is counted before `before`.
+        a.ingest(&Telemetry::Frame(Box::new(f.clone())), 0);
+        let fast = mode_index(PowerMode::Fast);
+        assert_eq!(a.tails[fast][kind], 1);
+        assert_eq!(a.tails.iter().flatten().sum::<u64>(), 1);
+        // Workgroup 5 last at every one of 35 barriers; no tail.
+        let mut s = baro_telemetry::Spans::new(8, 40, 36);
+        for l in 0..35 {
+            for w in 0..8 {
+                s.set_barrier(l, w, if w == 5 { 900 } else { 100 }, 1_000);
+            }
+        }
+        f.spans = s;
+        for t in &mut f.stages {
+            t.charged_ns = t.busy_ns;
+        }
+        let before = a.stragglers;
+        a.ingest(&Telemetry::Frame(Box::new(f)), 0);
+        assert_eq!((a.stragglers - before, a.tails[fast][kind]), (1, 1));
     }
 
     #[test]

@@ -194,6 +194,22 @@ pub const STAGE_CHARGED: MetricDoc = MetricDoc {
     labels: "stage_kind, mode",
     help: "Per pass, what a span-per-stage profiler charges all stages of one kind (busy plus the barrier waits they close), summed.",
 };
+/// `baro_attribution_tails_total`.
+pub const ATTRIBUTION_TAILS: MetricDoc = MetricDoc {
+    name: "baro_attribution_tails_total",
+    kind: Kind::Counter,
+    unit: None,
+    labels: "stage_kind, mode",
+    help: "Attribution warnings: per pass, each level's closing stage of this kind whose charged time exceeds its busy time by at least 5000 ns and a fifth of busy (that much is the level's barrier wait, not its cost; the dashboard's warning). A series per kind and mode with stage timings, 0 until one fires.",
+};
+/// `baro_straggler_passes_total`.
+pub const STRAGGLERS: MetricDoc = MetricDoc {
+    name: "baro_straggler_passes_total",
+    kind: Kind::Counter,
+    unit: None,
+    labels: "",
+    help: "Passes in which one workgroup arrived last at more than a quarter of the grid barriers and at three times its share (passes with at least 32 barriers).",
+};
 /// `baro_barrier_arrival_spread_seconds`.
 pub const BARRIER_ARRIVAL: MetricDoc = MetricDoc {
     name: "baro_barrier_arrival_spread_seconds",
@@ -268,7 +284,7 @@ pub const POWER_MODE: MetricDoc = MetricDoc {
 };
 
 /// Every family, in exposition order.
-pub const CATALOG: [&MetricDoc; 20] = [
+pub const CATALOG: [&MetricDoc; 22] = [
     &UP,
     &INFO,
     &PASSES,
@@ -280,9 +296,11 @@ pub const CATALOG: [&MetricDoc; 20] = [
     &PASS_WALL,
     &STAGE_BUSY,
     &STAGE_CHARGED,
+    &ATTRIBUTION_TAILS,
     &BARRIER_ARRIVAL,
     &BARRIER_RELEASE,
     &BARRIER_EXIT,
+    &STRAGGLERS,
     &SM_CLOCK,
     &MEM_CLOCK,
     &THROTTLE,

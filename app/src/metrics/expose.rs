@@ -239,9 +239,24 @@ pub fn render(a: &Aggregator, now_ns: u64, format: Format) -> String {
     o.histograms_by_mode(&c::PASS_WALL, &a.pass_wall);
     o.stage_histograms(&c::STAGE_BUSY, &a.busy);
     o.stage_histograms(&c::STAGE_CHARGED, &a.charged);
+    // A series wherever the stage timings have one, so a rate has 0 to start from.
+    if a.busy.iter().flatten().any(|h| h.count > 0) {
+        o.family(&c::ATTRIBUTION_TAILS);
+        for kind in StageKind::ALL {
+            let k = kind.code() as usize;
+            for (m, mode) in MODES.iter().enumerate() {
+                if a.busy[m][k].count > 0 {
+                    let labels = [("stage_kind", kind.name()), ("mode", *mode)];
+                    o.sample(c::ATTRIBUTION_TAILS.name, &labels, a.tails[m][k]);
+                }
+            }
+        }
+    }
     o.histograms_by_mode(&c::BARRIER_ARRIVAL, &a.arrival);
     o.histograms_by_mode(&c::BARRIER_RELEASE, &a.release);
     o.histograms_by_mode(&c::BARRIER_EXIT, &a.exit);
+    o.family(&c::STRAGGLERS);
+    o.sample(c::STRAGGLERS.name, &[], a.stragglers);
 
     let s = &a.sensors;
     o.gauge(&c::SM_CLOCK, s.sm_hz);

@@ -576,19 +576,10 @@ impl Data {
         }
 
         // Last arriver per level (the tail the next stage's charged time absorbs).
-        let nl = f.spans.levels();
-        let mut last = Vec::with_capacity(nl as usize);
-        for l in 0..nl {
-            let mut best = (0u32, u32::MAX);
-            for w in 0..grid {
-                if let Some(a) = f.spans.arrive(l, w) {
-                    if best.1 == u32::MAX || a > best.0 {
-                        best = (a, w);
-                    }
-                }
-            }
-            last.push(best.1);
-        }
+        let last: Vec<u32> = baro_telemetry::analysis::last_arrivers(&f.spans)
+            .into_iter()
+            .map(|w| w.unwrap_or(u32::MAX))
+            .collect();
         if let Some(s) = &mut self.stats {
             s.ingest(&f, dur_ns, &last);
         }

@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
+use baro_telemetry::analysis::{self, StageCost};
 use baro_telemetry::{Dispatch, Frame, StageKind};
 
 use crate::action::{Action, Control};
 use crate::state::Data;
 use crate::stats::{Pcts, WINDOW};
-use crate::text::us;
 
 /// Panels, by name in layout files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -189,10 +189,8 @@ pub struct BarrierRow {
     pub p: [Pcts; 3],
 }
 
-/// Warning thresholds: charged − busy must exceed both to be named.
-pub const GAP_MIN_NS: u64 = 5_000;
-/// … and this fraction of busy.
-pub const GAP_MIN_FRAC: f64 = 0.2;
+/// Warning thresholds (charged − busy must exceed both to be named): the analysis's.
+pub use baro_telemetry::analysis::{GAP_MIN_FRAC, GAP_MIN_NS};
 
 /// Rows derived for drawing.
 #[derive(Clone, Debug, Default)]
@@ -569,58 +567,31 @@ fn derive(d: &Data, v: &View) -> Derived {
         });
     }
 
-    // Attribution: over the sliding window (or the chosen range), whatever the table shows.
-    let mut gaps = vec![];
-    for lv in &run.levels {
-        let Some(&sid) = lv.stages.last() else {
-            continue;
-        };
-        let (Some(&b), Some(&c)) = (sel.busy.get(sid as usize), sel.charged.get(sid as usize))
-        else {
-            continue;
-        };
-        let gap = c.p50.saturating_sub(b.p50);
-        if b.n == 0 || gap < GAP_MIN_NS || (gap as f64) < GAP_MIN_FRAC * b.p50 as f64 {
-            continue;
-        }
-        let name = &run.stages[sid as usize].name;
-        // `busy` is a mean over the grid: where the slowest workgroup's busy is over twice
-        // it, the stage's work sits on a few workgroups (the attention's units, a small
-        // stage) and the "tail" is their work, not waiting: say so with its number.
-        let slow = match sel.slowest.get(sid as usize) {
-            Some(s) if s.n > 0 && s.p50 >= 2 * b.p50 => {
-                format!(" (slowest workgroup {})", us(s.p50))
-            }
-            _ => String::new(),
-        };
-        let who = match sel.last.get(lv.index as usize).copied().flatten() {
-            Some((w, _)) => format!(", waiting for workgroup {w}"),
-            None => String::new(),
-        };
-        gaps.push((
-            gap,
-            format!(
-                "{name} charged {}, busy {}{slow}: {} is level {}'s tail{who}",
-                us(c.p50),
-                us(b.p50),
-                us(gap),
-                lv.index
-            ),
-        ));
-    }
-    gaps.sort_by_key(|g| std::cmp::Reverse(g.0));
-    let mut attribution: Vec<String> = gaps.into_iter().map(|g| g.1).collect();
-    if let Some((w, &n)) = sel
-        .last_all
+    // Attribution: over the sliding window (or the chosen range), whatever the table shows;
+    // the analysis decides, the view only formats.
+    let cost = |sid: u32| {
+        let (b, c) = (sel.busy.get(sid as usize)?, sel.charged.get(sid as usize)?);
+        (b.n > 0).then(|| StageCost {
+            busy_ns: b.p50,
+            charged_ns: c.p50,
+            slowest_ns: sel
+                .slowest
+                .get(sid as usize)
+                .filter(|s| s.n > 0)
+                .map(|s| s.p50),
+        })
+    };
+    let last = |l: u32| sel.last.get(l as usize).copied().flatten().map(|(w, _)| w);
+    let straggler = analysis::straggler(&sel.last_all, sel.barriers_seen, run.grid, sel.passes);
+    let attribution: Vec<String> = straggler
         .iter()
-        .enumerate()
-        .max_by_key(|&(w, c)| (*c, std::cmp::Reverse(w)))
-    {
-        let fair = sel.barriers_seen as f64 / run.grid.max(1) as f64;
-        if run.grid > 1 && n as f64 > 0.25 * sel.barriers_seen as f64 && n as f64 > 3.0 * fair {
-            attribution.insert(0, format!("workgroup {w} arrived last at {n} of {} barriers ({:.0}%) over the last {} passes", sel.barriers_seen, 100.0 * n as f64 / sel.barriers_seen.max(1) as f64, sel.passes));
-        }
-    }
+        .map(ToString::to_string)
+        .chain(
+            analysis::tails(run, cost, last)
+                .iter()
+                .map(ToString::to_string),
+        )
+        .collect();
     Derived {
         stages: rows,
         barriers,

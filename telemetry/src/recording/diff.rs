@@ -4,8 +4,8 @@
 //!
 //! Medians are taken within one power mode: a slow-mode pass costs ≈ 2× on latency-bound
 //! stages, so a mix would show a "regression" that is only a clock. Each pass's mode is the
-//! offline classification ([`classify_offline`], clock hints from the recorded sensor
-//! samples), except that a pass the live labeler recorded as slow stays slow (it saw the
+//! offline classification ([`crate::labels::classify_offline`], clock hints from the recorded
+//! sensor samples), except that a pass the live labeler recorded as slow stays slow (it saw the
 //! clocks and the run's history, which an all-slow recording cannot show offline). The
 //! compared mode is fast where both recordings have fast passes, else slow where both have
 //! slow ones; the other passes are excluded and counted. Where no mode is common, the medians
@@ -17,12 +17,17 @@
 //! names what differs between the two runs (model, device, weights) so that a caller can
 //! refuse a comparison that would only show that; [`DiffReport::to_json`] is the report as
 //! one JSON object.
+//!
+//! Each side's attribution warnings ([`crate::analysis`]: a stage charged with its level's
+//! tail, the workgroup that arrived last) are taken over its compared passes, so a Δ in a
+//! charged column can be read as a tail moving, not a stage's cost.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{Read, Seek};
 
 use super::{Reader, Result};
+use crate::analysis::{AttributionWarning, Window};
 use crate::labels::{
     classify_offline_indicators, mode_name, Indicator, ModeConfig, ModeTally, PowerModeClassifier,
     SensorState,
@@ -146,6 +151,10 @@ pub struct DiffReport {
     pub tokens: Tokens,
     /// Total pass time and tokens per second.
     pub headline: Headline,
+    /// A's attribution warnings over its compared passes (medians: [`Window`]).
+    pub a_attribution: Vec<AttributionWarning>,
+    /// B's.
+    pub b_attribution: Vec<AttributionWarning>,
 }
 
 /// Total pass time and throughput over the compared passes of each side.
@@ -315,6 +324,7 @@ impl DiffReport {
             },
             "kinds": kinds,
             "tokens": tokens,
+            "attribution": {"a": self.a_attribution, "b": self.b_attribution},
         })
     }
 }
@@ -343,6 +353,8 @@ struct Summary {
     clocks: Vec<Option<crate::labels::ClockHint>>,
     kinds: Vec<PassKinds>,
     tokens: Vec<(u64, u32)>,
+    /// What the attribution warnings read of each pass.
+    window: Window,
 }
 
 impl Summary {
@@ -410,6 +422,7 @@ fn summarise<R: Read + Seek>(r: &mut Reader<R>) -> Summary {
         clocks: vec![],
         kinds: vec![],
         tokens: vec![],
+        window: Window::new(run.clone()),
     };
     let mut sensors = SensorState::default();
     let mut probe = PowerModeClassifier::for_run(ModeConfig::default(), &run);
@@ -417,6 +430,9 @@ fn summarise<R: Read + Seek>(r: &mut Reader<R>) -> Summary {
         match msg {
             Ok(Telemetry::Start(d)) => {
                 probe = PowerModeClassifier::for_run(ModeConfig::default(), &d);
+                if s.window.is_empty() {
+                    s.window = Window::new(d.clone());
+                }
                 run = d;
             }
             Ok(Telemetry::Sensor(smp)) => sensors.observe(&smp),
@@ -435,6 +451,7 @@ fn summarise<R: Read + Seek>(r: &mut Reader<R>) -> Summary {
                     *p.charged.entry(d.kind.code()).or_default() += t.charged_ns;
                 }
                 s.kinds.push(p);
+                s.window.push(&f);
                 s.clocks
                     .push(sensors.clock_hint(f.host_start_ns, MAX_CLOCK_AGE_NS));
                 s.passes.push(PassNumbers {
@@ -554,7 +571,12 @@ pub fn compare<RA: Read + Seek, RB: Read + Seek>(
             b_passes: nb,
         }
     });
+    let in_mode = |modes: &[PowerMode], i: usize| {
+        common.is_none_or(|want| modes.get(i).is_some_and(|m| *m == want))
+    };
     Ok(DiffReport {
+        a_attribution: sa.window.warnings(|i| in_mode(&ma, i)),
+        b_attribution: sb.window.warnings(|i| in_mode(&mb, i)),
         a: sa.side,
         b: sb.side,
         compared,
@@ -563,6 +585,9 @@ pub fn compare<RA: Read + Seek, RB: Read + Seek>(
         headline,
     })
 }
+
+/// Attribution warnings the table lists per side (the largest tails first).
+const ATTRIBUTION_LINES: usize = 8;
 
 struct Ns(Option<u64>);
 
@@ -660,6 +685,28 @@ impl fmt::Display for DiffReport {
                 Ns(k.b_charged_ns),
                 Pct(self.charged_delta_pct(k)),
             )?;
+        }
+        // Over the compared passes, as the dashboard's window: a stage charged with its
+        // level's tail on one side only changes that side's charged column.
+        for (tag, w) in [("A", &self.a_attribution), ("B", &self.b_attribution)] {
+            match w.len() {
+                0 => writeln!(f, "attribution {tag}: none")?,
+                n => writeln!(
+                    f,
+                    "attribution {tag}: {n} warning{}",
+                    if n == 1 { "" } else { "s" }
+                )?,
+            }
+            for x in w.iter().take(ATTRIBUTION_LINES) {
+                writeln!(f, "  {tag}: {x}")?;
+            }
+            if w.len() > ATTRIBUTION_LINES {
+                writeln!(
+                    f,
+                    "  {tag}: … {} more (--json lists every one)",
+                    w.len() - ATTRIBUTION_LINES
+                )?;
+            }
         }
         match &self.tokens {
             Tokens::Agree { passes } => write!(f, "tokens: agree over {passes} passes"),

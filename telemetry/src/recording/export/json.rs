@@ -124,8 +124,12 @@ impl<W: Write> Json<W> {
 
 fn pass_key(p: &PassInfo) -> String {
     let opt = |v: Option<u64>| v.map_or("null".to_string(), |v| v.to_string());
+    // The warnings' count always; their text, one string as in the protobuf, where any.
+    let attribution = p.attribution.as_ref().map_or(String::new(), |t| {
+        format!(r#","attribution":{}"#, json_str(t))
+    });
     format!(
-        r#""name":"pass {}","args":{{"pass":{},"pos":{},"token":{},"next":{},"wall_ns":{},"gpu_ns":{},"fail_word":"0x{:08x}","mode":"{}","contention":{},"spans":"{}"}}"#,
+        r#""name":"pass {}","args":{{"pass":{},"pos":{},"token":{},"next":{},"wall_ns":{},"gpu_ns":{},"fail_word":"0x{:08x}","mode":"{}","contention":{},"spans":"{}","attribution_warnings":{}{}}}"#,
         p.pass,
         p.pass,
         p.pos,
@@ -136,7 +140,9 @@ fn pass_key(p: &PassInfo) -> String {
         p.fail_word,
         mode_name(p.mode),
         json_str(&p.contention),
-        p.spans
+        p.spans,
+        p.attribution_warnings,
+        attribution
     )
 }
 

@@ -12,7 +12,10 @@
 //! passes                  per pass one slice "pass P" from the pass's start to its end (its
 //!                         GPU time, or wall time without timestamps, stretched to its last
 //!                         stamp), carrying pass, pos, token, next, wall_ns, gpu_ns,
-//!                         fail_word, mode, contention and spans (all | grid | none)
+//!                         fail_word, mode, contention, spans (all | grid | none) and
+//!                         its attribution warnings (attribution_warnings: the count;
+//!                         attribution: the first four's text, where any;
+//!                         telemetry::analysis)
 //! power mode              one slice per run of passes in one mode (fast, slow, unknown)
 //! grid (all workgroups)   per pass with spans, each stage from its first start to its last
 //!   … 2, 3                end over all workgroups (protobuf: with busy mean/max); stages

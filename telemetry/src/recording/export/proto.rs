@@ -26,7 +26,9 @@
 //! interned (iids from 1 in order of first use), "pass P" inline. Debug annotations
 //! (names interned): a stage's `stage`, `level`; a grid stage's also `busy_mean_ns`,
 //! `busy_max_ns`; a wait's `level`; a pass's `pass`, `pos`, `token`, `next`, `wall_ns`,
-//! `gpu_ns` (where recorded), `fail_word`, `mode`, `contention`, `spans`.
+//! `gpu_ns` (where recorded), `fail_word`, `mode`, `contention`, `spans`,
+//! `attribution_warnings` (their count) and `attribution` (the first four warnings' text,
+//! `; `-joined, where any).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -86,7 +88,7 @@ fn key(t: Track) -> TrackKey {
 }
 
 /// Debug annotation names, interned with iid = index + 1.
-const ANNOTATIONS: [&str; 14] = [
+const ANNOTATIONS: [&str; 16] = [
     "stage",
     "level",
     "busy_mean_ns",
@@ -101,6 +103,8 @@ const ANNOTATIONS: [&str; 14] = [
     "mode",
     "contention",
     "spans",
+    "attribution_warnings",
+    "attribution",
 ];
 
 fn ann_iid(name: &str) -> u64 {
@@ -253,7 +257,11 @@ impl<W: Write> Proto<W> {
                     string("mode", mode_name(p.mode).into()),
                     string("contention", p.contention.clone()),
                     string("spans", p.spans.into()),
+                    uint("attribution_warnings", p.attribution_warnings),
                 ]);
+                if let Some(t) = &p.attribution {
+                    v.push(string("attribution", t.clone()));
+                }
                 v
             }
         }

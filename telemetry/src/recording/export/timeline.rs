@@ -121,6 +121,28 @@ pub(crate) struct PassInfo {
     /// "all" (its workgroup spans are in the trace), "grid" (sampled out: its grid
     /// aggregate only), "none" (the recording has no spans for it).
     pub spans: &'static str,
+    /// How many attribution warnings the pass has ([`crate::analysis::frame_warnings`]:
+    /// from its own timings and barrier stamps, its spans sampled out or not).
+    pub attribution_warnings: u64,
+    /// The first [`ATTRIBUTION_TEXT`] of them as the dashboard words them (the straggler,
+    /// then the largest tails), `; `-joined, "… N more" after; `None` where there are none.
+    pub attribution: Option<String>,
+}
+
+/// Warnings a pass slice spells out (the count is always whole): a 8B pass can have
+/// hundreds, and their text would grow the trace by a tenth.
+pub(crate) const ATTRIBUTION_TEXT: usize = 4;
+
+fn attribution_text(w: &[crate::analysis::AttributionWarning]) -> Option<String> {
+    let mut t: Vec<String> = w
+        .iter()
+        .take(ATTRIBUTION_TEXT)
+        .map(|w| w.to_string())
+        .collect();
+    if w.len() > ATTRIBUTION_TEXT {
+        t.push(format!("… {} more", w.len() - ATTRIBUTION_TEXT));
+    }
+    (!t.is_empty()).then(|| t.join("; "))
 }
 
 /// What the sampling left out, for the export's report.
@@ -253,6 +275,7 @@ impl Timeline {
                 .is_multiple_of(self.spans_every);
         let hi = spans.last_stamp().map_or(0, u64::from);
         let end = base + hi.max(f.gpu_ns.unwrap_or(f.wall_ns));
+        let warnings = crate::analysis::frame_warnings(&self.run, f);
         let info = PassInfo {
             pass: f.pass,
             pos: f.pos,
@@ -268,6 +291,8 @@ impl Timeline {
                 (true, true) => "all",
                 (true, false) => "grid",
             },
+            attribution_warnings: warnings.len() as u64,
+            attribution: attribution_text(&warnings),
         };
         // Mode: a new slice where the mode changes (the old one ends where this pass starts).
         if self.mode != Some(f.mode) {
@@ -409,4 +434,33 @@ fn slowest(f: &Frame) -> Option<u32> {
         })
         .max()
         .map(|(_, std::cmp::Reverse(w))| w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{AttributionWarning, Straggler};
+
+    #[test]
+    fn a_pass_slice_spells_out_four_warnings_and_counts_the_rest() {
+        let w: Vec<AttributionWarning> = (0..6)
+            .map(|i| {
+                AttributionWarning::Straggler(Straggler {
+                    workgroup: i,
+                    last_at: 9,
+                    barriers: 32,
+                    passes: 1,
+                })
+            })
+            .collect();
+        let t = attribution_text(&w).unwrap();
+        assert_eq!(t.matches("arrived last").count(), ATTRIBUTION_TEXT);
+        assert!(t.starts_with("workgroup 0 arrived last at 9 of 32"), "{t}");
+        assert!(t.ends_with("; … 2 more"), "{t}");
+        assert_eq!(
+            attribution_text(&w[..1]).map(|t| t.contains('…')),
+            Some(false)
+        );
+        assert_eq!(attribution_text(&[]), None);
+    }
 }
