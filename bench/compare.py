@@ -221,7 +221,9 @@ def ingest(path, a):
         t = re.match(r"verdict: (\w+) — predicted (\S+), measured (\S+) \(A ([\d.]+), B ([\d.]+) (\w+) tok/s, mode (\w+)\)", line)
         if m and t:
             model, quant = quant_of(m.group(1))
-            pair = "%s %s %s->%s" % (base["call"], model, m.group(2), m.group(3))
+            # The arms' arguments belong to the pair: one call may run the same two binaries
+            # on one model with different arguments (--act f32 and --act q8).
+            pair = "%s %s %s->%s '%s'" % (base["call"], model, m.group(2), m.group(3), m.group(4))
             act = "q8" if "--act q8" in m.group(4) else "f32"
             for role, binary, v in (("A", m.group(2), t.group(4)), ("B", m.group(3), t.group(5))):
                 ab = dict(pair=pair, role=role)

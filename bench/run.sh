@@ -169,7 +169,7 @@ kquant_step() {
     $B model gen --shape $s --quant f16 --seq 16384 --margin-steps 0 -o /tmp/$s-f16.gguf > /dev/null 2>&1
     $P/llama-quantize /tmp/$s-f16.gguf /tmp/$s-q4_k_m.gguf Q4_K_M 14 2>&1 | grep -E "type|size" | tail -12
     rm -f /tmp/$s-f16.gguf
-    $B model info -m /tmp/$s-q4_k_m.gguf 2>&1 | grep -ciE "q4_k|q6_k" | sed 's/^/k-quant tensors: /'
+    $B model info /tmp/$s-q4_k_m.gguf 2>&1 | grep -ciE "q4_k|q6_k" | sed 's/^/k-quant tensors: /'
   done
   for s in $SHAPES; do for a in f32 q8; do
     echo "-- $s Q4_K_M act $a"; $B gate -m /tmp/$s-q4_k_m.gguf --steps 8 --act $a 2>&1 | grep -E "GATE|bit-identical|rel-L2|tokens vs|refus|error"
