@@ -1,18 +1,18 @@
 //! `cargo bench -p baro-top --bench ui`: the dashboard's budget with synthetic telemetry of
 //! 1,000 workgroups × ~200 stages per pass: ingest into the UI state (target ≥ 1 M spans/s on
 //! one core) and whole-frame render p99 (target ≤ 16 ms) at 200×60 and 400×100. The
-//! measuring code is the UI library's [`baro_top_ui::bench`], shared with
+//! measuring code is the UI library's [`baro_ui::bench`], shared with
 //! `baro-top bench ui`; `BARO_BENCH_PANELS=1` adds a per-panel breakdown at 200×40.
 #![allow(clippy::unwrap_used)]
 
 use std::time::Instant;
 
 use baro_telemetry::Telemetry;
-use baro_top_ui::bench::{self, Config};
-use baro_top_ui::keymap::Keymap;
-use baro_top_ui::layout::Layout;
-use baro_top_ui::synthetic::{self, Synth, SynthConfig};
-use baro_top_ui::theme::Theme;
+use baro_ui::bench::{self, Config};
+use baro_ui::keymap::Keymap;
+use baro_ui::layout::Layout;
+use baro_ui::synthetic::{self, Synth, SynthConfig};
+use baro_ui::theme::Theme;
 
 fn main() {
     let report = bench::run(&Config::default());
@@ -27,7 +27,7 @@ fn main() {
 /// Each panel drawn alone at 200×40 (ten draws each, the flame raster cached after the
 /// first), wall time.
 fn per_panel() {
-    use baro_top_ui::panels::*;
+    use baro_ui::panels::*;
     use ratatui::buffer::Buffer;
     use ratatui::layout::Rect;
     use ratatui::widgets::Widget;
@@ -40,7 +40,7 @@ fn per_panel() {
     let mut synth = Synth::new(cfg);
     let details = synth.details().clone();
     let layout = Layout::default_preset();
-    let mut st = baro_top_ui::app::new_state(synthetic::meta(&details), &layout);
+    let mut st = baro_ui::app::new_state(synthetic::meta(&details), &layout);
     st.live.ingest(Telemetry::Start(details));
     for _ in 0..8 {
         st.live.ingest(Telemetry::Frame(Box::new(synth.frame())));

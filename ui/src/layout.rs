@@ -31,9 +31,9 @@ use crate::view::PanelId;
 
 /// Presets shipped in `layouts/`, by name.
 pub const PRESETS: [(&str, &str); 3] = [
-    ("default", include_str!("../../../layouts/default.toml")),
-    ("flame", include_str!("../../../layouts/flame.toml")),
-    ("compact", include_str!("../../../layouts/compact.toml")),
+    ("default", include_str!("../../layouts/default.toml")),
+    ("flame", include_str!("../../layouts/flame.toml")),
+    ("compact", include_str!("../../layouts/compact.toml")),
 ];
 
 /// The largest layout file read (the presets are a few hundred bytes).

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use baro_telemetry::recording::Reader;
 use baro_telemetry::Telemetry;
-use baro_top_ui::demo::{synthetic_demo, DEMO_PASSES};
+use baro_ui::demo::{synthetic_demo, DEMO_PASSES};
 
 fn path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../recordings/synthetic-demo.baro")

@@ -35,7 +35,7 @@ fn facts(path: &Path) -> [String; 4] {
         rep.a.damage
     );
     let r = open();
-    let synthetic = baro_top_ui::replay::is_synthetic(r.header());
+    let synthetic = baro_ui::replay::is_synthetic(r.header());
     let (mut passes, mut contended) = (0u64, 0u64);
     for m in r {
         if let Telemetry::Frame(f) = m.unwrap() {

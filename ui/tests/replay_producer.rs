@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use baro_telemetry::recording::{RecordingHeader, Writer};
 use baro_telemetry::synth::{synthetic_frame, synthetic_run};
 use baro_telemetry::{Dispatch, EndReason, Telemetry};
-use baro_top_ui::action::Control;
-use baro_top_ui::replay::{spawn, ReplayConfig, Source};
+use baro_ui::action::Control;
+use baro_ui::replay::{spawn, ReplayConfig, Source};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 fn tmp(name: &str) -> PathBuf {

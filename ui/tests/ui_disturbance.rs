@@ -10,17 +10,17 @@ use baro_telemetry::{
     Contention, ContentionReason, GpuClient, LockHolder, PowerMode, SensorReading, SensorSample,
     Telemetry,
 };
-use baro_top_ui::layout::Layout;
-use baro_top_ui::state::Severity;
-use baro_top_ui::synthetic::Synth;
-use baro_top_ui::view::UiState;
+use baro_ui::layout::Layout;
+use baro_ui::state::Severity;
+use baro_ui::synthetic::Synth;
+use baro_ui::view::UiState;
 
 /// A state after `quiet` fast, quiet passes; the synthetic producer for more.
 fn quiet_run(quiet: u64) -> (UiState, Layout, Synth) {
     let layout = Layout::default_preset();
     let mut s = Synth::new(clean());
-    let meta = baro_top_ui::synthetic::meta(s.details());
-    let mut st = baro_top_ui::app::new_state(meta, &layout);
+    let meta = baro_ui::synthetic::meta(s.details());
+    let mut st = baro_ui::app::new_state(meta, &layout);
     for m in s.stream(quiet) {
         st.live.ingest(m);
     }
@@ -195,8 +195,8 @@ fn an_f16_kv_run_is_labelled_in_the_header_and_the_log_and_an_f32_run_is_not() {
     let layout = Layout::default_preset();
     for kv in [baro_telemetry::KvType::F32, baro_telemetry::KvType::F16] {
         let mut s = Synth::new(clean());
-        let meta = baro_top_ui::synthetic::meta(s.details());
-        let mut st = baro_top_ui::app::new_state(meta, &layout);
+        let meta = baro_ui::synthetic::meta(s.details());
+        let mut st = baro_ui::app::new_state(meta, &layout);
         for mut m in s.stream(5) {
             if let Telemetry::Start(d) = &mut m {
                 d.kv = kv;
@@ -236,8 +236,8 @@ fn the_log_names_each_pipelines_registers_and_warns_when_the_compiler_spilled() 
         ],
     };
     let mut s = Synth::new(clean());
-    let meta = baro_top_ui::synthetic::meta(s.details());
-    let mut st = baro_top_ui::app::new_state(meta, &layout);
+    let meta = baro_ui::synthetic::meta(s.details());
+    let mut st = baro_ui::app::new_state(meta, &layout);
     for mut m in s.stream(3) {
         if let Telemetry::Start(d) = &mut m {
             d.pipelines = vec![stats("decode", 96), stats("decode (unstamped)", 0)];

@@ -7,19 +7,19 @@ mod ui_common;
 use ui_common::*;
 
 use baro_telemetry::Telemetry;
-use baro_top_ui::action::{Action, NoControl};
-use baro_top_ui::synthetic::{self, Synth};
+use baro_ui::action::{Action, NoControl};
+use baro_ui::synthetic::{self, Synth};
 
 fn synth_state(
     n: u64,
 ) -> (
     Synth,
-    baro_top_ui::view::UiState,
-    baro_top_ui::layout::Layout,
+    baro_ui::view::UiState,
+    baro_ui::layout::Layout,
 ) {
-    let layout = baro_top_ui::layout::Layout::default_preset();
+    let layout = baro_ui::layout::Layout::default_preset();
     let mut s = Synth::new(clean());
-    let mut st = baro_top_ui::app::new_state(synthetic::meta(s.details()), &layout);
+    let mut st = baro_ui::app::new_state(synthetic::meta(s.details()), &layout);
     for m in s.stream(n) {
         st.live.ingest(m);
     }
@@ -51,7 +51,7 @@ fn a_new_pass_zoom_resize_or_grouping_rasterises_exactly_once_each() {
     let (mut s, mut st, layout) = synth_state(5);
     render(&mut st, &layout, 120, 40);
     let mut n = st.flame.rasterised();
-    let mut twice = |st: &mut baro_top_ui::view::UiState, w: u16, h: u16, what: &str| {
+    let mut twice = |st: &mut baro_ui::view::UiState, w: u16, h: u16, what: &str| {
         render(st, &layout, w, h);
         render(st, &layout, w, h);
         assert_eq!(

@@ -8,10 +8,10 @@ use ui_common::*;
 
 use std::sync::Arc;
 
-use baro_top_ui::layout::Layout;
-use baro_top_ui::state::Meta;
-use baro_top_ui::synthetic::{self, Synth, SynthConfig};
-use baro_top_ui::theme::{ColorDepth, Theme};
+use baro_ui::layout::Layout;
+use baro_ui::state::Meta;
+use baro_ui::synthetic::{self, Synth, SynthConfig};
+use baro_ui::theme::{ColorDepth, Theme};
 use ratatui::buffer::Buffer;
 
 struct Rng(u64);

@@ -6,7 +6,7 @@
 mod ui_common;
 use ui_common::*;
 
-use baro_top_ui::view::Scope;
+use baro_ui::view::Scope;
 
 #[test]
 fn no_pass_in_scope_shows_a_dash_not_zero_ns() {

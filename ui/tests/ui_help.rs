@@ -9,13 +9,13 @@ use ui_common::*;
 
 use std::collections::BTreeMap;
 
-use baro_top_ui::app::handle_event;
-use baro_top_ui::keymap::{Keymap, DEFAULTS};
-use baro_top_ui::layout::Layout;
-use baro_top_ui::panels::Ctx;
-use baro_top_ui::screen::{Hits, Screen};
-use baro_top_ui::theme::{ColorDepth, Theme};
-use baro_top_ui::view::UiState;
+use baro_ui::app::handle_event;
+use baro_ui::keymap::{Keymap, DEFAULTS};
+use baro_ui::layout::Layout;
+use baro_ui::panels::Ctx;
+use baro_ui::screen::{Hits, Screen};
+use baro_ui::theme::{ColorDepth, Theme};
+use baro_ui::view::UiState;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
@@ -192,7 +192,7 @@ fn the_footer_keeps_q_and_help_at_every_width_even_below_the_minimum() {
             let (screen, hits) = draw(&mut st, &keys, &layout, w, h);
             let foot = screen.last().unwrap();
             let has = |a| hits.keys.iter().any(|(x, _)| *x == a);
-            use baro_top_ui::action::Action::{Help, Quit};
+            use baro_ui::action::Action::{Help, Quit};
             assert!(has(Quit) && has(Help), "{w}×{h}: {foot:?}");
             assert!(foot.starts_with('q'), "{w}×{h}: {foot:?}");
             assert!(foot.contains('?'), "{w}×{h}: {foot:?}");
@@ -216,7 +216,7 @@ fn help_snapshots() {
 
 #[test]
 fn in_the_event_loop_q_and_esc_close_the_help_and_only_ctrl_c_quits_from_it() {
-    use baro_top_ui::app::handle_batch;
+    use baro_ui::app::handle_batch;
     let keys = Keymap::default();
     for (k, m, quits) in [
         (KeyCode::Char('q'), KeyModifiers::NONE, false),

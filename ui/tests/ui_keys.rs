@@ -7,14 +7,14 @@ use ui_common::*;
 
 use std::collections::BTreeMap;
 
-use baro_top_ui::action::Action;
-use baro_top_ui::app::handle_event;
-use baro_top_ui::keymap::Keymap;
-use baro_top_ui::panels::Ctx;
-use baro_top_ui::screen::{Hits, Screen};
-use baro_top_ui::synthetic::Synth;
-use baro_top_ui::theme::Theme;
-use baro_top_ui::view::{PanelId, Pick, Scope};
+use baro_ui::action::Action;
+use baro_ui::app::handle_event;
+use baro_ui::keymap::Keymap;
+use baro_ui::panels::Ctx;
+use baro_ui::screen::{Hits, Screen};
+use baro_ui::synthetic::Synth;
+use baro_ui::theme::Theme;
+use baro_ui::view::{PanelId, Pick, Scope};
 use ratatui::crossterm::event::{
     Event, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
@@ -24,7 +24,7 @@ fn key(c: KeyCode) -> Event {
     Event::Key(KeyEvent::new(c, KeyModifiers::NONE))
 }
 
-fn press(st: &mut baro_top_ui::view::UiState, keys: &Keymap, ctl: &Recorder, c: KeyCode) -> bool {
+fn press(st: &mut baro_ui::view::UiState, keys: &Keymap, ctl: &Recorder, c: KeyCode) -> bool {
     handle_event(st, keys, &Hits::default(), &key(c), ctl)
 }
 

@@ -8,10 +8,10 @@ use ui_common::*;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use baro_top_ui::action::{Action, Control, NoControl, RecStatus};
-use baro_top_ui::app::{handle_event, poll_status};
-use baro_top_ui::keymap::Keymap;
-use baro_top_ui::screen::Hits;
+use baro_ui::action::{Action, Control, NoControl, RecStatus};
+use baro_ui::app::{handle_event, poll_status};
+use baro_ui::keymap::Keymap;
+use baro_ui::screen::Hits;
 use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 
 /// A producer that can record: `r` toggles its recording.

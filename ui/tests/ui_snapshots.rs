@@ -5,8 +5,8 @@
 mod ui_common;
 use ui_common::*;
 
-use baro_top_ui::layout::Layout;
-use baro_top_ui::synthetic::SynthConfig;
+use baro_ui::layout::Layout;
+use baro_ui::synthetic::SynthConfig;
 
 fn snap(name: &str, cfg: SynthConfig, passes: u64) {
     let (mut st, layout) = state(cfg, passes);

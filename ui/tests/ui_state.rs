@@ -4,10 +4,10 @@
 mod ui_common;
 use ui_common::*;
 
-use baro_top_ui::layout::Layout;
-use baro_top_ui::state::Severity;
-use baro_top_ui::synthetic::SynthConfig;
-use baro_top_ui::theme::{ColorDepth, Theme};
+use baro_ui::layout::Layout;
+use baro_ui::state::Severity;
+use baro_ui::synthetic::SynthConfig;
+use baro_ui::theme::{ColorDepth, Theme};
 
 #[test]
 fn clean_run_has_no_warnings_no_errors_and_no_attribution_gaps() {
@@ -51,16 +51,16 @@ fn level_tail_trap_is_charged_to_the_closing_stage_and_names_the_workgroup() {
 
 #[test]
 fn a_tail_that_is_a_few_workgroups_work_names_the_slowest_workgroups_busy() {
-    use baro_top_ui::synthetic::Synth;
+    use baro_ui::synthetic::Synth;
     let mut synth = Synth::new(clean());
-    let meta = baro_top_ui::synthetic::meta(synth.details());
+    let meta = baro_ui::synthetic::meta(synth.details());
     let d = synth.details().clone();
     let attn = d
         .stages
         .iter()
         .position(|s| s.name.as_ref() == "attn.l1")
         .expect("an attention stage") as u32;
-    let mut st = baro_top_ui::app::new_state(meta, &Layout::default_preset());
+    let mut st = baro_ui::app::new_state(meta, &Layout::default_preset());
     for mut m in synth.stream(50) {
         // The attention as round 30's recording has it: units on a few workgroups (the
         // slowest 11 µs), the grid's mean 2 µs, the level 13 µs.
@@ -156,7 +156,7 @@ fn mismatch_records_the_first_divergence_with_both_tokens_and_the_margin() {
 #[test]
 fn dropped_frames_are_logged_as_a_warning() {
     let (mut st, _) = state(clean(), 3);
-    let mut f = baro_top_ui::synthetic::Synth::new(clean()).frame();
+    let mut f = baro_ui::synthetic::Synth::new(clean()).frame();
     f.pass = 3;
     f.dropped = 17;
     st.live
@@ -195,8 +195,8 @@ fn ascii_theme_draws_no_box_or_block_glyphs() {
 #[test]
 fn a_start_that_carries_stage_weight_bytes_gives_the_stage_table_its_bytes_and_an_old_one_keeps_the_producers(
 ) {
-    use baro_top_ui::state::{Data, Meta};
-    use baro_top_ui::synthetic::Synth;
+    use baro_ui::state::{Data, Meta};
+    use baro_ui::synthetic::Synth;
     let synth = Synth::new(clean());
     let mut d = synth.details().clone();
     // A recording made before the field existed: no bytes in its Start.

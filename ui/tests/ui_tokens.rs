@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use baro_telemetry::synth::{synthetic_frame, synthetic_run};
 use baro_telemetry::{CheckState, Correctness, Telemetry, Verdict};
-use baro_top_ui::layout::Layout;
-use baro_top_ui::state::Meta;
+use baro_ui::layout::Layout;
+use baro_ui::state::Meta;
 use ratatui::style::Modifier;
 
 /// Subword pieces of "let's go to": the pending marker used to land inside these words.
@@ -21,17 +21,17 @@ fn meta(vocab: bool) -> Meta {
     Meta {
         decoder: vocab.then(|| {
             Arc::new(|id: u32| PIECES[id as usize % PIECES.len()].as_bytes().to_vec())
-                as baro_top_ui::state::Decoder
+                as baro_ui::state::Decoder
         }),
         ..Default::default()
     }
 }
 
 /// Five passes whose tokens spell " let's go", all pending (`skip`: the reference skips them).
-fn stream(meta: Meta, skip: bool) -> baro_top_ui::view::UiState {
+fn stream(meta: Meta, skip: bool) -> baro_ui::view::UiState {
     let layout = Layout::default_preset();
     let run = synthetic_run(8, 12, 4);
-    let mut s = baro_top_ui::app::new_state(meta, &layout);
+    let mut s = baro_ui::app::new_state(meta, &layout);
     s.live.ingest(Telemetry::Start(run.clone()));
     for p in 0..5u64 {
         let mut f = synthetic_frame(&run, p, 1);
@@ -51,7 +51,7 @@ fn stream(meta: Meta, skip: bool) -> baro_top_ui::view::UiState {
 }
 
 /// The tokens panel's inner rows and whether each of the text's cells is underlined.
-fn panel(s: &mut baro_top_ui::view::UiState, w: u16, h: u16) -> (Vec<String>, String, Vec<bool>) {
+fn panel(s: &mut baro_ui::view::UiState, w: u16, h: u16) -> (Vec<String>, String, Vec<bool>) {
     let layout = Layout::default_preset();
     let term = ui_common::render(s, &layout, w, h);
     let lines = ui_common::lines(&term);
@@ -133,12 +133,12 @@ fn cells(pos: &[u32], skip_pass: Option<u64>) -> Vec<String> {
     let meta = Meta {
         decoder: Some(
             Arc::new(|id: u32| BYTES[id as usize % BYTES.len()].to_vec())
-                as baro_top_ui::state::Decoder,
+                as baro_ui::state::Decoder,
         ),
         ..Default::default()
     };
     let run = synthetic_run(8, 12, 4);
-    let mut d = baro_top_ui::state::Data::new(meta);
+    let mut d = baro_ui::state::Data::new(meta);
     d.ingest(Telemetry::Start(run.clone()));
     for (p, &at) in pos.iter().enumerate() {
         if Some(p as u64) == skip_pass {

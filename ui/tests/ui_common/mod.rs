@@ -1,15 +1,15 @@
 //! Shared by the ui_* tests: fixed synthetic streams and whole-screen rendering.
 #![allow(dead_code)]
 
-use baro_top_ui::action::{Control, NoControl};
-use baro_top_ui::keymap::Keymap;
-use baro_top_ui::layout::Layout;
-use baro_top_ui::panels::Ctx;
-use baro_top_ui::screen::Screen;
-use baro_top_ui::state::Meta;
-use baro_top_ui::synthetic::{self, Synth, SynthConfig};
-use baro_top_ui::theme::{ColorDepth, Theme};
-use baro_top_ui::view::UiState;
+use baro_ui::action::{Control, NoControl};
+use baro_ui::keymap::Keymap;
+use baro_ui::layout::Layout;
+use baro_ui::panels::Ctx;
+use baro_ui::screen::Screen;
+use baro_ui::state::Meta;
+use baro_ui::synthetic::{self, Synth, SynthConfig};
+use baro_ui::theme::{ColorDepth, Theme};
+use baro_ui::view::UiState;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
@@ -31,7 +31,7 @@ pub fn state(cfg: SynthConfig, n: u64) -> (UiState, Layout) {
     let layout = Layout::default_preset();
     let mut s = Synth::new(cfg);
     let meta = synthetic::meta(s.details());
-    let mut st = baro_top_ui::app::new_state(meta, &layout);
+    let mut st = baro_ui::app::new_state(meta, &layout);
     for m in s.stream(n) {
         st.live.ingest(m);
     }
@@ -42,7 +42,7 @@ pub fn state(cfg: SynthConfig, n: u64) -> (UiState, Layout) {
 pub fn state_with(cfg: SynthConfig, n: u64, meta: Meta) -> UiState {
     let layout = Layout::default_preset();
     let mut s = Synth::new(cfg);
-    let mut st = baro_top_ui::app::new_state(meta, &layout);
+    let mut st = baro_ui::app::new_state(meta, &layout);
     for m in s.stream(n) {
         st.live.ingest(m);
     }
