@@ -1,4 +1,4 @@
-//! `cargo bench -p baro-top --bench ui`: the dashboard's budget with synthetic telemetry of
+//! `cargo bench -p baro-ui --bench ui`: the dashboard's budget with synthetic telemetry of
 //! 1,000 workgroups × ~200 stages per pass: ingest into the UI state (target ≥ 1 M spans/s on
 //! one core) and whole-frame render p99 (target ≤ 16 ms) at 200×60 and 400×100. The
 //! measuring code is the UI library's [`baro_ui::bench`], shared with

@@ -1,4 +1,4 @@
-//! The dashboard's cost on synthetic telemetry, shared by `cargo bench -p baro-top --bench
+//! The dashboard's cost on synthetic telemetry, shared by `cargo bench -p baro-ui --bench
 //! ui` and `baro-top bench ui`: ingest rate into the UI state (spans/s on one core) and the
 //! whole-frame render time per terminal size, both a frame after a new pass (prepare + draw,
 //! the live case) and a redraw with nothing changed (what the caches make cheap). Times are

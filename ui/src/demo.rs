@@ -1,7 +1,7 @@
 //! The synthetic demo recording (`recordings/synthetic-demo.baro`): what `baro-top` replays
 //! on a machine with no Vulkan device until real recordings are shipped. Generated from the
 //! telemetry crate's synthetic frames (plausible, never measurements), deterministic, and
-//! small; `BLESS=1 cargo test --release -p baro-top --test demo_recording` rewrites it.
+//! small; `BLESS=1 cargo test --release -p baro-ui --test demo_recording` rewrites it.
 
 use baro_telemetry::recording::{RecordingHeader, Writer};
 use baro_telemetry::synth::{synthetic_frame, synthetic_run};

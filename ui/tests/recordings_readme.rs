@@ -4,7 +4,7 @@
 //! replay's header counts as `contended N/M`), and whether `replay` shows the SYNTHETIC
 //! banner. The `what` and `how it was made` cells are prose and kept as written.
 //!
-//! `BLESS=1 cargo test --release -p baro-top --test recordings_readme` rewrites the fact
+//! `BLESS=1 cargo test --release -p baro-ui --test recordings_readme` rewrites the fact
 //! cells (and adds a row for a new file); without `BLESS` the test fails on any difference,
 //! naming the file and the cell.
 #![allow(clippy::unwrap_used)]
@@ -132,7 +132,7 @@ fn the_recordings_readme_table_says_what_the_files_contain() {
     assert_eq!(lines[start..start + 2], HEAD, "the table's head");
     assert!(
         wrong.is_empty(),
-        "recordings/README.md disagrees with the files (BLESS=1 cargo test --release -p baro-top --test recordings_readme rewrites it):\n{}",
+        "recordings/README.md disagrees with the files (BLESS=1 cargo test --release -p baro-ui --test recordings_readme rewrites it):\n{}",
         wrong.join("\n")
     );
 }
