@@ -1,6 +1,6 @@
 //! baro-top's telemetry stream: the plain data the engine produces and every consumer (the
-//! dashboard, headless JSON lines, the gate, the recorder, replay, tests) reads. No Vulkan,
-//! no UI, no I/O beyond serde.
+//! dashboard, headless JSON lines, the gate, the recorder, replay, tests) reads, and the
+//! [`control`] requests that flow back. No Vulkan, no UI, no I/O beyond serde.
 //!
 //! # The stream
 //!
@@ -37,6 +37,7 @@
 //! - [`spans`]: compact spans and busy/charged/barrier timings computed from them;
 //! - [`ring`]: the in-kernel event ring's layout and its decoding;
 //! - [`clock`]: clock domains, calibration, drift;
+//! - [`control`]: the requests a consumer sends back to the producer (pause, step, seek, …);
 //! - [`judge`]: the near-tie correctness rule shared by the gate and a shadow reference;
 //! - [`recording`]: the stream on disk (`*.baro`), its reader, exports and diff;
 //! - [`synth`]: synthetic runs and frames of any shape, for tests and benches.
@@ -49,6 +50,7 @@
 
 pub mod act;
 pub mod clock;
+pub mod control;
 pub mod fail;
 pub mod frame;
 pub mod input;

@@ -1,8 +1,10 @@
 //! What the user can ask for ([`Action`]) and the small trait through which the dashboard
 //! steers whatever produces its telemetry ([`Control`]: the live session, a replayer, or the
-//! synthetic producer). Keys map to actions in [`crate::keymap`]; actions change the view
-//! state in [`crate::state::UiState::apply`]; nothing here draws.
+//! synthetic producer), speaking telemetry's control vocabulary ([`Command`]). Keys map to
+//! actions in [`crate::keymap`]; actions change the view state in
+//! [`crate::state::UiState::apply`]; nothing here draws.
 
+use baro_telemetry::control::Command;
 use baro_telemetry::Dispatch;
 use crossbeam_channel::Receiver;
 
@@ -17,30 +19,49 @@ pub struct Note {
     pub text: String,
 }
 
-/// Steering the producer. Every call is a request: it must return at once and never block
-/// the UI (the producer answers through the telemetry stream).
+/// Steering the producer with the control vocabulary ([`Command`], shared by every producer).
+/// Every call is a request: it must return at once and never block the UI (the producer
+/// answers through the telemetry stream or [`Control::notes`] / [`Control::status`]).
 pub trait Control {
-    /// Stop decoding after the current pass (the stream goes quiet, not away).
-    fn pause(&self);
-    /// Continue decoding.
-    fn resume(&self);
-    /// While paused: run exactly one pass.
-    fn step(&self);
-    /// Switch the dispatch style from the next pass on.
-    fn set_dispatch(&self, d: Dispatch);
-    /// End the run (the producer sends `Telemetry::End`).
-    fn stop(&self);
+    /// Pass `c` to the producer; one that cannot honour it says so in its notes or ignores
+    /// it. The one method a producer must write: the named requests below all come here.
+    fn send(&self, c: Command);
+    /// [`Command::Pause`]: stop decoding after the current pass.
+    fn pause(&self) {
+        self.send(Command::Pause)
+    }
+    /// [`Command::Resume`]: continue decoding.
+    fn resume(&self) {
+        self.send(Command::Resume)
+    }
+    /// [`Command::Step`]: while paused, run exactly one pass.
+    fn step(&self) {
+        self.send(Command::Step)
+    }
+    /// [`Command::SetDispatch`]: switch the dispatch style from the next pass on.
+    fn set_dispatch(&self, d: Dispatch) {
+        self.send(Command::SetDispatch(d))
+    }
+    /// [`Command::Stop`]: end the run (the producer sends `Telemetry::End`).
+    fn stop(&self) {
+        self.send(Command::Stop)
+    }
     /// Whether the producer is a replay (seek, slowest, restart; the replay key bindings).
     fn seekable(&self) -> bool {
         false
     }
-    /// Replay only: continue from pass `pass` (a producer that cannot seek says so in
-    /// [`ProducerStatus::notes`]).
-    fn seek(&self, _pass: u64) {}
-    /// Replay only: continue from the slowest pass of the whole recording.
-    fn seek_slowest(&self) {}
-    /// Replay only: start again from the first pass.
-    fn restart(&self) {}
+    /// [`Command::Seek`] (a replay): continue from pass `pass`.
+    fn seek(&self, pass: u64) {
+        self.send(Command::Seek(pass))
+    }
+    /// [`Command::SeekSlowest`] (a replay): continue from the recording's slowest pass.
+    fn seek_slowest(&self) {
+        self.send(Command::SeekSlowest)
+    }
+    /// [`Command::Restart`] (a replay): start again from the first pass.
+    fn restart(&self) {
+        self.send(Command::Restart)
+    }
     /// What the producer wants on screen beside the stream (a replay's banner and position,
     /// its notes for the log); `None` for a producer with nothing to add (live, synthetic).
     /// Notes are handed over once: a second call returns only newer ones.
@@ -95,11 +116,7 @@ pub struct ProducerStatus {
 pub struct NoControl;
 
 impl Control for NoControl {
-    fn pause(&self) {}
-    fn resume(&self) {}
-    fn step(&self) {}
-    fn set_dispatch(&self, _: Dispatch) {}
-    fn stop(&self) {}
+    fn send(&self, _: Command) {}
 }
 
 /// Everything a key (or a click on a highlighted key) can do.

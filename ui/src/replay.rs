@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use baro_telemetry::control::Command;
 use baro_telemetry::recording::{Reader, RecordingHeader};
 use baro_telemetry::{Dispatch, Telemetry};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -115,66 +116,32 @@ pub fn date(unix_ms: u64) -> String {
     format!("{y:04}-{mo:02}-{d:02} {h:02}:{m:02} UTC")
 }
 
-/// A request to the replay thread.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Cmd {
-    Pause,
-    Resume,
-    Step,
-    Stop,
-    Seek(u64),
-    Slowest,
-    Restart,
-}
-
 /// [`Control`] for the replay thread.
 #[derive(Clone, Debug)]
 pub struct ReplayControl {
-    tx: Sender<Cmd>,
+    tx: Sender<Command>,
     status: Arc<Mutex<ProducerStatus>>,
     dispatch: Dispatch,
 }
 
-impl ReplayControl {
-    fn send(&self, c: Cmd) {
-        let _ = self.tx.try_send(c);
-    }
-}
-
 impl Control for ReplayControl {
-    fn pause(&self) {
-        self.send(Cmd::Pause)
-    }
-    fn resume(&self) {
-        self.send(Cmd::Resume)
-    }
-    fn step(&self) {
-        self.send(Cmd::Step)
-    }
-    fn set_dispatch(&self, _: Dispatch) {
-        note(
-            &self.status,
-            format!(
-                "switching the dispatch (m) is not possible in a replay: the recording was made \
-                 in {} mode; run baro-top live to switch",
-                self.dispatch
+    fn send(&self, c: Command) {
+        match c {
+            Command::SetDispatch(_) => note(
+                &self.status,
+                format!(
+                    "switching the dispatch (m) is not possible in a replay: the recording was \
+                     made in {} mode; run baro-top live to switch",
+                    self.dispatch
+                ),
             ),
-        );
-    }
-    fn stop(&self) {
-        self.send(Cmd::Stop)
+            c => {
+                let _ = self.tx.try_send(c);
+            }
+        }
     }
     fn seekable(&self) -> bool {
         true
-    }
-    fn seek(&self, pass: u64) {
-        self.send(Cmd::Seek(pass))
-    }
-    fn seek_slowest(&self) {
-        self.send(Cmd::Slowest)
-    }
-    fn restart(&self) {
-        self.send(Cmd::Restart)
     }
     fn status(&self) -> Option<ProducerStatus> {
         let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
@@ -247,7 +214,7 @@ struct Player {
     r: SourceReader,
     run: baro_telemetry::RunDetails,
     tx: Sender<Telemetry>,
-    cmds: Receiver<Cmd>,
+    cmds: Receiver<Command>,
     status: Arc<Mutex<ProducerStatus>>,
     paused: bool,
     steps: u32,
@@ -379,20 +346,22 @@ impl Player {
         }
     }
 
-    fn command(&mut self, c: Cmd, pending: &mut Option<Telemetry>, at_end: &mut bool) -> Next {
+    fn command(&mut self, c: Command, pending: &mut Option<Telemetry>, at_end: &mut bool) -> Next {
         match c {
-            Cmd::Pause => self.paused = true,
-            Cmd::Resume => {
+            Command::Pause => self.paused = true,
+            Command::Resume => {
                 self.paused = false;
                 self.steps = 0;
                 self.clock = Instant::now();
             }
-            Cmd::Step => {
+            Command::Step => {
                 self.paused = true;
                 self.steps = self.steps.saturating_add(1);
             }
-            Cmd::Stop => return Next::Quit,
-            Cmd::Restart => match self.cfg.source.open() {
+            Command::Stop => return Next::Quit,
+            // Answered by ReplayControl::send: a recording keeps its dispatch.
+            Command::SetDispatch(_) => {}
+            Command::Restart => match self.cfg.source.open() {
                 Ok(r) => {
                     self.r = r;
                     *pending = None;
@@ -406,8 +375,8 @@ impl Player {
                 }
                 Err(e) => note(&self.status, format!("cannot restart: {e}")),
             },
-            Cmd::Seek(pass) => return self.seek(pass, pending, at_end),
-            Cmd::Slowest => {
+            Command::Seek(pass) => return self.seek(pass, pending, at_end),
+            Command::SeekSlowest => {
                 if self.slowest.is_none() {
                     self.slowest = Some(self.find_slowest());
                 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use baro_telemetry::control::Command;
 use baro_telemetry::fail::bits;
 use baro_telemetry::{
     Correctness, DeviceKind, Dispatch, EndReason, FailReport, FailWord, Frame, LevelDetails,
@@ -381,37 +382,15 @@ impl Synth {
     }
 }
 
-/// A request to the producer thread.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Cmd {
-    Pause,
-    Resume,
-    Step,
-    Dispatch(Dispatch),
-    Stop,
-}
-
 /// [`Control`] for the synthetic producer thread.
 #[derive(Clone, Debug)]
 pub struct SyntheticControl {
-    tx: Sender<Cmd>,
+    tx: Sender<Command>,
 }
 
 impl Control for SyntheticControl {
-    fn pause(&self) {
-        let _ = self.tx.try_send(Cmd::Pause);
-    }
-    fn resume(&self) {
-        let _ = self.tx.try_send(Cmd::Resume);
-    }
-    fn step(&self) {
-        let _ = self.tx.try_send(Cmd::Step);
-    }
-    fn set_dispatch(&self, d: Dispatch) {
-        let _ = self.tx.try_send(Cmd::Dispatch(d));
-    }
-    fn stop(&self) {
-        let _ = self.tx.try_send(Cmd::Stop);
+    fn send(&self, c: Command) {
+        let _ = self.tx.try_send(c);
     }
 }
 
@@ -427,7 +406,7 @@ pub fn spawn(cfg: SynthConfig) -> (Receiver<Telemetry>, SyntheticControl, JoinHa
     (rx, SyntheticControl { tx: ctx }, h)
 }
 
-fn produce(cfg: SynthConfig, tx: Sender<Telemetry>, cmds: Receiver<Cmd>) {
+fn produce(cfg: SynthConfig, tx: Sender<Telemetry>, cmds: Receiver<Command>) {
     let period = (cfg.rate_hz > 0.0).then(|| Duration::from_secs_f64(1.0 / cfg.rate_hz));
     let limit = cfg.passes;
     let mut s = Synth::new(cfg);
@@ -443,14 +422,16 @@ fn produce(cfg: SynthConfig, tx: Sender<Telemetry>, cmds: Receiver<Cmd>) {
             next_at.saturating_duration_since(Instant::now())
         };
         match cmds.recv_timeout(wait) {
-            Ok(Cmd::Pause) => paused = true,
-            Ok(Cmd::Resume) => {
+            Ok(Command::Pause) => paused = true,
+            Ok(Command::Resume) => {
                 paused = false;
                 next_at = Instant::now();
             }
-            Ok(Cmd::Step) => steps += 1,
-            Ok(Cmd::Dispatch(d)) => s.dispatch = d,
-            Ok(Cmd::Stop) => break EndReason::Stopped,
+            Ok(Command::Step) => steps += 1,
+            Ok(Command::SetDispatch(d)) => s.dispatch = d,
+            Ok(Command::Stop) => break EndReason::Stopped,
+            // Generated telemetry has no recording to move about in.
+            Ok(Command::Seek(_) | Command::SeekSlowest | Command::Restart) => {}
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
                 break EndReason::ConsumerGone
             }

@@ -10,13 +10,7 @@ use baro_telemetry::Telemetry;
 use baro_ui::action::{Action, NoControl};
 use baro_ui::synthetic::{self, Synth};
 
-fn synth_state(
-    n: u64,
-) -> (
-    Synth,
-    baro_ui::view::UiState,
-    baro_ui::layout::Layout,
-) {
+fn synth_state(n: u64) -> (Synth, baro_ui::view::UiState, baro_ui::layout::Layout) {
     let layout = baro_ui::layout::Layout::default_preset();
     let mut s = Synth::new(clean());
     let mut st = baro_ui::app::new_state(synthetic::meta(s.details()), &layout);

@@ -22,11 +22,7 @@ struct Rec {
 }
 
 impl Control for Rec {
-    fn pause(&self) {}
-    fn resume(&self) {}
-    fn step(&self) {}
-    fn set_dispatch(&self, _: baro_telemetry::Dispatch) {}
-    fn stop(&self) {}
+    fn send(&self, _: baro_telemetry::control::Command) {}
     fn toggle_record(&self) -> bool {
         *self.asked.borrow_mut() += 1;
         true

@@ -1,6 +1,7 @@
 //! Shared by the ui_* tests: fixed synthetic streams and whole-screen rendering.
 #![allow(dead_code)]
 
+use baro_telemetry::control::Command;
 use baro_ui::action::{Control, NoControl};
 use baro_ui::keymap::Keymap;
 use baro_ui::layout::Layout;
@@ -92,20 +93,12 @@ pub fn lines(term: &Terminal<TestBackend>) -> Vec<String> {
 pub struct Recorder(pub std::cell::RefCell<Vec<String>>);
 
 impl Control for Recorder {
-    fn pause(&self) {
-        self.0.borrow_mut().push("pause".into());
-    }
-    fn resume(&self) {
-        self.0.borrow_mut().push("resume".into());
-    }
-    fn step(&self) {
-        self.0.borrow_mut().push("step".into());
-    }
-    fn set_dispatch(&self, d: baro_telemetry::Dispatch) {
-        self.0.borrow_mut().push(format!("dispatch {d}"));
-    }
-    fn stop(&self) {
-        self.0.borrow_mut().push("stop".into());
+    fn send(&self, c: Command) {
+        let asked = match c {
+            Command::SetDispatch(d) => format!("dispatch {d}"),
+            c => c.to_string(),
+        };
+        self.0.borrow_mut().push(asked);
     }
 }
 
