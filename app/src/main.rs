@@ -8,7 +8,7 @@ mod files;
 mod metrics;
 mod validate;
 /// The dashboard (a library target of this package, so its tests and benches can reach it).
-use baro_top_ui as ui;
+use baro_ui as ui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 use baro_telemetry::recording::{RecordingHeader, Writer};
 use baro_telemetry::{EndReason, Telemetry};
-use baro_top_ui::synthetic::{Synth, SynthConfig};
+use baro_ui::synthetic::{Synth, SynthConfig};
 
 fn baro(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_baro-top"))

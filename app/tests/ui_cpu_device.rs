@@ -6,22 +6,24 @@
 #![allow(clippy::unwrap_used)]
 
 mod tmux_common;
+// The dashboard tests' helpers, shared with baro-ui's tests (this test also runs the binary).
+#[path = "../../ui/tests/ui_common/mod.rs"]
 mod ui_common;
 
 use std::time::Duration;
 
 use baro_telemetry::synth::{synthetic_frame, synthetic_run};
 use baro_telemetry::{Contention, DeviceKind, PowerMode, Telemetry};
-use baro_top_ui::layout::Layout;
-use baro_top_ui::state::{Meta, DEBOUNCE};
-use baro_top_ui::view::UiState;
+use baro_ui::layout::Layout;
+use baro_ui::state::{Meta, DEBOUNCE};
+use baro_ui::view::UiState;
 
 /// A run on `kind` whose passes have the given modes, each contended every other pass.
 fn run(kind: DeviceKind, modes: &[PowerMode], torn: bool) -> UiState {
     let layout = Layout::default_preset();
     let mut d = synthetic_run(8, 12, 4);
     d.device_kind = kind;
-    let mut s = baro_top_ui::app::new_state(Meta::default(), &layout);
+    let mut s = baro_ui::app::new_state(Meta::default(), &layout);
     s.live.ingest(Telemetry::Start(d.clone()));
     for (p, m) in modes.iter().enumerate() {
         let mut f = synthetic_frame(&d, p as u64, 2);

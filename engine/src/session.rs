@@ -13,7 +13,9 @@
 //! [`Session::command`] sends a [`Command`] and waits for its [`Reply`]. Commands are taken
 //! between passes, so each is honoured within one pass (a pass is bounded by the decoder's
 //! watchdog): pause, resume, step one pass, stop, switch the dispatch style, change the grid,
-//! restart the sequence, load another model. A rebuild (dispatch, grid, model) that fails
+//! restart the sequence, load another model. The requests every producer shares
+//! ([`baro_telemetry::control::Command`]: the dashboard's vocabulary) convert into a
+//! [`Command`] but for seeking, which only a replay can do. A rebuild (dispatch, grid, model) that fails
 //! leaves the running decoder in place and returns the error; one that succeeds sends a new
 //! `Start` and restarts the sequence at position 0 (pass numbers keep counting).
 //!
@@ -126,6 +128,25 @@ impl std::fmt::Debug for Command {
             Command::Restart => f.write_str("Restart"),
             Command::LoadModel(m) => write!(f, "LoadModel({})", m.source),
         }
+    }
+}
+
+/// The live session's part of the control vocabulary: every request but seeking (a live
+/// decode has no recording to move about in), which comes back as the error.
+impl TryFrom<baro_telemetry::control::Command> for Command {
+    type Error = baro_telemetry::control::Command;
+
+    fn try_from(c: baro_telemetry::control::Command) -> std::result::Result<Self, Self::Error> {
+        use baro_telemetry::control::Command as C;
+        Ok(match c {
+            C::Pause => Command::Pause,
+            C::Resume => Command::Resume,
+            C::Step => Command::Step,
+            C::Stop => Command::Stop,
+            C::SetDispatch(d) => Command::SetDispatch(d),
+            C::Restart => Command::Restart,
+            C::Seek(_) | C::SeekSlowest => return Err(c),
+        })
     }
 }
 

@@ -1,6 +1,6 @@
 //! baro-top's telemetry stream: the plain data the engine produces and every consumer (the
-//! dashboard, headless JSON lines, the gate, the recorder, replay, tests) reads. No Vulkan,
-//! no UI, no I/O beyond serde.
+//! dashboard, headless JSON lines, the gate, the recorder, replay, tests) reads, and the
+//! [`control`] requests that flow back. No Vulkan, no UI, no I/O beyond serde.
 //!
 //! # The stream
 //!
@@ -42,6 +42,7 @@
 //!   (a stage charged with its level's tail, the last-arriving workgroup), the power-mode and
 //!   contention labels ([`labels`]) and the correctness rule ([`judge`]: the near-tie rule
 //!   shared by the gate and a shadow reference);
+//! - [`control`]: the requests a consumer sends back to the producer (pause, step, seek, …);
 //! - [`recording`]: the stream on disk (`*.baro`), its reader, exports and diff;
 //! - [`synth`]: synthetic runs and frames of any shape, for tests and benches.
 //! - [`pipeline`]: the driver compiler's statistics for the decode pipeline (registers, spills);
@@ -53,6 +54,7 @@
 pub mod act;
 pub mod analysis;
 pub mod clock;
+pub mod control;
 pub mod fail;
 pub mod frame;
 pub mod input;

@@ -1,7 +1,7 @@
 //! `baro-top bench ui`: what the dashboard costs.
 //!
-//! Without `--live`: ingest and render of the dashboard on synthetic telemetry (the UI
-//! library's [`crate::ui::bench`], the same code as `cargo bench --bench ui`), p50/p99/max
+//! Without `--live`: ingest and render of the dashboard on synthetic telemetry (baro-ui's
+//! [`crate::ui::bench`], the same code as `cargo bench -p baro-ui --bench ui`), p50/p99/max
 //! render ms per terminal size and ingest spans/s.
 //!
 //! With `--live`: a live decode session, alternating (ABBA order, `--rounds` rounds of

@@ -13,7 +13,7 @@ use crate::ui;
 use anyhow::Context;
 use baro_engine::model::Model;
 use baro_engine::session::{Check, Command, Outcome, Reply, Session, SessionBuilder, SinkKind};
-use baro_engine::telemetry::{Dispatch, EndReason, Telemetry};
+use baro_engine::telemetry::{control, EndReason, Telemetry};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use ui::action::{Control, Note};
 use ui::state::{Meta, Severity};
@@ -83,28 +83,27 @@ impl<'s> SessionControl<'s> {
         self.recorder.map(|r| r.into_writers())
     }
 
-    fn send(&self, cmd: Command) {
+    fn to_worker(&self, cmd: Command) {
         // The worker lives as long as this control; a send fails only if it panicked.
         let _ = self.tx.send(cmd);
     }
 }
 
 impl Control for SessionControl<'_> {
-    fn pause(&self) {
-        self.send(Command::Pause);
-    }
-    fn resume(&self) {
-        self.send(Command::Resume);
-    }
-    fn step(&self) {
-        self.send(Command::Step);
-    }
-    fn set_dispatch(&self, d: Dispatch) {
-        self.send(Command::SetDispatch(d));
-    }
-    fn stop(&self) {
-        // Directly, not through the worker: a rebuild in flight must not delay quitting.
-        self.session.stop();
+    fn send(&self, c: control::Command) {
+        match c {
+            // Directly, not through the worker: a rebuild in flight must not delay quitting.
+            control::Command::Stop => self.session.stop(),
+            c => match Command::try_from(c) {
+                Ok(cmd) => self.to_worker(cmd),
+                Err(c) => {
+                    let _ = self.note_tx.send(Note {
+                        sev: Severity::Warn,
+                        text: format!("{c}: only a replay can do that (baro-top replay FILE)"),
+                    });
+                }
+            },
+        }
     }
     fn notes(&self) -> Option<Receiver<Note>> {
         Some(self.notes.clone())
@@ -469,6 +468,7 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use baro_engine::telemetry::Dispatch;
 
     fn outcome(reason: EndReason, failed_passes: u64, failed_checks: u64) -> Outcome {
         Outcome {

@@ -1,5 +1,5 @@
 //! `baro-top run`: headless live decode with telemetry: one line per pass in the shared
-//! headless format (`baro_top_ui::headless`: the fail word on every line, the verdict once the
+//! headless format (`baro_ui::headless`: the fail word on every line, the verdict once the
 //! reference has sent it) and a closing summary; `--json` one JSON object per line (schema in
 //! README.md), the summary then on stderr.
 
