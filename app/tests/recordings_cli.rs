@@ -278,3 +278,23 @@ fn dashboard_only_flags_are_refused_with_headless_not_ignored() {
         assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
     }
 }
+
+#[test]
+fn replay_names_the_recording_device_and_its_driver_once_each() {
+    // The shipped H200 recording: device "NVIDIA H200", driver "NVIDIA 580.159.04".
+    let f = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../recordings/h200-llama1b-mega.baro"
+    );
+    let o = baro(&["replay", "--headless", f]);
+    let err = stderr(&o);
+    let line = err
+        .lines()
+        .find(|l| l.contains("replaying recording of"))
+        .unwrap_or_else(|| panic!("no 'replaying' line in: {err}"));
+    assert!(
+        line.contains("on NVIDIA H200 · driver 580.159.04,"),
+        "device and driver not said once each: {line}"
+    );
+    assert_eq!(line.matches("NVIDIA").count(), 1, "{line}");
+}

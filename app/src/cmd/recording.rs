@@ -218,10 +218,9 @@ fn open(path: &Path) -> anyhow::Result<Reader<std::io::BufReader<std::fs::File>>
 pub fn describe(r: &Reader<impl std::io::Read + std::io::Seek>) -> String {
     let h = r.header();
     format!(
-        "recording of {} on {} ({}), {} x {} lanes, dispatch {}, recorded {} by baro-top {} ({})",
+        "recording of {} on {}, {} x {} lanes, dispatch {}, recorded {} by baro-top {} ({})",
         h.run.model,
-        h.run.device,
-        h.run.driver,
+        baro_ui::text::device_label(&h.run.device, &h.run.driver),
         h.run.grid,
         h.run.wg_size,
         h.run.dispatch,
