@@ -153,3 +153,33 @@ fn replay_without_a_terminal_prints_headless_lines_and_says_so_once() {
         "{out}"
     );
 }
+
+#[test]
+fn replay_at_80x24_wraps_the_banner_whole_and_keeps_the_speed_on_the_position_line() {
+    if !have_tmux() {
+        return;
+    }
+    // The shipped H200 recording: its banner is 117 columns, past 80.
+    let f = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../recordings/h200-llama1b-mega.baro"
+    );
+    let s = Session::sized(
+        "replay80",
+        &format!("{BIN} replay {f} --speed 0"),
+        &[],
+        (80, 24),
+    );
+    let pane = s.wait_for(&["120 of 120"], Duration::from_secs(60));
+    assert!(
+        pane.contains("REPLAY of ") && pane.contains("commit 1537da5240e8)"),
+        "the banner is cut at 80 columns:\n{pane}"
+    );
+    let pos = pane
+        .lines()
+        .find(|l| l.contains("120 of 120"))
+        .unwrap_or_default();
+    assert!(pos.contains(" speed max"), "speed off screen: {pos:?}");
+    s.t(&["send-keys", "-t", "0", "q"]);
+    assert_eq!(s.exit_status(Duration::from_secs(30)), "0");
+}

@@ -299,7 +299,7 @@ fn short_reason(r: &baro_telemetry::ContentionReason) -> String {
 }
 
 /// Header lines the producer adds under the usual three at `width` columns: its banner
-/// (the lines after the first wrapped, see [`banner_rows`]), then a position bar.
+/// (each line wrapped, see [`banner_rows`]), then a position bar.
 pub fn producer_lines(s: &UiState, width: u16) -> u16 {
     s.view
         .producer
@@ -310,17 +310,14 @@ pub fn producer_lines(s: &UiState, width: u16) -> u16 {
 /// Most rows one banner line after the first may take.
 const BANNER_WRAP: usize = 3;
 
-/// The banner as drawn at `width` columns: the first line (`REPLAY of …`) as is, clipped;
-/// each later one (why it is not live, what to do) word-wrapped into at most
-/// [`BANNER_WRAP`] rows, so a narrow terminal keeps a reason whole.
+/// The banner as drawn at `width` columns, each line word-wrapped into at most
+/// [`BANNER_WRAP`] rows so a narrow terminal keeps it whole: the first line (`REPLAY of …`,
+/// its rows marked `true`, drawn in reverse video), then the later ones (why it is not
+/// live, what to do).
 pub fn banner_rows(banner: &[String], width: u16) -> Vec<(bool, String)> {
     let w = (width as usize).max(20);
     let mut out = vec![];
     for (i, line) in banner.iter().enumerate() {
-        if i == 0 {
-            out.push((true, line.clone()));
-            continue;
-        }
         let mut rows: Vec<String> = vec![];
         let mut cur = String::new();
         for word in line.split(' ') {
@@ -332,7 +329,7 @@ pub fn banner_rows(banner: &[String], width: u16) -> Vec<(bool, String)> {
             cur.push_str(word);
         }
         rows.push(cur);
-        out.extend(rows.into_iter().take(BANNER_WRAP).map(|r| (false, r)));
+        out.extend(rows.into_iter().take(BANNER_WRAP).map(|r| (i == 0, r)));
     }
     out
 }
@@ -366,7 +363,15 @@ fn producer(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     let k = p.position.unwrap_or(0);
     let label = format!("pass {pass} · {k} of {total} ");
     let mut x = put(buf, area, area.x, y, &label, Default::default());
-    let w = 40u64;
+    let speed = if p.speed > 0.0 {
+        format!(" speed {}×", p.speed)
+    } else {
+        " speed max".into()
+    };
+    // The bar gives way so the speed stays on screen: 40 cells where they fit, down to 8.
+    let room = (area.width as usize)
+        .saturating_sub(crate::text::width(&label) + 2 + crate::text::width(&speed));
+    let w = room.clamp(8, 40) as u64;
     let filled = match p.total {
         Some(n) if n > 0 => (k.min(n) * w / n) as usize,
         _ => 0,
@@ -374,11 +379,6 @@ fn producer(ctx: &Ctx, area: Rect, buf: &mut Buffer) {
     let (full, empty) = (t.glyphs.bars[8], t.glyphs.wait);
     let bar = full.repeat(filled) + &empty.repeat(w as usize - filled);
     x = put(buf, area, x, y, &format!("[{bar}]"), t.fg(Tone::Accent));
-    let speed = if p.speed > 0.0 {
-        format!(" speed {}×", p.speed)
-    } else {
-        " speed max".into()
-    };
     let keys = ctx.keys;
     let hint = format!(
         "{speed} · {} seek · {} slowest · {} restart · {} pause · {} step",
