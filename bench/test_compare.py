@@ -42,6 +42,14 @@ class Compare(unittest.TestCase):
         self.assertIn("| file | ", out)
         self.assertIn("| llama.cpp CUDA | best / llama.cpp |", out)
 
+    def test_the_speed_table_in_docs_guide_is_what_compare_prints(self):
+        # docs/guide.md (the README's speed section) holds the table compare.py prints by
+        # default: the latest call with llama.cpp beside baro-top.
+        guide = open(os.path.join(HERE, "..", "docs", "guide.md"), encoding="utf-8").read()
+        start = guide.index("| file | f32 act | `--act q8` | llama.cpp CUDA |")
+        table = guide[start:guide.index("\n\n", start) + 1]
+        self.assertIn(table, run())
+
     def test_rows_carry_the_fields(self):
         with io.open(RESULTS, encoding="utf-8") as f:
             rows = [json.loads(line) for line in f if line.strip()]

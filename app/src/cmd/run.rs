@@ -1,7 +1,7 @@
 //! `baro-top run`: headless live decode with telemetry: one line per pass in the shared
 //! headless format (`baro_ui::headless`: the fail word on every line, the verdict once the
 //! reference has sent it) and a closing summary; `--json` one JSON object per line (schema in
-//! README.md), the summary then on stderr.
+//! docs/stream.md), the summary then on stderr.
 
 use std::process::ExitCode;
 
@@ -18,7 +18,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// One JSON object per line, the telemetry stream itself: start, frames, verdicts, end
-    /// (schema in README.md).
+    /// (schema in docs/stream.md).
     #[arg(long)]
     pub json: bool,
     /// Include every workgroup's span in the JSON.

@@ -1,6 +1,6 @@
 //! Every metric baro-top exposes, in the order it is exposed: name, type, unit, labels and
 //! help, written once. The renderer takes each family's `# HELP`/`# TYPE` from here, and the
-//! README's metrics table is generated from here (a test keeps it in sync), so the three
+//! docs/metrics.md's table is generated from here (a test keeps it in sync), so the three
 //! cannot drift apart.
 
 /// A metric family's type.
@@ -309,7 +309,7 @@ pub const CATALOG: [&MetricDoc; 22] = [
     &POWER_MODE,
 ];
 
-/// The README's metrics table (markdown), generated from [`CATALOG`].
+/// docs/metrics.md's table (markdown), generated from [`CATALOG`].
 #[cfg(test)]
 pub fn markdown_table() -> String {
     let mut s = String::from("| metric | type | labels | meaning |\n|---|---|---|---|\n");

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! - [`catalog`]: every metric's name, type, unit, labels and help, and the histogram buckets
-//!   (the README's "Metrics" table is generated from it; a test keeps them equal);
+//!   (docs/metrics.md's table is generated from it; a test keeps them equal);
 //! - [`aggregate`]: the [`aggregate::Aggregator`];
 //! - [`expose`]: the Prometheus text format 0.0.4 and OpenMetrics 1.0 (when the scraper's
 //!   `Accept` ranks `application/openmetrics-text` first, as Prometheus does), label escaping;

@@ -517,12 +517,12 @@ fn request_heads_parse_and_malformed_ones_are_refused() {
 
 #[test]
 fn readme_metrics_table_matches_the_catalog() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/metrics.md");
     let readme = std::fs::read_to_string(path).unwrap();
     let (begin, end) = ("<!-- metrics:begin -->\n", "<!-- metrics:end -->");
     let table = catalog::markdown_table();
     let (Some(b), Some(e)) = (readme.find(begin), readme.find(end)) else {
-        panic!("README.md has no {begin:?} … {end:?} block; it should hold:\n{table}");
+        panic!("docs/metrics.md has no {begin:?} … {end:?} block; it should hold:\n{table}");
     };
     let current = &readme[b + begin.len()..e];
     if current != table && std::env::var_os("BARO_BLESS").is_some() {
@@ -532,7 +532,7 @@ fn readme_metrics_table_matches_the_catalog() {
     }
     assert_eq!(
         current, table,
-        "README.md's metrics table (BARO_BLESS=1 rewrites it)"
+        "docs/metrics.md's metrics table (BARO_BLESS=1 rewrites it)"
     );
 }
 
