@@ -3,7 +3,7 @@
 //! golden file of an old version keeps loading, and the exports are well-formed.
 //!
 //! Bless the golden file (only when FORMAT_VERSION changes, as a new `vN.baro`; never
-//! rewrite an old one): `BLESS=1 cargo test --release -p baro-telemetry --test recording`.
+//! rewrite an old one): `BLESS=1 cargo test --release -p baro-telemetry --test it recording::`.
 
 #![allow(clippy::unwrap_used)]
 
@@ -955,7 +955,7 @@ fn a_pass_range_exports_only_those_passes_with_their_workgroup_spans() {
 /// Writes a few small recordings (a few KB each: every message kind, compressed or not,
 /// finished or cut before the footer) as the fuzzer's seed corpus. Small seeds keep
 /// `-max_len` low and executions fast; see telemetry/fuzz/README.md.
-/// `cargo test --release -p baro-telemetry --test recording write_fuzz_seed_corpus -- --ignored`
+/// `cargo test --release -p baro-telemetry --test it recording::write_fuzz_seed_corpus -- --ignored`
 #[test]
 #[ignore = "writes into telemetry/fuzz/corpus; run by hand before fuzzing"]
 fn write_fuzz_seed_corpus() {
