@@ -10,5 +10,6 @@ mod golden;
 mod recording;
 mod recording_bench;
 mod recording_crash;
+mod recording_export;
 mod scenarios;
 mod trace_importers;
