@@ -2,7 +2,7 @@
 """Write engine/tests/data/quant/goldens.bin: random-but-valid blocks of every tensor type
 baro-top reads, with gguf-py's dequantisation of them (`gguf.quants.dequantize`), and f32
 inputs with gguf-py's quantisation (`gguf.quants.quantize`) for the types baro-top quantises.
-engine/tests/quant_types.rs asserts baro-top reproduces every bit.
+engine/tests/it/quant_types.rs asserts baro-top reproduces every bit.
 
     pip install gguf numpy && python3 scripts/quant_goldens.py
 

@@ -14,7 +14,7 @@ ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1' || need_pkgs+=(libvulkan1)
 # prometheus + promtool: the metrics tests scrape `baro-top serve` with a real Prometheus and
 # lint the exposition with `promtool check metrics` (app/tests/metrics_prometheus.rs).
 { command -v prometheus >/dev/null && command -v promtool >/dev/null; } || need_pkgs+=(prometheus)
-# node + npm and python3 with venv: the trace importer tests (telemetry/tests/trace_importers.rs)
+# node + npm and python3 with venv: the trace importer tests (telemetry/tests/it/trace_importers.rs)
 # read every export back with speedscope's own importer and Perfetto's own Python protos.
 command -v node >/dev/null || need_pkgs+=(nodejs)
 command -v npm >/dev/null || need_pkgs+=(npm)

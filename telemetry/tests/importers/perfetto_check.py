@@ -5,7 +5,7 @@ track the slices (count, deepest nesting, names) and counter samples, and every 
 (an end without a begin, a slice left open, an event on an undeclared track, a name iid never
 interned, a packet off the sequence, a slice outside every pass). Timestamps follow
 Perfetto's clock rules: a clock snapshot defines the sequence's incremental clock, each later
-packet's timestamp is a delta on it. Used by telemetry/tests/trace_importers.rs."""
+packet's timestamp is a delta on it. Used by telemetry/tests/it/trace_importers.rs."""
 
 import gzip
 import json

@@ -1,7 +1,7 @@
 // Imports Trace Event JSON files with speedscope's own importer (the npm package's bundle,
 // run under node) and prints, per file, one JSON line: the profiles speedscope built (one per
 // thread: name, calls, deepest nesting), and every warning its importer printed ("Tried to
-// end …", "… was still open at end of profile"). Used by telemetry/tests/trace_importers.rs.
+// end …", "… was still open at end of profile"). Used by telemetry/tests/it/trace_importers.rs.
 //
 // The bundle is a browser app: its importer is reached by cutting the final render call and
 // exposing `importProfileGroupFromText` (found by its unminified property name), with the

@@ -16,7 +16,7 @@
 //! scripts/fixtures/check.sh). `BARO_FIXTURES` points at another copy of the fixtures.
 //! Every test prints one `fixture path: ...` line, which check.sh collects.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! per second. Not a correctness test: run it on purpose, in release, and copy the lines
 //! into bench/rounds/sessions.md.
 //!
-//! `cargo test --release -p baro-telemetry --test recording_bench -- --ignored --nocapture`
+//! `cargo test --release -p baro-telemetry --test it recording_bench:: -- --ignored --nocapture`
 //! (`BARO_BENCH_PASSES`, default 300, sets the stream's length.)
 
 #![allow(clippy::unwrap_used)]

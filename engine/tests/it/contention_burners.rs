@@ -10,17 +10,15 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::device;
 use baro_engine::model::Model;
 use baro_engine::session::{Check, SessionBuilder, SinkKind};
 use baro_engine::telemetry::labels::ContentionConfig;
 use baro_engine::telemetry::{ContentionReason, Frame, Telemetry};
 use baro_engine::vulkan::{DecoderOptions, Dispatch};
-use common::device;
 use crossbeam_channel::Receiver;
 
 /// CPU burner processes, killed and reaped on drop.

@@ -11,8 +11,6 @@
 //! ([`lockstep`]), each checked against the reference and against the first one's bits,
 //! instead of a gate and a further decode per grid.
 
-mod common;
-
 use baro_engine::gate::rel_l2;
 use baro_engine::kv::KvType;
 use baro_engine::model::{Config, Model};
@@ -24,7 +22,7 @@ use baro_engine::vulkan::{DecoderOptions, Dispatch, VulkanDecoder};
 use baro_telemetry::judge::NEAR_TIE;
 use baro_telemetry::Judge;
 
-use common::device;
+use crate::common::device;
 
 /// Positions decoded on the small shapes: chunk counts 1 to 5, uneven chunk lengths.
 const N: usize = 300;

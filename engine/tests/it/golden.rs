@@ -7,8 +7,8 @@ use baro_engine::quant::GgmlType;
 use baro_engine::reference::CpuDecoder;
 use baro_engine::sampler::Sampler;
 
-const GOLDEN_TEXT: &[u8] = include_bytes!("../models/stories260K/greedy_empty_prompt_200.txt");
-const GOLDEN_JSON: &str = include_str!("../models/stories260K/expected_greedy.json");
+const GOLDEN_TEXT: &[u8] = include_bytes!("../../models/stories260K/greedy_empty_prompt_200.txt");
+const GOLDEN_JSON: &str = include_str!("../../models/stories260K/expected_greedy.json");
 
 fn golden_ids() -> Vec<u32> {
     let v: serde_json::Value =

@@ -1,8 +1,9 @@
 //! A recorder killed with SIGKILL mid-run leaves a file whose every complete frame replays.
 //!
-//! The test re-runs this test binary as the child (`--exact` on the helper below, with
-//! `BARO_CRASH_CHILD` naming the file): the child records synthetic frames forever; the
-//! parent kills it with SIGKILL once a few hundred KiB are on disk, then reads the file.
+//! The test re-runs this test binary as the child (`--exact` on the helper below, by its path
+//! in the binary, with `BARO_CRASH_CHILD` naming the file): the child records synthetic frames
+//! forever; the parent kills it with SIGKILL once a few hundred KiB are on disk, then reads
+//! the file.
 
 #![allow(clippy::unwrap_used)]
 
@@ -35,17 +36,22 @@ fn crash_child_records_frames_until_killed_when_asked() {
     }
 }
 
+/// The helper's name as the test harness lists it: its module path without the crate's name.
+fn child_test_name() -> String {
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    match module {
+        "" => "crash_child_records_frames_until_killed_when_asked".to_owned(),
+        m => format!("{m}::crash_child_records_frames_until_killed_when_asked"),
+    }
+}
+
 #[test]
 fn a_recorder_killed_with_sigkill_leaves_every_complete_frame_replayable() {
     let dir = std::env::temp_dir().join(format!("baro-crash-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("killed.baro");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "crash_child_records_frames_until_killed_when_asked",
-            "--nocapture",
-        ])
+        .args(["--exact", &child_test_name(), "--nocapture"])
         .env(ENV, &path)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -4,15 +4,13 @@
 //! and actually change the logits against the f32 cache while staying close to them. Runs on
 //! lavapipe in CI (a missing device fails).
 
-mod common;
-
 use baro_engine::gate::{rel_l2, run_gate, GateConfig};
 use baro_engine::kv::KvType;
 use baro_engine::quant::GgmlType;
 use baro_engine::synth::{self, Shape};
 use baro_engine::vulkan::{DecoderOptions, Dispatch, VulkanDecoder};
 
-use common::{assert_gate_clean, device};
+use crate::common::{assert_gate_clean, device};
 
 /// Positions decoded: past 4 x 64, so the attention runs every chunk count.
 const N: usize = 300;

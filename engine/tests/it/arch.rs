@@ -11,7 +11,7 @@
 //! Shapes are tiny (one or two blocks, d 64–128) and the GPU runs few positions: a lavapipe
 //! pass costs tens of milliseconds.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -3,8 +3,6 @@
 //! as one submission per pass, keep each pass's fail word, logits and ring frame, and refuse
 //! what they cannot do. Runs on lavapipe in CI (a missing device fails).
 
-mod common;
-
 use std::time::Duration;
 
 use baro_engine::model::Model;
@@ -13,7 +11,7 @@ use baro_engine::synth::{self, Shape};
 use baro_engine::vulkan::{fail, DecoderOptions, Dispatch, Feed, Pass, VulkanDecoder, MAX_CHAIN};
 use baro_engine::Error;
 
-use common::device;
+use crate::common::device;
 
 fn tiny(ty: GgmlType) -> Model {
     let (mut cfg, tied) = Shape::Tiny.config();

@@ -2,8 +2,6 @@
 //! LP_NUM_THREADS=2 (scripts/test.sh). A missing device is a failure, never a silent skip;
 //! outside CI, BARO_SKIP_VULKAN=1 skips them explicitly (and says so).
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,13 +13,13 @@ use baro_engine::sampler::Sampler;
 use baro_engine::synth::{self, Shape};
 use baro_engine::vulkan::{fail, DecoderOptions, DeviceKind, Dispatch, GpuContext, VulkanDecoder};
 
-const GOLDEN_TEXT: &[u8] = include_bytes!("../models/stories260K/greedy_empty_prompt_200.txt");
+const GOLDEN_TEXT: &[u8] = include_bytes!("../../models/stories260K/greedy_empty_prompt_200.txt");
 
 fn co_resident(ctx: &GpuContext) -> u32 {
     baro_engine::vulkan::default_grid(ctx)
 }
 
-use common::device;
+use crate::common::device;
 
 fn text_on(ctx: &Arc<GpuContext>, model: &Model, dispatch: Dispatch, steps: usize) -> Vec<u8> {
     let opts = DecoderOptions {

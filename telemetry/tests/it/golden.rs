@@ -1,6 +1,6 @@
 //! The wire format of one frame, pinned: `tests/golden/frame_v1.json` is the pretty-printed
 //! JSON of the frame built here. A schema change fails this test and shows as a diff of that
-//! file; regenerate it with `BLESS=1 cargo test -p baro-telemetry --test golden` (then run
+//! file; regenerate it with `BLESS=1 cargo test -p baro-telemetry --test it golden::` (then run
 //! once more without it: the read-back test may race the rewrite) and bump `SCHEMA_VERSION`
 //! if an old reader could misread the new form.
 

@@ -4,18 +4,16 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use crate::common::device;
 use baro_engine::model::Model;
 use baro_engine::sensors::host_lock;
 use baro_engine::session::{Check, Command as SessionCommand, SessionBuilder, SinkKind};
 use baro_engine::telemetry::{ContentionReason, Frame, Telemetry};
 use baro_engine::vulkan::{DecoderOptions, Dispatch};
-use common::device;
 use crossbeam_channel::Receiver;
 
 /// The lock's holder process and its directory, both gone on drop.

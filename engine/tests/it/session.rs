@@ -1,18 +1,16 @@
 //! The live session on the Vulkan device (lavapipe in CI): commands and the frames that
 //! follow each, sinks that drop and sinks that do not, the shadow reference's verdicts.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::device;
 use baro_engine::device::Device;
 use baro_engine::model::Model;
 use baro_engine::session::{Check, Command, Reply, SessionBuilder, SinkKind};
 use baro_engine::telemetry::{CheckPlan, CheckState, EndReason, Frame, Telemetry, Verdict};
 use baro_engine::vulkan::{DecoderOptions, Dispatch, VulkanDecoder};
 use baro_engine::ErrorKind;
-use common::device;
 use crossbeam_channel::Receiver;
 
 const LONG: Duration = Duration::from_secs(120);

@@ -5,8 +5,6 @@
 //! the logits against the f32 path by about the quantisation's noise and no more, and be
 //! refused where it cannot run. Runs on lavapipe in CI (a missing device fails).
 
-mod common;
-
 use baro_engine::act::ActType;
 use baro_engine::gate::{rel_l2, run_gate, GateConfig};
 use baro_engine::kv::KvType;
@@ -16,7 +14,7 @@ use baro_engine::reference::CpuDecoder;
 use baro_engine::synth::{self, Shape};
 use baro_engine::vulkan::{DecoderOptions, DeviceKind, Dispatch, VulkanDecoder};
 
-use common::device;
+use crate::common::device;
 
 /// Positions decoded: past 64 (the attention's second chunk count).
 const N: usize = 72;

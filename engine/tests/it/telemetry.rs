@@ -1,15 +1,13 @@
 //! The event ring and the telemetry stream, on the Vulkan device (lavapipe in CI).
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::device;
 use baro_engine::model::Model;
 use baro_engine::session::{Check, SessionBuilder, SinkKind};
 use baro_engine::telemetry::{EndReason, Frame, RunDetails, Telemetry};
 use baro_engine::vulkan::program::StageKind;
 use baro_engine::vulkan::{DecoderOptions, Dispatch, VulkanDecoder};
-use common::device;
 
 fn frames(
     dispatch: Dispatch,

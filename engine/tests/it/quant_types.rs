@@ -5,7 +5,7 @@
 
 use baro_engine::quant::{self, GgmlType};
 
-const GOLDENS: &[u8] = include_bytes!("data/quant/goldens.bin");
+const GOLDENS: &[u8] = include_bytes!("../data/quant/goldens.bin");
 
 /// One golden record.
 struct Record {
@@ -207,7 +207,7 @@ fn every_type_baro_top_reads_has_a_dequantisation_golden_and_every_quantiser_one
 
 // ---- the GPU paths (lavapipe in CI; a missing device fails) ----
 
-mod common;
+use crate::common;
 
 use baro_engine::act::ActType;
 use baro_engine::blob::Blob;

@@ -1,0 +1,24 @@
+//! The engine's integration tests, one module per subject, linked into one test binary: each
+//! file under `tests/` would otherwise be a binary of its own that links the whole dependency
+//! graph (minutes of linking on a 2-core CI machine), and the Vulkan modules share one device
+//! ([`common::device`]) instead of creating one per binary.
+//!
+//! Run one subject with a filter on its module: `cargo test --release -p baro-engine --test it
+//! real_models::`.
+
+mod common;
+
+mod act_q8;
+mod arch;
+mod attention;
+mod chain;
+mod contention_burners;
+mod golden;
+mod host_lock_label;
+mod kv_f16;
+mod quant_types;
+mod real_models;
+mod session;
+mod telemetry;
+mod tokenizer_vocab;
+mod vulkan;
