@@ -292,3 +292,7 @@ impl fmt::Display for KindName {
         f.write_str(name)
     }
 }
+
+#[cfg(test)]
+#[path = "shipped_tests.rs"]
+mod shipped_tests;
