@@ -86,7 +86,7 @@ pub use pipeline::{PipelineStat, PipelineStats, StatValue};
 pub use recording::{RecordingError, RecordingHeader};
 pub use ring::{DecodedRing, RingError, RingLayout};
 pub use run::{DeviceKind, Dispatch, LevelDetails, RunDetails, StageDetails, StageId, StageKind};
-pub use spans::{BarrierTiming, Span, Spans};
+pub use spans::{BarrierTiming, Span, SpanStamps, Spans};
 
 /// Version of the stream's schema. Bumped on any change a reader of the previous version
 /// could misread; added fields with defaults do not bump it.

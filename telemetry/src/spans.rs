@@ -55,7 +55,7 @@ pub struct Spans {
     exit: Vec<u32>,
 }
 
-/// The serialised form, checked on the way in.
+/// The serialised form, checked on the way in (by [`Spans::from_stamps`]).
 #[derive(Deserialize)]
 struct RawSpans {
     grid: u32,
@@ -68,25 +68,7 @@ struct RawSpans {
 impl TryFrom<RawSpans> for Spans {
     type Error = String;
     fn try_from(r: RawSpans) -> Result<Self, String> {
-        let g = r.grid as usize;
-        let whole = |n: usize| n.is_multiple_of(g); // with g = 0: only n = 0
-        if r.start.len() != r.end.len() || r.arrive.len() != r.exit.len() {
-            return Err(format!(
-                "spans: start/end ({}/{}) or arrive/exit ({}/{}) lengths differ",
-                r.start.len(),
-                r.end.len(),
-                r.arrive.len(),
-                r.exit.len()
-            ));
-        }
-        if !whole(r.start.len()) || !whole(r.arrive.len()) {
-            return Err(format!(
-                "spans: {} span and {} barrier entries are not whole rows of grid {g}",
-                r.start.len(),
-                r.arrive.len()
-            ));
-        }
-        Ok(Spans {
+        Spans::from_stamps(SpanStamps {
             grid: r.grid,
             start: r.start,
             end: r.end,
@@ -94,6 +76,23 @@ impl TryFrom<RawSpans> for Spans {
             exit: r.exit,
         })
     }
+}
+
+/// The four flat arrays of a [`Spans`] as stored (the module doc's layout, [`MISSING`]
+/// included): borrowed (`&[u32]`) from [`Spans::stamps`] for a lossless encoding, owned
+/// (`Vec<u32>`) into [`Spans::from_stamps`] for its decoding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpanStamps<A> {
+    /// Workgroups (G).
+    pub grid: u32,
+    /// Stage starts, `start[stage * G + wg]`.
+    pub start: A,
+    /// Stage ends, as `start`.
+    pub end: A,
+    /// Barrier arrivals, `arrive[level * G + wg]`.
+    pub arrive: A,
+    /// Barrier exits, as `arrive`.
+    pub exit: A,
 }
 
 /// One workgroup's work on one stage (a view of [`Spans`]), ns from the pass's first stamp.
@@ -133,6 +132,58 @@ impl Spans {
             end: vec![MISSING; stages as usize * g],
             arrive: vec![MISSING; levels as usize * g],
             exit: vec![MISSING; levels as usize * g],
+        }
+    }
+
+    /// Spans from their four arrays: `start` and `end` (and `arrive` and `exit`) of equal
+    /// length, each a whole number of rows of `grid` (with a grid of 0: empty). Stamps are
+    /// taken as they are, half-present ones included.
+    pub fn from_stamps(s: SpanStamps<Vec<u32>>) -> Result<Self, String> {
+        let g = s.grid as usize;
+        let whole = |n: usize| n.is_multiple_of(g); // with g = 0: only n = 0
+        if s.start.len() != s.end.len() || s.arrive.len() != s.exit.len() {
+            return Err(format!(
+                "spans: start/end ({}/{}) or arrive/exit ({}/{}) lengths differ",
+                s.start.len(),
+                s.end.len(),
+                s.arrive.len(),
+                s.exit.len()
+            ));
+        }
+        if !whole(s.start.len()) || !whole(s.arrive.len()) {
+            return Err(format!(
+                "spans: {} span and {} barrier entries are not whole rows of grid {g}",
+                s.start.len(),
+                s.arrive.len()
+            ));
+        }
+        Ok(Spans {
+            grid: s.grid,
+            start: s.start,
+            end: s.end,
+            arrive: s.arrive,
+            exit: s.exit,
+        })
+    }
+
+    /// The four arrays as stored, every stamp ([`MISSING`] and half-present spans
+    /// included): what a lossless encoding writes.
+    pub fn stamps(&self) -> SpanStamps<&[u32]> {
+        // Named field by field: a field added to `Spans` fails to compile here rather than
+        // going missing from recordings.
+        let Spans {
+            grid,
+            start,
+            end,
+            arrive,
+            exit,
+        } = self;
+        SpanStamps {
+            grid: *grid,
+            start,
+            end,
+            arrive,
+            exit,
         }
     }
 

@@ -4,10 +4,8 @@
 //! Decoding checks every count against the bytes left before allocating, so a crafted
 //! payload gets an error, never a huge allocation or a panic.
 
-use serde::ser::{self, Impossible, Serialize, SerializeSeq, SerializeStruct};
-
 use crate::spans::MISSING;
-use crate::{Frame, Spans, Telemetry};
+use crate::{Frame, SpanStamps, Spans, Telemetry};
 
 /// A decoding failure inside a payload (the caller adds the record's offset).
 pub(crate) type DecodeError = String;
@@ -118,241 +116,6 @@ impl<'a> Bytes<'a> {
     }
 }
 
-/// The raw arrays of a [`Spans`], read through its `Serialize` (its fields are private to
-/// `crate::spans`; `set_span`/`set_barrier` store raw values, so this loses nothing).
-#[derive(Debug, Default, PartialEq)]
-pub(crate) struct RawSpans {
-    pub grid: u32,
-    pub start: Vec<u32>,
-    pub end: Vec<u32>,
-    pub arrive: Vec<u32>,
-    pub exit: Vec<u32>,
-}
-
-impl RawSpans {
-    pub(crate) fn of(s: &Spans) -> Result<Self, String> {
-        let mut raw = RawSpans::default();
-        s.serialize(StructCap(&mut raw)).map_err(|e| e.0)?;
-        Ok(raw)
-    }
-
-    pub(crate) fn into_spans(self) -> Spans {
-        let g = self.grid as usize;
-        let rows = |n: usize| n.checked_div(g).unwrap_or(0) as u32;
-        let mut s = Spans::new(self.grid, rows(self.start.len()), rows(self.arrive.len()));
-        for (i, (&a, &b)) in self.start.iter().zip(&self.end).enumerate() {
-            s.set_span((i / g) as u32, (i % g) as u32, a, b);
-        }
-        for (i, (&a, &b)) in self.arrive.iter().zip(&self.exit).enumerate() {
-            s.set_barrier((i / g) as u32, (i % g) as u32, a, b);
-        }
-        s
-    }
-}
-
-#[derive(Debug)]
-struct CapError(String);
-
-impl std::fmt::Display for CapError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for CapError {}
-
-impl ser::Error for CapError {
-    fn custom<T: std::fmt::Display>(msg: T) -> Self {
-        CapError(msg.to_string())
-    }
-}
-
-/// Serializer methods a capture does not accept.
-macro_rules! refuse {
-    ($($name:ident($($t:ty),*)),* $(,)?) => {
-        $(fn $name(self, $(_: $t),*) -> Result<Self::Ok, CapError> {
-            Err(CapError(format!("spans: unexpected {}", stringify!($name))))
-        })*
-    };
-}
-
-macro_rules! refuse_compound {
-    () => {
-        fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> Result<(), CapError> {
-            Err(CapError("spans: unexpected option".into()))
-        }
-        fn serialize_newtype_struct<T: ?Sized + Serialize>(
-            self,
-            _: &'static str,
-            _: &T,
-        ) -> Result<(), CapError> {
-            Err(CapError("spans: unexpected newtype".into()))
-        }
-        fn serialize_newtype_variant<T: ?Sized + Serialize>(
-            self,
-            _: &'static str,
-            _: u32,
-            _: &'static str,
-            _: &T,
-        ) -> Result<(), CapError> {
-            Err(CapError("spans: unexpected variant".into()))
-        }
-        fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, CapError> {
-            Err(CapError("spans: unexpected tuple".into()))
-        }
-        fn serialize_tuple_struct(
-            self,
-            _: &'static str,
-            _: usize,
-        ) -> Result<Self::SerializeTupleStruct, CapError> {
-            Err(CapError("spans: unexpected tuple struct".into()))
-        }
-        fn serialize_tuple_variant(
-            self,
-            _: &'static str,
-            _: u32,
-            _: &'static str,
-            _: usize,
-        ) -> Result<Self::SerializeTupleVariant, CapError> {
-            Err(CapError("spans: unexpected tuple variant".into()))
-        }
-        fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, CapError> {
-            Err(CapError("spans: unexpected map".into()))
-        }
-        fn serialize_struct_variant(
-            self,
-            _: &'static str,
-            _: u32,
-            _: &'static str,
-            _: usize,
-        ) -> Result<Self::SerializeStructVariant, CapError> {
-            Err(CapError("spans: unexpected struct variant".into()))
-        }
-        refuse!(
-            serialize_bool(bool),
-            serialize_i8(i8),
-            serialize_i16(i16),
-            serialize_i32(i32),
-            serialize_i64(i64),
-            serialize_u8(u8),
-            serialize_u16(u16),
-            serialize_u64(u64),
-            serialize_f32(f32),
-            serialize_f64(f64),
-            serialize_char(char),
-            serialize_str(&str),
-            serialize_bytes(&[u8]),
-            serialize_none(),
-            serialize_unit(),
-            serialize_unit_struct(&'static str),
-            serialize_unit_variant(&'static str, u32, &'static str),
-        );
-    };
-}
-
-/// Captures the struct: each field goes to its array.
-struct StructCap<'a>(&'a mut RawSpans);
-
-/// Captures one `u32` or a sequence of them into a vector.
-struct U32s<'a>(&'a mut Vec<u32>);
-
-impl<'a> ser::Serializer for StructCap<'a> {
-    type Ok = ();
-    type Error = CapError;
-    type SerializeSeq = Impossible<(), CapError>;
-    type SerializeTuple = Impossible<(), CapError>;
-    type SerializeTupleStruct = Impossible<(), CapError>;
-    type SerializeTupleVariant = Impossible<(), CapError>;
-    type SerializeMap = Impossible<(), CapError>;
-    type SerializeStruct = Self;
-    type SerializeStructVariant = Impossible<(), CapError>;
-
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self, CapError> {
-        Ok(self)
-    }
-    fn serialize_u32(self, _: u32) -> Result<(), CapError> {
-        Err(CapError("spans: unexpected u32".into()))
-    }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, CapError> {
-        Err(CapError("spans: unexpected sequence".into()))
-    }
-    refuse_compound!();
-}
-
-impl SerializeStruct for StructCap<'_> {
-    type Ok = ();
-    type Error = CapError;
-
-    fn serialize_field<T: ?Sized + Serialize>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), CapError> {
-        let r = &mut *self.0;
-        let v = match key {
-            "start" => &mut r.start,
-            "end" => &mut r.end,
-            "arrive" => &mut r.arrive,
-            "exit" => &mut r.exit,
-            "grid" => {
-                let mut g = Vec::with_capacity(1);
-                value.serialize(U32s(&mut g))?;
-                r.grid = g.first().copied().unwrap_or(0);
-                return Ok(());
-            }
-            // A field this encoding does not know would be lost: refuse instead.
-            other => return Err(CapError(format!("spans: unknown field {other:?}"))),
-        };
-        value.serialize(U32s(v))
-    }
-
-    fn end(self) -> Result<(), CapError> {
-        Ok(())
-    }
-}
-
-impl<'a> ser::Serializer for U32s<'a> {
-    type Ok = ();
-    type Error = CapError;
-    type SerializeSeq = Self;
-    type SerializeTuple = Impossible<(), CapError>;
-    type SerializeTupleStruct = Impossible<(), CapError>;
-    type SerializeTupleVariant = Impossible<(), CapError>;
-    type SerializeMap = Impossible<(), CapError>;
-    type SerializeStruct = Impossible<(), CapError>;
-    type SerializeStructVariant = Impossible<(), CapError>;
-
-    fn serialize_u32(self, v: u32) -> Result<(), CapError> {
-        self.0.push(v);
-        Ok(())
-    }
-    fn serialize_seq(self, len: Option<usize>) -> Result<Self, CapError> {
-        self.0.reserve(len.unwrap_or(0));
-        Ok(self)
-    }
-    fn serialize_struct(
-        self,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStruct, CapError> {
-        Err(CapError("spans: unexpected struct".into()))
-    }
-    refuse_compound!();
-}
-
-impl SerializeSeq for U32s<'_> {
-    type Ok = ();
-    type Error = CapError;
-
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), CapError> {
-        value.serialize(U32s(self.0))
-    }
-
-    fn end(self) -> Result<(), CapError> {
-        Ok(())
-    }
-}
-
 fn put_stamp(out: &mut Vec<u8>, v: u32, pred: u32) {
     if v == MISSING {
         out.push(0);
@@ -391,8 +154,9 @@ fn arrive_pred(arrive: &[u32], i: usize, g: usize) -> u32 {
     left.or(above).unwrap_or(0)
 }
 
-/// Append the spans block.
-pub(crate) fn encode_spans(out: &mut Vec<u8>, r: &RawSpans) {
+/// Append the spans block: every stamp of `spans`, half-present ones included.
+pub(crate) fn encode_spans(out: &mut Vec<u8>, spans: &Spans) {
+    let r = spans.stamps();
     let g = r.grid as usize;
     let rows = |n: usize| n.checked_div(g).unwrap_or(0) as u64;
     put_varint(out, u64::from(r.grid));
@@ -400,17 +164,17 @@ pub(crate) fn encode_spans(out: &mut Vec<u8>, r: &RawSpans) {
     put_varint(out, rows(r.arrive.len()));
     out.reserve(r.start.len() * 3 + r.arrive.len() * 3);
     for i in 0..r.start.len() {
-        put_stamp(out, r.start[i], start_pred(&r.start, &r.end, i, g));
+        put_stamp(out, r.start[i], start_pred(r.start, r.end, i, g));
         put_stamp(out, r.end[i], present(r.start[i]).unwrap_or(0));
     }
     for i in 0..r.arrive.len() {
-        put_stamp(out, r.arrive[i], arrive_pred(&r.arrive, i, g));
+        put_stamp(out, r.arrive[i], arrive_pred(r.arrive, i, g));
         put_stamp(out, r.exit[i], present(r.arrive[i]).unwrap_or(0));
     }
 }
 
 /// Read a spans block (the rest of `b`).
-pub(crate) fn decode_spans(b: &mut Bytes<'_>) -> Result<RawSpans, DecodeError> {
+pub(crate) fn decode_spans(b: &mut Bytes<'_>) -> Result<Spans, DecodeError> {
     let grid = b.varint_u32("spans grid")?;
     let srows = b.varint("spans stage rows")?;
     let brows = b.varint("spans barrier rows")?;
@@ -443,7 +207,7 @@ pub(crate) fn decode_spans(b: &mut Bytes<'_>) -> Result<RawSpans, DecodeError> {
         return Err("spans: rows with a grid of 0".into());
     }
     let (ns, nb, gu) = (n_span as usize, n_bar as usize, grid as usize);
-    let mut r = RawSpans {
+    let mut r = SpanStamps {
         grid,
         start: Vec::with_capacity(ns),
         end: Vec::with_capacity(ns),
@@ -465,7 +229,7 @@ pub(crate) fn decode_spans(b: &mut Bytes<'_>) -> Result<RawSpans, DecodeError> {
     if b.left() != 0 {
         return Err(format!("spans: {} bytes after the last stamp", b.left()));
     }
-    Ok(r)
+    Spans::from_stamps(r)
 }
 
 /// The record kind of a message and its uncompressed payload, appended to `out`.
@@ -507,7 +271,7 @@ fn encode_frame(out: &mut Vec<u8>, f: &Frame) -> Result<(), String> {
             f.pass
         ));
     }
-    let raw = RawSpans::of(&f.spans)?;
+    let raw = f.spans.stamps();
     let pairs = (raw.start.len() + raw.arrive.len()) as u64;
     if raw.grid > MAX_GRID || pairs > MAX_SPAN_PAIRS {
         // A reader would refuse it: refuse it here, where the caller can still say so.
@@ -530,7 +294,7 @@ fn encode_frame(out: &mut Vec<u8>, f: &Frame) -> Result<(), String> {
     }
     put_varint(out, json.len() as u64);
     out.extend_from_slice(&json);
-    encode_spans(out, &raw);
+    encode_spans(out, &f.spans);
     Ok(())
 }
 
@@ -621,7 +385,7 @@ pub(crate) fn decode_message(k: u8, payload: &[u8]) -> Result<Telemetry, DecodeE
                 ));
             }
         }
-        f.spans = decode_spans(&mut b)?.into_spans();
+        f.spans = decode_spans(&mut b)?;
         return Ok(Telemetry::Frame(Box::new(f)));
     }
     let msg: Telemetry =
