@@ -2,7 +2,9 @@
 //!
 //! A recording is every [`Telemetry`](crate::Telemetry) message of a run, in order, behind a header that says
 //! where it came from. [`Writer`] streams it (one flushed record per message: a process
-//! killed mid-run leaves a file whose every complete record replays); [`Reader`] gives the
+//! killed mid-run leaves a file whose every complete record replays); [`Recorder`] is the
+//! one road from a session's stream to a `Writer` (`record`, the dashboard's `r` and `bench
+//! rec` take it: the header from the stream's `Start`, spans thinned, the write loop); [`Reader`] gives the
 //! messages back, seeks to a pass through the index footer, and on a truncated or damaged file
 //! yields everything before the damage, then one error naming the byte offset. [`export`]
 //! turns a recording into a trace (Perfetto protobuf, Trace Event JSON) or CSVs; [`diff`] compares two.
@@ -90,6 +92,7 @@ mod codec;
 pub mod diff;
 pub mod export;
 mod reader;
+mod recorder;
 mod writer;
 
 use std::fmt;
@@ -100,6 +103,7 @@ use crate::{ClockSync, RunDetails};
 
 pub use codec::{MAX_FRAME_JSON, MAX_FRAME_ROWS, MAX_GRID, MAX_INDEX, MAX_PAYLOAD, MAX_SPAN_PAIRS};
 pub use reader::{Index, Reader, MAX_HEADER};
+pub use recorder::{Pumped, Recorder, TICK};
 pub use writer::{Compression, WriteStats, Writer};
 
 /// The version [`Writer`] writes; [`Reader`] reads every version up to it.
