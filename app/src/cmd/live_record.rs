@@ -1,8 +1,9 @@
 //! Recording a live session from the dashboard (`r` starts, `r` again stops). The dashboard's
 //! sink is lossy; a recording gets its own lossless sink, subscribed when it starts (a late
 //! sink gets the current `Start` first, which becomes the file's header) and dropped when it
-//! stops. A writer thread per recording encodes and writes, so neither the engine nor the UI
-//! waits for the disk. Quitting while recording lets the writer take everything up to the
+//! stops. A writer thread per recording encodes and writes (the telemetry crate's
+//! [`Recorder`], as `record` and `bench rec`), so neither the engine nor the UI waits for the
+//! disk. Quitting while recording lets the writer take everything up to the
 //! session's `End` and write the footer.
 
 use std::fs::{File, OpenOptions};
@@ -15,8 +16,8 @@ use std::thread::JoinHandle;
 use anyhow::Context;
 use baro_engine::session::{Session, SinkKind};
 use baro_engine::telemetry::Telemetry;
-use baro_telemetry::recording::{RecordingHeader, Writer};
-use crossbeam_channel::{select, Receiver, Sender};
+use baro_telemetry::recording::Recorder;
+use crossbeam_channel::{Receiver, Sender};
 
 use crate::ui::action::{Note, RecStatus};
 use crate::ui::state::Severity;
@@ -107,134 +108,9 @@ fn create_file(dir: &Path) -> anyhow::Result<(PathBuf, File)> {
     )
 }
 
-/// A recording's file as messages come: the header is written with the first `Start` (a late
-/// sink's first message), the footer by [`StreamWriter::finish`]. `bytes` follows the file.
-pub struct StreamWriter<'a> {
-    path: &'a Path,
-    file: Option<File>,
-    quant: Option<String>,
-    bytes: &'a AtomicU64,
-    writer: Option<Writer<BufWriter<File>>>,
-}
-
-impl<'a> StreamWriter<'a> {
-    /// Nothing is written before the first `Start`.
-    pub fn new(
-        path: &'a Path,
-        file: File,
-        quant: Option<String>,
-        bytes: &'a AtomicU64,
-    ) -> StreamWriter<'a> {
-        StreamWriter {
-            path,
-            file: Some(file),
-            quant,
-            bytes,
-            writer: None,
-        }
-    }
-
-    /// Encode and write one message (messages before the first `Start` are skipped).
-    pub fn put(&mut self, m: Telemetry) -> anyhow::Result<()> {
-        let shown = self.path.display();
-        if self.writer.is_none() {
-            let Telemetry::Start(run) = &m else {
-                // A late sink's first message is the current Start; nothing comes before it.
-                return Ok(());
-            };
-            let mut h = RecordingHeader::new(run.clone(), env!("BARO_COMMIT"));
-            h.quant = self.quant.clone();
-            let f = self.file.take().context("the file is already in use")?;
-            self.writer = Some(
-                Writer::new(BufWriter::with_capacity(1 << 20, f), &h)
-                    .with_context(|| format!("writing the header of {shown}"))?,
-            );
-        }
-        let w = self.writer.as_mut().context("no writer")?;
-        w.write(&m).with_context(|| format!("writing {shown}"))?;
-        self.bytes.store(w.stats().bytes, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// Write the footer, flush and sync the file.
-    pub fn finish(self) -> anyhow::Result<Summary> {
-        let shown = self.path.display();
-        let Some(w) = self.writer else {
-            anyhow::bail!("{shown}: the session sent nothing to record (it had not started)");
-        };
-        let passes = w.stats().frames;
-        let out = w.finish().with_context(|| format!("finishing {shown}"))?;
-        let f = out
-            .into_inner()
-            .map_err(|e| e.into_error())
-            .with_context(|| format!("flushing {shown}"))?;
-        f.sync_all()
-            .with_context(|| format!("syncing {shown} to disk"))?;
-        let bytes_now = f.metadata().map_or(0, |m| m.len());
-        self.bytes.store(bytes_now, Ordering::Relaxed);
-        Ok(Summary {
-            path: self.path.to_path_buf(),
-            passes,
-            bytes: bytes_now,
-        })
-    }
-}
-
-/// How [`pump`] ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Pumped {
-    /// The stream ended (its `End` was written, or the session is gone).
-    pub ended: bool,
-    /// Messages still queued when `stop` fired (written before returning).
-    pub drained: u64,
-}
-
-/// Write the stream `rx` into `w` until `stop` fires (what is queued by then is written) or
-/// the stream ends (its `End` is written). With `skip_start`, a `Start` as the first message
-/// is not written (a sink subscribed again to a file that already has the run's `Start`).
-pub fn pump(
-    rx: &Receiver<Telemetry>,
-    stop: &Receiver<()>,
-    w: &mut StreamWriter<'_>,
-    skip_start: bool,
-) -> anyhow::Result<Pumped> {
-    let mut first = skip_start;
-    let mut put = |m: Telemetry, w: &mut StreamWriter<'_>| {
-        let skip = first && matches!(m, Telemetry::Start(_));
-        first = false;
-        if skip {
-            Ok(())
-        } else {
-            w.put(m)
-        }
-    };
-    loop {
-        select! {
-            recv(rx) -> m => match m {
-                Ok(m) => {
-                    let end = matches!(m, Telemetry::End { .. });
-                    put(m, w)?;
-                    if end {
-                        return Ok(Pumped { ended: true, drained: 0 });
-                    }
-                }
-                Err(_) => return Ok(Pumped { ended: true, drained: 0 }),
-            },
-            recv(stop) -> _ => {
-                let mut drained = 0;
-                for m in rx.try_iter() {
-                    drained += 1;
-                    put(m, w)?;
-                }
-                return Ok(Pumped { ended: false, drained });
-            }
-        }
-    }
-}
-
 /// Write the stream `rx` to `file` until `stop` fires (what is queued by then is written) or
-/// the stream ends (its `End` is written); then the footer. `bytes` and `passes` follow the
-/// file as it grows.
+/// the stream ends (its `End` is written); then the footer. `bytes` follows the file as it
+/// grows.
 pub fn write_stream(
     rx: Receiver<Telemetry>,
     stop: Receiver<()>,
@@ -243,9 +119,41 @@ pub fn write_stream(
     quant: Option<String>,
     bytes: &AtomicU64,
 ) -> anyhow::Result<Summary> {
-    let mut w = StreamWriter::new(path, file, quant, bytes);
-    pump(&rx, &stop, &mut w, false)?;
-    w.finish()
+    let mut rec = recorder(file, quant);
+    rec.pump(&rx, &stop, |s| bytes.store(s.bytes, Ordering::Relaxed))
+        .with_context(|| format!("writing {}", path.display()))?;
+    finish(rec, path, bytes)
+}
+
+/// The recorder of a dashboard or `bench rec` recording into `file` (the header's quant
+/// and baro-top's commit).
+pub fn recorder(file: File, quant: Option<String>) -> Recorder<BufWriter<File>> {
+    Recorder::new(BufWriter::with_capacity(1 << 20, file), env!("BARO_COMMIT")).quant(quant)
+}
+
+/// Write the footer, flush and sync the file: what it holds. `bytes` is set to its size.
+pub fn finish(
+    rec: Recorder<BufWriter<File>>,
+    path: &Path,
+    bytes: &AtomicU64,
+) -> anyhow::Result<Summary> {
+    let shown = path.display();
+    let Some((out, stats)) = rec.finish().with_context(|| format!("finishing {shown}"))? else {
+        anyhow::bail!("{shown}: the session sent nothing to record (it had not started)");
+    };
+    let f = out
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .with_context(|| format!("flushing {shown}"))?;
+    f.sync_all()
+        .with_context(|| format!("syncing {shown} to disk"))?;
+    let bytes_now = f.metadata().map_or(0, |m| m.len());
+    bytes.store(bytes_now, Ordering::Relaxed);
+    Ok(Summary {
+        path: path.to_path_buf(),
+        passes: stats.frames,
+        bytes: bytes_now,
+    })
 }
 
 /// The recording in progress.

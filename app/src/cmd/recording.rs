@@ -586,20 +586,23 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
-    let mut file = Some(out.file.try_clone().context("the recording's file")?);
-    let mut writer: Option<baro_telemetry::recording::Writer<std::io::BufWriter<std::fs::File>>> =
-        None;
+    let file = out.file.try_clone().context("the recording's file")?;
+    let mut rec = baro_telemetry::recording::Recorder::new(
+        std::io::BufWriter::with_capacity(1 << 20, file),
+        env!("BARO_COMMIT"),
+    )
+    .quant(Some(quant))
+    .spans_every(a.spans_every);
     let live = crate::out::stderr_is_terminal();
     let t0 = Instant::now();
     let mut last_note = Instant::now();
-    let mut frames = 0u64;
-    // Messages queued for this thread at most (the engine never waits for it: its sink is
-    // unbounded; this says how far behind the writer fell).
-    let mut backlog = 0usize;
+    let mut noted = 0u64;
     let mut stopping = false;
-    loop {
-        // A signal stops the decode; the lossless sink is drained up to the session's End,
-        // then the footer is written below, as at a normal end.
+    // The engine never waits for the recorder (its sink is unbounded); the recorder's
+    // backlog says how far behind it fell. Nothing stops it but the stream's end: a signal
+    // stops the decode, and the sink is drained up to the session's End, then the footer is
+    // written, as at a normal end.
+    rec.pump(&rx, &crossbeam_channel::never(), |s| {
         if !stopping && crate::ui::terminal::caught().is_some() {
             stopping = true;
             crate::ui::terminal::second_signal_ends();
@@ -612,53 +615,21 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
                 a.out.display()
             );
         }
-        let mut msg = match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(m) => m,
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => continue,
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
-        };
-        backlog = backlog.max(rx.len());
-        if let Telemetry::Start(run) = &msg {
-            if let Some(f) = file.take() {
-                let mut h = baro_telemetry::recording::RecordingHeader::new(
-                    run.clone(),
-                    env!("BARO_COMMIT"),
-                );
-                h.quant = Some(quant.clone());
-                writer = Some(
-                    baro_telemetry::recording::Writer::new(
-                        std::io::BufWriter::with_capacity(1 << 20, f),
-                        &h,
-                    )
-                    .with_context(|| format!("writing the header of {}", a.out.display()))?,
-                );
-            }
+        if live && s.records > noted && last_note.elapsed() > Duration::from_millis(250) {
+            (last_note, noted) = (Instant::now(), s.records);
+            note_progress(s.frames, a.passes, s.bytes, t0.elapsed());
         }
-        if let Telemetry::Frame(f) = &mut msg {
-            frames += 1;
-            if f.pass % a.spans_every != 0 {
-                f.spans = Default::default();
-            }
-        }
-        let Some(w) = writer.as_mut() else {
-            continue;
-        };
-        w.write(&msg)
-            .with_context(|| format!("writing {}", a.out.display()))?;
-        if live && last_note.elapsed() > Duration::from_millis(250) {
-            last_note = Instant::now();
-            let s = w.stats();
-            note_progress(frames, a.passes, s.bytes, t0.elapsed());
-        }
-    }
+    })
+    .with_context(|| format!("writing {}", a.out.display()))?;
+    let backlog = rec.backlog();
     let outcome = session.wait().context("the decode session")?;
-    let Some(w) = writer else {
+    let Some((w, stats)) = rec
+        .finish()
+        .with_context(|| format!("finishing {}", a.out.display()))?
+    else {
         bail!("the session ended before it started: nothing was recorded");
     };
-    let stats = w.stats();
-    w.finish()
-        .with_context(|| format!("finishing {}", a.out.display()))?
-        .into_inner()
+    w.into_inner()
         .map_err(|e| e.into_error())
         .with_context(|| format!("flushing {}", a.out.display()))?;
     out.keep();
@@ -668,7 +639,7 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     note!(
         "record: {}: {} passes, {:.1} MiB, {:.1} s; writer backlog at most {} messages; {}",
         a.out.display(),
-        frames,
+        stats.frames,
         stats.bytes as f64 / (1 << 20) as f64,
         t0.elapsed().as_secs_f64(),
         backlog,

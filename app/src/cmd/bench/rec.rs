@@ -4,8 +4,8 @@
 //! both arms) takes every frame. After one warm-up block, the recorder is switched off and on
 //! every `--block` passes, starting off: on means a lossless sink subscribed to the session and
 //! a `baro-recorder` writer thread encoding and writing it to one `.baro` file, the same code
-//! as the dashboard's `r` ([`super::super::live_record::StreamWriter`] and
-//! [`super::super::live_record::pump`]); off means that sink dropped (the writer writes what
+//! as `record` and the dashboard's `r` (the telemetry crate's
+//! [`Recorder`](baro_telemetry::recording::Recorder)); off means that sink dropped (the writer writes what
 //! was queued, then waits). The file keeps the run's `Start` once and the frames of every
 //! on-block (pass numbers jump over the off-blocks), and replays.
 //!
@@ -30,7 +30,7 @@ use baro_engine::telemetry::Telemetry;
 use clap::Args;
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 
-use crate::cmd::live_record::{pump, StreamWriter, Summary};
+use crate::cmd::live_record::{self, Summary};
 use crate::{DispatchArg, GpuArgs, ModelArgs};
 
 /// `baro-top bench rec` options.
@@ -99,19 +99,27 @@ impl Recorder {
         let join = std::thread::Builder::new()
             .name("baro-recorder".into())
             .spawn(move || {
-                let bytes = AtomicU64::new(0);
-                let mut w = StreamWriter::new(&path, file, quant, &bytes);
+                let mut rec = live_record::recorder(file, quant);
                 let mut backlog = 0;
                 let mut again = false;
                 for rx in ctl_rx.iter() {
-                    let p = pump(&rx, &stop_rx, &mut w, again)?;
+                    if again {
+                        // A new subscription starts with the run's Start, already written.
+                        rec.skip_repeated_start();
+                    }
+                    let p = rec
+                        .pump(&rx, &stop_rx, |_| ())
+                        .with_context(|| format!("writing {}", path.display()))?;
                     again = true;
                     backlog = backlog.max(p.drained);
                     if p.ended {
                         break;
                     }
                 }
-                Ok((w.finish()?, backlog))
+                Ok((
+                    live_record::finish(rec, &path, &AtomicU64::new(0))?,
+                    backlog,
+                ))
             })
             .context("starting the recorder thread")?;
         Ok(Recorder { ctl, stop, join })
