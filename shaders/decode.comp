@@ -1014,11 +1014,13 @@ void run_stage(uint si, bool first, bool last) {
                 }
                 u += nu * NT;
             }
+#ifndef CPU_MODEL
         } else if (!CPU_PAUSE || MAT_TY != 0xFFFFu) {
             // One inlined dot_sx per unit kind, its rows in straight-line code: what a GPU
             // runs (round 35: the one-site loop below cost the 8b q8 pipeline 7.5 % of its
-            // plain GPU time at the 64-register cap), and a CPU device when one matrix type
-            // folds the type dispatch (so lavapipe runs this path too).
+            // plain GPU time at the 64-register cap). Not in the CPU modules: lavapipe inlines
+            // all seven copies before it drops dead code, and its pipelines then took 1.5-2.5x
+            // as long to build (the suite's Vulkan tests with them).
             for (uint u = me; u < n; u += NT) {
                 TICK();
                 if (!budget_ok()) break;
@@ -1036,15 +1038,16 @@ void run_stage(uint si, bool first, bool last) {
                     }
                 }
             }
+#endif
         } else
         for (uint u = me; u < n; u += NT) {
             TICK();
             if (!budget_ok()) break;
             if (qk_heads) { unit_qk_head(kind, t0, t1, layer, u); continue; }
-            // A CPU device with a mixed model: a unit's one or two rows (a rope pair; the FFN's
-            // gate and up) through ONE dot_sx site, since a pipeline inlines the type dispatch
-            // at every site and lavapipe takes minutes over a mixed model's copies. The same
-            // rows in the same order as above: the two paths agree bit for bit.
+            // A CPU device: a unit's one or two rows (a rope pair; the FFN's gate and up)
+            // through ONE dot_sx site, since a pipeline inlines the type dispatch at every site
+            // and lavapipe takes minutes over a mixed model's copies. The same rows in the same
+            // order as the GPU's path above: the two agree bit for bit.
             bool two = kind == K_Q || kind == K_K || kind == K_FFN;
             float v[2] = float[2](0.0, 0.0);
             for (uint i = 0u; i < (two ? 2u : 1u); ++i) {
