@@ -1,14 +1,47 @@
-//! Shared by the Vulkan test binaries: the device, taken in turns.
+//! Shared by the Vulkan tests: one device, taken in turns.
+//!
+//! Most tests share their turn: lavapipe runs one submission at a time on its queue thread
+//! (its pool threads are the grid), so two tests' passes never overlap, while their CPU work —
+//! pipeline builds (most of a lavapipe test), the CPU reference — runs on both cores. A test
+//! whose assertion depends on the machine being quiet (CPU contention labels, timings,
+//! watchdogs, stall injection) takes the device alone: no other test runs beside it.
 
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use baro_engine::gate::GateReport;
 use baro_engine::vulkan::GpuContext;
 
-/// One device for the whole binary; tests take turns (lavapipe's pool threads are the grid).
-pub fn device() -> Option<(Arc<GpuContext>, MutexGuard<'static, ()>)> {
+/// A test's turn on the device: shared with other sharing tests, or alone.
+#[allow(dead_code)] // held for its drop
+pub enum Turn {
+    Shared(RwLockReadGuard<'static, ()>),
+    Alone(RwLockWriteGuard<'static, ()>),
+}
+
+static TURN: RwLock<()> = RwLock::new(());
+
+/// The device, beside other tests that share it (see the module's note).
+pub fn device() -> Option<(Arc<GpuContext>, Turn)> {
+    let ctx = context()?;
+    Some((
+        ctx,
+        Turn::Shared(TURN.read().unwrap_or_else(|p| p.into_inner())),
+    ))
+}
+
+/// The device with no other test running: for assertions that need a quiet machine.
+#[allow(dead_code)] // not every test module needs it
+pub fn device_alone() -> Option<(Arc<GpuContext>, Turn)> {
+    let ctx = context()?;
+    Some((
+        ctx,
+        Turn::Alone(TURN.write().unwrap_or_else(|p| p.into_inner())),
+    ))
+}
+
+/// One device for the whole binary.
+fn context() -> Option<Arc<GpuContext>> {
     static CTX: OnceLock<Result<Arc<GpuContext>, String>> = OnceLock::new();
-    static TURN: Mutex<()> = Mutex::new(());
     let ctx = CTX.get_or_init(|| {
         if std::env::var_os("LP_NUM_THREADS").is_none() {
             // Co-residency on lavapipe = its pool threads; the fault tests rely on 2.
@@ -19,7 +52,7 @@ pub fn device() -> Option<(Arc<GpuContext>, MutexGuard<'static, ()>)> {
             .map_err(|e| e.to_string())
     });
     match ctx {
-        Ok(c) => Some((c.clone(), TURN.lock().unwrap_or_else(|p| p.into_inner()))),
+        Ok(c) => Some(c.clone()),
         Err(e) => {
             let in_ci =
                 std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");

@@ -13,7 +13,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::device;
+use crate::common::device_alone;
 use baro_engine::model::Model;
 use baro_engine::session::{Check, SessionBuilder, SinkKind};
 use baro_engine::telemetry::labels::ContentionConfig;
@@ -87,7 +87,9 @@ fn median(mut v: Vec<f32>) -> f32 {
 
 #[test]
 fn passes_under_cpu_burners_are_labelled_contended_cpu_busy_and_the_reading_rises() {
-    let Some((ctx, _turn)) = device() else { return };
+    let Some((ctx, _turn)) = device_alone() else {
+        return;
+    };
     let threshold = ContentionConfig::default().cpu_busy_threshold;
     let opts = DecoderOptions {
         dispatch: Dispatch::Mega,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use crate::common::device;
+use crate::common::device_alone;
 use baro_engine::model::Model;
 use baro_engine::sensors::host_lock;
 use baro_engine::session::{Check, Command as SessionCommand, SessionBuilder, SinkKind};
@@ -47,7 +47,9 @@ fn lock_reason(f: &Frame) -> Option<u32> {
 
 #[test]
 fn passes_name_another_processs_lock_across_a_rebuild_and_not_once_it_is_free() {
-    let Some((ctx, _turn)) = device() else { return };
+    let Some((ctx, _turn)) = device_alone() else {
+        return;
+    };
     let dir = std::env::temp_dir().join(format!("baro-lock-label-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("gpu-test.lock");

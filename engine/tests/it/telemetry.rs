@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::common::device;
+use crate::common::{device, device_alone};
 use baro_engine::model::Model;
 use baro_engine::session::{Check, SessionBuilder, SinkKind};
 use baro_engine::telemetry::{EndReason, Frame, RunDetails, Telemetry};
@@ -102,7 +102,7 @@ fn every_workgroup_is_present_in_every_level_of_every_frame_and_stamps_are_monot
 
 #[test]
 fn every_stamp_lies_inside_its_pass_gpu_timestamp_window_after_calibration() {
-    let (ctx, _turn) = device().expect("device");
+    let (ctx, _turn) = device_alone().expect("device");
     let model = Model::embedded().expect("model");
     let opts = DecoderOptions {
         dispatch: Dispatch::Mega,
@@ -166,7 +166,7 @@ fn a_deliberately_slowed_stage_shows_up_as_its_own_busy_time() {
     // The two decoders take turns pass by pass, so load from outside (other tests, other
     // processes on a 2-core CI machine) falls on both alike rather than on one run.
     let (base, slow) = {
-        let (ctx, _turn) = device().expect("device");
+        let (ctx, _turn) = device_alone().expect("device");
         let model = Model::embedded().expect("model");
         let dec = |slow| {
             let opts = DecoderOptions {
@@ -267,7 +267,7 @@ fn a_consumer_that_stops_reading_drops_frames_and_decoding_goes_on() {
 
 #[test]
 fn host_clock_drift_is_measured_between_correlations() {
-    let (ctx, _turn) = device().expect("device");
+    let (ctx, _turn) = device_alone().expect("device");
     let Some(a) = ctx.host_correlation() else {
         eprintln!(
             "{}: no calibrated timestamps; frames carry no host time",

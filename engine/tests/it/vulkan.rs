@@ -19,7 +19,7 @@ fn co_resident(ctx: &GpuContext) -> u32 {
     baro_engine::vulkan::default_grid(ctx)
 }
 
-use crate::common::device;
+use crate::common::{device, device_alone};
 
 fn text_on(ctx: &Arc<GpuContext>, model: &Model, dispatch: Dispatch, steps: usize) -> Vec<u8> {
     let opts = DecoderOptions {
@@ -105,7 +105,9 @@ fn mega_equals_multi_bitwise_and_tracks_the_reference_in_every_quant_type() {
 
 #[test]
 fn a_grid_larger_than_co_resident_fails_the_gate_within_seconds() {
-    let Some((ctx, _turn)) = device() else { return };
+    let Some((ctx, _turn)) = device_alone() else {
+        return;
+    };
     let model = Model::embedded().expect("model");
     // On lavapipe one pool thread runs one workgroup: twice that many cannot all be resident.
     // On a GPU, 65535 workgroups of 256 lanes exceed any device's residency.
@@ -151,7 +153,9 @@ fn a_grid_larger_than_co_resident_fails_the_gate_within_seconds() {
 
 #[test]
 fn an_injected_stalled_workgroup_fails_within_seconds_and_names_the_level() {
-    let Some((ctx, _turn)) = device() else { return };
+    let Some((ctx, _turn)) = device_alone() else {
+        return;
+    };
     let model = Model::embedded().expect("model");
     let grid = co_resident(&ctx).clamp(2, 64);
     let opts = DecoderOptions {
@@ -223,7 +227,9 @@ fn an_ffn_wider_than_shared_memory_goes_through_chunks_and_stays_bit_identical()
 
 #[test]
 fn a_bad_device_selector_is_an_error_naming_the_devices_and_leaves_vulkan_usable() {
-    let Some((ctx, _turn)) = device() else { return };
+    let Some((ctx, _turn)) = device_alone() else {
+        return;
+    };
     for sel in ["9999", "no-such-gpu-name"] {
         let err = GpuContext::new(Some(sel))
             .err()
@@ -345,7 +351,9 @@ fn the_gate_refuses_nan_weights_and_reports_nan_not_zero() {
 #[test]
 fn the_megakernel_stays_clean_with_two_cpu_burners_running() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let Some((ctx, _turn)) = device() else { return };
+    let Some((ctx, _turn)) = device_alone() else {
+        return;
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let burners: Vec<_> = (0..2)
         .map(|i| {
