@@ -226,7 +226,12 @@ import json,statistics,sys
 f=[d for d in map(json.loads,open('/tmp/run.jsonl')) if d.get('type')=='frame' and d['pass']>=20]
 for k in ('gpu_ns','wall_ns'):
   v=sorted(d[k]/1e3 for d in f if d.get(k))
-  if v: print('   %s passes 20..: median %.1f us (min %.1f, max %.1f, n %d)'%(k,statistics.median(v),v[0],v[-1],len(v)))" ;;
+  if v: print('   %s passes 20..: median %.1f us (min %.1f, max %.1f, n %d)'%(k,statistics.median(v),v[0],v[-1],len(v)))
+# Issue 23 step 5's question: the device idle between one pass's end and the next's start
+# (timestamp queries) and the host period, per consecutive pair of passes.
+for name,g in (('device gap',lambda a,b:b['timestamp_start_ns']-a['timestamp_start_ns']-a['gpu_ns']),('host period',lambda a,b:b['host_start_ns']-a['host_start_ns'])):
+  v=sorted(g(a,b)/1e3 for a,b in zip(f,f[1:]) if b['pass']==a['pass']+1 and all(x.get(k) for x in (a,b) for k in ('timestamp_start_ns','gpu_ns','host_start_ns')))
+  if v: print('   %s passes 20..: median %.1f us (min %.1f, max %.1f, n %d)'%(name,statistics.median(v),v[0],v[-1],len(v)))" ;;
     record:*)
       IFS=: read -r _ shape file <<< "$step"
       t "record $shape"; $B record -m /tmp/$shape.gguf --dispatch mega --passes 120 --spans-every 12 -o "$O/$file" 2>&1 | tail -2 ;;
