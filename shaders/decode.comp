@@ -677,6 +677,12 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
     uint R = 1u;
     while (R < S && R * ATT_KQ < Q) R *= 2u;
     uint ps = S / R, r = l % R;
+    // A chunk whose scores fit in sx behind the queries and the team maxima keeps them there
+    // (a vec4 of the group's heads per position, then e(t) in place: one tile) instead of a
+    // round trip through global memory; the same values, so the same bits either way.
+    uint sxv = SX_CAP / 4u + SX_CAP / 32u + 1u;   // vec4s of sx
+    uint so = hb * Q + nt;
+    bool ssc = so + (c1 - c0) <= sxv;
     vec4 mx = vec4(-3.402823e38);
     for (uint t0 = c0 + g * ps; t0 < c1; t0 += nt * ps) {
         TICK();
@@ -712,7 +718,10 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
         if (live) {
             [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i) {
                 if (i < hb) {
-                    if ((i & (R - 1u)) == r) st.s[ao + (h0 + i) * ms + t] = sc[i];
+                    if ((i & (R - 1u)) == r) {
+                        if (ssc) sx4[so + t - c0][i] = sc[i];
+                        else st.s[ao + (h0 + i) * ms + t] = sc[i];
+                    }
                     mx[i] = max(mx[i], sc[i]);
                 }
             }
@@ -724,10 +733,10 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
 
     // Values, in tiles of tt positions (a multiple of PG): the tile's e(t) of every head of
     // the group (a vec4 per position) in sx, then the clusters' loads.
-    uint sxv = SX_CAP / 4u + SX_CAP / 32u + 1u;   // vec4s of sx
     uint pw4 = hb * Q + 1u;                       // a cluster's partial: hb·Q quads, its sums
     uint pg = max(1u, min(wg / Q, sxv / pw4));    // (the host checks that one cluster fits)
-    uint tt = sxv / pg * pg;
+    uint tt = ssc ? c1 - c0 : sxv / pg * pg;      // kept scores: one tile, e(t) at sx4[so + ..]
+    uint eo = ssc ? so : 0u;
     uint k = lid() / Q, j = lid() % Q;
     bool vl = k < pg;
     vec4 acc[ATT_HEADS];
@@ -740,9 +749,15 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
         for (uint x = lid(); x < b - a; x += wg) {
             TICK();
             vec4 e = vec4(0.0);
-            [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
-                if (i < hb) e[i] = exp(st.s[ao + (h0 + i) * ms + a + x] - m[i]);
-            sx4[x] = e;
+            if (ssc) {
+                vec4 sv = sx4[so + x];   // this lane's own position: read, then overwritten
+                [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
+                    if (i < hb) e[i] = exp(sv[i] - m[i]);
+            } else {
+                [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
+                    if (i < hb) e[i] = exp(st.s[ao + (h0 + i) * ms + a + x] - m[i]);
+            }
+            sx4[eo + x] = e;
         }
         wg_sync();
         if (vl) {
@@ -756,7 +771,7 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
                 [[unroll]] for (uint p = 0u; p < ATT_VP; ++p) {
                     uint tp = t + p * pg;
                     if (tp < b) {
-                        vec4 e = sx4[tp - a];
+                        vec4 e = sx4[eo + tp - a];
                         [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
                             if (i < hb) acc[i] += e[i] * vq[p];
                         ls += e;
