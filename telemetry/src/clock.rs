@@ -101,9 +101,123 @@ pub fn rel_ns(t: u64, base: u64) -> u64 {
     (t as u32).wrapping_sub(base as u32) as u64
 }
 
+/// A moment in UTC on the proleptic Gregorian calendar, to the second (what a recording's file
+/// name, a log line or a banner shows; see [`civil_utc`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Civil {
+    /// The year, 1970 or later.
+    pub year: u64,
+    /// 1..=12.
+    pub month: u8,
+    /// 1..=31.
+    pub day: u8,
+    /// 0..=23.
+    pub hour: u8,
+    /// 0..=59.
+    pub minute: u8,
+    /// 0..=59 (Unix time has no leap seconds).
+    pub second: u8,
+}
+
+/// The UTC calendar date and time of `unix_s` seconds since 1970-01-01T00:00:00Z.
+///
+/// Counting years from 1 March puts each leap day at the end of its year, so a year's days
+/// map to months by one formula; 400 Gregorian years are exactly 146 097 days, so the date
+/// repeats every such era.
+pub fn civil_utc(unix_s: u64) -> Civil {
+    const DAY_S: u64 = 86_400;
+    /// Days in 400 Gregorian years (97 of them leap years).
+    const ERA_DAYS: u64 = 146_097;
+    /// Days from 0000-03-01 (the first day of era 0) to 1970-01-01.
+    const EPOCH_DAY: u64 = 719_468;
+    let (days, time) = (unix_s / DAY_S, unix_s % DAY_S);
+    let z = days + EPOCH_DAY;
+    let (era, day_of_era) = (z / ERA_DAYS, z % ERA_DAYS);
+    // Whole years of the era before this day: 365 days each, plus a leap day every 4 years
+    // but not every 100 (the era's last year, 399, is one: hence the 146 096 term).
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    // 0 = 1 March .. 365 = 29 February.
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    // Months from March run 31 30 31 30 31 | 31 30 31 30 31 | 31 28/29: 153 days per five
+    // months, so month m (0 = March) starts on day (153 m + 2) / 5.
+    let m = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * m + 2) / 5 + 1;
+    let month = if m < 10 { m + 3 } else { m - 9 };
+    // January and February belong to the next calendar year.
+    let year = era * 400 + year_of_era + u64::from(month <= 2);
+    Civil {
+        year,
+        month: month as u8,
+        day: day as u8,
+        hour: (time / 3600) as u8,
+        minute: (time / 60 % 60) as u8,
+        second: (time % 60) as u8,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn civil(year: u64, month: u8, day: u8, hour: u8, minute: u8, second: u8) -> Civil {
+        Civil {
+            year,
+            month,
+            day,
+            hour,
+            minute,
+            second,
+        }
+    }
+
+    #[test]
+    fn civil_utc_of_known_moments() {
+        assert_eq!(civil_utc(0), civil(1970, 1, 1, 0, 0, 0));
+        assert_eq!(civil_utc(946_684_799), civil(1999, 12, 31, 23, 59, 59));
+        // 2000 is a leap year (divisible by 400).
+        assert_eq!(civil_utc(951_782_400), civil(2000, 2, 29, 0, 0, 0));
+        assert_eq!(civil_utc(951_868_799), civil(2000, 2, 29, 23, 59, 59));
+        assert_eq!(civil_utc(951_868_800), civil(2000, 3, 1, 0, 0, 0));
+        assert_eq!(civil_utc(1_709_210_096), civil(2024, 2, 29, 12, 34, 56));
+        // 2100 is not (divisible by 100, not by 400): February ends on the 28th.
+        assert_eq!(civil_utc(4_107_542_399), civil(2100, 2, 28, 23, 59, 59));
+        assert_eq!(civil_utc(4_107_542_400), civil(2100, 3, 1, 0, 0, 0));
+        assert_eq!(civil_utc(13_574_563_200), civil(2400, 2, 29, 0, 0, 0));
+    }
+
+    #[test]
+    fn civil_utc_agrees_with_counting_days_one_by_one() {
+        let leap =
+            |y: u64| (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400);
+        let (mut y, mut m, mut d) = (1970u64, 1u8, 1u8);
+        // Every day from 1970 to past 2500, at a time of day that moves with it.
+        for days in 0..200_000u64 {
+            let time = days * 7_919 % 86_400;
+            let want = civil(
+                y,
+                m,
+                d,
+                (time / 3600) as u8,
+                (time / 60 % 60) as u8,
+                (time % 60) as u8,
+            );
+            assert_eq!(civil_utc(days * 86_400 + time), want, "day {days}");
+            let len = match m {
+                2 if leap(y) => 29,
+                2 => 28,
+                4 | 6 | 9 | 11 => 30,
+                _ => 31,
+            };
+            d += 1;
+            if d > len {
+                (d, m) = (1, m + 1);
+                if m > 12 {
+                    (m, y) = (1, y + 1);
+                }
+            }
+        }
+    }
 
     #[test]
     fn host_clock_corrects_for_drift() {

@@ -63,22 +63,10 @@ pub fn check_dir(dir: &Path) -> anyhow::Result<()> {
 
 /// `baro-YYYYMMDD-HHMMSS.baro` for `unix_s` seconds since the epoch, in UTC.
 pub fn file_name(unix_s: u64) -> String {
-    let (days, secs) = (unix_s / 86_400, unix_s % 86_400);
-    // Civil date from days since 1970-01-01 (proleptic Gregorian; eras of 400 years).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let c = baro_telemetry::clock::civil_utc(unix_s);
     format!(
-        "baro-{year:04}{month:02}{day:02}-{:02}{:02}{:02}.baro",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
+        "baro-{:04}{:02}{:02}-{:02}{:02}{:02}.baro",
+        c.year, c.month, c.day, c.hour, c.minute, c.second
     )
 }
 
