@@ -22,8 +22,8 @@ use crossbeam_channel::RecvTimeoutError;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
+use crate::args::{DispatchArg, GpuArgs, ModelArgs};
 use crate::ui::bench::{self, thread_cpu_ms, Config};
-use crate::{DispatchArg, GpuArgs, ModelArgs};
 
 /// `baro-top bench ui` options.
 #[derive(Args, Debug)]
@@ -216,13 +216,7 @@ fn live(a: UiBenchArgs) -> anyhow::Result<ExitCode> {
     let rounds = a.rounds.unwrap_or(4);
     let fps = a.fps.unwrap_or(30);
     let model = super::load_model(&a.model)?;
-    let positions = match a.ctx {
-        Some(n) => {
-            crate::validate::positions_fit("--ctx", n, model.config.seq_len)?;
-            n
-        }
-        None => model.config.seq_len.min(256),
-    };
+    let positions = crate::args::positions(a.ctx, model.config.seq_len)?;
     let dev = super::open_gpu(&a.gpu)?;
     if dev.info().kind.is_cpu() && !a.allow_cpu {
         bail!("{} is a CPU device: its decode competes with the dashboard for the same cores (pass --allow-cpu to measure it anyway)", dev.info().name);

@@ -7,7 +7,7 @@ use anyhow::Context;
 use baro_engine::device::{kind_words, Device};
 use clap::Args;
 
-use crate::ModelArgs;
+use crate::args::ModelArgs;
 
 #[derive(Args, Debug)]
 pub struct DevicesArgs {

@@ -8,7 +8,7 @@ use anyhow::Context;
 use baro_engine::gate::{run_gate, GateConfig};
 use clap::Args;
 
-use crate::{DispatchSet, GpuArgs, ModelArgs};
+use crate::args::{DispatchSet, GpuArgs, ModelArgs};
 
 #[derive(Args, Debug)]
 pub struct GateArgs {

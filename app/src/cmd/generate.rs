@@ -13,7 +13,7 @@ use baro_engine::sampler::Sampler;
 use baro_engine::tokenizer::chat::ChatTemplate;
 use clap::{Args, ValueEnum};
 
-use crate::ModelArgs;
+use crate::args::{DispatchArg, GpuArgs, ModelArgs};
 
 /// Where the forward pass runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -57,9 +57,9 @@ pub struct GenerateArgs {
     pub backend: Backend,
     /// Dispatch style of the Vulkan decoder [default: mega].
     #[arg(long, value_enum, alias = "mode")]
-    pub dispatch: Option<crate::DispatchArg>,
+    pub dispatch: Option<DispatchArg>,
     #[command(flatten)]
-    pub gpu: crate::GpuArgs,
+    pub gpu: GpuArgs,
 }
 
 pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
@@ -125,7 +125,7 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         )),
         Backend::Vulkan => {
             let ctx = super::open_gpu(&a.gpu)?;
-            let dispatch = a.dispatch.unwrap_or(crate::DispatchArg::Mega).dispatch();
+            let dispatch = a.dispatch.unwrap_or(DispatchArg::Mega).dispatch();
             let opts = baro_engine::device::DecoderOptions {
                 chain: 1,
                 ..a.gpu.decoder_options(dispatch, steps)

@@ -14,11 +14,65 @@ use anyhow::Context;
 use baro_engine::model::Model;
 use baro_engine::session::{Check, Command, Outcome, Reply, Session, SessionBuilder, SinkKind};
 use baro_engine::telemetry::{control, EndReason, Telemetry};
+use clap::Args;
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use ui::action::{Control, Note};
 use ui::state::{Meta, Severity};
 
-use crate::{DispatchArg, LiveArgs};
+use crate::args::{DispatchArg, GpuArgs, ModelArgs, SessionArgs};
+
+/// `baro-top live` options.
+#[derive(Args, Debug, Clone)]
+pub struct LiveArgs {
+    /// Feed the dashboard from the synthetic producer (no GPU, no model).
+    #[arg(long)]
+    pub synthetic: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Dispatch mode at the start [default: mega]; `m` switches it live.
+    #[arg(long, value_enum, alias = "mode")]
+    pub dispatch: Option<DispatchArg>,
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+    /// Layout preset name (default, flame, compact) or a layout file path.
+    #[arg(long, default_value = "default")]
+    pub layout: String,
+    /// Redraws per second at most, 1..=240.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=240))]
+    pub fps: u32,
+    /// Draw with ASCII only (no braille, block or box glyphs).
+    #[arg(long)]
+    pub ascii: bool,
+    /// Also serve Prometheus/OpenMetrics metrics of the session on this IP:PORT (port 0: any
+    /// free port, printed at start).
+    #[arg(long, value_name = "ADDR", value_parser = crate::metrics::cmd::parse_addr)]
+    pub metrics: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub session: SessionArgs,
+    /// Which passes the shadow CPU reference judges: auto, all, off, or N (the first N
+    /// positions of every sequence) [default: auto].
+    #[arg(long, value_parser = super::run::parse_check)]
+    pub check: Option<baro_engine::session::Check>,
+    /// Turn the in-kernel event ring off (stage timings and the flame chart disappear; the
+    /// fail word stays).
+    #[arg(long)]
+    pub no_instrument: bool,
+    /// Synthetic: passes per second, 0.1..=10000 [default: 60].
+    #[arg(long, value_parser = crate::validate::rate, allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+    /// Stop after N passes (default: decode until quit).
+    #[arg(long, value_parser = crate::validate::repetitions, allow_negative_numbers = true)]
+    pub passes: Option<u64>,
+    /// Where `r` writes recordings (`baro-<UTC yyyymmdd-hhmmss>.baro`) [default: the current
+    /// directory]; checked for writing at startup.
+    #[arg(long, value_name = "DIR")]
+    pub record_dir: Option<std::path::PathBuf>,
+    /// Test hook (not for use): the producer panics after forwarding N passes, 1..=1,000,000,
+    /// so a test can see a producer panic restore the terminal, finish a recording and exit
+    /// 101.
+    #[arg(long, hide = true, value_parser = crate::validate::inject_panic_after)]
+    pub inject_producer_panic: Option<u64>,
+}
 
 /// Unread messages a dashboard or metrics sink holds before frames are dropped for it.
 const SINK_CAPACITY: usize = 256;
@@ -227,16 +281,14 @@ fn engine_only(a: &LiveArgs) -> Vec<&'static str> {
         ("--model", a.model.model.is_some()),
         ("--tokenizer", a.model.tokenizer.is_some()),
         ("--metrics", a.metrics.is_some()),
-        ("--prompt", a.prompt.is_some()),
-        ("--temp", a.temp.is_some()),
-        ("--topp", a.topp.is_some()),
-        ("--seed", a.seed.is_some()),
-        ("--ctx", a.ctx.is_some()),
+    ]
+    .into_iter()
+    .chain(a.session.given())
+    .chain([
         ("--check", a.check.is_some()),
         ("--no-instrument", a.no_instrument),
         ("--record-dir", a.record_dir.is_some()),
-    ]
-    .into_iter()
+    ])
     .filter_map(|(f, g)| g.then_some(f))
     .collect();
     v.extend(a.gpu.given().into_iter().filter(|f| *f != "--grid"));
@@ -345,16 +397,10 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
     let record_dir = a.record_dir.clone().unwrap_or_else(|| ".".into());
     super::live_record::check_dir(&record_dir)?;
     let model = super::load_model(&a.model)?;
-    let positions = match a.ctx {
-        Some(n) => {
-            crate::validate::positions_fit("--ctx", n, model.config.seq_len)?;
-            n
-        }
-        None => model.config.seq_len.min(256),
-    };
-    let (temp, topp) = (a.temp.unwrap_or(0.0), a.topp.unwrap_or(0.9));
-    let seed = crate::validate::resolve_seed(a.seed.unwrap_or(1));
-    if a.seed == Some(0) && temp > 0.0 {
+    let positions = a.session.positions(model.config.seq_len)?;
+    let (temp, topp) = a.session.temp_topp();
+    let seed = crate::validate::resolve_seed(a.session.seed_or_default());
+    if a.session.seed == Some(0) && temp > 0.0 {
         note!("live: seed 0 = the current time: seed {seed} (pass -s {seed} to repeat this run)");
     }
     let dev = super::open_gpu(&a.gpu)?;
@@ -365,7 +411,7 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
     dopts.instrument = !a.no_instrument;
     let mut b = SessionBuilder::new(&dev, model, dopts)
         .passes(a.passes)
-        .prompt(a.prompt.as_deref().unwrap_or("").as_bytes())
+        .prompt(a.session.prompt_bytes())
         .sampling(temp, topp, seed)
         .check(a.check.unwrap_or(Check::Auto))
         // A monitor keeps decoding after a failed pass (shown, logged, and counted in the

@@ -16,7 +16,7 @@ use anyhow::Context;
 use baro_engine::device::{Device, GpuDecoder};
 use baro_engine::model::Model;
 
-use crate::ModelArgs;
+use crate::args::ModelArgs;
 
 /// Load the model the user asked for (the embedded stories260K by default).
 pub fn load_model(a: &ModelArgs) -> anyhow::Result<Model> {
@@ -84,7 +84,7 @@ fn not_a_model(p: &std::path::Path) -> Option<String> {
 /// Open the Vulkan device the user asked for and say which it is (always: a CPU fallback
 /// must never be mistaken for the GPU). The device-dependent options are checked here, for
 /// every GPU command.
-pub fn open_gpu(g: &crate::GpuArgs) -> anyhow::Result<Device> {
+pub fn open_gpu(g: &crate::args::GpuArgs) -> anyhow::Result<Device> {
     let dev = Device::open(g.device.as_deref()).context("opening the Vulkan device")?;
     note!("baro-top: {}", dev.describe());
     if let Some(wg) = g.wg_size {
@@ -195,7 +195,7 @@ fn live_default() -> anyhow::Result<std::process::ExitCode> {
     #[derive(Parser)]
     struct P {
         #[command(flatten)]
-        live: crate::LiveArgs,
+        live: live::LiveArgs,
     }
     note!("baro-top: live decode on the first Vulkan device (`baro-top live`; q quits). `baro-top --help` lists every command.");
     live::run(P::parse_from(["baro-top"]).live)

@@ -468,19 +468,18 @@ pub struct RecordArgs {
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
-    pub model: crate::ModelArgs,
+    pub model: crate::args::ModelArgs,
     /// Passes to record.
     #[arg(long, default_value_t = 256, value_parser = crate::validate::repetitions, allow_negative_numbers = true)]
     pub passes: u64,
     /// Prompt text (encoded with BOS); the sequence restarts from it when the context is full.
     #[arg(long, short = 'i', default_value = "")]
     pub prompt: String,
-    /// Positions per sequence [default: the smaller of 256 and the model's context].
-    #[arg(long, value_parser = crate::validate::positions, allow_negative_numbers = true)]
-    pub ctx: Option<usize>,
+    #[command(flatten)]
+    pub seq: crate::args::SequenceArgs,
     /// Dispatch style.
     #[arg(long, value_enum, alias = "mode")]
-    pub dispatch: Option<crate::DispatchArg>,
+    pub dispatch: Option<crate::args::DispatchArg>,
     /// Keep every workgroup's spans for one pass in N (1 = every pass); every pass keeps its
     /// per-stage and per-level timings, fail word and tokens. A 1B pass's spans take ~100 KiB.
     #[arg(long, default_value_t = 1, value_parser = crate::validate::spans_every, allow_negative_numbers = true)]
@@ -498,7 +497,7 @@ pub struct RecordArgs {
     #[arg(long, value_name = "ADDR", value_parser = crate::metrics::cmd::parse_addr)]
     pub metrics: Option<std::net::SocketAddr>,
     #[command(flatten)]
-    pub gpu: crate::GpuArgs,
+    pub gpu: crate::args::GpuArgs,
 }
 
 /// `record`: a headless decode whose every message goes to the file through a lossless sink,
@@ -514,13 +513,7 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     // run holds the GPU's host lock.
     crate::files::check_recording(&a.out, a.force)?;
     let quant = model.weights.classifier().ty.to_string();
-    let positions = match a.ctx {
-        Some(n) => {
-            crate::validate::positions_fit("--ctx", n, model.config.seq_len)?;
-            n
-        }
-        None => model.config.seq_len.min(256),
-    };
+    let positions = a.seq.positions(model.config.seq_len)?;
     let dev = super::open_gpu(&a.gpu)?;
     // Two timing runs on one GPU must know of each other: hold the host lock for the run.
     let lock_file = host_lock::lock_path(&host_lock::default_dir(), &dev.info().name);
@@ -561,7 +554,10 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     };
     // A file that appeared meanwhile, or that another recorder holds, is refused here.
     let out = OutFile::create(&a.out, a.force)?;
-    let dispatch = a.dispatch.unwrap_or(crate::DispatchArg::Mega).dispatch();
+    let dispatch = a
+        .dispatch
+        .unwrap_or(crate::args::DispatchArg::Mega)
+        .dispatch();
     let mut opts = a.gpu.decoder_options(dispatch, positions);
     opts.instrument = true;
     let mut b = SessionBuilder::new(&dev, model, opts)

@@ -11,7 +11,7 @@ use baro_engine::telemetry::analysis::JsonLines;
 use baro_engine::telemetry::{CheckPlan, Telemetry};
 use clap::Args;
 
-use crate::{GpuArgs, ModelArgs};
+use crate::args::{DispatchStyle, GpuArgs, ModelArgs};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -50,9 +50,8 @@ pub struct RunArgs {
     /// context if shorter).
     #[arg(long, value_parser = crate::validate::positions, allow_negative_numbers = true)]
     pub ctx: Option<usize>,
-    /// Dispatch style [default: mega].
-    #[arg(long, value_enum, alias = "mode")]
-    pub dispatch: Option<crate::DispatchArg>,
+    #[command(flatten)]
+    pub dispatch: DispatchStyle,
     /// Which passes the shadow CPU reference judges: auto (every pass of small models, the
     /// first 8 positions of every sequence above 256 MB of f32 weights), all, off, or N
     /// (the first N positions of every sequence).
@@ -93,19 +92,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         // Before the device: the model (or another input) is refused at once.
         crate::files::check_output(out)?;
     }
-    let positions = match a.ctx {
-        Some(n) => {
-            crate::validate::positions_fit("--ctx", n, model.config.seq_len)?;
-            n
-        }
-        None => model.config.seq_len.min(256),
-    };
+    let positions = crate::args::positions(a.ctx, model.config.seq_len)?;
     let seed = crate::validate::resolve_seed(a.seed);
     if a.seed == 0 && a.temp > 0.0 {
         note!("run: seed 0 = the current time: seed {seed} (pass -s {seed} to repeat this run)");
     }
     let dev = super::open_gpu(&a.gpu)?;
-    let dispatch = a.dispatch.unwrap_or(crate::DispatchArg::Mega).dispatch();
+    let dispatch = a.dispatch.get();
     let mut opts = a.gpu.decoder_options(dispatch, positions);
     opts.instrument = !a.no_instrument;
     // The engine writes the cache to a private scratch file; the shared writer then puts it

@@ -30,28 +30,13 @@ pub struct ServeArgs {
     #[arg(long, value_parser = crate::validate::rate, allow_negative_numbers = true)]
     pub rate: Option<f64>,
     #[command(flatten)]
-    pub model: crate::ModelArgs,
-    /// Dispatch style [default: mega].
-    #[arg(long, value_enum, alias = "mode")]
-    pub dispatch: Option<crate::DispatchArg>,
+    pub model: crate::args::ModelArgs,
     #[command(flatten)]
-    pub gpu: crate::GpuArgs,
-    /// Prompt text (forced at the start of every sequence).
-    #[arg(long, short = 'i')]
-    pub prompt: Option<String>,
-    /// Temperature, a finite number >= 0 (0 = greedy) [default: 0].
-    #[arg(long, short = 't', value_parser = crate::validate::temperature, allow_negative_numbers = true)]
-    pub temp: Option<f32>,
-    /// Top-p, 0..=1 [default: 0.9].
-    #[arg(long, short = 'p', value_parser = crate::validate::top_p, allow_negative_numbers = true)]
-    pub topp: Option<f32>,
-    /// Sampler seed; 0 = the current time [default: 1].
-    #[arg(long, short = 's', value_parser = crate::validate::seed, allow_negative_numbers = true)]
-    pub seed: Option<u64>,
-    /// Positions in the KV cache (the sequence restarts when full) [default: 256, or the
-    /// model's context if shorter].
-    #[arg(long, value_parser = crate::validate::positions, allow_negative_numbers = true)]
-    pub ctx: Option<usize>,
+    pub dispatch: crate::args::DispatchStyle,
+    #[command(flatten)]
+    pub gpu: crate::args::GpuArgs,
+    #[command(flatten)]
+    pub session: crate::args::SessionArgs,
     /// Which passes the shadow CPU reference judges: auto, all, off, or N [default: auto].
     #[arg(long, value_parser = crate::cmd::run::parse_check)]
     pub check: Option<baro_engine::session::Check>,
@@ -66,16 +51,14 @@ impl ServeArgs {
         let mut v: Vec<&'static str> = [
             ("--model", self.model.model.is_some()),
             ("--tokenizer", self.model.tokenizer.is_some()),
-            ("--dispatch", self.dispatch.is_some()),
-            ("--prompt", self.prompt.is_some()),
-            ("--temp", self.temp.is_some()),
-            ("--topp", self.topp.is_some()),
-            ("--seed", self.seed.is_some()),
-            ("--ctx", self.ctx.is_some()),
-            ("--check", self.check.is_some()),
-            ("--no-instrument", self.no_instrument),
+            ("--dispatch", self.dispatch.dispatch.is_some()),
         ]
         .into_iter()
+        .chain(self.session.given())
+        .chain([
+            ("--check", self.check.is_some()),
+            ("--no-instrument", self.no_instrument),
+        ])
         .filter_map(|(f, g)| g.then_some(f))
         .collect();
         v.extend(self.gpu.given());
@@ -163,24 +146,18 @@ fn run_live(a: ServeArgs) -> anyhow::Result<ExitCode> {
     use baro_engine::session::{Check, SessionBuilder, SinkKind};
     install_signal_handlers()?;
     let model = crate::cmd::load_model(&a.model)?;
-    let positions = match a.ctx {
-        Some(n) => {
-            crate::validate::positions_fit("--ctx", n, model.config.seq_len)?;
-            n
-        }
-        None => model.config.seq_len.min(256),
-    };
-    let (temp, topp) = (a.temp.unwrap_or(0.0), a.topp.unwrap_or(0.9));
-    let seed = crate::validate::resolve_seed(a.seed.unwrap_or(1));
+    let positions = a.session.positions(model.config.seq_len)?;
+    let (temp, topp) = a.session.temp_topp();
+    let seed = crate::validate::resolve_seed(a.session.seed_or_default());
     let dev = crate::cmd::open_gpu(&a.gpu)?;
-    let dispatch = a.dispatch.unwrap_or(crate::DispatchArg::Mega).dispatch();
+    let dispatch = a.dispatch.get();
     let mut dopts = a.gpu.decoder_options(dispatch, positions);
     dopts.instrument = !a.no_instrument;
     let source = model.source.clone();
     // Not a timing run: it does not take the host lock, but a holder labels its passes.
     let lock = host_lock::lock_path(&host_lock::default_dir(), &dev.info().name);
     let mut b = SessionBuilder::new(&dev, model, dopts)
-        .prompt(a.prompt.as_deref().unwrap_or("").as_bytes())
+        .prompt(a.session.prompt_bytes())
         .sampling(temp, topp, seed)
         .check(a.check.unwrap_or(Check::Auto))
         .stop_on_fail(false)

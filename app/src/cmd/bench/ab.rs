@@ -17,7 +17,7 @@ use clap::Parser;
 
 use super::output::{self, common_mode, in_mode, mode_label, ArmInfo, Format, Row};
 use super::{Instrument, Workload};
-use crate::{DispatchArg, GpuArgs};
+use crate::args::{DispatchArg, GpuArgs};
 
 #[derive(clap::Args, Debug)]
 pub struct AbArgs {
@@ -289,7 +289,7 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
         inject_stall_wg: None,
     };
     let p = super::prepare(&a.work, &gpu)?;
-    let (_lock, contended) = super::take_lock(&p.device, a.work.no_wait)?;
+    let (_lock, contended) = super::take_lock(&p.device, a.work.timing.no_wait)?;
     let meta = super::meta(
         &a.work,
         &p.model,
@@ -446,7 +446,7 @@ fn run_binaries(a: &AbArgs) -> anyhow::Result<(BenchReport, Vec<ArmInfo>)> {
     if let Some(d) = &a.device {
         common.extend(["--device".into(), d.clone()]);
     }
-    if a.work.allow_cpu {
+    if a.work.timing.allow_cpu {
         common.push("--allow-cpu".into());
     }
     let mut arm_words = vec![];

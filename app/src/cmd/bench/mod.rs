@@ -25,7 +25,7 @@ use baro_engine::sensors::host_lock::{self, HostLock, LockError};
 use baro_engine::telemetry::labels::ModeConfig;
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::{DispatchSet, GpuArgs, ModelArgs};
+use crate::args::{DispatchSet, GpuArgs, ModelArgs, TimingArgs};
 use output::{ArmInfo, Format, Meta};
 
 /// Each arm's pipelines as the driver's compiler reports them (registers, spills), one
@@ -73,13 +73,8 @@ pub struct Workload {
     /// decoding D tokens first. The generated tokens are then no real text's continuation.
     #[arg(long, default_value_t = 0, value_name = "D", value_parser = crate::validate::depth, allow_negative_numbers = true)]
     pub depth: usize,
-    /// Allow a CPU device (lavapipe): its numbers say nothing about a GPU.
-    #[arg(long)]
-    pub allow_cpu: bool,
-    /// Do not wait for another timing run holding this GPU's lock: warn, run, and label
-    /// every pass contended.
-    #[arg(long)]
-    pub no_wait: bool,
+    #[command(flatten)]
+    pub timing: TimingArgs,
     /// Output format: a text table, or llama-bench-like rows (json, jsonl, csv, md).
     #[arg(long, short = 'o', value_enum, default_value_t = Format::Text)]
     pub output: Format,
@@ -164,7 +159,7 @@ pub fn prepare(w: &Workload, gpu: &GpuArgs) -> anyhow::Result<Prepared> {
         model.config.seq_len,
     )?;
     let device = super::open_gpu(gpu)?;
-    if device.info().kind.is_cpu() && !w.allow_cpu {
+    if device.info().kind.is_cpu() && !w.timing.allow_cpu {
         bail!(
             "{} is a CPU device: a GPU benchmark refuses it (pass --allow-cpu to measure it anyway)",
             device.info().name
@@ -307,7 +302,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     let (_lock, contended) = if a.ab_child {
         (None, false)
     } else {
-        take_lock(&p.device, a.work.no_wait)?
+        take_lock(&p.device, a.work.timing.no_wait)?
     };
     if a.instrument == Instrument::Off && a.gpu.ring_every.is_some() {
         bail!("--ring-every samples the event ring: add --instrument on|both");

@@ -30,8 +30,8 @@ use baro_engine::telemetry::Telemetry;
 use clap::Args;
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 
+use crate::args::{DispatchStyle, GpuArgs, ModelArgs, SequenceArgs, TimingArgs};
 use crate::cmd::live_record::{self, Summary};
-use crate::{DispatchArg, GpuArgs, ModelArgs};
 
 /// `baro-top bench rec` options.
 #[derive(Args, Debug)]
@@ -45,9 +45,8 @@ pub struct RecBenchArgs {
     /// Passes per block: the recorder switches on or off every B passes, at least 10.
     #[arg(long, default_value_t = 100, value_parser = crate::validate::rec_block, allow_negative_numbers = true)]
     pub block: u64,
-    /// Dispatch style [default: mega].
-    #[arg(long, value_enum, alias = "mode")]
-    pub dispatch: Option<DispatchArg>,
+    #[command(flatten)]
+    pub dispatch: DispatchStyle,
     /// Keep the recording here (default: a temporary file, removed at the end).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -55,16 +54,10 @@ pub struct RecBenchArgs {
     /// N (default off: the reference's CPU work would compete with the recorder's).
     #[arg(long, default_value = "off", value_parser = crate::cmd::run::parse_check)]
     pub check: Check,
-    /// Positions per sequence [default: the smaller of 256 and the model's context].
-    #[arg(long, value_parser = crate::validate::positions, allow_negative_numbers = true)]
-    pub ctx: Option<usize>,
-    /// Allow a CPU device (lavapipe): its numbers say nothing about a GPU.
-    #[arg(long)]
-    pub allow_cpu: bool,
-    /// Do not wait for another timing run holding this GPU's lock: warn, run, and label
-    /// every pass contended.
-    #[arg(long)]
-    pub no_wait: bool,
+    #[command(flatten)]
+    pub seq: SequenceArgs,
+    #[command(flatten)]
+    pub timing: TimingArgs,
     #[command(flatten)]
     pub gpu: GpuArgs,
 }
@@ -154,7 +147,7 @@ pub fn run(a: RecBenchArgs) -> anyhow::Result<ExitCode> {
             a.block
         );
     }
-    let chain = a.gpu.chain.unwrap_or(crate::DEFAULT_CHAIN);
+    let chain = a.gpu.chain.unwrap_or(crate::args::DEFAULT_CHAIN);
     let skip = transition(a.block, chain);
     if 2 * skip > a.block {
         bail!(
@@ -172,21 +165,15 @@ pub fn run(a: RecBenchArgs) -> anyhow::Result<ExitCode> {
         crate::files::check_recording(out, true)?;
     }
     let quant = super::super::live::quant_name(&model);
-    let positions = match a.ctx {
-        Some(n) => {
-            crate::validate::positions_fit("--ctx", n, model.config.seq_len)?;
-            n
-        }
-        None => model.config.seq_len.min(256),
-    };
+    let positions = a.seq.positions(model.config.seq_len)?;
     let dev = super::super::open_gpu(&a.gpu)?;
-    if dev.info().kind.is_cpu() && !a.allow_cpu {
+    if dev.info().kind.is_cpu() && !a.timing.allow_cpu {
         bail!(
             "{} is a CPU device: a GPU benchmark refuses it (pass --allow-cpu to measure it anyway)",
             dev.info().name
         );
     }
-    let (_lock, contended) = super::take_lock(&dev, a.no_wait)?;
+    let (_lock, contended) = super::take_lock(&dev, a.timing.no_wait)?;
     let (path, temp) = match &a.out {
         Some(p) => (p.clone(), false),
         None => (
@@ -197,7 +184,7 @@ pub fn run(a: RecBenchArgs) -> anyhow::Result<ExitCode> {
     // The shared writer: never onto an input (the model), a device or FIFO written in place.
     let file = crate::files::create_recording(&path, true)?;
     let source = model.source.clone();
-    let dispatch = a.dispatch.unwrap_or(DispatchArg::Mega).dispatch();
+    let dispatch = a.dispatch.get();
     let mut opts = a.gpu.decoder_options(dispatch, positions);
     opts.instrument = true;
     let mut b = SessionBuilder::new(&dev, model, opts)

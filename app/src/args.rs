@@ -1,0 +1,280 @@
+//! Argument groups that several subcommands share, each declared once and flattened into
+//! the commands that take it (`#[command(flatten)]`), so a flag's name, help, parser and
+//! default are the same wherever it appears: the model ([`ModelArgs`]), the Vulkan device and
+//! decoder ([`GpuArgs`]), a live session's prompt and sampling ([`SessionArgs`]), a timing
+//! run's device and lock policy ([`TimingArgs`]), one dispatch style ([`DispatchStyle`]) and a
+//! restarting sequence's positions ([`SequenceArgs`]).
+
+use std::path::PathBuf;
+
+use baro_engine::device::{DecoderOptions, Dispatch};
+use clap::Args;
+
+use crate::validate;
+
+/// Which model to load: a GGUF or llama2.c file, or the embedded stories260K.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ModelArgs {
+    /// Model file: GGUF, or a llama2.c checkpoint (then --tokenizer is required). Default: the
+    /// embedded stories260K.
+    #[arg(long, short = 'm')]
+    pub model: Option<PathBuf>,
+    /// llama2.c tokenizer (tok*.bin); overrides a GGUF's own vocabulary.
+    #[arg(long, short = 'z')]
+    pub tokenizer: Option<PathBuf>,
+}
+
+/// Passes per submission unless `--chain` says otherwise (bench/rounds/10.md).
+pub const DEFAULT_CHAIN: u32 = 16;
+
+/// Vulkan device and decoder options shared by every GPU command.
+#[derive(Args, Debug, Clone)]
+pub struct GpuArgs {
+    /// Vulkan device: index or name substring (default: the first discrete GPU, CPU devices last).
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Workgroups in the grid, 1..=65535 (default: from the device).
+    #[arg(long, value_parser = validate::grid, allow_negative_numbers = true)]
+    pub grid: Option<u32>,
+    /// Workgroup size in lanes: a multiple of the device's subgroup size, at most 60 subgroups
+    /// (default on GPUs: 512 lanes for dim < 2048, else 1024; CPU devices 64).
+    #[arg(long, value_parser = validate::wg_size, allow_negative_numbers = true)]
+    pub wg_size: Option<u32>,
+    /// Weight rows each team (subgroup) streams at once in the matvec stages: 1, 2 or 4
+    /// [default: the engine's]. Logits are bit-identical for every value; only speed differs.
+    #[arg(long, value_parser = validate::rows, allow_negative_numbers = true)]
+    pub rows: Option<u32>,
+    /// Write the in-kernel event ring on every N-th pass only, 1..=1000000 [default: 1, every
+    /// pass]: the other passes run on a second, plain pipeline (no ring code, no stamps) and
+    /// carry no spans or stage timings (wall, GPU time, fail word and token still). Needs the
+    /// ring on.
+    #[arg(long, value_parser = validate::ring_every, allow_negative_numbers = true)]
+    pub ring_every: Option<u32>,
+    /// Passes per submission when decoding greedily, 1..=64 [default: 16]: past the prompt,
+    /// each generated token is the previous pass's argmax read on the GPU, with no host round
+    /// trip inside a submission (1: one pass per submission). Every pass keeps its own fail
+    /// word, timestamps and frame; passes after one that ends the sequence (a failure, BOS,
+    /// the context's end) are dropped. (bench: the timed passes, prompt tokens from the host.)
+    #[arg(long, value_parser = validate::chain, allow_negative_numbers = true)]
+    pub chain: Option<u32>,
+    /// KV cache storage: f32 or f16 [default: f32]. f32 is the reference path (bit-exact
+    /// against the goldens); f16 rounds every key and value to f16 when stored (all arithmetic
+    /// stays f32): half the cache's bytes and half the attention's cache reads, logits within
+    /// ~1e-3 of f32's. The gate then checks against a reference that rounds the same way.
+    /// Needs storageBuffer16BitAccess (`baro-top devices` says).
+    #[arg(long, value_name = "f32|f16", value_parser = validate::kv)]
+    pub kv: Option<baro_engine::device::KvType>,
+    /// What quantised matrices multiply against: f32 or q8 [default: f32]. f32 is the
+    /// reference path (bit-exact against the goldens); q8 quantises each matvec's input
+    /// vector per 32-element block to int8 with a power-of-two scale and sums every block as
+    /// an exact integer dot product (4-way packed int8): a fraction of the instructions per
+    /// weight, logits within ≈ 1 % of f32's. The gate then checks against a reference that
+    /// quantises the same way. Needs shaderIntegerDotProduct (`baro-top devices` says) and
+    /// every matrix quantised (F32, F16 and BF16 matrices are refused).
+    #[arg(long, value_name = "f32|q8", value_parser = validate::act)]
+    pub act: Option<baro_engine::device::ActType>,
+    /// Grid-barrier spin timeout, milliseconds, at least 1 [default: 1000].
+    #[arg(long, value_parser = validate::spin_timeout_ms, allow_negative_numbers = true)]
+    pub spin_timeout_ms: Option<u64>,
+    /// Host watchdog on each pass, milliseconds [default: automatic: the slowest recent pass
+    /// plus the spin timeout plus 1 s on GPUs; more slack on CPU devices]. A pass past it
+    /// abandons the device: the run ends with an error within seconds, never waiting on it.
+    #[arg(long, value_parser = validate::watchdog_ms, allow_negative_numbers = true)]
+    pub watchdog_ms: Option<u64>,
+    /// Test hook (not for use): this workgroup, 0..=65534, never arrives at a barrier (the
+    /// gate must fail, not hang).
+    #[arg(long, hide = true, value_parser = validate::stall_wg)]
+    pub inject_stall_wg: Option<u32>,
+}
+
+impl GpuArgs {
+    /// The GPU options the user gave (for refusing them where no GPU runs).
+    pub fn given(&self) -> Vec<&'static str> {
+        [
+            ("--device", self.device.is_some()),
+            ("--grid", self.grid.is_some()),
+            ("--wg-size", self.wg_size.is_some()),
+            ("--rows", self.rows.is_some()),
+            ("--ring-every", self.ring_every.is_some()),
+            ("--chain", self.chain.is_some()),
+            ("--kv", self.kv.is_some()),
+            ("--act", self.act.is_some()),
+            ("--spin-timeout-ms", self.spin_timeout_ms.is_some()),
+            ("--watchdog-ms", self.watchdog_ms.is_some()),
+            ("--inject-stall-wg", self.inject_stall_wg.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(f, given)| given.then_some(f))
+        .collect()
+    }
+
+    /// Decoder options for `max_seq` positions with dispatch style `dispatch`.
+    pub fn decoder_options(&self, dispatch: Dispatch, max_seq: usize) -> DecoderOptions {
+        DecoderOptions {
+            dispatch,
+            grid: self.grid,
+            wg_size: self.wg_size,
+            rows: self.rows,
+            ring_every: self.ring_every.unwrap_or(1),
+            chain: self.chain.unwrap_or(DEFAULT_CHAIN),
+            kv: self.kv.unwrap_or_default(),
+            act: self.act.unwrap_or_default(),
+            max_seq,
+            spin_timeout: std::time::Duration::from_millis(self.spin_timeout_ms.unwrap_or(1000)),
+            test_stall_wg: self.inject_stall_wg,
+            fence_timeout: self.watchdog_ms.map(std::time::Duration::from_millis),
+            ..Default::default()
+        }
+    }
+}
+
+/// `--dispatch` where one style runs at a time (run, generate).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DispatchArg {
+    /// One persistent dispatch per token.
+    Mega,
+    /// One dispatch per stage.
+    Multi,
+}
+
+impl DispatchArg {
+    /// The engine's dispatch style.
+    pub fn dispatch(self) -> Dispatch {
+        match self {
+            DispatchArg::Mega => Dispatch::Mega,
+            DispatchArg::Multi => Dispatch::Multi,
+        }
+    }
+}
+
+/// `--dispatch` where both styles can be compared (gate, bench).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DispatchSet {
+    /// The persistent megakernel only.
+    Mega,
+    /// One dispatch per stage only.
+    Multi,
+    /// Both (gate: their logits must be bit-identical; bench: paired arms).
+    Both,
+}
+
+impl DispatchSet {
+    /// The styles, mega first.
+    pub fn dispatches(self) -> Vec<Dispatch> {
+        match self {
+            DispatchSet::Mega => vec![Dispatch::Mega],
+            DispatchSet::Multi => vec![Dispatch::Multi],
+            DispatchSet::Both => vec![Dispatch::Mega, Dispatch::Multi],
+        }
+    }
+}
+
+/// `--dispatch` where one style runs and the help says the default (run, serve, bench rec).
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct DispatchStyle {
+    /// Dispatch style [default: mega].
+    #[arg(long, value_enum, alias = "mode")]
+    pub dispatch: Option<DispatchArg>,
+}
+
+impl DispatchStyle {
+    /// The style asked for, mega by default.
+    pub fn get(&self) -> Dispatch {
+        self.dispatch.unwrap_or(DispatchArg::Mega).dispatch()
+    }
+}
+
+/// A live session's sequence (live, serve): its prompt, sampling and positions, each with the
+/// engine's default where not given (so a command can tell which were given).
+#[derive(Args, Debug, Clone, Default)]
+pub struct SessionArgs {
+    /// Prompt text (forced at the start of every sequence).
+    #[arg(long, short = 'i')]
+    pub prompt: Option<String>,
+    /// Temperature, a finite number >= 0 (0 = greedy) [default: 0].
+    #[arg(long, short = 't', value_parser = validate::temperature, allow_negative_numbers = true)]
+    pub temp: Option<f32>,
+    /// Top-p, 0..=1 [default: 0.9].
+    #[arg(long, short = 'p', value_parser = validate::top_p, allow_negative_numbers = true)]
+    pub topp: Option<f32>,
+    /// Sampler seed; 0 = the current time [default: 1].
+    #[arg(long, short = 's', value_parser = validate::seed, allow_negative_numbers = true)]
+    pub seed: Option<u64>,
+    /// Positions in the KV cache (the sequence restarts when full) [default: 256, or the
+    /// model's context if shorter].
+    #[arg(long, value_parser = validate::positions, allow_negative_numbers = true)]
+    pub ctx: Option<usize>,
+}
+
+impl SessionArgs {
+    /// The flags given, in declaration order (for refusing them where no engine runs).
+    pub fn given(&self) -> [(&'static str, bool); 5] {
+        [
+            ("--prompt", self.prompt.is_some()),
+            ("--temp", self.temp.is_some()),
+            ("--topp", self.topp.is_some()),
+            ("--seed", self.seed.is_some()),
+            ("--ctx", self.ctx.is_some()),
+        ]
+    }
+
+    /// The prompt's bytes (empty by default).
+    pub fn prompt_bytes(&self) -> &[u8] {
+        self.prompt.as_deref().unwrap_or("").as_bytes()
+    }
+
+    /// Temperature and top-p (0 and 0.9 by default).
+    pub fn temp_topp(&self) -> (f32, f32) {
+        (self.temp.unwrap_or(0.0), self.topp.unwrap_or(0.9))
+    }
+
+    /// The seed as given (1 by default; 0 still means the current time).
+    pub fn seed_or_default(&self) -> u64 {
+        self.seed.unwrap_or(1)
+    }
+
+    /// Positions in the KV cache for a model of context `seq_len`.
+    pub fn positions(&self, seq_len: usize) -> anyhow::Result<usize> {
+        positions(self.ctx, seq_len)
+    }
+}
+
+/// `--ctx` of a run whose sequence restarts from its prompt (record, bench rec).
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct SequenceArgs {
+    /// Positions per sequence [default: the smaller of 256 and the model's context].
+    #[arg(long, value_parser = validate::positions, allow_negative_numbers = true)]
+    pub ctx: Option<usize>,
+}
+
+impl SequenceArgs {
+    /// Positions per sequence for a model of context `seq_len`.
+    pub fn positions(&self, seq_len: usize) -> anyhow::Result<usize> {
+        positions(self.ctx, seq_len)
+    }
+}
+
+/// `--ctx N` checked against the model's context `seq_len`; without it, 256 or the model's
+/// context if shorter.
+pub fn positions(ctx: Option<usize>, seq_len: usize) -> anyhow::Result<usize> {
+    match ctx {
+        Some(n) => {
+            validate::positions_fit("--ctx", n, seq_len)?;
+            Ok(n)
+        }
+        None => Ok(seq_len.min(256)),
+    }
+}
+
+/// How a timing run treats its device (bench, bench rec): a CPU device is refused unless
+/// allowed, and another timing run holding the GPU's lock is waited for unless told not to.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct TimingArgs {
+    /// Allow a CPU device (lavapipe): its numbers say nothing about a GPU.
+    #[arg(long)]
+    pub allow_cpu: bool,
+    /// Do not wait for another timing run holding this GPU's lock: warn, run, and label
+    /// every pass contended.
+    #[arg(long)]
+    pub no_wait: bool,
+}
