@@ -4,7 +4,6 @@
 use clap::{Parser, Subcommand};
 
 use crate::cmd;
-use crate::metrics;
 
 /// Terminal profiler and live decode monitor for a persistent-megakernel LLM decoder on Vulkan.
 #[derive(Parser, Debug)]
@@ -45,7 +44,7 @@ pub enum Command {
     /// their tokens.
     Diff(cmd::recording::DiffArgs),
     /// Serve Prometheus/OpenMetrics metrics of the telemetry stream (--metrics ADDR).
-    Serve(metrics::cmd::ServeArgs),
+    Serve(cmd::serve::ServeArgs),
 }
 
 #[derive(Subcommand, Debug)]

@@ -68,7 +68,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Record(a) => cmd::recording::record(a),
         Command::Export(a) => cmd::recording::export(&a),
         Command::Diff(a) => cmd::recording::diff(&a),
-        Command::Serve(a) => metrics::cmd::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
     }
 }
 

@@ -345,6 +345,13 @@ pub fn rec_block(s: &str) -> Result<u64, String> {
     )
 }
 
+/// `--metrics ADDR`: `IP:PORT`, with a message that says so.
+pub fn addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    s.parse().map_err(|_| {
+        format!("'{s}' is not IP:PORT (e.g. 127.0.0.1:9464, [::1]:9464, 0.0.0.0:9464)")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

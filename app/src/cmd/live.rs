@@ -45,7 +45,7 @@ pub struct LiveArgs {
     pub ascii: bool,
     /// Also serve Prometheus/OpenMetrics metrics of the session on this IP:PORT (port 0: any
     /// free port, printed at start).
-    #[arg(long, value_name = "ADDR", value_parser = crate::metrics::cmd::parse_addr)]
+    #[arg(long, value_name = "ADDR", value_parser = crate::validate::addr)]
     pub metrics: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub session: SessionArgs,

@@ -10,6 +10,7 @@ pub mod live_record;
 pub mod model;
 pub mod recording;
 pub mod run;
+pub mod serve;
 pub mod tokenize;
 
 use anyhow::Context;

@@ -494,7 +494,7 @@ pub struct RecordArgs {
     pub check: Check,
     /// Also serve Prometheus/OpenMetrics metrics of the run at ADDR (e.g. 127.0.0.1:9464; port
     /// 0: any free port, printed at start) while it records.
-    #[arg(long, value_name = "ADDR", value_parser = crate::metrics::cmd::parse_addr)]
+    #[arg(long, value_name = "ADDR", value_parser = crate::validate::addr)]
     pub metrics: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub gpu: crate::args::GpuArgs,

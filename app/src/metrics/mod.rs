@@ -13,8 +13,10 @@
 //! - [`aggregate`]: the [`aggregate::Aggregator`];
 //! - [`expose`]: the Prometheus text format 0.0.4 and OpenMetrics 1.0 (when the scraper's
 //!   `Accept` ranks `application/openmetrics-text` first, as Prometheus does), label escaping;
-//! - [`http`]: the small HTTP/1.1 server ([`serve`], [`http::MetricsServer`]);
-//! - [`cmd`]: `baro-top serve` (a live session, or `--synthetic`).
+//! - [`http`]: the small HTTP/1.1 server ([`serve`], [`http::MetricsServer`]).
+//!
+//! The commands that feed it (`serve`: a live session or `--synthetic`; `--metrics ADDR` on
+//! `live` and `record`) live with the other commands; this module names none of them.
 //!
 //! # Conventions
 //!
@@ -37,7 +39,6 @@
 
 pub mod aggregate;
 pub mod catalog;
-pub mod cmd;
 pub mod expose;
 pub mod http;
 

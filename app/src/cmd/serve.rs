@@ -21,7 +21,7 @@ use crossbeam_channel::{bounded, Sender, TrySendError};
 pub struct ServeArgs {
     /// Serve Prometheus/OpenMetrics metrics on this IP:PORT (e.g. 127.0.0.1:9464; port 0 = any
     /// free port, printed at start).
-    #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
+    #[arg(long, value_name = "ADDR", value_parser = crate::validate::addr)]
     pub metrics: SocketAddr,
     /// Feed the endpoint synthetic telemetry (no GPU needed): for demos and tests.
     #[arg(long)]
@@ -38,7 +38,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub session: crate::args::SessionArgs,
     /// Which passes the shadow CPU reference judges: auto, all, off, or N [default: auto].
-    #[arg(long, value_parser = crate::cmd::run::parse_check)]
+    #[arg(long, value_parser = super::run::parse_check)]
     pub check: Option<baro_engine::session::Check>,
     /// Turn the in-kernel event ring off (no per-stage histograms).
     #[arg(long)]
@@ -64,13 +64,6 @@ impl ServeArgs {
         v.extend(self.gpu.given());
         v
     }
-}
-
-/// `IP:PORT` with a message that says so.
-pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
-    s.parse().map_err(|_| {
-        format!("'{s}' is not IP:PORT (e.g. 127.0.0.1:9464, [::1]:9464, 0.0.0.0:9464)")
-    })
 }
 
 /// Set by SIGINT/SIGTERM.
@@ -109,13 +102,13 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         return run_live(a);
     }
-    let rate = a.rate.unwrap_or(crate::cmd::live::SYNTHETIC_RATE);
+    let rate = a.rate.unwrap_or(super::live::SYNTHETIC_RATE);
     if let Some(f) = a.engine_flags().first() {
         bail!("serve: {f} is not honoured with --synthetic (it applies to the live engine only)");
     }
     install_signal_handlers()?;
     let (tx, rx) = bounded(1024);
-    let server = super::serve(a.metrics, rx)?;
+    let server = crate::metrics::serve(a.metrics, rx)?;
     let stop = Arc::new(AtomicBool::new(false));
     let feeder = spawn_synthetic(tx, rate, Arc::clone(&stop))?;
     note!(
@@ -145,11 +138,11 @@ fn run_live(a: ServeArgs) -> anyhow::Result<ExitCode> {
     use baro_engine::sensors::host_lock;
     use baro_engine::session::{Check, SessionBuilder, SinkKind};
     install_signal_handlers()?;
-    let model = crate::cmd::load_model(&a.model)?;
+    let model = super::load_model(&a.model)?;
     let positions = a.session.positions(model.config.seq_len)?;
     let (temp, topp) = a.session.temp_topp();
     let seed = crate::validate::resolve_seed(a.session.seed_or_default());
-    let dev = crate::cmd::open_gpu(&a.gpu)?;
+    let dev = super::open_gpu(&a.gpu)?;
     let dispatch = a.dispatch.get();
     let mut dopts = a.gpu.decoder_options(dispatch, positions);
     dopts.instrument = !a.no_instrument;
@@ -166,7 +159,7 @@ fn run_live(a: ServeArgs) -> anyhow::Result<ExitCode> {
         capacity: LIVE_SINK_CAPACITY,
     });
     let session = b.spawn().context("starting the decode session")?;
-    let server = super::serve(a.metrics, rx)?;
+    let server = crate::metrics::serve(a.metrics, rx)?;
     note!(
         "baro-top: serving metrics on http://{}/metrics (decoding {} on {}); SIGINT or SIGTERM stops",
         server.local_addr(),
@@ -192,7 +185,7 @@ fn run_live(a: ServeArgs) -> anyhow::Result<ExitCode> {
             outcome.checked
         );
     }
-    Ok(ExitCode::from(crate::cmd::live::exit_code(&outcome)))
+    Ok(ExitCode::from(super::live::exit_code(&outcome)))
 }
 
 /// Synthetic telemetry at `rate` passes/s, as the engine sends it: a start, a sensor round
