@@ -10,34 +10,22 @@
 //! partial file behind, and never replaces a good one.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use anyhow::{bail, Context};
 
-/// Temporary files being written now; removed by [`remove_temporaries`] on a quiet exit.
-static TEMPORARIES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+use crate::out;
 
-fn temporaries() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
-    TEMPORARIES.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Remove every temporary file still being written (the process is about to exit).
-pub fn remove_temporaries() {
-    for p in temporaries().drain(..) {
-        let _ = std::fs::remove_file(p);
-    }
-}
-
-/// Removes the temporary file when dropped, unless disarmed after the rename.
+/// Removes the temporary file when dropped, unless disarmed after the rename; until then a
+/// quiet exit removes it too ([`out::track_temporary`]).
 struct Temporary(PathBuf);
 
 impl Temporary {
     fn new(path: PathBuf) -> Self {
-        temporaries().push(path.clone());
+        out::track_temporary(&path);
         Temporary(path)
     }
     fn forget(self) {
-        temporaries().retain(|p| p != &self.0);
+        out::untrack_temporary(&self.0);
         std::mem::forget(self);
     }
 }
@@ -45,7 +33,7 @@ impl Temporary {
 impl Drop for Temporary {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
-        temporaries().retain(|p| p != &self.0);
+        out::untrack_temporary(&self.0);
     }
 }
 
@@ -170,7 +158,7 @@ fn write_stdout(write: impl FnOnce(&Path) -> anyhow::Result<()>) -> anyhow::Resu
     );
     write(&tmp.0).context("writing to stdout")?;
     let mut f = std::fs::File::open(&tmp.0).context("reading back what goes to stdout")?;
-    let mut o = crate::out::Stdout::lock();
+    let mut o = out::Stdout::lock();
     std::io::copy(&mut f, &mut o).context("writing to stdout")?;
     std::io::Write::flush(&mut o).context("writing to stdout")?;
     Ok(())

@@ -23,7 +23,7 @@ use cli::{Cli, Command, ModelCommand};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => cmd::default_run(),
+        None => cmd::default_run::run(),
         Some(c) => dispatch(c),
     };
     // A caught signal (or a panic in any thread) ended the command after it finished its

@@ -2,8 +2,8 @@
 //!
 //! The rule for a closed pipe, on stdout or stderr: the reader has stopped reading, which is a
 //! normal way to end (`baro-top gate | head -1`). The process then exits at once with status 0,
-//! prints nothing more, and removes the temporary files it was writing (see
-//! [`crate::files`]), so no subcommand panics, reports "Broken pipe" or leaves a `.partial`
+//! prints nothing more, and removes the temporary files it was writing (the writers in
+//! [`crate::files`] list them here: [`track_temporary`]), so no subcommand panics, reports "Broken pipe" or leaves a `.partial`
 //! behind. Other write errors on stdout are returned to the caller; on stderr (diagnostics,
 //! best effort) they are ignored.
 //!
@@ -11,6 +11,33 @@
 //! `eprintln!` (which panic on a closed pipe), and [`Stdout`] where a `Write` is needed.
 
 use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+/// Temporary files being written now, removed by a quiet exit ([`reader_gone`],
+/// [`device_abandoned`]): what must not outlive the process.
+static TEMPORARIES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn temporaries() -> MutexGuard<'static, Vec<PathBuf>> {
+    TEMPORARIES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `path` is a temporary file being written: a quiet exit removes it.
+pub fn track_temporary(path: &Path) {
+    temporaries().push(path.to_path_buf());
+}
+
+/// `path` was renamed into place or removed: a quiet exit leaves it alone.
+pub fn untrack_temporary(path: &Path) {
+    temporaries().retain(|p| p != path);
+}
+
+/// Remove every temporary file still being written (the process is about to exit).
+fn remove_temporaries() {
+    for p in temporaries().drain(..) {
+        let _ = std::fs::remove_file(p);
+    }
+}
 
 /// Exit now, quietly, with status 0: the reader closed the pipe.
 ///
@@ -19,7 +46,7 @@ use std::io::{self, IsTerminal, Write};
 /// destructors) under them crashes the process. What must not outlive us, the temporary
 /// files, is removed first; stdout has no reader to flush to.
 pub fn reader_gone() -> ! {
-    crate::files::remove_temporaries();
+    remove_temporaries();
     // SAFETY: _exit only ends the process; it touches no Rust state.
     unsafe { libc::_exit(0) }
 }
@@ -30,7 +57,7 @@ pub fn reader_gone() -> ! {
 pub fn device_abandoned(code: u8) -> ! {
     let _ = io::stdout().flush();
     let _ = io::stderr().flush();
-    crate::files::remove_temporaries();
+    remove_temporaries();
     // SAFETY: _exit only ends the process; it touches no Rust state.
     unsafe { libc::_exit(code as i32) }
 }

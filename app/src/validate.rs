@@ -352,6 +352,24 @@ pub fn addr(s: &str) -> Result<std::net::SocketAddr, String> {
     })
 }
 
+/// `--check`: which passes the shadow CPU reference judges: `auto`, `all`, `off`, or the
+/// first N (at least 1) positions of every sequence.
+pub fn check(v: &str) -> Result<baro_engine::session::Check, String> {
+    use baro_engine::session::Check;
+    use baro_engine::telemetry::CheckPlan;
+    match v {
+        "auto" => Ok(Check::Auto),
+        "all" => Ok(Check::Plan(CheckPlan::All)),
+        "off" => Ok(Check::Off),
+        n => match n.parse::<u32>() {
+            Ok(p) if p >= 1 => Ok(Check::Plan(CheckPlan::Prefix { positions: p })),
+            _ => Err(format!(
+                "'{n}': auto, all, off, or a number of positions per sequence (at least 1)"
+            )),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,7 +62,7 @@ pub struct UiBenchArgs {
     pub dispatch: Option<DispatchArg>,
     /// --live: which passes the shadow CPU reference judges: auto, all, off, or N [default:
     /// auto, as `live`].
-    #[arg(long, value_parser = crate::cmd::run::parse_check)]
+    #[arg(long, value_parser = crate::validate::check)]
     pub check: Option<Check>,
     /// --live: turn the in-kernel event ring off (no spans: the flame chart is empty).
     #[arg(long)]

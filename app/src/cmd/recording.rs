@@ -490,7 +490,7 @@ pub struct RecordArgs {
     pub no_wait: bool,
     /// Which passes the shadow CPU reference judges, as `run --check`: auto, all, off, or N
     /// (the first N positions of every sequence). Its verdicts are recorded.
-    #[arg(long, default_value = "auto", value_parser = super::run::parse_check)]
+    #[arg(long, default_value = "auto", value_parser = crate::validate::check)]
     pub check: Check,
     /// Also serve Prometheus/OpenMetrics metrics of the run at ADDR (e.g. 127.0.0.1:9464; port
     /// 0: any free port, printed at start) while it records.

@@ -55,25 +55,10 @@ pub struct RunArgs {
     /// Which passes the shadow CPU reference judges: auto (every pass of small models, the
     /// first 8 positions of every sequence above 256 MB of f32 weights), all, off, or N
     /// (the first N positions of every sequence).
-    #[arg(long, default_value = "auto", value_parser = parse_check)]
+    #[arg(long, default_value = "auto", value_parser = crate::validate::check)]
     pub check: Check,
     #[command(flatten)]
     pub gpu: GpuArgs,
-}
-
-/// `--check`: which passes the shadow CPU reference judges.
-pub(crate) fn parse_check(v: &str) -> Result<Check, String> {
-    match v {
-        "auto" => Ok(Check::Auto),
-        "all" => Ok(Check::Plan(CheckPlan::All)),
-        "off" => Ok(Check::Off),
-        n => match n.parse::<u32>() {
-            Ok(p) if p >= 1 => Ok(Check::Plan(CheckPlan::Prefix { positions: p })),
-            _ => Err(format!(
-                "'{n}': auto, all, off, or a number of positions per sequence (at least 1)"
-            )),
-        },
-    }
 }
 
 fn check_name(p: Option<CheckPlan>) -> String {

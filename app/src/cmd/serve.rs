@@ -38,7 +38,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub session: crate::args::SessionArgs,
     /// Which passes the shadow CPU reference judges: auto, all, off, or N [default: auto].
-    #[arg(long, value_parser = super::run::parse_check)]
+    #[arg(long, value_parser = crate::validate::check)]
     pub check: Option<baro_engine::session::Check>,
     /// Turn the in-kernel event ring off (no per-stage histograms).
     #[arg(long)]

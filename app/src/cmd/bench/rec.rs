@@ -52,7 +52,7 @@ pub struct RecBenchArgs {
     pub out: Option<PathBuf>,
     /// Which passes the shadow CPU reference judges, as `record --check`: auto, all, off, or
     /// N (default off: the reference's CPU work would compete with the recorder's).
-    #[arg(long, default_value = "off", value_parser = crate::cmd::run::parse_check)]
+    #[arg(long, default_value = "off", value_parser = crate::validate::check)]
     pub check: Check,
     #[command(flatten)]
     pub seq: SequenceArgs,
