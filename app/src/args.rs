@@ -27,8 +27,8 @@ pub struct ModelArgs {
 /// Passes per submission unless `--chain` says otherwise (bench/rounds/10.md).
 pub const DEFAULT_CHAIN: u32 = 16;
 
-/// Vulkan device and decoder options shared by every GPU command.
-#[derive(Args, Debug, Clone)]
+/// Vulkan device and decoder options shared by every GPU command (default: none given).
+#[derive(Args, Debug, Clone, Default)]
 pub struct GpuArgs {
     /// Vulkan device: index or name substring (default: the first discrete GPU, CPU devices last).
     #[arg(long)]

@@ -5,7 +5,8 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use baro_engine::gate::{run_gate, GateConfig};
+use baro_engine::gate::{run_gate, GateConfig, GatePass, GateReport};
+use baro_engine::model::Model;
 use clap::Args;
 
 use crate::args::{DispatchSet, GpuArgs, ModelArgs};
@@ -52,6 +53,41 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
             model.tokenizer.encode(a.prompt.as_bytes(), true, false),
         )
     };
+    note_setup(&a, &model, &cfg);
+    let mut grid_line = None;
+    // The callback cannot return an error: keep the first stdout error for after the gate.
+    let mut write_error: Option<std::io::Error> = None;
+    let report = run_gate(&ctx, &model, &cfg, |p, d| {
+        if grid_line.is_none() {
+            grid_line = Some(format!(
+                "grid {} x {} lanes, {} levels",
+                d.grid,
+                d.wg_size,
+                d.levels.len()
+            ));
+            if let Err(e) = outln!("{}", grid_line.as_deref().unwrap_or_default()) {
+                write_error.get_or_insert(e);
+            }
+        }
+        if let Err(e) = outln!("{}", pass_line(p)) {
+            write_error.get_or_insert(e);
+        }
+    })
+    .context("running the gate")?;
+    if let Some(e) = write_error {
+        return Err(e).context("writing to stdout");
+    }
+    let ok = summary(&report, &cfg)?;
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// What the gate runs (stderr): the model, the steps, the dispatch styles, and what the
+/// reference does for a rounded cache or quantised activations.
+fn note_setup(a: &GateArgs, model: &Model, cfg: &GateConfig) {
     note!(
         "gate: model {} ({} layers, dim {}), {} steps, dispatch {}, KV cache {}, activations {}",
         model.source,
@@ -72,65 +108,52 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
             a => format!("{a} (the reference quantises its matvec inputs the same way)"),
         }
     );
-    let mut grid_line = None;
-    // The callback cannot return an error: keep the first stdout error for after the gate.
-    let mut write_error: Option<std::io::Error> = None;
-    let report = run_gate(&ctx, &model, &cfg, |p, d| {
-        if grid_line.is_none() {
-            grid_line = Some(format!(
-                "grid {} x {} lanes, {} levels",
-                d.grid,
-                d.wg_size,
-                d.levels.len()
-            ));
-            if let Err(e) = outln!("{}", grid_line.as_deref().unwrap_or_default()) {
-                write_error.get_or_insert(e);
-            }
-        }
-        let modes: Vec<String> = p
-            .modes
-            .iter()
-            .map(|m| {
-                format!(
-                    "{} tok {} rel-l2 {:.1e} {}",
-                    m.dispatch.name(),
-                    m.argmax,
-                    m.rel_l2,
-                    m.fail_line
-                )
-            })
-            .collect();
-        let bw = match p.bitwise_equal {
-            Some(true) => " mega==multi",
-            Some(false) => " mega!=multi",
-            None => "",
-        };
-        let verdict = if !p.failures.is_empty() {
-            format!(" FAIL: {}", p.failures.join("; "))
-        } else if p.near_tie {
-            format!(
-                " NEAR-TIE (margin {:.2e}): token comparison ends here",
-                p.ref_margin
-            )
-        } else {
-            String::new()
-        };
-        if let Err(e) = outln!(
-            "pass {:4} in {:6} ref {:6} margin {:8.4} | {}{bw}{verdict}",
-            p.pos,
-            p.token,
-            p.ref_top1,
-            p.ref_margin,
-            modes.join(" | ")
-        ) {
-            write_error.get_or_insert(e);
-        }
-    })
-    .context("running the gate")?;
-    if let Some(e) = write_error {
-        return Err(e).context("writing to stdout");
-    }
+}
 
+/// One pass's line: every mode's token, distance and fail word, the bitwise comparison, and
+/// the verdict.
+fn pass_line(p: &GatePass) -> String {
+    let modes: Vec<String> = p
+        .modes
+        .iter()
+        .map(|m| {
+            format!(
+                "{} tok {} rel-l2 {:.1e} {}",
+                m.dispatch.name(),
+                m.argmax,
+                m.rel_l2,
+                m.fail_line
+            )
+        })
+        .collect();
+    let bw = match p.bitwise_equal {
+        Some(true) => " mega==multi",
+        Some(false) => " mega!=multi",
+        None => "",
+    };
+    let verdict = if !p.failures.is_empty() {
+        format!(" FAIL: {}", p.failures.join("; "))
+    } else if p.near_tie {
+        format!(
+            " NEAR-TIE (margin {:.2e}): token comparison ends here",
+            p.ref_margin
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "pass {:4} in {:6} ref {:6} margin {:8.4} | {}{bw}{verdict}",
+        p.pos,
+        p.token,
+        p.ref_top1,
+        p.ref_margin,
+        modes.join(" | ")
+    )
+}
+
+/// The summary table after the passes, ending with the verdict (and a residency hint where a
+/// failure looks like an oversized grid); whether the gate passed.
+fn summary(report: &GateReport, cfg: &GateConfig) -> anyhow::Result<bool> {
     let n = report.passes.len();
     let failed = report
         .passes
@@ -207,9 +230,5 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
     {
         outln!("{:<28} {h}", "hint")?;
     }
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(ok)
 }

@@ -290,9 +290,19 @@ pub fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
 pub fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
     let model = Model::open(&a.file, a.tokenizer.as_deref())
         .with_context(|| format!("reading {}", a.file.display()))?;
-    let c = &model.config;
     outln!("model      {}", model.source)?;
-    if let Ok(f) = GgufFile::open(&a.file) {
+    print_format(&a.file)?;
+    print_shape(&model)?;
+    let total = print_tensors(&model)?;
+    if total == 0 {
+        bail!("model has no weight data");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `model info`'s file format line (and the GGUF's own name).
+fn print_format(file: &Path) -> std::io::Result<()> {
+    if let Ok(f) = GgufFile::open(file) {
         outln!(
             "format     GGUF v{} ({} tensors, {} metadata keys, alignment {})",
             f.version,
@@ -306,6 +316,12 @@ pub fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
     } else {
         outln!("format     llama2.c checkpoint")?;
     }
+    Ok(())
+}
+
+/// `model info`'s architecture, vocabulary, context, RoPE and head lines.
+fn print_shape(model: &Model) -> std::io::Result<()> {
+    let c = &model.config;
     let w = &model.weights;
     let mut parts = vec![];
     if w.layers.iter().any(|l| l.q_bias.is_some()) {
@@ -379,6 +395,11 @@ pub fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
             "tied to token_embd"
         }
     )?;
+    Ok(())
+}
+
+/// `model info`'s weight total and one row per tensor; the weights' bytes.
+fn print_tensors(model: &Model) -> std::io::Result<u64> {
     let total = model.weight_bytes();
     let params: u64 = model
         .weights
@@ -413,8 +434,5 @@ pub fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
             t.data.len()
         )?;
     }
-    if total == 0 {
-        bail!("model has no weight data");
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(total)
 }

@@ -504,7 +504,7 @@ pub struct RecordArgs {
 /// with progress on stderr. Exit status: 0 when the run and every check were clean, 1 when a
 /// pass or a verdict failed (the recording is kept: it shows the failure), 2 on errors.
 pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
-    use baro_engine::sensors::host_lock::{self, HostLock, LockError};
+    use baro_engine::sensors::host_lock;
     use baro_engine::session::{SessionBuilder, SinkKind};
     crate::ui::terminal::install_signals().context("catching signals")?;
     let model = super::load_model(&a.model)?;
@@ -519,39 +519,7 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     let lock_file = host_lock::lock_path(&host_lock::default_dir(), &dev.info().name);
     // `--no-wait` with another holder: the holder labels every pass (from the first, before
     // the sensor thread's first look at the lock).
-    let mut other_holder = None;
-    let _lock = if a.no_wait {
-        match HostLock::try_lock(&lock_file, host_lock::this_process()) {
-            Ok(l) => Some(l),
-            Err(LockError::Held { holder, .. }) => {
-                let h = holder.unwrap_or_default();
-                note!(
-                    "record: --no-wait: another timing run holds this GPU ({}): recording anyway; every pass is labelled contended",
-                    holder_name(&h)
-                );
-                other_holder = Some(h);
-                None
-            }
-            Err(e) => return Err(e).context("taking the GPU's host lock"),
-        }
-    } else {
-        Some(
-            HostLock::lock_wait(
-                &lock_file,
-                host_lock::this_process(),
-                None,
-                Duration::from_millis(200),
-                |h| {
-                    note!(
-                        "record: waiting for the GPU's host lock {}, held by {} (--no-wait records anyway)",
-                        lock_file.display(),
-                        h.map_or("an unknown process".into(), holder_name)
-                    )
-                },
-            )
-            .context("taking the GPU's host lock")?,
-        )
-    };
+    let (_lock, other_holder) = take_host_lock(&lock_file, a.no_wait)?;
     // A file that appeared meanwhile, or that another recorder holds, is refused here.
     let out = OutFile::create(&a.out, a.force)?;
     let dispatch = a
@@ -686,6 +654,53 @@ impl Drop for OutFile<'_> {
             let _ = std::fs::remove_file(self.path);
         }
     }
+}
+
+/// Hold the GPU's host lock `lock_file` for the recording: wait for another timing run, or
+/// with `no_wait` record anyway, returning the other run (which then labels every pass
+/// contended).
+fn take_host_lock(
+    lock_file: &Path,
+    no_wait: bool,
+) -> anyhow::Result<(
+    Option<baro_engine::sensors::host_lock::HostLock>,
+    Option<baro_telemetry::LockHolder>,
+)> {
+    use baro_engine::sensors::host_lock::{self, HostLock, LockError};
+    let mut other_holder = None;
+    let lock = if no_wait {
+        match HostLock::try_lock(lock_file, host_lock::this_process()) {
+            Ok(l) => Some(l),
+            Err(LockError::Held { holder, .. }) => {
+                let h = holder.unwrap_or_default();
+                note!(
+                    "record: --no-wait: another timing run holds this GPU ({}): recording anyway; every pass is labelled contended",
+                    holder_name(&h)
+                );
+                other_holder = Some(h);
+                None
+            }
+            Err(e) => return Err(e).context("taking the GPU's host lock"),
+        }
+    } else {
+        Some(
+            HostLock::lock_wait(
+                lock_file,
+                host_lock::this_process(),
+                None,
+                Duration::from_millis(200),
+                |h| {
+                    note!(
+                        "record: waiting for the GPU's host lock {}, held by {} (--no-wait records anyway)",
+                        lock_file.display(),
+                        h.map_or("an unknown process".into(), holder_name)
+                    )
+                },
+            )
+            .context("taking the GPU's host lock")?,
+        )
+    };
+    Ok((lock, other_holder))
 }
 
 /// A lock holder as the user reads it: `pid 4242 (baro-top bench -m x.gguf)`.

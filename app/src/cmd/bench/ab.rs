@@ -257,36 +257,11 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
     };
     let commit = env!("BARO_COMMIT");
     if let Some(r) = a.predict {
-        // Frozen before anything runs: the line stays whatever happens next.
-        let line = format!(
-            "{} commit={commit} PREDICT B vs A generation tok/s in [{:+}%, {:+}%] | a={:?} b={:?}{}{} model={} tokens={} depth={} pairs={}",
-            now_utc(),
-            r.lo,
-            r.hi,
-            a.a,
-            a.b,
-            a.a_binary.as_ref().map_or(String::new(), |p| format!(" a_binary={}", p.display())),
-            a.b_binary.as_ref().map_or(String::new(), |p| format!(" b_binary={}", p.display())),
-            a.work.model.model.as_ref().map_or("stories260K (embedded)".into(), |p| p.display().to_string()),
-            a.work.tokens,
-            a.work.depth,
-            a.pairs
-        );
-        append_log(&a.log, &line)?;
-        note!("bench ab: prediction logged to {}: {line}", a.log.display());
+        log_prediction(&a, r, commit)?;
     }
     let gpu = GpuArgs {
         device: a.device.clone(),
-        grid: None,
-        wg_size: None,
-        rows: None,
-        ring_every: None,
-        chain: None,
-        kv: None,
-        act: None,
-        spin_timeout_ms: None,
-        watchdog_ms: None,
-        inject_stall_wg: None,
+        ..GpuArgs::default()
     };
     let p = super::prepare(&a.work, &gpu)?;
     let (_lock, contended) = super::take_lock(&p.device, a.work.timing.no_wait)?;
@@ -299,47 +274,7 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
         contended,
     );
     let (report, infos) = match arms_args {
-        Some(((aa, _), (bb, _))) => {
-            let arm = |name: &str, x: &ArmArgs| {
-                let mut o = x.gpu.decoder_options(x.dispatch.dispatch(), 0);
-                o.instrument = x.instrument == Instrument::On;
-                Arm {
-                    name: name.into(),
-                    options: o,
-                }
-            };
-            for (flag, x) in [("--a", &aa), ("--b", &bb)] {
-                if let Some(wg) = x.gpu.wg_size {
-                    crate::validate::wg_size_fits(wg, p.device.info())
-                        .with_context(|| flag.to_string())?;
-                }
-            }
-            let arms = vec![arm("A", &aa), arm("B", &bb)];
-            let cfg = BenchConfig {
-                prompts: p.prompts.clone(),
-                gen_tokens: a.work.tokens,
-                runs: a.pairs,
-                arms: arms.clone(),
-                mode: ModeConfig::default(),
-                depth: a.work.depth,
-            };
-            let report = run_bench(&p.device, &p.model, &cfg, |grids| {
-                note!(
-                    "bench ab: {} | {}{} prompts + {} tokens, {} pairs, A = {:?}, B = {:?}, grids {grids:?}",
-                    p.model.source,
-                    super::depth_note(a.work.depth),
-                    p.prompts.len(),
-                    a.work.tokens,
-                    a.pairs,
-                    a.a,
-                    a.b
-                )
-            })
-            .context("benchmarking")?;
-            super::note_pipelines(&report);
-            let infos = ArmInfo::of_report(&arms, &report, commit);
-            (report, infos)
-        }
+        Some(((aa, _), (bb, _))) => run_in_process(&a, &p, [&aa, &bb], commit)?,
         None => {
             drop(p);
             run_binaries(&a)?
@@ -353,6 +288,93 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
         outln!("{}", output::text(&meta, &rows, &report).trim_end())?;
     }
     // The summary: on stdout for text, on stderr beside machine-readable rows.
+    let (lines, same) = summary(&a, &report, commit)?;
+    for l in lines {
+        if a.work.output == Format::Text {
+            outln!("{l}")?;
+        } else {
+            note!("{l}");
+        }
+    }
+    Ok(if same && report.nondeterministic_samples() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Log the prediction (`--predict`) before anything runs: the line stays whatever happens
+/// next.
+fn log_prediction(a: &AbArgs, r: PctRange, commit: &str) -> anyhow::Result<()> {
+    let line = format!(
+        "{} commit={commit} PREDICT B vs A generation tok/s in [{:+}%, {:+}%] | a={:?} b={:?}{}{} model={} tokens={} depth={} pairs={}",
+        now_utc(),
+        r.lo,
+        r.hi,
+        a.a,
+        a.b,
+        a.a_binary.as_ref().map_or(String::new(), |p| format!(" a_binary={}", p.display())),
+        a.b_binary.as_ref().map_or(String::new(), |p| format!(" b_binary={}", p.display())),
+        a.work.model.model.as_ref().map_or("stories260K (embedded)".into(), |p| p.display().to_string()),
+        a.work.tokens,
+        a.work.depth,
+        a.pairs
+    );
+    append_log(&a.log, &line)?;
+    note!("bench ab: prediction logged to {}: {line}", a.log.display());
+    Ok(())
+}
+
+/// The two arms as option strings, in this process: alternating pairs on one device.
+fn run_in_process(
+    a: &AbArgs,
+    p: &super::Prepared,
+    [aa, bb]: [&ArmArgs; 2],
+    commit: &str,
+) -> anyhow::Result<(BenchReport, Vec<ArmInfo>)> {
+    let arm = |name: &str, x: &ArmArgs| {
+        let mut o = x.gpu.decoder_options(x.dispatch.dispatch(), 0);
+        o.instrument = x.instrument == Instrument::On;
+        Arm {
+            name: name.into(),
+            options: o,
+        }
+    };
+    for (flag, x) in [("--a", aa), ("--b", bb)] {
+        if let Some(wg) = x.gpu.wg_size {
+            crate::validate::wg_size_fits(wg, p.device.info()).with_context(|| flag.to_string())?;
+        }
+    }
+    let arms = vec![arm("A", aa), arm("B", bb)];
+    let cfg = BenchConfig {
+        prompts: p.prompts.clone(),
+        gen_tokens: a.work.tokens,
+        runs: a.pairs,
+        arms: arms.clone(),
+        mode: ModeConfig::default(),
+        depth: a.work.depth,
+    };
+    let report = run_bench(&p.device, &p.model, &cfg, |grids| {
+        note!(
+            "bench ab: {} | {}{} prompts + {} tokens, {} pairs, A = {:?}, B = {:?}, grids {grids:?}",
+            p.model.source,
+            super::depth_note(a.work.depth),
+            p.prompts.len(),
+            a.work.tokens,
+            a.pairs,
+            a.a,
+            a.b
+        )
+    })
+    .context("benchmarking")?;
+    super::note_pipelines(&report);
+    let infos = ArmInfo::of_report(&arms, &report, commit);
+    Ok((report, infos))
+}
+
+/// The summary lines (each arm's medians, Δ, the parity of their logits, and the verdict on
+/// a prediction, which is logged too), and whether the arms' logits and tokens are the same.
+fn summary(a: &AbArgs, report: &BenchReport, commit: &str) -> anyhow::Result<(Vec<String>, bool)> {
     let mut lines = vec![];
     let mode = common_mode(&report.arms);
     let [ra, rb] = [&report.arms[0], &report.arms[1]];
@@ -399,18 +421,7 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
         )?;
         lines.push(format!("verdict: {judged}"));
     }
-    for l in lines {
-        if a.work.output == Format::Text {
-            outln!("{l}")?;
-        } else {
-            note!("{l}");
-        }
-    }
-    Ok(if same && report.nondeterministic_samples() == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok((lines, same))
 }
 
 /// The two arms as child runs of their binaries, alternating A B, B A, ...
@@ -420,6 +431,52 @@ fn run_binaries(a: &AbArgs) -> anyhow::Result<(BenchReport, Vec<ArmInfo>)> {
         a.a_binary.clone().unwrap_or_else(|| me.clone()),
         a.b_binary.clone().unwrap_or(me),
     ];
+    let (common, arm_words) = child_args(a)?;
+    let names = ["A", "B"];
+    let mut results: Vec<Option<ArmResult>> = vec![None, None];
+    let mut infos: Vec<Option<ArmInfo>> = vec![None, None];
+    for pair in 0..a.pairs {
+        let order = if pair.is_multiple_of(2) {
+            [0, 1]
+        } else {
+            [1, 0]
+        };
+        for i in order {
+            let child = Child {
+                name: names[i],
+                bin: &bins[i],
+                common: &common,
+                words: &arm_words[i],
+            };
+            let rows = child.run(a)?;
+            let (res, info) = child_arm(names[i], pair, &rows)
+                .with_context(|| format!("arm {} ({})", names[i], bins[i].display()))?;
+            match &mut results[i] {
+                None => {
+                    results[i] = Some(res);
+                    infos[i] = Some(info);
+                }
+                Some(acc) => {
+                    if acc.logits_checksum != res.logits_checksum {
+                        acc.differing.push((pair, 0));
+                    }
+                    acc.samples.extend(res.samples);
+                    acc.modes.fast += res.modes.fast;
+                    acc.modes.slow += res.modes.slow;
+                    acc.modes.unknown += res.modes.unknown;
+                }
+            }
+        }
+    }
+    let arms: Vec<ArmResult> = results.into_iter().flatten().collect();
+    let infos: Vec<ArmInfo> = infos.into_iter().flatten().collect();
+    let grids = infos.iter().map(|i| i.grid).collect();
+    Ok((BenchReport { arms, grids }, infos))
+}
+
+/// A child `bench` run's words: those both arms share (one sample set of the workload, as
+/// JSON lines), and each arm's own (from --a and --b, one dispatch style by default).
+fn child_args(a: &AbArgs) -> anyhow::Result<(Vec<String>, Vec<Vec<String>>)> {
     let mut common: Vec<String> = vec![
         "bench".into(),
         "--ab-child".into(),
@@ -466,86 +523,61 @@ fn run_binaries(a: &AbArgs) -> anyhow::Result<(BenchReport, Vec<ArmInfo>)> {
         }
         arm_words.push(w);
     }
-    let names = ["A", "B"];
-    let mut results: Vec<Option<ArmResult>> = vec![None, None];
-    let mut infos: Vec<Option<ArmInfo>> = vec![None, None];
-    for pair in 0..a.pairs {
-        let order = if pair.is_multiple_of(2) {
-            [0, 1]
-        } else {
-            [1, 0]
-        };
-        for i in order {
-            let o = Command::new(&bins[i])
-                .args(&common)
-                .args(&arm_words[i])
-                .stdin(Stdio::null())
-                .output()
-                .with_context(|| format!("running arm {} ({})", names[i], bins[i].display()))?;
-            let stdout = String::from_utf8_lossy(&o.stdout);
-            if !o.status.success() && o.status.code() != Some(1) {
-                let err = String::from_utf8_lossy(&o.stderr);
-                let tail: Vec<&str> = err.lines().rev().take(8).collect();
-                bail!(
-                    "arm {} ({} {} {}) failed ({}):\n{}",
-                    names[i],
-                    bins[i].display(),
-                    common.join(" "),
-                    arm_words[i].join(" "),
-                    o.status,
-                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-                );
-            }
-            let rows: Vec<Row> = stdout
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(serde_json::from_str)
-                .collect::<Result<_, _>>()
-                .with_context(|| {
-                    format!(
-                        "arm {} ({}): reading its JSON rows",
-                        names[i],
-                        bins[i].display()
-                    )
-                })?;
-            // The comparison is only fair on the parent's workload.
-            if let Some(r) = rows
-                .iter()
-                .find(|r| r.n_depth != a.work.depth || (r.test == "tg" && r.n_gen != a.work.tokens))
-            {
-                bail!(
-                    "arm {} ({}) ran depth {} and {} generated tokens, not the comparison's depth {} and {} tokens",
-                    names[i],
-                    bins[i].display(),
-                    r.n_depth,
-                    rows.iter().find(|r| r.test == "tg").map_or(0, |r| r.n_gen),
-                    a.work.depth,
-                    a.work.tokens
-                );
-            }
-            let (res, info) = child_arm(names[i], pair, &rows)
-                .with_context(|| format!("arm {} ({})", names[i], bins[i].display()))?;
-            match &mut results[i] {
-                None => {
-                    results[i] = Some(res);
-                    infos[i] = Some(info);
-                }
-                Some(acc) => {
-                    if acc.logits_checksum != res.logits_checksum {
-                        acc.differing.push((pair, 0));
-                    }
-                    acc.samples.extend(res.samples);
-                    acc.modes.fast += res.modes.fast;
-                    acc.modes.slow += res.modes.slow;
-                    acc.modes.unknown += res.modes.unknown;
-                }
-            }
+    Ok((common, arm_words))
+}
+
+/// One child run of an arm's binary.
+struct Child<'a> {
+    name: &'a str,
+    bin: &'a Path,
+    common: &'a [String],
+    words: &'a [String],
+}
+
+impl Child<'_> {
+    /// Run it once and read its JSON rows, refusing a failed run or one that ran another
+    /// workload than the comparison's.
+    fn run(&self, a: &AbArgs) -> anyhow::Result<Vec<Row>> {
+        let (name, bin) = (self.name, self.bin.display());
+        let o = Command::new(self.bin)
+            .args(self.common)
+            .args(self.words)
+            .stdin(Stdio::null())
+            .output()
+            .with_context(|| format!("running arm {name} ({bin})"))?;
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        if !o.status.success() && o.status.code() != Some(1) {
+            let err = String::from_utf8_lossy(&o.stderr);
+            let tail: Vec<&str> = err.lines().rev().take(8).collect();
+            bail!(
+                "arm {name} ({bin} {} {}) failed ({}):\n{}",
+                self.common.join(" "),
+                self.words.join(" "),
+                o.status,
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
         }
+        let rows: Vec<Row> = stdout
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(serde_json::from_str)
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("arm {name} ({bin}): reading its JSON rows"))?;
+        // The comparison is only fair on the parent's workload.
+        if let Some(r) = rows
+            .iter()
+            .find(|r| r.n_depth != a.work.depth || (r.test == "tg" && r.n_gen != a.work.tokens))
+        {
+            bail!(
+                "arm {name} ({bin}) ran depth {} and {} generated tokens, not the comparison's depth {} and {} tokens",
+                r.n_depth,
+                rows.iter().find(|r| r.test == "tg").map_or(0, |r| r.n_gen),
+                a.work.depth,
+                a.work.tokens
+            );
+        }
+        Ok(rows)
     }
-    let arms: Vec<ArmResult> = results.into_iter().flatten().collect();
-    let infos: Vec<ArmInfo> = infos.into_iter().flatten().collect();
-    let grids = infos.iter().map(|i| i.grid).collect();
-    Ok((BenchReport { arms, grids }, infos))
 }
 
 /// One child run's rows (one `pp` and one `tg` row) as an arm's result.
