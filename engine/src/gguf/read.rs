@@ -414,9 +414,9 @@ pub struct GgufFile {
 
 impl GgufFile {
     /// Memory-map and parse the file at `path` (a regular file, opened as every input is:
-    /// [`crate::model::open_input`]).
+    /// [`crate::input::open_input`]).
     pub fn open(path: &Path) -> Result<Self> {
-        let file = crate::model::open_input(path, "GGUF file")?;
+        let file = crate::input::open_input(path, "GGUF file")?;
         // SAFETY: the map is read-only. As with every mmap, another process truncating or
         // rewriting the file while it is mapped is outside what Rust can guard against; model
         // files are not modified in place.

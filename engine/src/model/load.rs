@@ -7,28 +7,10 @@ use super::types::{Arch, Config, Layer, Tensor, Weights};
 use super::vocab::{synthetic_tokenizer, tokenizer_from_gguf};
 use super::{Model, STORIES260K_BIN, STORIES260K_TOK};
 use crate::gguf::GgufFile;
+use crate::input::{open_input, read_up_to};
 use crate::llama2c;
 use crate::tokenizer::Tokenizer;
 use crate::{Error, Result};
-
-/// Open an input file the way every input is opened (`baro_telemetry::input::open`):
-/// non-blocking, a regular file or refused by kind (`what` names it in the error), and
-/// registered as an input, so an output writer refuses to replace it.
-/// A path the OS cannot reach (missing, unreadable) is an I/O error on that path, its cause
-/// said once; a file it reaches that this program does not read (a FIFO, a device) is refused
-/// as invalid.
-pub(crate) fn open_input(path: &Path, what: &str) -> Result<std::fs::File> {
-    // A stat never blocks (not even on a FIFO) and keeps the OS's own error.
-    std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-    baro_telemetry::input::open(path, what, u64::MAX)
-        .map(|(f, _)| f)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData => {
-                Error::Invalid(e.to_string())
-            }
-            kind => Error::io(path, std::io::Error::from(kind)),
-        })
-}
 
 impl Model {
     /// The embedded default model (stories260K, f32).
@@ -425,16 +407,4 @@ fn config_from_gguf(file: &GgufFile, arch: Arch) -> Result<Config> {
         }
     }
     Ok(config)
-}
-
-/// Append to `buf` from `r` until `buf` holds `len` bytes or the input ends. Reads only as
-/// far as data arrives, so a bogus `len` never allocates ahead of the bytes.
-pub(crate) fn read_up_to(
-    r: &mut impl std::io::Read,
-    buf: &mut Vec<u8>,
-    len: u64,
-) -> std::io::Result<()> {
-    let want = len.saturating_sub(buf.len() as u64);
-    std::io::Read::read_to_end(&mut std::io::Read::take(r, want), buf)?;
-    Ok(())
 }

@@ -306,7 +306,7 @@ pub fn synthetic_tokenizer(vocab: usize, seed: u64) -> Result<Tokenizer> {
         scores.push(0.0);
     }
     let mut seen: std::collections::HashSet<Vec<u8>> = pieces.iter().cloned().collect();
-    let mut rng = crate::synth::Rng::new(seed ^ 0x70C5);
+    let mut rng = crate::rng::Rng::new(seed ^ 0x70C5);
     const SYL: [&str; 24] = [
         "ka", "to", "ri", "n", "e", "mo", "la", "s", "an", "ti", "ve", "ro", "su", "mi", "d", "o",
         "ne", "pa", "li", "th", "a", "re", "ch", "u",
