@@ -254,7 +254,7 @@ pub struct Data {
     /// Power mode, contention and the lock holder.
     pub disturbance: Disturbance,
     /// Every pass since the start, added up (the closing summary line).
-    pub summary: crate::headless::Summary,
+    pub summary: crate::stats::Summary,
     /// A mode other than the one taken and the passes in a row it has held (the debounce).
     mode_streak: (PowerMode, u32),
 }
@@ -660,7 +660,7 @@ impl Data {
             self.tokens.pop_front();
         }
         let text = match &self.meta.decoder {
-            Some(d) => sanitize(&self.token_text.push(d, f.pass, f.pos, f.next), "↵"),
+            Some(d) => sanitize(&self.token_text.push(&**d, f.pass, f.pos, f.next), "↵"),
             None => f.next.to_string(),
         };
         self.tokens.push_back(TokenCell {

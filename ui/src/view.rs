@@ -230,7 +230,7 @@ pub struct UiState {
     /// Derived rows for the shown data.
     pub derived: Derived,
     /// What the flame chart derived from its pass, kept between draws.
-    pub flame: crate::panels::flame::FlameCache,
+    pub flame: crate::flame_cache::FlameCache,
 }
 
 impl UiState {

@@ -20,12 +20,13 @@ use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::widgets::Widget;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use baro_telemetry::spans::MISSING;
 use baro_telemetry::{Frame, StageKind};
 
 use super::Ctx;
+use crate::flame_cache::{Extents, Key, Scratch};
 use crate::text::{cell, dur, put};
 use crate::theme::Tone;
 use crate::view::{PanelId, Pick};
@@ -85,118 +86,6 @@ fn rows(f: &Frame, by_stage: bool, n: u16) -> Vec<(String, u32, u32)> {
 const BLANK: u8 = u8::MAX;
 /// Coverage slots per cell: one per stage kind, the last for barrier waits.
 const SLOTS: usize = WAIT + 1;
-
-/// Each stage's and each barrier level's time extent in one pass (first stamp, last stamp;
-/// `(u32::MAX, 0)` where nothing was stamped), computed once per pass so a zoomed-in window
-/// skips every stage that cannot reach it without reading its spans.
-struct Extents {
-    stage: Vec<(u32, u32)>,
-    level: Vec<(u32, u32)>,
-}
-
-impl Extents {
-    fn of(f: &Frame) -> Extents {
-        let sp = &f.spans;
-        let ext = |(a, b): (&[u32], &[u32])| {
-            a.iter().zip(b).fold((u32::MAX, 0), |(lo, hi), (&a, &b)| {
-                if a == MISSING || b == MISSING {
-                    (lo, hi)
-                } else {
-                    (lo.min(a), hi.max(b))
-                }
-            })
-        };
-        Extents {
-            stage: (0..sp.stages())
-                .map(|s| sp.stage_stamps(s).map_or((u32::MAX, 0), ext))
-                .collect(),
-            level: (0..sp.levels())
-                .map(|l| sp.level_stamps(l).map_or((u32::MAX, 0), ext))
-                .collect(),
-        }
-    }
-}
-
-/// Everything a raster depends on: the frame (by identity and pass), the time window, the
-/// plot size, the grouping and the scroll position.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Key {
-    frame: usize,
-    pass: u64,
-    kinds: (usize, usize),
-    window: (u64, u64),
-    cols: usize,
-    scroll: usize,
-    nrows: usize,
-    by_stage: bool,
-    band: u32,
-}
-
-/// What the flame chart derived from the pass it last drew, kept between draws (in
-/// [`crate::view::UiState`]): the pass's [`Extents`] and the raster of cell codes for one
-/// window. A redraw with nothing changed (a cursor move, another panel's update) reuses the
-/// raster; a new pass, zoom, pan, resize, scroll or grouping rasterises once.
-#[derive(Default)]
-pub struct FlameCache {
-    inner: Mutex<CacheInner>,
-}
-
-#[derive(Default)]
-struct CacheInner {
-    extents: Option<(usize, u64, Arc<Extents>)>,
-    raster: Option<(Key, Arc<Vec<u8>>)>,
-    rasterised: u64,
-    /// Coverage arrays reused from raster to raster (megabytes at 400×100: allocating them
-    /// afresh costs a page fault per page).
-    scratch: Scratch,
-}
-
-/// A raster's working arrays.
-#[derive(Default)]
-struct Scratch {
-    part: Vec<u32>,
-    full: Vec<i32>,
-}
-
-impl FlameCache {
-    /// Rasters computed so far (a redraw served from the cache adds none).
-    pub fn rasterised(&self) -> u64 {
-        self.lock().rasterised
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, CacheInner> {
-        // The cache holds no invariant a panic elsewhere could break.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The raster for `key`, computed by `make` from the pass's extents only when missing.
-    fn raster(
-        &self,
-        f: &Arc<Frame>,
-        key: Key,
-        make: impl FnOnce(&Extents, &mut Scratch) -> Vec<u8>,
-    ) -> Arc<Vec<u8>> {
-        let mut c = self.lock();
-        if let Some((k, r)) = &c.raster {
-            if *k == key {
-                return r.clone();
-            }
-        }
-        let id = Arc::as_ptr(f) as usize;
-        let ext = match &c.extents {
-            Some((i, p, e)) if *i == id && *p == f.pass => e.clone(),
-            _ => {
-                let e = Arc::new(Extents::of(f));
-                c.extents = Some((id, f.pass, e.clone()));
-                e
-            }
-        };
-        let r = Arc::new(make(&ext, &mut c.scratch));
-        c.raster = Some((key, r.clone()));
-        c.rasterised += 1;
-        r
-    }
-}
 
 /// One raster row's coverage being summed: partial columns in ns (`part`) and whole columns
 /// as +1/-1 counts (`full`, prefix-summed afterwards), [`SLOTS`] per column.
