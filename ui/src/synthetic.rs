@@ -117,7 +117,8 @@ pub struct Synth {
     pos: u32,
     token: u32,
     diverged: Option<u64>,
-    /// The dispatch of the next pass.
+    /// The dispatch of the next pass (switch with [`Synth::set_dispatch`], which keeps the
+    /// `Start` details in step).
     pub dispatch: Dispatch,
 }
 
@@ -198,6 +199,13 @@ impl Synth {
     /// The run's static details (the `Start` message).
     pub fn details(&self) -> &RunDetails {
         &self.details
+    }
+
+    /// Switch the dispatch style from the next pass on; [`Synth::details`] says the new one
+    /// (the `Start` a producer sends again on a switch, as the live session does on a rebuild).
+    pub fn set_dispatch(&mut self, d: Dispatch) {
+        self.dispatch = d;
+        self.details.dispatch = d;
     }
 
     /// The pass the next frame will carry.
@@ -428,7 +436,14 @@ fn produce(cfg: SynthConfig, tx: Sender<Telemetry>, cmds: Receiver<Command>) {
                 next_at = Instant::now();
             }
             Ok(Command::Step) => steps += 1,
-            Ok(Command::SetDispatch(d)) => s.dispatch = d,
+            Ok(Command::SetDispatch(d)) => {
+                // As the live session does when it rebuilds for another dispatch: the new
+                // run's `Start`, before its first frame.
+                s.set_dispatch(d);
+                if tx.send(Telemetry::Start(s.details().clone())).is_err() {
+                    return;
+                }
+            }
             Ok(Command::Stop) => break EndReason::Stopped,
             // Generated telemetry has no recording to move about in.
             Ok(Command::Seek(_) | Command::SeekSlowest | Command::Restart) => {}
