@@ -289,77 +289,18 @@ pub fn run_gate(
                 ref_logits[i]
             ));
         }
+        let reference = Reference {
+            logits: &ref_logits,
+            bad: ref_bad,
+            top1,
+            near_tie,
+            max_rel_l2,
+        };
         for (dec, judge) in decs.iter_mut().zip(judges.iter_mut()) {
-            let r = dec.step(token, pos)?;
-            let line = r.fail.line(|l| dec.level_name(l));
-            let rl2 = rel_l2(dec.logits(), &ref_logits);
-            let dispatch = dec.opts.dispatch;
-            if !r.fail.ok() {
-                p.failures.push(format!("{}: {line}", dispatch.name()));
-            } else if let Some(i) = first_non_finite(dec.logits()) {
-                // The kernel raises a bit for this; a clean word with a non-finite logit
-                // means the check itself failed, and that must not pass either.
-                p.failures.push(format!(
-                    "{}: logit {i} is {} under a clean fail word",
-                    dispatch.name(),
-                    dec.logits()[i]
-                ));
-            } else if ref_bad.is_none() {
-                // Tokens are compared until the first divergence (the judge's history); after
-                // it, the reference's own tokens keep both sides on one sequence and every
-                // other check goes on.
-                judge.set_near_tie(near_tie);
-                let c = judge.judge(pos as u64, r.argmax, Some(dec.logits()), &ref_logits);
-                match c.verdict {
-                    Verdict::NearTie => p.near_tie = true,
-                    Verdict::Mismatch | Verdict::NonFinite => {
-                        p.token_mismatch = true;
-                        p.failures.push(format!(
-                            "{}: token {} != reference {} (runner-up {}, margin {:.4}, near-tie below {})",
-                            dispatch.name(),
-                            r.argmax,
-                            c.reference.unwrap_or(top1),
-                            c.runner_up.unwrap_or(top1),
-                            c.margin.unwrap_or(f32::NAN),
-                            near_tie
-                        ));
-                    }
-                    Verdict::Match | Verdict::Uncompared => {}
-                }
-                // NaN must fail too, hence not `rl2 > max`.
-                if rl2.is_nan() || rl2 > max_rel_l2 {
-                    p.failures.push(format!(
-                        "{}: logits rel-L2 {rl2:.3e} > {max_rel_l2:.1e}",
-                        dispatch.name(),
-                    ));
-                }
-            }
-            p.modes.push(DispatchPass {
-                dispatch,
-                argmax: r.argmax,
-                fail: r.fail,
-                fail_line: line,
-                rel_l2: rl2,
-                gpu_ns: r.gpu_ns,
-            });
+            judge_dispatch(dec, judge, &mut p, &reference)?;
         }
         if decs.len() == 2 && p.modes.iter().all(|m| m.fail.ok()) {
-            let eq = decs[0]
-                .logits()
-                .iter()
-                .zip(decs[1].logits())
-                .all(|(a, b)| a.to_bits() == b.to_bits());
-            p.bitwise_equal = Some(eq);
-            if !eq {
-                let first = decs[0]
-                    .logits()
-                    .iter()
-                    .zip(decs[1].logits())
-                    .position(|(a, b)| a.to_bits() != b.to_bits());
-                p.failures.push(format!(
-                    "mega and multi logits differ (first at index {first:?})"
-                ));
-            }
+            compare_dispatches(&decs[0], &decs[1], &mut p);
         }
         on_pass(&p, &details);
         let stop = !p.failures.is_empty();
@@ -377,6 +318,108 @@ pub fn run_gate(
         };
     }
     Ok(report)
+}
+
+/// The reference's side of one pass, as each dispatch is judged against it.
+struct Reference<'a> {
+    logits: &'a [f32],
+    /// Its first non-finite logit, if any (then only the fail words are checked).
+    bad: Option<usize>,
+    top1: u32,
+    near_tie: f32,
+    max_rel_l2: f64,
+}
+
+/// Run `dec` on pass `p`'s token and position and judge it against the reference: the fail
+/// word, finite logits, the token (until the first divergence, `judge`'s history) and the
+/// logits' rel-L2. Adds the dispatch's [`DispatchPass`] and any failure to `p`.
+fn judge_dispatch(
+    dec: &mut VulkanDecoder,
+    judge: &mut Judge,
+    p: &mut GatePass,
+    reference: &Reference,
+) -> Result<()> {
+    let Reference {
+        logits: ref_logits,
+        bad: ref_bad,
+        top1,
+        near_tie,
+        max_rel_l2,
+    } = *reference;
+    let (token, pos) = (p.token, p.pos);
+    let r = dec.step(token, pos)?;
+    let line = r.fail.line(|l| dec.level_name(l));
+    let rl2 = rel_l2(dec.logits(), ref_logits);
+    let dispatch = dec.opts.dispatch;
+    if !r.fail.ok() {
+        p.failures.push(format!("{}: {line}", dispatch.name()));
+    } else if let Some(i) = first_non_finite(dec.logits()) {
+        // The kernel raises a bit for this; a clean word with a non-finite logit
+        // means the check itself failed, and that must not pass either.
+        p.failures.push(format!(
+            "{}: logit {i} is {} under a clean fail word",
+            dispatch.name(),
+            dec.logits()[i]
+        ));
+    } else if ref_bad.is_none() {
+        // Tokens are compared until the first divergence (the judge's history); after
+        // it, the reference's own tokens keep both sides on one sequence and every
+        // other check goes on.
+        judge.set_near_tie(near_tie);
+        let c = judge.judge(pos as u64, r.argmax, Some(dec.logits()), ref_logits);
+        match c.verdict {
+            Verdict::NearTie => p.near_tie = true,
+            Verdict::Mismatch | Verdict::NonFinite => {
+                p.token_mismatch = true;
+                p.failures.push(format!(
+                    "{}: token {} != reference {} (runner-up {}, margin {:.4}, near-tie below {})",
+                    dispatch.name(),
+                    r.argmax,
+                    c.reference.unwrap_or(top1),
+                    c.runner_up.unwrap_or(top1),
+                    c.margin.unwrap_or(f32::NAN),
+                    near_tie
+                ));
+            }
+            Verdict::Match | Verdict::Uncompared => {}
+        }
+        // NaN must fail too, hence not `rl2 > max`.
+        if rl2.is_nan() || rl2 > max_rel_l2 {
+            p.failures.push(format!(
+                "{}: logits rel-L2 {rl2:.3e} > {max_rel_l2:.1e}",
+                dispatch.name(),
+            ));
+        }
+    }
+    p.modes.push(DispatchPass {
+        dispatch,
+        argmax: r.argmax,
+        fail: r.fail,
+        fail_line: line,
+        rel_l2: rl2,
+        gpu_ns: r.gpu_ns,
+    });
+    Ok(())
+}
+
+/// Both dispatches passed clean: their logits must be the same bits.
+fn compare_dispatches(d0: &VulkanDecoder, d1: &VulkanDecoder, p: &mut GatePass) {
+    let eq = d0
+        .logits()
+        .iter()
+        .zip(d1.logits())
+        .all(|(a, b)| a.to_bits() == b.to_bits());
+    p.bitwise_equal = Some(eq);
+    if !eq {
+        let first = d0
+            .logits()
+            .iter()
+            .zip(d1.logits())
+            .position(|(a, b)| a.to_bits() != b.to_bits());
+        p.failures.push(format!(
+            "mega and multi logits differ (first at index {first:?})"
+        ));
+    }
 }
 
 #[cfg(test)]
