@@ -17,7 +17,7 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::Modifier;
+use ratatui::style::{Modifier, Style};
 use ratatui::widgets::Widget;
 
 use std::sync::Arc;
@@ -27,9 +27,10 @@ use baro_telemetry::{Frame, StageKind};
 
 use super::Ctx;
 use crate::flame_cache::{Extents, Key, Scratch};
+use crate::state::Geometry;
 use crate::text::{cell, dur, put};
-use crate::theme::Tone;
-use crate::view::{PanelId, Pick};
+use crate::theme::{Theme, Tone};
+use crate::view::{PanelId, Pick, View};
 
 /// The flame chart panel.
 pub struct Flame<'a> {
@@ -284,6 +285,91 @@ fn under(ctx: &Ctx, f: &Frame, row: &(String, u32, u32), by_stage: bool, t: u32)
     None
 }
 
+/// The panel's title: the pass and how it was picked, the rows' grouping, the window.
+fn title(
+    v: &View,
+    f: &Frame,
+    rows: &[(String, u32, u32)],
+    (t0, t1): (u64, u64),
+    total: u64,
+) -> String {
+    let how = match v.pick {
+        Pick::Latest => "latest",
+        Pick::Slowest => "slowest",
+        Pick::Pass(_) => "pinned",
+    };
+    let grouping = if v.by_stage {
+        format!("{} stages", rows.len())
+    } else {
+        let band = rows.first().map_or(1, |r| r.2 - r.1);
+        format!("{} wg, {band}/row", f.spans.grid())
+    };
+    format!(
+        "flame · pass {} {how} · {grouping} · {}–{} of {}",
+        f.pass,
+        dur(t0),
+        dur(t1),
+        dur(total)
+    )
+}
+
+/// The ruler's level boundaries (the first exit of each of `levels` barriers) drawn at
+/// `ruler_y` above `plot`; their columns.
+fn level_ticks(
+    buf: &mut Buffer,
+    plot: Rect,
+    ruler_y: u16,
+    geom: &Geometry,
+    levels: u32,
+    col_of: impl Fn(u64) -> f64,
+    t: &Theme,
+) -> Vec<u16> {
+    let cols = plot.width as usize;
+    let mut level_cols = vec![];
+    for l in 0..levels {
+        let first = geom
+            .level_exit
+            .get(l as usize)
+            .copied()
+            .filter(|&e| e != u32::MAX);
+        if let Some(e) = first {
+            let c = col_of(e as u64);
+            if c >= 0.0 && c < cols as f64 {
+                level_cols.push(c as u16);
+                cell(
+                    buf,
+                    plot.union(Rect::new(plot.x, ruler_y, 1, 1)),
+                    plot.x + c as u16,
+                    ruler_y,
+                    t.glyphs.level,
+                    t.fg(Tone::Dim),
+                );
+            }
+        }
+    }
+    level_cols
+}
+
+/// A raster cell's style and symbol: blank (a level tick where `tick`), a barrier wait, or
+/// the dominant stage kind (its letter without colour).
+fn glyph(t: &Theme, code: u8, tick: bool) -> (Style, &'static str) {
+    let k = code as usize;
+    if code == BLANK {
+        let sym = if tick { t.glyphs.level } else { " " };
+        (t.fg(Tone::Dim), sym)
+    } else if k == WAIT {
+        (t.fg(Tone::Wait), t.glyphs.wait)
+    } else {
+        let kind = StageKind::ALL[k];
+        let sym = if t.colored() {
+            t.glyphs.work
+        } else {
+            LETTERS[k]
+        };
+        (t.fg(Tone::Kind(kind)), sym)
+    }
+}
+
 impl Widget for &Flame<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let (s, t) = (self.ctx.s, self.ctx.theme);
@@ -309,24 +395,7 @@ impl Widget for &Flame<'_> {
         );
         let plot = plot(area);
         let rows = rows(f, v.by_stage, plot.height);
-        let how = match v.pick {
-            Pick::Latest => "latest",
-            Pick::Slowest => "slowest",
-            Pick::Pass(_) => "pinned",
-        };
-        let grouping = if v.by_stage {
-            format!("{} stages", rows.len())
-        } else {
-            let band = rows.first().map_or(1, |r| r.2 - r.1);
-            format!("{} wg, {band}/row", f.spans.grid())
-        };
-        let title = format!(
-            "flame · pass {} {how} · {grouping} · {}–{} of {}",
-            f.pass,
-            dur(t0),
-            dur(t1),
-            dur(total)
-        );
+        let title = title(v, f, &rows, (t0, t1), total);
         let inner = super::frame(buf, area, &title, focused, t);
         if plot.width == 0 || plot.height == 0 || t1 <= t0 {
             return;
@@ -337,29 +406,7 @@ impl Widget for &Flame<'_> {
 
         // Ruler: level boundaries (first exit of each barrier) and the cursor.
         let ruler_y = inner.y;
-        let sp = &f.spans;
-        let mut level_cols = vec![];
-        for l in 0..sp.levels() {
-            let first = geom
-                .level_exit
-                .get(l as usize)
-                .copied()
-                .filter(|&e| e != u32::MAX);
-            if let Some(e) = first {
-                let c = col_of(e as u64);
-                if c >= 0.0 && c < cols as f64 {
-                    level_cols.push(c as u16);
-                    cell(
-                        buf,
-                        plot.union(Rect::new(plot.x, ruler_y, 1, 1)),
-                        plot.x + c as u16,
-                        ruler_y,
-                        t.glyphs.level,
-                        t.fg(Tone::Dim),
-                    );
-                }
-            }
-        }
+        let level_cols = level_ticks(buf, plot, ruler_y, &geom, f.spans.levels(), col_of, t);
         let ccol = (((v.cursor.0 - v.zoom.0) / v.zoom.1) * cols as f64)
             .clamp(0.0, cols as f64 - 1.0) as u16;
         cell(
@@ -427,28 +474,7 @@ impl Widget for &Flame<'_> {
             );
             for (i, &code) in codes.iter().enumerate() {
                 let x = plot.x + i as u16;
-                let k = code as usize;
-                let mut st;
-                let sym: &str;
-                if code == BLANK {
-                    st = t.fg(Tone::Dim);
-                    sym = if level_cols.contains(&(i as u16)) {
-                        t.glyphs.level
-                    } else {
-                        " "
-                    };
-                } else if k == WAIT {
-                    st = t.fg(Tone::Wait);
-                    sym = t.glyphs.wait;
-                } else {
-                    let kind = StageKind::ALL[k];
-                    st = t.fg(Tone::Kind(kind));
-                    sym = if t.colored() {
-                        t.glyphs.work
-                    } else {
-                        LETTERS[k]
-                    };
-                }
+                let (mut st, sym) = glyph(t, code, level_cols.contains(&(i as u16)));
                 if ri == crow && i as u16 == ccol {
                     st = st.add_modifier(Modifier::REVERSED);
                 }
