@@ -265,17 +265,7 @@ pub const HARMLESS_KEYS: &[&str] = &[
 fn config_from_gguf(file: &GgufFile, arch: Arch) -> Result<Config> {
     let p = arch.name();
     let key = |k: &str| format!("{p}.{k}");
-    // Any key under the architecture's prefix that is neither read nor harmless may change
-    // the math (a new llama.cpp feature, a softcap, a scale): refused, never ignored.
-    for (k, _) in &file.metadata {
-        if let Some(rest) = k.strip_prefix(&format!("{p}.")) {
-            if !READ_KEYS.contains(&rest) && !HARMLESS_KEYS.contains(&rest) {
-                return Err(Error::Model(format!(
-                    "metadata {k} is not implemented by baro-top (it may change the math of a {p} model; refused rather than ignored)"
-                )));
-            }
-        }
-    }
+    refuse_unknown_keys(file, p)?;
     let get = |k: &str| -> Result<Option<usize>> {
         let k = key(k);
         match file.get_u64(&k)? {
@@ -339,8 +329,56 @@ fn config_from_gguf(file: &GgufFile, arch: Arch) -> Result<Config> {
         h if h == even => None,
         h => h,
     };
-    // RoPE scaling, as llama.cpp defines it: the type defaults to linear, whose factor (0 or
-    // absent: none) divides every angle; "none" never scales. YaRN and LongRoPE are refused.
+    let rope_scale = rope_scale(file, p)?;
+    let config = Config {
+        dim,
+        hidden_dim: req("feed_forward_length")?,
+        n_layers: req("block_count")?,
+        n_heads,
+        n_kv_heads: get("attention.head_count_kv")?.unwrap_or(n_heads),
+        vocab_size,
+        seq_len: req("context_length")?,
+        rope_theta: file.get_f32(&key("rope.freq_base"))?.unwrap_or(10000.0),
+        norm_eps: file
+            .get_f32(&key("attention.layer_norm_rms_epsilon"))?
+            .unwrap_or(1e-5),
+        arch,
+        head_dim,
+        rope_scale,
+    };
+    config.validate()?;
+    if let Some(n) = get("rope.dimension_count")? {
+        if n != config.head_size() {
+            return Err(Error::Model(format!(
+                "{} = {n} but the head size is {}: partial RoPE is not implemented",
+                key("rope.dimension_count"),
+                config.head_size()
+            )));
+        }
+    }
+    Ok(config)
+}
+
+/// Any key under the architecture's prefix `p` that is neither read nor harmless may change
+/// the math (a new llama.cpp feature, a softcap, a scale): refused, never ignored.
+fn refuse_unknown_keys(file: &GgufFile, p: &str) -> Result<()> {
+    for (k, _) in &file.metadata {
+        if let Some(rest) = k.strip_prefix(&format!("{p}.")) {
+            if !READ_KEYS.contains(&rest) && !HARMLESS_KEYS.contains(&rest) {
+                return Err(Error::Model(format!(
+                    "metadata {k} is not implemented by baro-top (it may change the math of a {p} model; refused rather than ignored)"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The RoPE scaling factor of architecture `p`, as llama.cpp defines it: the type defaults to
+/// linear, whose factor (0 or absent: none) divides every angle; "none" never scales. YaRN
+/// and LongRoPE are refused, and so is an attention factor other than 1.
+fn rope_scale(file: &GgufFile, p: &str) -> Result<f32> {
+    let key = |k: &str| format!("{p}.{k}");
     let scaling = file.get_str(&key("rope.scaling.type"))?;
     let factor = match file.get_f32(&key("rope.scaling.factor"))? {
         Some(f) => Some(f),
@@ -380,31 +418,5 @@ fn config_from_gguf(file: &GgufFile, arch: Arch) -> Result<Config> {
             )));
         }
     }
-    let config = Config {
-        dim,
-        hidden_dim: req("feed_forward_length")?,
-        n_layers: req("block_count")?,
-        n_heads,
-        n_kv_heads: get("attention.head_count_kv")?.unwrap_or(n_heads),
-        vocab_size,
-        seq_len: req("context_length")?,
-        rope_theta: file.get_f32(&key("rope.freq_base"))?.unwrap_or(10000.0),
-        norm_eps: file
-            .get_f32(&key("attention.layer_norm_rms_epsilon"))?
-            .unwrap_or(1e-5),
-        arch,
-        head_dim,
-        rope_scale,
-    };
-    config.validate()?;
-    if let Some(n) = get("rope.dimension_count")? {
-        if n != config.head_size() {
-            return Err(Error::Model(format!(
-                "{} = {n} but the head size is {}: partial RoPE is not implemented",
-                key("rope.dimension_count"),
-                config.head_size()
-            )));
-        }
-    }
-    Ok(config)
+    Ok(rope_scale)
 }
