@@ -44,4 +44,6 @@ cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 # bench/results.jsonl and the tables bench/compare.py prints from it (the README's speed table)
 python3 bench/test_compare.py
+# every crate's module graph is acyclic (scripts/modgraph.py)
+python3 scripts/test_modgraph.py
 cargo test --workspace --release

@@ -239,33 +239,6 @@ pub fn matvec_rows(out: &mut [f32], first: usize, w: &Tensor, x: &[ActBlock]) {
     }
 }
 
-/// How far a q8 run may stand from its q8 reference at one pass: `(near_tie, max_rel_l2)`.
-///
-/// Quantisation is a step function: where the GPU's f32 arithmetic before a quantisation
-/// (another summation order in a norm, another `exp`) differs from the reference's by an ulp
-/// and the value sits near a rounding boundary, one quant moves by one step, and every later
-/// quantisation sees the moved value — so once a run leaves its reference it differs by the
-/// quantisation's own noise, not by f32 rounding (on lavapipe: bit-exact for 26 passes, then
-/// rel-L2 ≈ 1.1–1.5e-2 against the q8 reference while the q8 and f32 references stood
-/// 1.4–1.8e-2 apart). The bounds are therefore the definition's own distance at this pass,
-/// doubled: `ref_q8` against `ref_f32` (the f32 path on the same tokens), as a largest logit
-/// move for the near-tie and as a rel-L2, never below the f32 path's `near_tie` and
-/// `max_rel_l2`. A real fault (a wrong row, a wrong scale, a stale read) stands far outside
-/// (rel-L2 ≥ 1e-1). Where either reference is not finite there is no distance to go by: the
-/// f32 bounds apply unwidened (a non-finite reference fails the pass on its own).
-pub fn q8_bounds(ref_q8: &[f32], ref_f32: &[f32], near_tie: f32, max_rel_l2: f64) -> (f32, f64) {
-    let mut moved = 0.0f32;
-    for (a, b) in ref_q8.iter().zip(ref_f32) {
-        let d = (a - b).abs();
-        if !d.is_finite() {
-            return (near_tie, max_rel_l2);
-        }
-        moved = moved.max(d);
-    }
-    let rel = crate::gate::rel_l2(ref_q8, ref_f32);
-    (near_tie.max(2.0 * moved), max_rel_l2.max(2.0 * rel))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,24 +278,6 @@ mod tests {
                 "amax {amax}"
             );
             assert_eq!(b.sum, b.q.iter().map(|&q| q as i32).sum::<i32>());
-        }
-    }
-
-    #[test]
-    fn q8_bounds_widen_with_the_references_distance_and_never_on_a_non_finite_reference() {
-        let f = [1.0f32, 2.0, 3.0, 4.0];
-        let q = [1.0f32, 2.1, 3.0, 3.8];
-        let (nt, rl) = q8_bounds(&q, &f, 1e-3, 1e-3);
-        assert!((nt - 0.4).abs() < 1e-5, "twice the largest move: {nt}");
-        let want = 2.0 * crate::gate::rel_l2(&q, &f);
-        assert!((rl - want).abs() < 1e-12 && rl > 1e-3, "{rl}");
-        // Identical references: the f32 bounds, never less.
-        assert_eq!(q8_bounds(&f, &f, 1e-3, 1e-3), (1e-3, 1e-3));
-        for bad in [f32::INFINITY, f32::NAN] {
-            let mut g = f;
-            g[2] = bad;
-            assert_eq!(q8_bounds(&q, &g, 1e-3, 2e-3), (1e-3, 2e-3), "{bad}");
-            assert_eq!(q8_bounds(&g, &f, 1e-3, 2e-3), (1e-3, 2e-3), "{bad}");
         }
     }
 

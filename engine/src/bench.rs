@@ -275,45 +275,10 @@ pub fn run_bench(
     cfg: &BenchConfig,
     on_ready: impl FnOnce(&[u32]),
 ) -> Result<BenchReport> {
-    if cfg.arms.is_empty() || cfg.runs == 0 || cfg.gen_tokens == 0 || cfg.prompts.is_empty() {
-        return Err(Error::Invalid(
-            "bench: at least one arm, one run, one prompt and one generated token".into(),
-        ));
-    }
-    let longest = cfg.prompts.iter().map(Vec::len).max().unwrap_or(0);
-    if cfg.prompts.iter().any(Vec::is_empty) {
-        return Err(Error::Invalid(
-            "bench: an empty prompt (not even BOS)".into(),
-        ));
-    }
-    let d = cfg.depth;
-    let steps = d + longest + cfg.gen_tokens;
-    if steps > model.config.seq_len {
-        return Err(Error::Invalid(format!(
-            "bench: depth {d} + the longest prompt's {longest} tokens + {} generated = {steps} positions, more than the model's context of {}",
-            cfg.gen_tokens, model.config.seq_len
-        )));
-    }
+    let steps = positions(model, cfg)?;
     let mut st = vec![];
     for arm in &cfg.arms {
-        let opts = DecoderOptions {
-            read_logits: true,
-            max_seq: steps,
-            ..arm.options.clone()
-        };
-        let dec = VulkanDecoder::new(device.context().clone(), model, opts)?;
-        let details = dec.run_details(&model.source);
-        let mut counted = vec![false; details.stages.len()];
-        for s in &details.stages {
-            counted[s.id as usize] = s.kind != StageKind::Attn;
-        }
-        st.push(ArmState {
-            dec,
-            counted,
-            details,
-            frames: vec![],
-            sample_passes: vec![],
-        });
+        st.push(ArmState::new(device, model, arm, steps)?);
     }
     let mut out: Vec<ArmResult> = cfg
         .arms
@@ -329,32 +294,8 @@ pub fn run_bench(
             pipelines: s.details.pipelines.clone(),
         })
         .collect();
-    // The parity sweep (and warm-up): every prompt, logits read back and folded.
     for ((arm, s), o) in cfg.arms.iter().zip(st.iter_mut()).zip(out.iter_mut()) {
-        for prompt in &cfg.prompts {
-            let mut toks = vec![];
-            let mut next = 0;
-            for (pos, &t) in prompt.iter().enumerate() {
-                let p = s.dec.step(t, d + pos)?;
-                if !p.fail.ok() {
-                    return Err(failed("parity sweep", arm, d + pos, &s.dec, &p));
-                }
-                o.logits_checksum = fold_logits(o.logits_checksum, s.dec.logits());
-                next = p.argmax;
-            }
-            for pos in d + prompt.len()..d + prompt.len() + cfg.gen_tokens {
-                let p = s.dec.step(next, pos)?;
-                if !p.fail.ok() {
-                    return Err(failed("parity sweep", arm, pos, &s.dec, &p));
-                }
-                o.logits_checksum = fold_logits(o.logits_checksum, s.dec.logits());
-                next = p.argmax;
-                toks.push(next);
-            }
-            o.tokens.push(toks);
-        }
-        // Timed passes leave the logits on the GPU (the argmax comes back regardless).
-        s.dec.opts.read_logits = false;
+        s.parity_sweep(cfg, arm, o)?;
     }
     on_ready(&st.iter().map(|s| s.dec.grid).collect::<Vec<_>>());
     let mut k = 0u64;
@@ -368,71 +309,8 @@ pub fn run_bench(
             };
             k += 1;
             for &i in &order {
-                let s = &mut st[i];
-                let arm = &cfg.arms[i];
-                let first = s.frames.len();
-                // Host time spent building classifier frames is not the decoder's.
-                let mut aside = 0u64;
-                let mut next = 0;
-                // Passes per submission: the prompt's tokens from the host, the generated
-                // ones chained on the GPU (each pass reads the previous pass's argmax there).
-                let c = s.dec.opts.chain.max(1) as usize;
-                let t0 = Instant::now();
-                let mut pos = 0;
-                while pos < prompt.len() {
-                    let k = (prompt.len() - pos).min(c);
-                    let feeds: Vec<Feed> = prompt[pos..pos + k]
-                        .iter()
-                        .map(|&t| Feed::Token(t))
-                        .collect();
-                    let passes = s.dec.step_chain(&feeds, d + pos)?;
-                    for (i, p) in passes.iter().enumerate() {
-                        if !p.fail.ok() {
-                            return Err(failed(
-                                &format!("run {r} prompt {pi}"),
-                                arm,
-                                d + pos + i,
-                                &s.dec,
-                                p,
-                            ));
-                        }
-                        next = p.argmax;
-                        let a0 = Instant::now();
-                        s.keep_frame(i, d + pos + i, prompt[pos + i], p);
-                        aside += a0.elapsed().as_nanos() as u64;
-                    }
-                    pos += k;
-                }
-                let prompt_ns = (t0.elapsed().as_nanos() as u64).saturating_sub(aside);
-                let mut toks = Vec::with_capacity(cfg.gen_tokens);
-                aside = 0;
-                let t1 = Instant::now();
-                let end = prompt.len() + cfg.gen_tokens;
-                while pos < end {
-                    let k = (end - pos).min(c);
-                    let mut feeds = vec![Feed::Argmax; k];
-                    feeds[0] = Feed::Token(next);
-                    let passes = s.dec.step_chain(&feeds, d + pos)?;
-                    for (i, p) in passes.iter().enumerate() {
-                        if !p.fail.ok() {
-                            return Err(failed(
-                                &format!("run {r} prompt {pi}"),
-                                arm,
-                                d + pos + i,
-                                &s.dec,
-                                p,
-                            ));
-                        }
-                        let a0 = Instant::now();
-                        s.keep_frame(i, d + pos + i, next, p);
-                        aside += a0.elapsed().as_nanos() as u64;
-                        next = p.argmax;
-                        toks.push(next);
-                    }
-                    pos += k;
-                }
-                let gen_ns = (t1.elapsed().as_nanos() as u64).saturating_sub(aside);
-                s.sample_passes.push((first, s.frames.len() - first));
+                let (prompt_ns, gen_ns, toks) =
+                    st[i].sample(cfg, &cfg.arms[i], &format!("run {r} prompt {pi}"), prompt)?;
                 let o = &mut out[i];
                 if toks != o.tokens[pi] {
                     o.differing.push((r, pi));
@@ -460,6 +338,151 @@ pub fn run_bench(
         arms: out,
         grids: st.iter().map(|s| s.dec.grid).collect(),
     })
+}
+
+/// The positions a sample takes (depth, the longest prompt, the generated tokens), once the
+/// configuration is checked: something to run, and room in the model's context.
+fn positions(model: &Model, cfg: &BenchConfig) -> Result<usize> {
+    if cfg.arms.is_empty() || cfg.runs == 0 || cfg.gen_tokens == 0 || cfg.prompts.is_empty() {
+        return Err(Error::Invalid(
+            "bench: at least one arm, one run, one prompt and one generated token".into(),
+        ));
+    }
+    let longest = cfg.prompts.iter().map(Vec::len).max().unwrap_or(0);
+    if cfg.prompts.iter().any(Vec::is_empty) {
+        return Err(Error::Invalid(
+            "bench: an empty prompt (not even BOS)".into(),
+        ));
+    }
+    let d = cfg.depth;
+    let steps = d + longest + cfg.gen_tokens;
+    if steps > model.config.seq_len {
+        return Err(Error::Invalid(format!(
+            "bench: depth {d} + the longest prompt's {longest} tokens + {} generated = {steps} positions, more than the model's context of {}",
+            cfg.gen_tokens, model.config.seq_len
+        )));
+    }
+    Ok(steps)
+}
+
+impl ArmState {
+    /// `arm`'s decoder for `steps` positions, logits read back (for the parity sweep).
+    fn new(device: &Device, model: &Model, arm: &Arm, steps: usize) -> Result<ArmState> {
+        let opts = DecoderOptions {
+            read_logits: true,
+            max_seq: steps,
+            ..arm.options.clone()
+        };
+        let dec = VulkanDecoder::new(device.context().clone(), model, opts)?;
+        let details = dec.run_details(&model.source);
+        let mut counted = vec![false; details.stages.len()];
+        for s in &details.stages {
+            counted[s.id as usize] = s.kind != StageKind::Attn;
+        }
+        Ok(ArmState {
+            dec,
+            counted,
+            details,
+            frames: vec![],
+            sample_passes: vec![],
+        })
+    }
+
+    /// The parity sweep (and warm-up): every prompt, logits read back and folded into `o`,
+    /// with the tokens generated; then the logits stay on the GPU.
+    fn parity_sweep(&mut self, cfg: &BenchConfig, arm: &Arm, o: &mut ArmResult) -> Result<()> {
+        let d = cfg.depth;
+        for prompt in &cfg.prompts {
+            let mut toks = vec![];
+            let mut next = 0;
+            for (pos, &t) in prompt.iter().enumerate() {
+                let p = self.dec.step(t, d + pos)?;
+                if !p.fail.ok() {
+                    return Err(failed("parity sweep", arm, d + pos, &self.dec, &p));
+                }
+                o.logits_checksum = fold_logits(o.logits_checksum, self.dec.logits());
+                next = p.argmax;
+            }
+            for pos in d + prompt.len()..d + prompt.len() + cfg.gen_tokens {
+                let p = self.dec.step(next, pos)?;
+                if !p.fail.ok() {
+                    return Err(failed("parity sweep", arm, pos, &self.dec, &p));
+                }
+                o.logits_checksum = fold_logits(o.logits_checksum, self.dec.logits());
+                next = p.argmax;
+                toks.push(next);
+            }
+            o.tokens.push(toks);
+        }
+        // Timed passes leave the logits on the GPU (the argmax comes back regardless).
+        self.dec.opts.read_logits = false;
+        Ok(())
+    }
+
+    /// One timed sample of `prompt` (`what` names it in a failure): the prompt's passes,
+    /// then the generated ones; `(prompt_ns, gen_ns, generated tokens)`. Its passes' reduced
+    /// frames are kept for the mode classifier.
+    fn sample(
+        &mut self,
+        cfg: &BenchConfig,
+        arm: &Arm,
+        what: &str,
+        prompt: &[u32],
+    ) -> Result<(u64, u64, Vec<u32>)> {
+        let d = cfg.depth;
+        let first = self.frames.len();
+        // Host time spent building classifier frames is not the decoder's.
+        let mut aside = 0u64;
+        let mut next = 0;
+        // Passes per submission: the prompt's tokens from the host, the generated ones
+        // chained on the GPU (each pass reads the previous pass's argmax there).
+        let c = self.dec.opts.chain.max(1) as usize;
+        let t0 = Instant::now();
+        let mut pos = 0;
+        while pos < prompt.len() {
+            let k = (prompt.len() - pos).min(c);
+            let feeds: Vec<Feed> = prompt[pos..pos + k]
+                .iter()
+                .map(|&t| Feed::Token(t))
+                .collect();
+            let passes = self.dec.step_chain(&feeds, d + pos)?;
+            for (i, p) in passes.iter().enumerate() {
+                if !p.fail.ok() {
+                    return Err(failed(what, arm, d + pos + i, &self.dec, p));
+                }
+                next = p.argmax;
+                let a0 = Instant::now();
+                self.keep_frame(i, d + pos + i, prompt[pos + i], p);
+                aside += a0.elapsed().as_nanos() as u64;
+            }
+            pos += k;
+        }
+        let prompt_ns = (t0.elapsed().as_nanos() as u64).saturating_sub(aside);
+        let mut toks = Vec::with_capacity(cfg.gen_tokens);
+        aside = 0;
+        let t1 = Instant::now();
+        let end = prompt.len() + cfg.gen_tokens;
+        while pos < end {
+            let k = (end - pos).min(c);
+            let mut feeds = vec![Feed::Argmax; k];
+            feeds[0] = Feed::Token(next);
+            let passes = self.dec.step_chain(&feeds, d + pos)?;
+            for (i, p) in passes.iter().enumerate() {
+                if !p.fail.ok() {
+                    return Err(failed(what, arm, d + pos + i, &self.dec, p));
+                }
+                let a0 = Instant::now();
+                self.keep_frame(i, d + pos + i, next, p);
+                aside += a0.elapsed().as_nanos() as u64;
+                next = p.argmax;
+                toks.push(next);
+            }
+            pos += k;
+        }
+        let gen_ns = (t1.elapsed().as_nanos() as u64).saturating_sub(aside);
+        self.sample_passes.push((first, self.frames.len() - first));
+        Ok((prompt_ns, gen_ns, toks))
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! - [`model`]: the llama configuration and weights as the decoders consume them.
 //! - [`reference`]: the plain f32 CPU decoder every GPU result is checked against.
 //! - [`kv`]: the KV cache's storage type (f32, the reference path, or f16).
-//! - [`synth`]: deterministic synthetic models of any llama shape.
+//! - [`synth`]: deterministic synthetic models of any llama shape ([`rng`]: their random stream).
 //! - [`device`], [`session`], [`gate`], [`bench`]: what the app uses to reach the GPU (open
 //!   and list devices; a live decode session with commands and sinks; the correctness gate;
 //!   the paired throughput bench). [`vulkan`] stays behind them.
@@ -27,11 +27,13 @@ pub mod error;
 pub mod gate;
 pub mod generate;
 pub mod gguf;
+mod input;
 pub mod kv;
 pub mod llama2c;
 pub mod model;
 pub mod quant;
 pub mod reference;
+pub mod rng;
 pub mod sampler;
 pub mod sensors;
 pub mod session;

@@ -16,6 +16,7 @@
 use crate::act::{self, ActType};
 use crate::kv::KvType;
 use crate::model::types::{Config, RopeStyle, Tensor, Weights};
+use crate::sampler::softmax;
 
 /// RMSNorm: `o[j] = w[j] * (x[j] / sqrt(mean(x²) + eps))`, computed as run.c does
 /// (`ss = Σ x²` sequentially, `ss = 1/sqrtf(ss/n + eps)`, `o = w * (ss * x)`).
@@ -98,25 +99,6 @@ fn matvec_rows(out: &mut [f32], first: usize, w: &Tensor, x: &[f32], row: &mut [
             acc += a * b;
         }
         *o = acc;
-    }
-}
-
-/// Softmax in place: max, `exp(x - max)`, sum, divide (run.c's order).
-pub fn softmax(x: &mut [f32]) {
-    let Some(&first) = x.first() else { return };
-    let mut max = first;
-    for &v in &x[1..] {
-        if v > max {
-            max = v;
-        }
-    }
-    let mut sum = 0.0f32;
-    for v in x.iter_mut() {
-        *v = (*v - max).exp();
-        sum += *v;
-    }
-    for v in x.iter_mut() {
-        *v /= sum;
     }
 }
 

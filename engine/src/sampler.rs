@@ -35,8 +35,25 @@ pub fn argmax(x: &[f32]) -> u32 {
     max_i as u32
 }
 
-/// run.c's softmax (one definition, in the reference decoder).
-pub use crate::reference::softmax;
+/// Softmax in place: max, `exp(x - max)`, sum, divide (run.c's order). The
+/// reference decoder's attention uses it too.
+pub fn softmax(x: &mut [f32]) {
+    let Some(&first) = x.first() else { return };
+    let mut max = first;
+    for &v in &x[1..] {
+        if v > max {
+            max = v;
+        }
+    }
+    let mut sum = 0.0f32;
+    for v in x.iter_mut() {
+        *v = (*v - max).exp();
+        sum += *v;
+    }
+    for v in x.iter_mut() {
+        *v /= sum;
+    }
+}
 
 /// run.c's `sample_mult`: the first index whose cumulative probability exceeds `coin`.
 fn sample_mult(probs: &[f32], coin: f32) -> u32 {

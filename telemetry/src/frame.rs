@@ -13,31 +13,13 @@
 //! device clock's; `host_start_ns` is host `CLOCK_MONOTONIC` (see [`crate::clock`]).
 
 use std::fmt;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::fail::FailReport;
 use crate::judge::{CheckState, Correctness};
-use crate::spans::{BarrierTiming, Spans};
-use crate::{RunDetails, StageId};
-
-/// A stage's cost in one pass (see [`crate::spans`] for busy vs charged).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StageTiming {
-    /// Stage.
-    pub stage: StageId,
-    /// Its name (shared with [`crate::StageDetails::name`]).
-    pub name: Arc<str>,
-    /// Its level.
-    pub level: u32,
-    /// Mean over workgroups of the stage's own work, ns.
-    pub busy_ns: u64,
-    /// What a span-per-stage profiler charges it, ns.
-    pub charged_ns: u64,
-    /// Slowest workgroup's own work, ns.
-    pub max_busy_ns: u64,
-}
+use crate::spans::{BarrierTiming, Spans, StageTiming};
+use crate::RunDetails;
 
 /// The GPU's power state during a pass (not a DPM clock level: latency-bound stages cost
 /// ≈ 2× in the slow mode). A/B comparisons are made within one mode.

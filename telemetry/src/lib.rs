@@ -77,16 +77,14 @@ use serde::{Deserialize, Serialize};
 pub use act::ActType;
 pub use clock::{ClockSync, HostClock, ShaderCalibration};
 pub use fail::{FailReport, FailWord};
-pub use frame::{
-    Contention, ContentionReason, Frame, GpuClient, LockHolder, PowerMode, StageTiming,
-};
+pub use frame::{Contention, ContentionReason, Frame, GpuClient, LockHolder, PowerMode};
 pub use judge::{CheckPlan, CheckState, Correctness, Judge, Margin, Verdict};
 pub use kv::KvType;
 pub use pipeline::{PipelineStat, PipelineStats, StatValue};
 pub use recording::{RecordingError, RecordingHeader};
 pub use ring::{DecodedRing, RingError, RingLayout};
 pub use run::{DeviceKind, Dispatch, LevelDetails, RunDetails, StageDetails, StageId, StageKind};
-pub use spans::{BarrierTiming, Span, SpanStamps, Spans};
+pub use spans::{BarrierTiming, Span, SpanStamps, Spans, StageTiming};
 
 /// Version of the stream's schema. Bumped on any change a reader of the previous version
 /// could misread; added fields with defaults do not bump it.

@@ -241,15 +241,6 @@ impl RunDetails {
             .get(i as usize)
             .map_or_else(|| Cow::Owned(format!("#{i}")), |l| Cow::Borrowed(&*l.name))
     }
-
-    /// The ring layout of this run's frames.
-    pub fn ring_layout(&self) -> crate::RingLayout {
-        crate::RingLayout {
-            stages: self.stages.len() as u32,
-            levels: self.levels.len() as u32,
-            grid: self.grid,
-        }
-    }
 }
 
 #[cfg(test)]

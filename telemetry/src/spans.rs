@@ -36,9 +36,11 @@
 //! arrival, `release` = first exit − last arrival (how long the release took to reach the
 //! first waiter, 0 if negative), `exit_spread` = last − first exit.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
-use crate::{LevelDetails, StageDetails, StageId, StageTiming};
+use crate::{LevelDetails, StageDetails, StageId};
 
 /// A stamp that was not written.
 pub const MISSING: u32 = u32::MAX;
@@ -106,6 +108,23 @@ pub struct Span {
     pub start_ns: u32,
     /// End, ns.
     pub end_ns: u32,
+}
+
+/// A stage's cost in one pass (see [`crate::spans`] for busy vs charged).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageTiming {
+    /// Stage.
+    pub stage: StageId,
+    /// Its name (shared with [`crate::StageDetails::name`]).
+    pub name: Arc<str>,
+    /// Its level.
+    pub level: u32,
+    /// Mean over workgroups of the stage's own work, ns.
+    pub busy_ns: u64,
+    /// What a span-per-stage profiler charges it, ns.
+    pub charged_ns: u64,
+    /// Slowest workgroup's own work, ns.
+    pub max_busy_ns: u64,
 }
 
 /// One grid barrier in one pass.

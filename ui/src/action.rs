@@ -187,13 +187,3 @@ pub enum Action {
     /// Live: start / stop recording the session to a `.baro` file.
     Record,
 }
-
-impl Action {
-    /// The action's name in the `[keys]` table of a layout/config file.
-    pub fn name(self) -> &'static str {
-        crate::keymap::DEFAULTS
-            .iter()
-            .find(|b| b.action == self)
-            .map_or("?", |b| b.name)
-    }
-}

@@ -108,6 +108,16 @@ pub const DEFAULTS: &[Binding] = &[
     ),
 ];
 
+impl Action {
+    /// The action's name in the `[keys]` table of a layout/config file.
+    pub fn name(self) -> &'static str {
+        DEFAULTS
+            .iter()
+            .find(|b| b.action == self)
+            .map_or("?", |b| b.name)
+    }
+}
+
 /// What a replay binds on top of [`DEFAULTS`] (a layout's `[keys]` still wins): `g` seeks
 /// (group toggle moves to `G`), `Z` jumps to the slowest pass, `R` restarts; recording (a
 /// live session's) is unbound. Live runs leave the replay actions unbound (and out of the

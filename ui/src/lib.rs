@@ -18,14 +18,15 @@
 //! keeps the plain data they are made of (the recording reader, `synth`'s frames), with no
 //! threads or screen state.
 //!
-//! Modules: [`state`] (ingested data) · [`stats`] (hdrhistograms, windows) · [`view`] (view
+//! Modules: [`state`] (ingested data) · [`stats`] (hdrhistograms, windows, the stream's summary) · [`view`] (view
 //! state, actions applied, derived rows) · [`action`] / [`keymap`] (what keys do) ·
 //! [`layout`] (layout files) · [`theme`] (colours, glyphs) · [`text`] (sanitising, clipped
 //! drawing) · [`panels`] (one module per panel) · [`screen`] (the whole screen) ·
 //! [`terminal`] (raw mode guard, panic hook, signals) · [`app`] (event loop) · [`headless`]
 //! (the headless lines and the closing summary) · [`synthetic`] (a producer without a GPU) ·
 //! [`replay`] (a recording played back) · [`demo`] (the synthetic demo recording) ·
-//! [`bench`] (the dashboard's own cost, for `cargo bench -p baro-ui` and `baro-top bench ui`).
+//! [`bench`] (the dashboard's own cost, for `cargo bench -p baro-ui` and `baro-top bench ui`) ·
+//! [`flame_cache`] (what the flame chart keeps between draws).
 #![deny(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
@@ -33,6 +34,7 @@ pub mod action;
 pub mod app;
 pub mod bench;
 pub mod demo;
+pub mod flame_cache;
 pub mod headless;
 pub mod keymap;
 pub mod layout;

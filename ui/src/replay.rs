@@ -6,8 +6,9 @@
 //! notes (damage with its byte offset; requests a replay cannot honour, such as switching the
 //! dispatch) reach the screen through [`Control::status`].
 //!
-//! A seek or restart sends `Start` again, so the dashboard begins afresh at the new place. A
-//! damaged or cut recording replays up to the damage; then a note names the byte offset.
+//! A seek or restart sends `Start` again (the one in effect there), so the dashboard begins
+//! afresh at the new place. A damaged or cut recording replays up to the damage; then a note
+//! names the byte offset.
 
 use std::io::{Cursor, Read, Seek};
 use std::path::PathBuf;
@@ -409,20 +410,22 @@ impl Player {
             // No usable index (a damaged file): a fresh reader, skipping to the pass.
             Err(_) => match self.cfg.source.open() {
                 Ok(mut r) => {
-                    let mut hit = false;
+                    let (mut hit, mut run) = (false, None);
                     while let Some(Ok(m)) = r.next() {
-                        if let Telemetry::Frame(f) = m {
-                            if f.pass == pass {
+                        match m {
+                            Telemetry::Start(d) => run = Some(d),
+                            Telemetry::Frame(f) if f.pass == pass => {
                                 *pending = Some(Telemetry::Frame(f));
                                 hit = true;
                                 break;
                             }
+                            _ => {}
                         }
                     }
                     if hit {
                         self.r = r;
                         self.arrive(pass, at_end);
-                        return self.restart_stream();
+                        return self.restart_stream(run);
                     }
                     false
                 }
@@ -438,7 +441,8 @@ impl Player {
         }
         *pending = None;
         self.arrive(pass, at_end);
-        self.restart_stream()
+        let run = self.r.run_at_pass(pass).ok().flatten();
+        self.restart_stream(run)
     }
 
     fn arrive(&mut self, pass: u64, at_end: &mut bool) {
@@ -453,8 +457,12 @@ impl Player {
         self.set(|s| s.position = k.or(s.position));
     }
 
-    fn restart_stream(&mut self) -> Next {
-        if self.tx.send(Telemetry::Start(self.run.clone())).is_err() {
+    /// `Start` again: `run`, the run in effect at the new place (a live session that switched
+    /// its dispatch, grid or model sent a `Start` of its own, which the recording keeps), else
+    /// the header's.
+    fn restart_stream(&mut self, run: Option<baro_telemetry::RunDetails>) -> Next {
+        let run = run.unwrap_or_else(|| self.run.clone());
+        if self.tx.send(Telemetry::Start(run)).is_err() {
             return Next::Quit;
         }
         Next::Go

@@ -243,7 +243,7 @@ pub struct Data {
     dropped_logged: u64,
     /// Passes since the last judged one (the reference's lag).
     pub ref_lag: u64,
-    /// The dispatch of the newest pass.
+    /// The run's dispatch, as its `Start` says (a producer that switches sends a new one).
     pub dispatch: Option<baro_telemetry::Dispatch>,
     /// The run ended.
     pub end: Option<EndReason>,
@@ -254,7 +254,7 @@ pub struct Data {
     /// Power mode, contention and the lock holder.
     pub disturbance: Disturbance,
     /// Every pass since the start, added up (the closing summary line).
-    pub summary: crate::headless::Summary,
+    pub summary: crate::stats::Summary,
     /// A mode other than the one taken and the passes in a row it has held (the debounce).
     mode_streak: (PowerMode, u32),
 }
@@ -324,9 +324,10 @@ impl Data {
         self.summary.ingest(&msg);
         match msg {
             Telemetry::Start(d) => {
+                let before = self.dispatch;
                 if self.run.is_some() {
-                    // A second start begins the stream again (a replay's seek or restart):
-                    // everything but the log and the display extras starts over.
+                    // A second start begins the stream again (a replay's seek or restart, a
+                    // live rebuild): everything but the log and the display extras starts over.
                     let (log, generation) = (std::mem::take(&mut self.log), self.generation);
                     *self = Data::new(self.meta.clone());
                     self.log = log;
@@ -353,6 +354,13 @@ impl Data {
                     }
                 );
                 self.log(None, Severity::Info, line);
+                if before.is_some_and(|b| b != d.dispatch) {
+                    self.log(
+                        None,
+                        Severity::Info,
+                        format!("dispatch is now {}", d.dispatch),
+                    );
+                }
                 // What the driver's compiler made of the kernel: a spill puts local-memory
                 // traffic inside every stage's number, so it is a warning, not a detail.
                 for p in &d.pipelines {
@@ -559,22 +567,6 @@ impl Data {
         self.spans += spans;
         let dur_ns = f.gpu_ns.unwrap_or(f.wall_ns);
         let failed = f.failed();
-        let dispatch = if f.dispatch_ns.is_empty() {
-            baro_telemetry::Dispatch::Mega
-        } else {
-            baro_telemetry::Dispatch::Multi
-        };
-        if self.dispatch.is_some_and(|d| d != dispatch) && !f.stages.is_empty() {
-            self.log(
-                Some(f.pass),
-                Severity::Info,
-                format!("dispatch is now {dispatch}"),
-            );
-        }
-        if !f.stages.is_empty() {
-            self.dispatch = Some(dispatch);
-        }
-
         // Last arriver per level (the tail the next stage's charged time absorbs).
         let last: Vec<u32> = baro_telemetry::analysis::last_arrivers(&f.spans)
             .into_iter()
@@ -660,7 +652,7 @@ impl Data {
             self.tokens.pop_front();
         }
         let text = match &self.meta.decoder {
-            Some(d) => sanitize(&self.token_text.push(d, f.pass, f.pos, f.next), "↵"),
+            Some(d) => sanitize(&self.token_text.push(&**d, f.pass, f.pos, f.next), "↵"),
             None => f.next.to_string(),
         };
         self.tokens.push_back(TokenCell {

@@ -1,11 +1,16 @@
 //! Statistics kept at ingest and derived for display: cumulative hdrhistograms per stage,
 //! per stage kind and per barrier level (all passes), and a ring of per-pass values from which
-//! a sliding window or a chosen range of passes is summarised on demand. Never draws.
+//! a sliding window or a chosen range of passes is summarised on demand; and [`Summary`], what
+//! a whole stream added up to (the closing summary line, headless and on quitting the
+//! dashboard). Never draws.
 
 use std::collections::VecDeque;
 
-use baro_telemetry::{Frame, StageKind};
+use baro_telemetry::fail::bits;
+use baro_telemetry::{CheckState, EndReason, Frame, StageKind, Telemetry, Verdict};
 use hdrhistogram::Histogram;
+
+use crate::text::{ms, verdict_name};
 
 /// How many passes of per-pass values are kept for windows and ranges.
 pub const RING: usize = 2048;
@@ -324,5 +329,157 @@ impl Stats {
             barriers_seen: seen,
             passes: m as u64,
         }
+    }
+}
+
+/// What a whole stream added up to: passes, speed, verdicts, the fail word's bits.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Summary {
+    /// Frames seen.
+    pub passes: u64,
+    /// Their host wall time, summed, ns.
+    pub wall_ns: u64,
+    /// Their GPU time, summed, ns (over `gpu_passes`).
+    pub gpu_ns: u64,
+    /// Frames with a GPU time.
+    pub gpu_passes: u64,
+    /// Verdicts by kind (match, near-tie, mismatch, non-finite, uncompared).
+    pub verdicts: [u64; 5],
+    /// Passes sent to the live reference whose verdict has not come.
+    pub pending: u64,
+    /// Passes the reference does not judge (checks off or skipped).
+    pub unchecked: u64,
+    /// Passes whose fail word is not clean.
+    pub failed: u64,
+    /// Failed passes by fail-word bit, in [`bits::NAMES`] order.
+    pub bits: [u64; bits::NAMES.len()],
+    /// Torn ring frames.
+    pub torn: u64,
+    /// Frames dropped by the stream's consumer (the largest count seen).
+    pub dropped: u64,
+    /// How the run ended, once it has.
+    pub end: Option<EndReason>,
+}
+
+const VERDICTS: [Verdict; 5] = [
+    Verdict::Match,
+    Verdict::NearTie,
+    Verdict::Mismatch,
+    Verdict::NonFinite,
+    Verdict::Uncompared,
+];
+
+impl Summary {
+    /// Take one message in.
+    pub fn ingest(&mut self, m: &Telemetry) {
+        match m {
+            Telemetry::Start(_) => {}
+            Telemetry::Frame(f) => {
+                self.passes += 1;
+                self.wall_ns += f.wall_ns;
+                if let Some(g) = f.gpu_ns {
+                    self.gpu_ns += g;
+                    self.gpu_passes += 1;
+                }
+                match (&f.correctness, f.check) {
+                    (Some(c), _) => self.verdicts[c.verdict as usize] += 1,
+                    (None, CheckState::Pending) => self.pending += 1,
+                    (None, _) => self.unchecked += 1,
+                }
+                if !f.fail.word.ok() {
+                    self.failed += 1;
+                    for (i, (bit, _)) in bits::NAMES.iter().enumerate() {
+                        if f.fail.word.has(*bit) {
+                            self.bits[i] += 1;
+                        }
+                    }
+                }
+                self.torn += u64::from(f.torn);
+                self.dropped = self.dropped.max(f.dropped);
+            }
+            Telemetry::Correctness { correctness, .. } => {
+                self.pending = self.pending.saturating_sub(1);
+                self.verdicts[correctness.verdict as usize] += 1;
+            }
+            Telemetry::End {
+                dropped, reason, ..
+            } => {
+                self.dropped = self.dropped.max(*dropped);
+                self.end = Some(reason.clone());
+            }
+            Telemetry::Sensor(_) | Telemetry::Clock(_) => {}
+        }
+    }
+
+    /// Tokens per second: passes over their summed wall time.
+    pub fn tok_s(&self) -> Option<f64> {
+        (self.wall_ns > 0).then(|| self.passes as f64 * 1e9 / self.wall_ns as f64)
+    }
+
+    /// The verdict counts that are not zero: `18 match, 2 pending` (`no tokens` for none).
+    pub fn tokens(&self) -> String {
+        let mut v: Vec<String> = VERDICTS
+            .iter()
+            .filter(|k| self.verdicts[**k as usize] > 0)
+            .map(|k| format!("{} {}", self.verdicts[*k as usize], verdict_name(*k)))
+            .collect();
+        if self.pending > 0 {
+            v.push(format!("{} pending", self.pending));
+        }
+        if self.unchecked > 0 {
+            v.push(format!("{} not checked", self.unchecked));
+        }
+        if v.is_empty() {
+            "no tokens".into()
+        } else {
+            v.join(", ")
+        }
+    }
+
+    /// The fail word's tally: `20 clean` or `3 failed of 20 (barrier-timeout ×3, …)`.
+    pub fn fail_word(&self) -> String {
+        if self.failed == 0 {
+            return format!("{} clean", self.passes);
+        }
+        let by: Vec<String> = bits::NAMES
+            .iter()
+            .zip(self.bits)
+            .filter(|(_, n)| *n > 0)
+            .map(|((_, name), n)| format!("{name} ×{n}"))
+            .collect();
+        let by = if by.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", by.join(", "))
+        };
+        format!("{} failed of {}{by}", self.failed, self.passes)
+    }
+
+    /// The closing line.
+    pub fn line(&self) -> String {
+        let speed = match self.tok_s() {
+            Some(r) => format!("{r:.1} tok/s ({:.3} s of wall)", self.wall_ns as f64 / 1e9),
+            None => "tok/s n/a (no wall time)".into(),
+        };
+        let gpu = match self.gpu_passes {
+            0 => "gpu n/a".into(),
+            n => format!("gpu {}/pass", ms(self.gpu_ns / n)),
+        };
+        let mut extra = String::new();
+        if self.torn > 0 {
+            extra += &format!(" | torn {}", self.torn);
+        }
+        if self.dropped > 0 {
+            extra += &format!(" | dropped {}", self.dropped);
+        }
+        if let Some(e) = &self.end {
+            extra += &format!(" | end: {e}");
+        }
+        format!(
+            "summary: {} passes, {speed}, {gpu} | tokens: {} | fail word: {}{extra}",
+            self.passes,
+            self.tokens(),
+            self.fail_word()
+        )
     }
 }

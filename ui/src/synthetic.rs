@@ -117,7 +117,8 @@ pub struct Synth {
     pos: u32,
     token: u32,
     diverged: Option<u64>,
-    /// The dispatch of the next pass.
+    /// The dispatch of the next pass (switch with [`Synth::set_dispatch`], which keeps the
+    /// `Start` details in step).
     pub dispatch: Dispatch,
 }
 
@@ -200,6 +201,13 @@ impl Synth {
         &self.details
     }
 
+    /// Switch the dispatch style from the next pass on; [`Synth::details`] says the new one
+    /// (the `Start` a producer sends again on a switch, as the live session does on a rebuild).
+    pub fn set_dispatch(&mut self, d: Dispatch) {
+        self.dispatch = d;
+        self.details.dispatch = d;
+    }
+
     /// The pass the next frame will carry.
     pub fn next_pass(&self) -> u64 {
         self.pass
@@ -227,6 +235,50 @@ impl Synth {
 
     /// The next pass.
     pub fn frame(&mut self) -> Frame {
+        let (spans, dispatch_ns, span_ns) = self.spans();
+        let d = &self.details;
+        let stages = spans.stage_timings(&d.stages, &d.levels, &dispatch_ns);
+        let barriers = spans.barrier_timings();
+        let pass = self.pass;
+        let fail = FailReport::new(self.fail_word(pass), |l| d.level_name(l).into_owned());
+        let (next, correctness) = self.correctness(pass);
+        let gpu = span_ns + 4_000;
+        let frame = Frame {
+            pass,
+            pos: self.pos,
+            token: self.token,
+            next,
+            wall_ns: gpu + 60_000,
+            gpu_ns: Some(gpu),
+            fail,
+            torn: false,
+            dropped: 0,
+            host_start_ns: None,
+            timestamp_start_ns: None,
+            device_start_ns: Some(pass * 2_000_000),
+            stages,
+            barriers,
+            dispatch_ns,
+            correctness: Some(correctness),
+            check: baro_telemetry::CheckState::Checked,
+            check_lag: 0,
+            mode: PowerMode::Fast,
+            contention: Default::default(),
+            spans,
+        };
+        self.pass += 1;
+        self.pos += 1;
+        self.token = next;
+        if self.pos >= self.cfg.ctx.max(1) {
+            self.pos = 0;
+            self.token = 1;
+        }
+        frame
+    }
+
+    /// The next pass's spans (jittered work per workgroup, the level-tail trap, barriers in
+    /// megakernel mode), its per-dispatch times (multi mode) and its span, ns.
+    fn spans(&mut self) -> (Spans, Vec<u64>, u64) {
         let g = self.cfg.grid;
         let (ns, nl) = (
             self.details.stages.len() as u32,
@@ -282,18 +334,22 @@ impl Synth {
         } else {
             t_multi
         } as u64;
-        let d = &self.details;
-        let stages = spans.stage_timings(&d.stages, &d.levels, &dispatch_ns);
-        let barriers = spans.barrier_timings();
+        (spans, dispatch_ns, span_ns)
+    }
 
-        let pass = self.pass;
+    /// Pass `pass`'s fail word: clean, or every `fail_every` passes a barrier timeout.
+    fn fail_word(&self, pass: u64) -> FailWord {
+        let g = self.cfg.grid;
+        let tail = self.cfg.tail_wg.filter(|&w| w < g);
         let failing = self
             .cfg
             .fail_every
             .is_some_and(|n| n > 0 && pass % n == n - 1);
         let mut word = FailWord::clean(g);
         if failing {
-            let level = levels
+            let level = self
+                .details
+                .levels
                 .iter()
                 .position(|l| l.name.starts_with("ffn_up"))
                 .unwrap_or(0) as u32;
@@ -309,8 +365,12 @@ impl Synth {
                 grid: g,
             };
         }
-        let fail = FailReport::new(word, |l| d.level_name(l).into_owned());
+        word
+    }
 
+    /// The next token and the reference's verdict on it (a mismatch or a near-tie where the
+    /// config puts one; uncompared after a divergence until the sequence restarts).
+    fn correctness(&mut self, pass: u64) -> (u32, Correctness) {
         if self.pos == 0 {
             self.diverged = None;
         }
@@ -332,7 +392,7 @@ impl Synth {
         if matches!(verdict, Verdict::Mismatch | Verdict::NearTie) {
             self.diverged = Some(pass);
         }
-        let correctness = Correctness {
+        let c = Correctness {
             gpu_token: next,
             reference: Some(reference),
             runner_up: Some(if reference == next { next + 1 } else { next }),
@@ -340,38 +400,7 @@ impl Synth {
             verdict,
             first_divergence: self.diverged,
         };
-        let gpu = span_ns + 4_000;
-        let frame = Frame {
-            pass,
-            pos: self.pos,
-            token: self.token,
-            next,
-            wall_ns: gpu + 60_000,
-            gpu_ns: Some(gpu),
-            fail,
-            torn: false,
-            dropped: 0,
-            host_start_ns: None,
-            timestamp_start_ns: None,
-            device_start_ns: Some(pass * 2_000_000),
-            stages,
-            barriers,
-            dispatch_ns,
-            correctness: Some(correctness),
-            check: baro_telemetry::CheckState::Checked,
-            check_lag: 0,
-            mode: PowerMode::Fast,
-            contention: Default::default(),
-            spans,
-        };
-        self.pass += 1;
-        self.pos += 1;
-        self.token = next;
-        if self.pos >= self.cfg.ctx.max(1) {
-            self.pos = 0;
-            self.token = 1;
-        }
-        frame
+        (next, c)
     }
 
     /// A whole fixed stream: `Start` then `n` frames (tests).
@@ -428,7 +457,14 @@ fn produce(cfg: SynthConfig, tx: Sender<Telemetry>, cmds: Receiver<Command>) {
                 next_at = Instant::now();
             }
             Ok(Command::Step) => steps += 1,
-            Ok(Command::SetDispatch(d)) => s.dispatch = d,
+            Ok(Command::SetDispatch(d)) => {
+                // As the live session does when it rebuilds for another dispatch: the new
+                // run's `Start`, before its first frame.
+                s.set_dispatch(d);
+                if tx.send(Telemetry::Start(s.details().clone())).is_err() {
+                    return;
+                }
+            }
             Ok(Command::Stop) => break EndReason::Stopped,
             // Generated telemetry has no recording to move about in.
             Ok(Command::Seek(_) | Command::SeekSlowest | Command::Restart) => {}

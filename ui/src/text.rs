@@ -24,8 +24,9 @@ pub struct TokenStream {
 }
 
 impl TokenStream {
-    /// The text that token `id` (produced by pass `pass` at position `pos`) adds.
-    pub fn push(&mut self, d: &crate::state::Decoder, pass: u64, pos: u32, id: u32) -> String {
+    /// The text that token `id` (produced by pass `pass` at position `pos`) adds; `d` gives a
+    /// token's bytes (a [`crate::state::Decoder`]).
+    pub fn push(&mut self, d: &dyn Fn(u32) -> Vec<u8>, pass: u64, pos: u32, id: u32) -> String {
         if pos == 0 || self.next_pass != Some(pass) {
             self.utf8 = baro_telemetry::utf8::StreamDecoder::new();
         }
@@ -173,6 +174,11 @@ pub fn device_label(device: &str, driver: &str) -> String {
     } else {
         format!("{device} · driver {drv}")
     }
+}
+
+/// A duration in the headless unit: `62.940 ms`.
+pub fn ms(ns: u64) -> String {
+    format!("{:.3} ms", ns as f64 / 1e6)
 }
 
 /// Whole microseconds: `378 µs` (the attribution warnings' unit).

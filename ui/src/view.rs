@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use baro_telemetry::analysis::{self, StageCost};
-use baro_telemetry::{Dispatch, Frame, StageKind};
+use baro_telemetry::{Dispatch, Frame, RunDetails, StageKind};
 
 use crate::action::{Action, Control};
 use crate::state::Data;
-use crate::stats::{Pcts, WINDOW};
+use crate::stats::{Pcts, Selected, WINDOW};
 
 /// Panels, by name in layout files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -230,7 +230,7 @@ pub struct UiState {
     /// Derived rows for the shown data.
     pub derived: Derived,
     /// What the flame chart derived from its pass, kept between draws.
-    pub flame: crate::panels::flame::FlameCache,
+    pub flame: crate::flame_cache::FlameCache,
 }
 
 impl UiState {
@@ -278,10 +278,13 @@ impl UiState {
         let focus = v.focus;
         let step = v.zoom.1 / 40.0;
         match a {
-            Action::Quit => {
-                v.quit = true;
-                ctl.stop();
-            }
+            Action::Quit
+            | Action::PauseResume
+            | Action::Step
+            | Action::SwitchDispatch
+            | Action::SeekSlowest
+            | Action::Restart
+            | Action::Record => self.steer(a, ctl),
             Action::Help => {
                 v.help = !v.help;
                 v.help_scroll = 0;
@@ -292,40 +295,7 @@ impl UiState {
                     None => Some(self.live.clone()),
                 };
             }
-            Action::PauseResume => {
-                v.paused = !v.paused;
-                if v.paused {
-                    ctl.pause()
-                } else {
-                    ctl.resume()
-                }
-            }
-            Action::Step => {
-                if !v.paused {
-                    v.paused = true;
-                    ctl.pause();
-                }
-                ctl.step();
-            }
-            Action::SwitchDispatch => {
-                let now = self.live.dispatch.unwrap_or(Dispatch::Mega);
-                ctl.set_dispatch(if now == Dispatch::Mega {
-                    Dispatch::Multi
-                } else {
-                    Dispatch::Mega
-                });
-            }
             Action::Seek => v.prompt = Some(String::new()),
-            Action::SeekSlowest => ctl.seek_slowest(),
-            Action::Restart => ctl.restart(),
-            Action::Record => {
-                if !ctl.toggle_record() {
-                    self.live.note(
-                        crate::state::Severity::Warn,
-                        "recording: only a live session can be recorded (use `baro-top record` or the recording itself)".into(),
-                    );
-                }
-            }
             Action::Expand => v.expanded = !v.expanded,
             Action::FocusNext | Action::FocusPrev if !v.panels.is_empty() => {
                 let n = v.panels.len();
@@ -381,6 +351,60 @@ impl UiState {
             }
             Action::SortReverse => v.sort.1 = !v.sort.1,
             Action::ByKind => v.by_kind = !v.by_kind,
+            Action::Scope | Action::RangeStart | Action::RangeEnd => self.scope(a),
+        }
+    }
+
+    /// The actions that steer the producer (quit, pause, step, dispatch, seek to the slowest
+    /// pass, restart, record): requests to `ctl`, and what the view keeps of them.
+    fn steer(&mut self, a: Action, ctl: &dyn Control) {
+        let v = &mut self.view;
+        match a {
+            Action::Quit => {
+                v.quit = true;
+                ctl.stop();
+            }
+            Action::PauseResume => {
+                v.paused = !v.paused;
+                if v.paused {
+                    ctl.pause()
+                } else {
+                    ctl.resume()
+                }
+            }
+            Action::Step => {
+                if !v.paused {
+                    v.paused = true;
+                    ctl.pause();
+                }
+                ctl.step();
+            }
+            Action::SwitchDispatch => {
+                let now = self.live.dispatch.unwrap_or(Dispatch::Mega);
+                ctl.set_dispatch(if now == Dispatch::Mega {
+                    Dispatch::Multi
+                } else {
+                    Dispatch::Mega
+                });
+            }
+            Action::SeekSlowest => ctl.seek_slowest(),
+            Action::Restart => ctl.restart(),
+            Action::Record => {
+                let recording = ctl.toggle_record();
+                if !recording {
+                    self.live.note(
+                        crate::state::Severity::Warn,
+                        "recording: only a live session can be recorded (use `baro-top record` or the recording itself)".into(),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The statistics' scope: all passes, the window, a range (its ends at the flame's pass).
+    fn scope(&mut self, a: Action) {
+        match a {
             Action::Scope => {
                 let last = self.shown().passes.back().map_or(0, |p| p.pass);
                 self.view.scope = match self.view.scope {
@@ -401,6 +425,7 @@ impl UiState {
                     Scope::Range(lo.min(p), p)
                 };
             }
+            _ => {}
         }
     }
 
@@ -493,53 +518,11 @@ fn derive(d: &Data, v: &View) -> Derived {
             0.0
         }
     };
-    let mut rows = vec![];
-    if v.by_kind {
-        for (i, k) in StageKind::ALL.iter().enumerate() {
-            let (b, c) = (kb[i], kc[i]);
-            if b.n == 0 {
-                continue;
-            }
-            let bytes: u64 = run
-                .stages
-                .iter()
-                .filter(|s| s.kind == *k)
-                .map(|s| d.meta.weight_bytes.get(s.id as usize).copied().unwrap_or(0))
-                .sum();
-            let bw = (bytes > 0 && b.p50 > 0).then(|| bytes as f64 * 1e9 / b.p50 as f64);
-            rows.push(StageRow {
-                name: k.name().into(),
-                kind: *k,
-                order: i,
-                busy: b,
-                charged: c,
-                share: share(b.p50),
-                bw,
-            });
-        }
+    let mut rows = if v.by_kind {
+        kind_rows(d, run, &kb, &kc, share)
     } else {
-        for s in &run.stages {
-            let i = s.id as usize;
-            let (Some(b), Some(c)) = (busy.get(i), charged.get(i)) else {
-                continue;
-            };
-            let (b, c) = (*b, *c);
-            if b.n == 0 {
-                continue;
-            }
-            let bytes = d.meta.weight_bytes.get(i).copied().unwrap_or(0);
-            let bw = (bytes > 0 && b.p50 > 0).then(|| bytes as f64 * 1e9 / b.p50 as f64);
-            rows.push(StageRow {
-                name: s.name.clone(),
-                kind: s.kind,
-                order: i,
-                busy: b,
-                charged: c,
-                share: share(b.p50),
-                bw,
-            });
-        }
-    }
+        stage_rows(d, run, &busy, &charged, share)
+    };
     let key = |r: &StageRow| match v.sort.0 {
         SortCol::Order => r.order as u64,
         SortCol::Busy => r.busy.p50,
@@ -552,6 +535,91 @@ fn derive(d: &Data, v: &View) -> Derived {
         rows.reverse();
     }
 
+    let (barriers, wait) = barrier_rows(run, &bars);
+
+    let attribution = attribution(run, &sel);
+    Derived {
+        stages: rows,
+        barriers,
+        barrier_share: share(wait),
+        pass,
+        attribution,
+        passes,
+        ..Default::default()
+    }
+}
+
+/// One row per stage kind that ran: its busy and charged percentiles (`kb`, `kc`), its share
+/// of the pass and its bandwidth (the kind's weight bytes over its median busy time).
+fn kind_rows(
+    d: &Data,
+    run: &RunDetails,
+    kb: &[Pcts],
+    kc: &[Pcts],
+    share: impl Fn(u64) -> f64,
+) -> Vec<StageRow> {
+    let mut rows = vec![];
+    for (i, k) in StageKind::ALL.iter().enumerate() {
+        let (b, c) = (kb[i], kc[i]);
+        if b.n == 0 {
+            continue;
+        }
+        let bytes: u64 = run
+            .stages
+            .iter()
+            .filter(|s| s.kind == *k)
+            .map(|s| d.meta.weight_bytes.get(s.id as usize).copied().unwrap_or(0))
+            .sum();
+        let bw = (bytes > 0 && b.p50 > 0).then(|| bytes as f64 * 1e9 / b.p50 as f64);
+        rows.push(StageRow {
+            name: k.name().into(),
+            kind: *k,
+            order: i,
+            busy: b,
+            charged: c,
+            share: share(b.p50),
+            bw,
+        });
+    }
+    rows
+}
+
+/// One row per stage that ran, as [`kind_rows`] per kind.
+fn stage_rows(
+    d: &Data,
+    run: &RunDetails,
+    busy: &[Pcts],
+    charged: &[Pcts],
+    share: impl Fn(u64) -> f64,
+) -> Vec<StageRow> {
+    let mut rows = vec![];
+    for s in &run.stages {
+        let i = s.id as usize;
+        let (Some(b), Some(c)) = (busy.get(i), charged.get(i)) else {
+            continue;
+        };
+        let (b, c) = (*b, *c);
+        if b.n == 0 {
+            continue;
+        }
+        let bytes = d.meta.weight_bytes.get(i).copied().unwrap_or(0);
+        let bw = (bytes > 0 && b.p50 > 0).then(|| bytes as f64 * 1e9 / b.p50 as f64);
+        rows.push(StageRow {
+            name: s.name.clone(),
+            kind: s.kind,
+            order: i,
+            busy: b,
+            charged: c,
+            share: share(b.p50),
+            bw,
+        });
+    }
+    rows
+}
+
+/// One row per barrier level that was seen, and their summed median wait (arrival spread and
+/// release).
+fn barrier_rows(run: &RunDetails, bars: &[[Pcts; 3]]) -> (Vec<BarrierRow>, u64) {
     let mut barriers = vec![];
     let mut wait = 0;
     for (l, p) in bars.iter().enumerate() {
@@ -566,9 +634,12 @@ fn derive(d: &Data, v: &View) -> Derived {
             p,
         });
     }
+    (barriers, wait)
+}
 
-    // Attribution: over the sliding window (or the chosen range), whatever the table shows;
-    // the analysis decides, the view only formats.
+/// Attribution: over the sliding window (or the chosen range), whatever the table shows;
+/// the analysis decides, the view only formats.
+fn attribution(run: &RunDetails, sel: &Selected) -> Vec<String> {
     let cost = |sid: u32| {
         let (b, c) = (sel.busy.get(sid as usize)?, sel.charged.get(sid as usize)?);
         (b.n > 0).then(|| StageCost {
@@ -583,7 +654,7 @@ fn derive(d: &Data, v: &View) -> Derived {
     };
     let last = |l: u32| sel.last.get(l as usize).copied().flatten().map(|(w, _)| w);
     let straggler = analysis::straggler(&sel.last_all, sel.barriers_seen, run.grid, sel.passes);
-    let attribution: Vec<String> = straggler
+    straggler
         .iter()
         .map(ToString::to_string)
         .chain(
@@ -591,14 +662,5 @@ fn derive(d: &Data, v: &View) -> Derived {
                 .iter()
                 .map(ToString::to_string),
         )
-        .collect();
-    Derived {
-        stages: rows,
-        barriers,
-        barrier_share: share(wait),
-        pass,
-        attribution,
-        passes,
-        ..Default::default()
-    }
+        .collect()
 }

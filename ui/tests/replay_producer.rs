@@ -252,3 +252,55 @@ fn switching_dispatch_in_a_replay_is_refused_in_a_note() {
     drop(rx);
     h.join().expect("thread");
 }
+
+#[test]
+fn a_seek_sends_the_start_in_effect_at_the_pass_a_live_dispatch_switch_included() {
+    // A live session that switched to multi at pass 10 sent a Start of its own, which the
+    // recording keeps; its frames carry no per-dispatch times.
+    let f = tmp("switch.baro");
+    let mega = synthetic_run(4, 9, 3);
+    let multi = baro_telemetry::RunDetails {
+        dispatch: Dispatch::Multi,
+        ..mega.clone()
+    };
+    let mut w = Writer::create(&f, &RecordingHeader::new(mega.clone(), "t")).expect("writer");
+    for p in 0..20 {
+        if p == 0 || p == 10 {
+            let run = if p == 0 { &mega } else { &multi };
+            w.write(&Telemetry::Start(run.clone())).expect("start");
+        }
+        let mut fr = synthetic_frame(&mega, p, 3);
+        fr.wall_ns = 1_000_000;
+        assert!(fr.dispatch_ns.is_empty());
+        w.write(&Telemetry::Frame(Box::new(fr))).expect("frame");
+    }
+    w.write(&Telemetry::End {
+        passes: 20,
+        dropped: 0,
+        reason: EndReason::Completed,
+    })
+    .expect("end");
+    w.finish().expect("finish");
+    let (rx, ctl, h, _) = spawn(cfg(&f, 0.0, true)).expect("spawn");
+    play_to_the_end(&rx, 20);
+    ctl.pause();
+    for (pass, want) in [
+        (15, Dispatch::Multi),
+        (5, Dispatch::Mega),
+        (10, Dispatch::Multi),
+    ] {
+        ctl.seek(pass);
+        let until = Instant::now() + Duration::from_secs(10);
+        let mut start = None;
+        let got = loop {
+            match rx.recv_deadline(until).expect("a message after the seek") {
+                Telemetry::Start(d) => start = Some(d.dispatch),
+                Telemetry::Frame(f) => break f.pass,
+                _ => {}
+            }
+        };
+        assert_eq!((got, start), (pass, Some(want)), "seek to {pass}");
+    }
+    ctl.stop();
+    h.join().expect("thread");
+}

@@ -219,3 +219,109 @@ fn a_start_that_carries_stage_weight_bytes_gives_the_stage_table_its_bytes_and_a
     let want: Vec<u64> = (0..d.stages.len() as u64).map(|i| 1000 + i).collect();
     assert_eq!(new.meta.weight_bytes, want);
 }
+
+#[test]
+fn the_dispatch_is_the_starts_not_guessed_from_the_frames_dispatch_times() {
+    use baro_telemetry::{Dispatch, Telemetry};
+    use baro_ui::synthetic::Synth;
+    // A multi-dispatch run whose frames carry no per-dispatch times (a producer without
+    // them, or times not taken), and a megakernel run whose frames do carry some: each shows
+    // the dispatch its Start says.
+    for (dispatch, times) in [(Dispatch::Multi, false), (Dispatch::Mega, true)] {
+        let layout = Layout::default_preset();
+        let mut s = Synth::new(SynthConfig {
+            dispatch,
+            ..clean()
+        });
+        let mut st = baro_ui::app::new_state(baro_ui::synthetic::meta(s.details()), &layout);
+        for mut m in s.stream(20) {
+            if let Telemetry::Frame(f) = &mut m {
+                f.dispatch_ns = if times {
+                    vec![1_000; f.stages.len()]
+                } else {
+                    vec![]
+                };
+            }
+            st.live.ingest(m);
+        }
+        assert_eq!(st.live.dispatch, Some(dispatch), "{dispatch}");
+        assert!(
+            !st.live
+                .log
+                .iter()
+                .any(|e| e.text.contains("dispatch is now")),
+            "{dispatch}: no switch was announced"
+        );
+        let term = render(&mut st, &layout, 140, 40);
+        let screen = lines(&term);
+        let header = screen
+            .iter()
+            .find(|l| l.contains("Synthetic GPU"))
+            .expect("the header's first line");
+        let other = if times { "multi" } else { "mega" };
+        assert!(
+            header.contains(&format!(" {dispatch} ")) && !header.contains(other),
+            "{dispatch}: {header}"
+        );
+    }
+}
+
+#[test]
+fn switching_the_synthetic_producers_dispatch_sends_a_new_start_that_the_dashboard_follows() {
+    use baro_telemetry::{Dispatch, Telemetry};
+    use baro_ui::action::Control;
+    use baro_ui::synthetic::{meta, spawn, Synth};
+    use std::time::{Duration, Instant};
+    let (rx, ctl, h) = spawn(SynthConfig {
+        rate_hz: 500.0,
+        ..clean()
+    });
+    let layout = Layout::default_preset();
+    let mut st = baro_ui::app::new_state(meta(Synth::new(clean()).details()), &layout);
+    let until = Instant::now() + Duration::from_secs(30);
+    let next = || {
+        rx.recv_deadline(until)
+            .expect("the producer's next message")
+    };
+    // The run's Start and a few megakernel passes.
+    let mut frames = 0;
+    while frames < 3 {
+        let m = next();
+        if let Telemetry::Start(d) = &m {
+            assert_eq!(d.dispatch, Dispatch::Mega);
+        }
+        frames += matches!(m, Telemetry::Frame(_)) as u32;
+        st.live.ingest(m);
+    }
+    ctl.set_dispatch(Dispatch::Multi);
+    // As the live session does on a rebuild: a new Start before the first multi pass.
+    loop {
+        let m = next();
+        if let Telemetry::Frame(f) = &m {
+            assert!(f.dispatch_ns.is_empty(), "a multi pass before its Start");
+        }
+        let start = matches!(&m, Telemetry::Start(d) if d.dispatch == Dispatch::Multi);
+        st.live.ingest(m);
+        if start {
+            break;
+        }
+    }
+    assert_eq!(st.live.dispatch, Some(Dispatch::Multi));
+    assert!(
+        st.live
+            .log
+            .iter()
+            .any(|e| e.text == "dispatch is now multi"),
+        "{:?}",
+        st.live.log.iter().map(|e| &e.text).collect::<Vec<_>>()
+    );
+    let m = loop {
+        if let Telemetry::Frame(f) = next() {
+            break f;
+        }
+    };
+    assert!(!m.dispatch_ns.is_empty(), "the passes after it are multi");
+    ctl.stop();
+    drop(rx);
+    h.join().expect("producer thread");
+}

@@ -174,6 +174,32 @@ pub(super) struct Header {
 
 pub(super) fn parse_header(buf: &[u8]) -> Result<Header> {
     let mut c = Cursor { buf, pos: 0 };
+    let (version, tensor_count, kv_count) = read_counts(&mut c)?;
+    let (metadata, meta_offsets) = read_metadata(&mut c, kv_count)?;
+    let alignment = alignment_of(&metadata, &meta_offsets)?;
+    let (tensors, info_offsets) = read_tensor_infos(&mut c, tensor_count, alignment)?;
+    let header_end = c.off();
+    let data_offset = align_up(header_end, alignment).ok_or_else(|| {
+        gguf_err(
+            header_end,
+            format!("data section start overflows aligning {header_end:#x} to {alignment}"),
+        )
+    })?;
+    check_data_ranges(&tensors, &info_offsets, data_offset, buf.len() as u64)?;
+    Ok(Header {
+        version,
+        alignment,
+        metadata,
+        meta_offsets,
+        tensors,
+        data_offset,
+    })
+}
+
+/// The magic, the version and the two counts, each count bounded by the bytes left (a
+/// metadata pair and a tensor info take at least [`MIN_KV_BYTES`] and
+/// [`MIN_TENSOR_INFO_BYTES`]): `(version, tensor_count, kv_count)`.
+fn read_counts(c: &mut Cursor) -> Result<(u32, u64, u64)> {
     let magic: [u8; 4] = c.array(&|| "magic".into())?;
     if magic != MAGIC {
         return Err(gguf_err(
@@ -236,7 +262,15 @@ pub(super) fn parse_header(buf: &[u8]) -> Result<Header> {
             ),
         ));
     }
-    // Both counts are now bounded by the file size.
+    Ok((version, tensor_count, kv_count))
+}
+
+/// Metadata pairs in file order, and the offset of each value.
+type Metadata = (Vec<(String, Value)>, Vec<u64>);
+
+/// `kv_count` metadata pairs (keys unique), with the offset of each value.
+fn read_metadata(c: &mut Cursor, kv_count: u64) -> Result<Metadata> {
+    // Both counts are bounded by the file size (read_counts).
     let mut metadata = Vec::with_capacity(kv_count as usize);
     let mut meta_offsets = Vec::with_capacity(kv_count as usize);
     let mut seen_keys: HashMap<String, u64> = HashMap::new();
@@ -257,7 +291,12 @@ pub(super) fn parse_header(buf: &[u8]) -> Result<Header> {
         metadata.push((key, value));
         meta_offsets.push(value_at);
     }
+    Ok((metadata, meta_offsets))
+}
 
+/// The data section's alignment: [`ALIGNMENT_KEY`] where the metadata has it (a u32 power of
+/// two), else [`DEFAULT_ALIGNMENT`].
+fn alignment_of(metadata: &[(String, Value)], meta_offsets: &[u64]) -> Result<u64> {
     let mut alignment = DEFAULT_ALIGNMENT;
     if let Some(i) = metadata.iter().position(|(k, _)| k == ALIGNMENT_KEY) {
         let at = meta_offsets[i];
@@ -277,7 +316,16 @@ pub(super) fn parse_header(buf: &[u8]) -> Result<Header> {
             }
         };
     }
+    Ok(alignment)
+}
 
+/// `tensor_count` tensor infos (names unique, shapes and types supported, offsets aligned),
+/// with the offset of each one's data offset field.
+fn read_tensor_infos(
+    c: &mut Cursor,
+    tensor_count: u64,
+    alignment: u64,
+) -> Result<(Vec<TensorInfo>, Vec<u64>)> {
     let mut tensors: Vec<TensorInfo> = Vec::with_capacity(tensor_count as usize);
     let mut info_offsets = Vec::with_capacity(tensor_count as usize);
     let mut seen_names: HashMap<String, u64> = HashMap::new();
@@ -336,16 +384,18 @@ pub(super) fn parse_header(buf: &[u8]) -> Result<Header> {
         });
         info_offsets.push(off_at);
     }
+    Ok((tensors, info_offsets))
+}
 
-    let header_end = c.off();
-    let file_size = buf.len() as u64;
-    let data_offset = align_up(header_end, alignment).ok_or_else(|| {
-        gguf_err(
-            header_end,
-            format!("data section start overflows aligning {header_end:#x} to {alignment}"),
-        )
-    })?;
-    for (t, &off_at) in tensors.iter().zip(&info_offsets) {
+/// Every tensor's data inside the file (the data section at `data_offset`) and no two
+/// overlapping.
+fn check_data_ranges(
+    tensors: &[TensorInfo],
+    info_offsets: &[u64],
+    data_offset: u64,
+    file_size: u64,
+) -> Result<()> {
+    for (t, &off_at) in tensors.iter().zip(info_offsets) {
         let n_bytes = t.n_bytes();
         let start = data_offset.checked_add(t.offset);
         match start.and_then(|s| s.checked_add(n_bytes)) {
@@ -385,14 +435,7 @@ pub(super) fn parse_header(buf: &[u8]) -> Result<Header> {
             ));
         }
     }
-    Ok(Header {
-        version,
-        alignment,
-        metadata,
-        meta_offsets,
-        tensors,
-        data_offset,
-    })
+    Ok(())
 }
 
 /// A parsed GGUF file: metadata, tensor directory, and the bytes the tensors live in.
@@ -414,9 +457,9 @@ pub struct GgufFile {
 
 impl GgufFile {
     /// Memory-map and parse the file at `path` (a regular file, opened as every input is:
-    /// [`crate::model::open_input`]).
+    /// [`crate::input::open_input`]).
     pub fn open(path: &Path) -> Result<Self> {
-        let file = crate::model::open_input(path, "GGUF file")?;
+        let file = crate::input::open_input(path, "GGUF file")?;
         // SAFETY: the map is read-only. As with every mmap, another process truncating or
         // rewriting the file while it is mapped is outside what Rust can guard against; model
         // files are not modified in place.

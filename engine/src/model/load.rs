@@ -7,28 +7,10 @@ use super::types::{Arch, Config, Layer, Tensor, Weights};
 use super::vocab::{synthetic_tokenizer, tokenizer_from_gguf};
 use super::{Model, STORIES260K_BIN, STORIES260K_TOK};
 use crate::gguf::GgufFile;
+use crate::input::{open_input, read_up_to};
 use crate::llama2c;
 use crate::tokenizer::Tokenizer;
 use crate::{Error, Result};
-
-/// Open an input file the way every input is opened (`baro_telemetry::input::open`):
-/// non-blocking, a regular file or refused by kind (`what` names it in the error), and
-/// registered as an input, so an output writer refuses to replace it.
-/// A path the OS cannot reach (missing, unreadable) is an I/O error on that path, its cause
-/// said once; a file it reaches that this program does not read (a FIFO, a device) is refused
-/// as invalid.
-pub(crate) fn open_input(path: &Path, what: &str) -> Result<std::fs::File> {
-    // A stat never blocks (not even on a FIFO) and keeps the OS's own error.
-    std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-    baro_telemetry::input::open(path, what, u64::MAX)
-        .map(|(f, _)| f)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData => {
-                Error::Invalid(e.to_string())
-            }
-            kind => Error::io(path, std::io::Error::from(kind)),
-        })
-}
 
 impl Model {
     /// The embedded default model (stories260K, f32).
@@ -283,17 +265,7 @@ pub const HARMLESS_KEYS: &[&str] = &[
 fn config_from_gguf(file: &GgufFile, arch: Arch) -> Result<Config> {
     let p = arch.name();
     let key = |k: &str| format!("{p}.{k}");
-    // Any key under the architecture's prefix that is neither read nor harmless may change
-    // the math (a new llama.cpp feature, a softcap, a scale): refused, never ignored.
-    for (k, _) in &file.metadata {
-        if let Some(rest) = k.strip_prefix(&format!("{p}.")) {
-            if !READ_KEYS.contains(&rest) && !HARMLESS_KEYS.contains(&rest) {
-                return Err(Error::Model(format!(
-                    "metadata {k} is not implemented by baro-top (it may change the math of a {p} model; refused rather than ignored)"
-                )));
-            }
-        }
-    }
+    refuse_unknown_keys(file, p)?;
     let get = |k: &str| -> Result<Option<usize>> {
         let k = key(k);
         match file.get_u64(&k)? {
@@ -357,8 +329,56 @@ fn config_from_gguf(file: &GgufFile, arch: Arch) -> Result<Config> {
         h if h == even => None,
         h => h,
     };
-    // RoPE scaling, as llama.cpp defines it: the type defaults to linear, whose factor (0 or
-    // absent: none) divides every angle; "none" never scales. YaRN and LongRoPE are refused.
+    let rope_scale = rope_scale(file, p)?;
+    let config = Config {
+        dim,
+        hidden_dim: req("feed_forward_length")?,
+        n_layers: req("block_count")?,
+        n_heads,
+        n_kv_heads: get("attention.head_count_kv")?.unwrap_or(n_heads),
+        vocab_size,
+        seq_len: req("context_length")?,
+        rope_theta: file.get_f32(&key("rope.freq_base"))?.unwrap_or(10000.0),
+        norm_eps: file
+            .get_f32(&key("attention.layer_norm_rms_epsilon"))?
+            .unwrap_or(1e-5),
+        arch,
+        head_dim,
+        rope_scale,
+    };
+    config.validate()?;
+    if let Some(n) = get("rope.dimension_count")? {
+        if n != config.head_size() {
+            return Err(Error::Model(format!(
+                "{} = {n} but the head size is {}: partial RoPE is not implemented",
+                key("rope.dimension_count"),
+                config.head_size()
+            )));
+        }
+    }
+    Ok(config)
+}
+
+/// Any key under the architecture's prefix `p` that is neither read nor harmless may change
+/// the math (a new llama.cpp feature, a softcap, a scale): refused, never ignored.
+fn refuse_unknown_keys(file: &GgufFile, p: &str) -> Result<()> {
+    for (k, _) in &file.metadata {
+        if let Some(rest) = k.strip_prefix(&format!("{p}.")) {
+            if !READ_KEYS.contains(&rest) && !HARMLESS_KEYS.contains(&rest) {
+                return Err(Error::Model(format!(
+                    "metadata {k} is not implemented by baro-top (it may change the math of a {p} model; refused rather than ignored)"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The RoPE scaling factor of architecture `p`, as llama.cpp defines it: the type defaults to
+/// linear, whose factor (0 or absent: none) divides every angle; "none" never scales. YaRN
+/// and LongRoPE are refused, and so is an attention factor other than 1.
+fn rope_scale(file: &GgufFile, p: &str) -> Result<f32> {
+    let key = |k: &str| format!("{p}.{k}");
     let scaling = file.get_str(&key("rope.scaling.type"))?;
     let factor = match file.get_f32(&key("rope.scaling.factor"))? {
         Some(f) => Some(f),
@@ -398,43 +418,5 @@ fn config_from_gguf(file: &GgufFile, arch: Arch) -> Result<Config> {
             )));
         }
     }
-    let config = Config {
-        dim,
-        hidden_dim: req("feed_forward_length")?,
-        n_layers: req("block_count")?,
-        n_heads,
-        n_kv_heads: get("attention.head_count_kv")?.unwrap_or(n_heads),
-        vocab_size,
-        seq_len: req("context_length")?,
-        rope_theta: file.get_f32(&key("rope.freq_base"))?.unwrap_or(10000.0),
-        norm_eps: file
-            .get_f32(&key("attention.layer_norm_rms_epsilon"))?
-            .unwrap_or(1e-5),
-        arch,
-        head_dim,
-        rope_scale,
-    };
-    config.validate()?;
-    if let Some(n) = get("rope.dimension_count")? {
-        if n != config.head_size() {
-            return Err(Error::Model(format!(
-                "{} = {n} but the head size is {}: partial RoPE is not implemented",
-                key("rope.dimension_count"),
-                config.head_size()
-            )));
-        }
-    }
-    Ok(config)
-}
-
-/// Append to `buf` from `r` until `buf` holds `len` bytes or the input ends. Reads only as
-/// far as data arrives, so a bogus `len` never allocates ahead of the bytes.
-pub(crate) fn read_up_to(
-    r: &mut impl std::io::Read,
-    buf: &mut Vec<u8>,
-    len: u64,
-) -> std::io::Result<()> {
-    let want = len.saturating_sub(buf.len() as u64);
-    std::io::Read::read_to_end(&mut std::io::Read::take(r, want), buf)?;
-    Ok(())
+    Ok(rope_scale)
 }

@@ -12,12 +12,10 @@
 //! requantising), [`vocab`] (the tokenizer ↔ GGUF metadata bridge, synthetic vocabularies).
 
 mod load;
-pub(crate) use load::open_input;
 pub mod types;
 pub mod vocab;
 mod write;
 
-pub(crate) use load::read_up_to;
 pub use types::{Config, Layer, Tensor, Weights};
 pub use vocab::{synthetic_tokenizer, tokenizer_from_gguf, tokenizer_gguf_metadata};
 pub use write::gguf_info;

@@ -37,30 +37,8 @@ const ID_KEYS: &[&str] = &[
 /// pre-tokenizers of [`Pre`]). A file without `tokenizer.ggml.model` (baro-top's own early
 /// files) is read as `llama`.
 pub fn tokenizer_from_gguf(file: &GgufFile) -> Result<Tokenizer> {
-    let terr = |m: String| Error::Tokenizer(m);
     let model = file.get_str("tokenizer.ggml.model")?.unwrap_or("llama");
-    let arr = |k: &str| -> Result<Option<&[Value]>> {
-        match file.get(k) {
-            None => Ok(None),
-            Some(v) => v
-                .as_array()
-                .map(Some)
-                .ok_or_else(|| terr(format!("{k} is {}, expected an array", v.type_name()))),
-        }
-    };
-    let strings = |k: &str| -> Result<Option<Vec<String>>> {
-        let Some(a) = arr(k)? else { return Ok(None) };
-        a.iter()
-            .enumerate()
-            .map(|(i, v)| {
-                v.as_str().map(str::to_owned).ok_or_else(|| {
-                    terr(format!("{k}[{i}] is {}, expected a string", v.type_name()))
-                })
-            })
-            .collect::<Result<Vec<_>>>()
-            .map(Some)
-    };
-    let tokens = strings("tokenizer.ggml.tokens")?
+    let tokens = strings(file, "tokenizer.ggml.tokens")?
         .ok_or_else(|| terr("missing tokenizer.ggml.tokens".into()))?;
     let n = tokens.len();
     if n == 0 {
@@ -69,70 +47,155 @@ pub fn tokenizer_from_gguf(file: &GgufFile) -> Result<Tokenizer> {
     if u32::try_from(n).is_err() {
         return Err(terr(format!("{n} tokens do not fit 32-bit token ids")));
     }
-    let same_len = |k: &str, len: usize| -> Result<()> {
-        if len != n {
+    let scores = scores(file, n)?;
+    let attrs = attrs(file, &tokens)?;
+    let ids = special_ids(file, n)?;
+    if let Some(v) = file.get("tokenizer.chat_template") {
+        if v.as_str().is_none() {
             return Err(terr(format!(
-                "{k} has {len} entries but tokenizer.ggml.tokens has {n}"
+                "tokenizer.chat_template is {}, expected a string",
+                v.type_name()
             )));
         }
-        Ok(())
+    }
+    // llama.cpp strips the spaces around special tokens for vocabularies it knows by name
+    // (Phi-3); that changes the ids, and it is not implemented here.
+    let name = file.get_str("general.name")?.unwrap_or("").to_lowercase();
+    if name.contains("phi-3") || name.contains("phi3") {
+        return Err(terr(format!(
+            "general.name is '{name}': llama.cpp strips spaces around Phi-3's special tokens, which baro-top does not implement"
+        )));
+    }
+    let model = model_spec(file, model)?;
+    let meta = file
+        .metadata
+        .iter()
+        .filter(|(k, _)| k.starts_with("tokenizer."))
+        .cloned()
+        .collect();
+    let v = LlamaVocab::build(Spec {
+        model,
+        tokens,
+        scores,
+        attrs,
+        ids,
+        add_bos: flag(file, "tokenizer.ggml.add_bos_token")?,
+        add_eos: flag(file, "tokenizer.ggml.add_eos_token")?,
+        meta,
+    });
+    Tokenizer::from_llama_vocab(v)
+}
+
+fn terr(m: String) -> Error {
+    Error::Tokenizer(m)
+}
+
+/// Array `k`, if present.
+fn arr<'a>(file: &'a GgufFile, k: &str) -> Result<Option<&'a [Value]>> {
+    match file.get(k) {
+        None => Ok(None),
+        Some(v) => v
+            .as_array()
+            .map(Some)
+            .ok_or_else(|| terr(format!("{k} is {}, expected an array", v.type_name()))),
+    }
+}
+
+/// Array `k` of strings, if present.
+fn strings(file: &GgufFile, k: &str) -> Result<Option<Vec<String>>> {
+    let Some(a) = arr(file, k)? else {
+        return Ok(None);
     };
-    let scores = match arr("tokenizer.ggml.scores")? {
-        None => None,
-        Some(a) => {
-            same_len("tokenizer.ggml.scores", a.len())?;
-            Some(
-                a.iter()
-                    .enumerate()
-                    .map(|(i, v)| match v {
-                        Value::I32(x) => Ok(*x as f32),
-                        _ => v.as_f32().ok_or_else(|| {
-                            terr(format!(
-                                "tokenizer.ggml.scores[{i}] is {}, expected f32",
-                                v.type_name()
-                            ))
-                        }),
-                    })
-                    .collect::<Result<Vec<_>>>()?,
-            )
-        }
+    a.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            v.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| terr(format!("{k}[{i}] is {}, expected a string", v.type_name())))
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
+}
+
+/// Bool `k`, if present.
+fn flag(file: &GgufFile, k: &str) -> Result<Option<bool>> {
+    match file.get(k) {
+        None => Ok(None),
+        Some(v) => v
+            .as_bool()
+            .map(Some)
+            .ok_or_else(|| terr(format!("{k} is {}, expected a bool", v.type_name()))),
+    }
+}
+
+/// Array `k` has one entry per token (`n`).
+fn same_len(k: &str, len: usize, n: usize) -> Result<()> {
+    if len != n {
+        return Err(terr(format!(
+            "{k} has {len} entries but tokenizer.ggml.tokens has {n}"
+        )));
+    }
+    Ok(())
+}
+
+/// `tokenizer.ggml.scores` (f32, or i32 taken as f32), if present: one per token.
+fn scores(file: &GgufFile, n: usize) -> Result<Option<Vec<f32>>> {
+    let Some(a) = arr(file, "tokenizer.ggml.scores")? else {
+        return Ok(None);
     };
-    let attrs = match arr("tokenizer.ggml.token_type")? {
-        None => None,
-        Some(a) => {
-            same_len("tokenizer.ggml.token_type", a.len())?;
-            Some(
-                a.iter()
-                    .enumerate()
-                    .map(|(i, v)| {
-                        let t = v.as_i64().ok_or_else(|| {
-                            terr(format!(
-                                "tokenizer.ggml.token_type[{i}] is {}, expected an integer",
-                                v.type_name()
-                            ))
-                        })?;
-                        attr_of_type(t).ok_or_else(|| {
-                            terr(format!(
-                                "tokenizer.ggml.token_type[{i}] is {t}: token types are 0..=6 (undefined, normal, unknown, control, user-defined, unused, byte)"
-                            ))
-                        })
-                    })
-                    .collect::<Result<Vec<_>>>()?,
-            )
-        }
+    same_len("tokenizer.ggml.scores", a.len(), n)?;
+    a.iter()
+        .enumerate()
+        .map(|(i, v)| match v {
+            Value::I32(x) => Ok(*x as f32),
+            _ => v.as_f32().ok_or_else(|| {
+                terr(format!(
+                    "tokenizer.ggml.scores[{i}] is {}, expected f32",
+                    v.type_name()
+                ))
+            }),
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
+}
+
+/// `tokenizer.ggml.token_type` as attribute bits, if present: one per token, and a byte
+/// token's piece names a byte.
+fn attrs(file: &GgufFile, tokens: &[String]) -> Result<Option<Vec<u8>>> {
+    let Some(a) = arr(file, "tokenizer.ggml.token_type")? else {
+        return Ok(None);
     };
-    if let Some(a) = &attrs {
-        for (i, &at) in a.iter().enumerate() {
-            if at == attr::BYTE
-                && crate::tokenizer::byte_piece_value(tokens[i].as_bytes()).is_none()
-            {
-                return Err(terr(format!(
-                    "tokenizer.ggml.tokens[{i}] {:?} has token type 6 (byte) but is not of the form <0xXX>",
-                    tokens[i]
-                )));
-            }
+    same_len("tokenizer.ggml.token_type", a.len(), tokens.len())?;
+    let attrs = a
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let t = v.as_i64().ok_or_else(|| {
+                terr(format!(
+                    "tokenizer.ggml.token_type[{i}] is {}, expected an integer",
+                    v.type_name()
+                ))
+            })?;
+            attr_of_type(t).ok_or_else(|| {
+                terr(format!(
+                    "tokenizer.ggml.token_type[{i}] is {t}: token types are 0..=6 (undefined, normal, unknown, control, user-defined, unused, byte)"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    for (i, &at) in attrs.iter().enumerate() {
+        if at == attr::BYTE && crate::tokenizer::byte_piece_value(tokens[i].as_bytes()).is_none() {
+            return Err(terr(format!(
+                "tokenizer.ggml.tokens[{i}] {:?} has token type 6 (byte) but is not of the form <0xXX>",
+                tokens[i]
+            )));
         }
     }
+    Ok(Some(attrs))
+}
+
+/// The special ids of [`ID_KEYS`] (each inside the vocabulary of `n` tokens).
+fn special_ids(file: &GgufFile, n: usize) -> Result<SpecialIds> {
     let mut ids = SpecialIds::default();
     for &k in ID_KEYS {
         let Some(v) = file.get_u64(k)? else { continue };
@@ -154,34 +217,15 @@ pub fn tokenizer_from_gguf(file: &GgufFile) -> Result<Tokenizer> {
             _ => {}
         }
     }
-    let flag = |k: &str| -> Result<Option<bool>> {
-        match file.get(k) {
-            None => Ok(None),
-            Some(v) => v
-                .as_bool()
-                .map(Some)
-                .ok_or_else(|| terr(format!("{k} is {}, expected a bool", v.type_name()))),
-        }
-    };
-    if let Some(v) = file.get("tokenizer.chat_template") {
-        if v.as_str().is_none() {
-            return Err(terr(format!(
-                "tokenizer.chat_template is {}, expected a string",
-                v.type_name()
-            )));
-        }
-    }
-    // llama.cpp strips the spaces around special tokens for vocabularies it knows by name
-    // (Phi-3); that changes the ids, and it is not implemented here.
-    let name = file.get_str("general.name")?.unwrap_or("").to_lowercase();
-    if name.contains("phi-3") || name.contains("phi3") {
-        return Err(terr(format!(
-            "general.name is '{name}': llama.cpp strips spaces around Phi-3's special tokens, which baro-top does not implement"
-        )));
-    }
-    let model = match model {
+    Ok(ids)
+}
+
+/// `tokenizer.ggml.model` `model` with its data: SentencePiece's space prefix flag, or a
+/// BPE vocabulary's pre-tokenizer and merges.
+fn model_spec(file: &GgufFile, model: &str) -> Result<ModelSpec> {
+    Ok(match model {
         "llama" => ModelSpec::Spm {
-            add_space_prefix: flag("tokenizer.ggml.add_space_prefix")?,
+            add_space_prefix: flag(file, "tokenizer.ggml.add_space_prefix")?,
         },
         "gpt2" => {
             let pre_name = file.get_str("tokenizer.ggml.pre")?.ok_or_else(|| {
@@ -196,7 +240,7 @@ pub fn tokenizer_from_gguf(file: &GgufFile) -> Result<Tokenizer> {
                     Pre::NAMES
                 ))
             })?;
-            let merges = strings("tokenizer.ggml.merges")?.ok_or_else(|| {
+            let merges = strings(file, "tokenizer.ggml.merges")?.ok_or_else(|| {
                 terr("tokenizer.ggml.model is 'gpt2' but tokenizer.ggml.merges is missing".into())
             })?;
             let merges = merges
@@ -219,24 +263,7 @@ pub fn tokenizer_from_gguf(file: &GgufFile) -> Result<Tokenizer> {
                 "tokenizer.ggml.model is '{other}': implemented are 'llama' (SentencePiece) and 'gpt2' (byte-level BPE)"
             )))
         }
-    };
-    let meta = file
-        .metadata
-        .iter()
-        .filter(|(k, _)| k.starts_with("tokenizer."))
-        .cloned()
-        .collect();
-    let v = LlamaVocab::build(Spec {
-        model,
-        tokens,
-        scores,
-        attrs,
-        ids,
-        add_bos: flag("tokenizer.ggml.add_bos_token")?,
-        add_eos: flag("tokenizer.ggml.add_eos_token")?,
-        meta,
-    });
-    Tokenizer::from_llama_vocab(v)
+    })
 }
 
 /// GGUF `tokenizer.ggml.*` metadata for `tok`.
@@ -306,7 +333,7 @@ pub fn synthetic_tokenizer(vocab: usize, seed: u64) -> Result<Tokenizer> {
         scores.push(0.0);
     }
     let mut seen: std::collections::HashSet<Vec<u8>> = pieces.iter().cloned().collect();
-    let mut rng = crate::synth::Rng::new(seed ^ 0x70C5);
+    let mut rng = crate::rng::Rng::new(seed ^ 0x70C5);
     const SYL: [&str; 24] = [
         "ka", "to", "ri", "n", "e", "mo", "la", "s", "an", "ti", "ve", "ro", "su", "mi", "d", "o",
         "ne", "pa", "li", "th", "a", "re", "ch", "u",

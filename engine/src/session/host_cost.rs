@@ -17,8 +17,8 @@ use baro_telemetry::labels::PassLabeler;
 use baro_telemetry::recording::{RecordingHeader, Writer};
 use baro_telemetry::synth::synthetic_frame;
 use baro_telemetry::{
-    DeviceKind, Dispatch, FailReport, FailWord, Frame, LevelDetails, RunDetails, StageDetails,
-    StageKind, Telemetry,
+    DecodedRing, DeviceKind, Dispatch, FailReport, FailWord, Frame, LevelDetails, RingLayout,
+    RunDetails, StageDetails, StageKind, Telemetry,
 };
 use crossbeam_channel::{unbounded, Receiver};
 
@@ -302,241 +302,323 @@ fn sinks() -> (Sinks, Vec<Receiver<Telemetry>>) {
     (s, vec![ui, rec])
 }
 
-/// Run the measurement.
-pub fn run(cfg: &Config) -> Report {
-    let run = llama_run(cfg.grid, cfg.layers);
-    let lay = run.ring_layout();
-    let syn: Vec<Frame> = (0..DISTINCT).map(|p| synthetic_frame(&run, p, 7)).collect();
-    let bufs: Vec<(Vec<u8>, usize)> = syn
-        .iter()
-        .enumerate()
-        .map(|(i, f)| readback(cfg, &ring_words(&run, f, i as u32)))
-        .collect();
-    let n_words = lay.frame_words();
-    let at = |p: u64| (p % DISTINCT) as usize;
-    let seq = |p: u64| at(p) as u32 + 1;
-    let words_of = |p: u64| {
-        let (b, start) = &bufs[at(p)];
-        b[*start..*start + n_words * 4]
+/// The synthetic passes every step reads: their frames, their readback buffers (ring frame
+/// after the outputs, as the decoder maps it) and the rings decoded once.
+struct Passes {
+    run: RunDetails,
+    lay: RingLayout,
+    syn: Vec<Frame>,
+    bufs: Vec<(Vec<u8>, usize)>,
+    decoded: Vec<Option<DecodedRing>>,
+}
+
+/// Which of the [`DISTINCT`] passes pass `p` reads.
+fn at(p: u64) -> usize {
+    (p % DISTINCT) as usize
+}
+
+/// The ring sequence number pass `p` expects.
+fn seq(p: u64) -> u32 {
+    at(p) as u32 + 1
+}
+
+impl Passes {
+    fn new(cfg: &Config) -> Passes {
+        let run = llama_run(cfg.grid, cfg.layers);
+        let lay = run.ring_layout();
+        let syn: Vec<Frame> = (0..DISTINCT).map(|p| synthetic_frame(&run, p, 7)).collect();
+        let bufs = syn
+            .iter()
+            .enumerate()
+            .map(|(i, f)| readback(cfg, &ring_words(&run, f, i as u32)))
+            .collect();
+        let mut ps = Passes {
+            run,
+            lay,
+            syn,
+            bufs,
+            decoded: vec![],
+        };
+        ps.decoded = (0..DISTINCT)
+            .map(|p| ps.lay.decode(&ps.words_of(p), seq(p), true).ok())
+            .collect();
+        ps
+    }
+
+    /// Ring frame words.
+    fn n_words(&self) -> usize {
+        self.lay.frame_words()
+    }
+
+    /// Pass `p`'s ring frame, bytes, where it lies in its readback buffer.
+    fn ring(&self, p: u64) -> &[u8] {
+        let (b, start) = &self.bufs[at(p)];
+        &b[*start..*start + self.n_words() * 4]
+    }
+
+    /// Pass `p`'s ring frame copied into words (the engine's way before the builder).
+    fn words_of(&self, p: u64) -> Vec<u32> {
+        self.ring(p)
             .chunks_exact(4)
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect::<Vec<u32>>()
-    };
-    let decoded: Vec<_> = (0..DISTINCT)
-        .map(|p| lay.decode(&words_of(p), seq(p), true).ok())
-        .collect();
-    let spans = decoded.first().and_then(|d| d.as_ref()).map_or(0, |d| {
-        d.spans.iter().count() + d.spans.levels() as usize * lay.grid as usize
-    });
-    // Whole frames, as the engine builds them, for the steps that take one.
-    let full = |p: u64| {
-        let mut f = frame_head(&run, &syn[at(p)], p);
-        if let Some(d) = decoded[at(p)].clone() {
-            f.stages = d.spans.stage_timings(&run.stages, &run.levels, &[]);
+            .collect()
+    }
+
+    /// Pass `p`'s frame as the decoder starts it.
+    fn head(&self, p: u64) -> Frame {
+        frame_head(&self.run, &self.syn[at(p)], p)
+    }
+
+    /// Pass `p`'s whole frame, as the engine builds it, for the steps that take one.
+    fn full(&self, p: u64) -> Frame {
+        let mut f = self.head(p);
+        if let Some(d) = self.decoded[at(p)].clone() {
+            f.stages = d
+                .spans
+                .stage_timings(&self.run.stages, &self.run.levels, &[]);
             f.barriers = d.spans.barrier_timings();
             f.device_start_ns = Some(d.device_start_ns);
             f.spans = d.spans;
         }
         f
-    };
-    let mut steps = vec![];
-    let mut step = |name, engine, us| steps.push(Step { name, engine, us });
+    }
 
-    let ring = |p: u64| {
-        let (b, start) = &bufs[at(p)];
-        &b[*start..*start + n_words * 4]
-    };
-    // The engine thread's path, as `one_pass` runs it after `step`: the frame's head, the
-    // ring copied out of the readback into a recycled buffer, the job queued to the frame
-    // builder (the real one, on its thread). Between passes (untimed) the thread sleeps for
-    // a 1B GPU pass, as it waits for the pass's fence, while the builder does its work on
-    // the other core.
-    let details = Arc::new(run.clone());
-    let (shared, rxs) = shared_sinks();
-    let mut us = Vec::with_capacity(cfg.passes);
-    {
-        let frames = match Frames::spawn(shared.clone(), PassLabeler::for_run(&run)) {
-            Ok(f) => f,
-            Err(e) => panic!("host cost bench: {e}"),
-        };
-        for p in 0..(cfg.warmup + cfg.passes) as u64 {
-            let t = Instant::now();
-            let f = frame_head(&run, &syn[at(p)], p);
-            let mut bytes = frames.buffer();
-            bytes.clear();
-            bytes.extend_from_slice(ring(p));
-            let job = Job::Pass {
-                frame: Box::new(f),
-                ring: Some(RingCopy {
-                    bytes,
-                    expect_seq: seq(p),
-                    mega: true,
-                }),
-                details: details.clone(),
-            };
-            let sent = frames.send(job).is_ok();
-            let e = t.elapsed().as_secs_f64() * 1e6;
-            assert!(sent, "the frame builder ended");
-            // The next GPU pass (1B: ≈ 1.5 ms), waited for as the engine waits for its fence.
-            std::thread::sleep(std::time::Duration::from_micros(1500));
-            for rx in &rxs {
-                rx.try_iter().for_each(drop);
-            }
-            if p >= cfg.warmup as u64 {
-                us.push(e);
-            }
+    /// Spans and barrier stamps per pass.
+    fn spans(&self) -> usize {
+        self.decoded
+            .first()
+            .and_then(|d| d.as_ref())
+            .map_or(0, |d| {
+                d.spans.iter().count() + d.spans.levels() as usize * self.lay.grid as usize
+            })
+    }
+
+    /// Pass `p`'s frame-builder job: its head and its ring copied into `bytes`.
+    fn job(&self, p: u64, mut bytes: Vec<u8>, details: &Arc<RunDetails>) -> Job {
+        bytes.clear();
+        bytes.extend_from_slice(self.ring(p));
+        Job::Pass {
+            frame: Box::new(self.head(p)),
+            ring: Some(RingCopy {
+                bytes,
+                expect_seq: seq(p),
+                mega: true,
+            }),
+            details: details.clone(),
         }
     }
-    us.sort_by(f64::total_cmp);
-    let whole = us;
+}
 
-    // The frame builder's path per pass (its thread, off the engine's): ring read with
-    // timings, labels, emit to the sinks (`Builder::handle`). Before the builder, all of
-    // this and a copy of the ring into words ran on the engine thread.
+/// Run the measurement.
+pub fn run(cfg: &Config) -> Report {
+    let ps = Passes::new(cfg);
+    let mut steps = vec![];
+    let whole = engine_path(cfg, &ps);
+    let built = builder_path(cfg, &ps);
+    if cfg.only_path {
+        steps.push(step("ENGINE THREAD PATH PER PASS", true, whole));
+        steps.push(step(
+            "FRAME BUILDER PATH PER PASS (its own thread)",
+            false,
+            built,
+        ));
+    } else {
+        ring_steps(cfg, &ps, &mut steps);
+        let frames: Vec<Frame> = (0..DISTINCT).map(|p| ps.full(p)).collect();
+        builder_steps(cfg, &ps, &frames, &mut steps);
+        steps.push(step(
+            "ENGINE THREAD PATH PER PASS (head, ring copy, queue)",
+            true,
+            whole,
+        ));
+        steps.push(step(
+            "FRAME BUILDER PATH PER PASS (its own thread)",
+            false,
+            built,
+        ));
+        consumer_steps(cfg, &ps, &frames, &mut steps);
+    }
+    Report {
+        cfg: cfg.clone(),
+        spans: ps.spans(),
+        words: ps.n_words(),
+        steps,
+    }
+}
+
+fn step(name: &'static str, engine: bool, us: Vec<f64>) -> Step {
+    Step { name, engine, us }
+}
+
+/// The engine thread's path, as `one_pass` runs it after `step`: the frame's head, the ring
+/// copied out of the readback into a recycled buffer, the job queued to the frame builder
+/// (the real one, on its thread). Between passes (untimed) the thread sleeps for a 1B GPU
+/// pass, as it waits for the pass's fence, while the builder does its work on the other
+/// core.
+fn engine_path(cfg: &Config, ps: &Passes) -> Vec<f64> {
+    let details = Arc::new(ps.run.clone());
     let (shared, rxs) = shared_sinks();
-    let mut b = Builder::new(shared, PassLabeler::for_run(&run));
+    let mut us = Vec::with_capacity(cfg.passes);
+    let frames = match Frames::spawn(shared.clone(), PassLabeler::for_run(&ps.run)) {
+        Ok(f) => f,
+        Err(e) => panic!("host cost bench: {e}"),
+    };
+    for p in 0..(cfg.warmup + cfg.passes) as u64 {
+        let t = Instant::now();
+        let job = ps.job(p, frames.buffer(), &details);
+        let sent = frames.send(job).is_ok();
+        let e = t.elapsed().as_secs_f64() * 1e6;
+        assert!(sent, "the frame builder ended");
+        // The next GPU pass (1B: ≈ 1.5 ms), waited for as the engine waits for its fence.
+        std::thread::sleep(std::time::Duration::from_micros(1500));
+        for rx in &rxs {
+            rx.try_iter().for_each(drop);
+        }
+        if p >= cfg.warmup as u64 {
+            us.push(e);
+        }
+    }
+    drop(frames);
+    us.sort_by(f64::total_cmp);
+    us
+}
+
+/// The frame builder's path per pass (its thread, off the engine's): ring read with timings,
+/// labels, emit to the sinks (`Builder::handle`). Before the builder, all of this and a copy
+/// of the ring into words ran on the engine thread.
+fn builder_path(cfg: &Config, ps: &Passes) -> Vec<f64> {
+    let details = Arc::new(ps.run.clone());
+    let (shared, rxs) = shared_sinks();
+    let mut b = Builder::new(shared, PassLabeler::for_run(&ps.run));
     let spare = std::cell::Cell::new(None::<Vec<u8>>);
-    let built = timed(
+    timed(
         cfg,
-        |p| {
-            let mut bytes = spare.take().unwrap_or_default();
-            bytes.clear();
-            bytes.extend_from_slice(ring(p));
-            Job::Pass {
-                frame: Box::new(frame_head(&run, &syn[at(p)], p)),
-                ring: Some(RingCopy {
-                    bytes,
-                    expect_seq: seq(p),
-                    mega: true,
-                }),
-                details: details.clone(),
-            }
-        },
+        |p| ps.job(p, spare.take().unwrap_or_default(), &details),
         |job, _| b.handle(job, |buf| spare.set(Some(buf))),
         || {
             for rx in &rxs {
                 rx.try_iter().for_each(drop);
             }
         },
-    );
+    )
+}
 
-    if cfg.only_path {
-        step("ENGINE THREAD PATH PER PASS", true, whole);
-        step("FRAME BUILDER PATH PER PASS (its own thread)", false, built);
-        return Report {
-            cfg: cfg.clone(),
-            spans,
-            words: n_words,
-            steps,
-        };
-    }
-    step(
+/// The engine thread's first steps alone, then the builder's ring read: level by level
+/// against decode-then-sweep, its parts, and the steps it replaced.
+fn ring_steps(cfg: &Config, ps: &Passes, steps: &mut Vec<Step>) {
+    let (run, lay) = (&ps.run, &ps.lay);
+    steps.push(step(
         "frame head + fail report",
         true,
         time(cfg, |p| {
-            std::hint::black_box(frame_head(&run, &syn[at(p)], p));
+            std::hint::black_box(ps.head(p));
         }),
-    );
+    ));
     let mut buf: Vec<u8> = vec![];
-    step(
+    steps.push(step(
         "ring copy out of the readback (recycled buffer)",
         true,
         time(cfg, |p| {
             buf.clear();
-            buf.extend_from_slice(ring(p));
+            buf.extend_from_slice(ps.ring(p));
             std::hint::black_box(&buf);
         }),
-    );
-    step(
+    ));
+    steps.push(step(
         "builder: ring read + timings (Frame::read_ring)",
         false,
         timed(
             cfg,
-            |p| frame_head(&run, &syn[at(p)], p),
+            |p| ps.head(p),
             |mut f, p| {
-                f.read_ring(&run, ring(p), seq(p), true);
+                f.read_ring(run, ps.ring(p), seq(p), true);
                 f // dropped outside the timed call
             },
             || {},
         ),
-    );
+    ));
     // Level by level (read_ring) against decode-then-sweep, interleaved pass by pass so the
     // machine's drift hits both alike.
-    {
-        let (mut fused, mut seq_us) = (vec![], vec![]);
-        for p in 0..(cfg.warmup + cfg.passes) as u64 {
-            let mut f = frame_head(&run, &syn[at(p)], p);
-            let t = Instant::now();
-            f.read_ring(&run, ring(p), seq(p), true);
-            let e1 = t.elapsed().as_secs_f64() * 1e6;
-            drop(f);
-            let mut f = frame_head(&run, &syn[at(p + 1)], p + 1);
-            let t = Instant::now();
-            if let Ok(r) = lay.decode_le_bytes(ring(p + 1), seq(p + 1), true) {
-                f.stages = r.spans.stage_timings(&run.stages, &run.levels, &[]);
-                f.barriers = r.spans.barrier_timings();
-                f.spans = r.spans;
-            }
-            let e2 = t.elapsed().as_secs_f64() * 1e6;
-            drop(f);
-            if p >= cfg.warmup as u64 {
-                fused.push(e1);
-                seq_us.push(e2);
-            }
+    let (mut fused, mut seq_us) = (vec![], vec![]);
+    for p in 0..(cfg.warmup + cfg.passes) as u64 {
+        let mut f = ps.head(p);
+        let t = Instant::now();
+        f.read_ring(run, ps.ring(p), seq(p), true);
+        let e1 = t.elapsed().as_secs_f64() * 1e6;
+        drop(f);
+        let mut f = ps.head(p + 1);
+        let t = Instant::now();
+        if let Ok(r) = lay.decode_le_bytes(ps.ring(p + 1), seq(p + 1), true) {
+            f.stages = r.spans.stage_timings(&run.stages, &run.levels, &[]);
+            f.barriers = r.spans.barrier_timings();
+            f.spans = r.spans;
         }
-        fused.sort_by(f64::total_cmp);
-        seq_us.sort_by(f64::total_cmp);
-        step("  A: read_ring, level by level (interleaved)", false, fused);
-        step(
-            "  B: decode, then the two sweeps (interleaved)",
-            false,
-            seq_us,
-        );
+        let e2 = t.elapsed().as_secs_f64() * 1e6;
+        drop(f);
+        if p >= cfg.warmup as u64 {
+            fused.push(e1);
+            seq_us.push(e2);
+        }
     }
+    fused.sort_by(f64::total_cmp);
+    seq_us.sort_by(f64::total_cmp);
+    steps.push(step(
+        "  A: read_ring, level by level (interleaved)",
+        false,
+        fused,
+    ));
+    steps.push(step(
+        "  B: decode, then the two sweeps (interleaved)",
+        false,
+        seq_us,
+    ));
     // Its parts alone (each sweep reads its rows again), and the steps it replaced.
-    step(
+    steps.push(step(
         "  part: ring decode in place (decode_le_bytes)",
         false,
         time(cfg, |p| {
-            std::hint::black_box(lay.decode_le_bytes(ring(p), seq(p), true).ok());
+            std::hint::black_box(lay.decode_le_bytes(ps.ring(p), seq(p), true).ok());
         }),
-    );
-    step(
+    ));
+    steps.push(step(
         "  part: stage_timings of decoded spans",
         false,
         time(cfg, |p| {
-            if let Some(d) = &decoded[at(p)] {
+            if let Some(d) = &ps.decoded[at(p)] {
                 std::hint::black_box(d.spans.stage_timings(&run.stages, &run.levels, &[]));
             }
         }),
-    );
-    step(
+    ));
+    steps.push(step(
         "  part: barrier_timings of decoded spans",
         false,
         time(cfg, |p| {
-            if let Some(d) = &decoded[at(p)] {
+            if let Some(d) = &ps.decoded[at(p)] {
                 std::hint::black_box(d.spans.barrier_timings());
             }
         }),
-    );
-    step(
+    ));
+    steps.push(step(
         "  before: ring words copy (mapped -> Vec<u32>)",
         false,
         time(cfg, |p| {
-            std::hint::black_box(words_of(p));
+            std::hint::black_box(ps.words_of(p));
         }),
-    );
-    let words: Vec<Vec<u32>> = (0..DISTINCT).map(words_of).collect();
-    step(
+    ));
+    let words: Vec<Vec<u32>> = (0..DISTINCT).map(|p| ps.words_of(p)).collect();
+    steps.push(step(
         "  before: decode of the copy (RingLayout::decode)",
         false,
         time(cfg, |p| {
             std::hint::black_box(lay.decode(&words[at(p)], seq(p), true).ok());
         }),
-    );
-    let frames: Vec<Frame> = (0..DISTINCT).map(full).collect();
-    let mut labeler = PassLabeler::for_run(&run);
-    step(
+    ));
+}
+
+/// The builder's other steps alone: the labeler and the emit to a recording session's sinks.
+fn builder_steps(cfg: &Config, ps: &Passes, frames: &[Frame], steps: &mut Vec<Step>) {
+    let mut labeler = PassLabeler::for_run(&ps.run);
+    steps.push(step(
         "builder: labeler (PassLabeler::label)",
         false,
         timed(
@@ -548,9 +630,9 @@ pub fn run(cfg: &Config) -> Report {
             },
             || {},
         ),
-    );
+    ));
     let (mut sk, rxs) = sinks();
-    step(
+    steps.push(step(
         "builder: emit to 2 sinks (lossy UI + lossless)",
         false,
         timed(
@@ -565,48 +647,37 @@ pub fn run(cfg: &Config) -> Report {
                 }
             },
         ),
-    );
+    ));
+}
 
-    step(
-        "ENGINE THREAD PATH PER PASS (head, ring copy, queue)",
-        true,
-        whole,
-    );
-    step("FRAME BUILDER PATH PER PASS (its own thread)", false, built);
-
-    // Consumers: what a sink's thread does with a frame.
+/// Consumers: what a sink's thread does with a frame.
+fn consumer_steps(cfg: &Config, ps: &Passes, frames: &[Frame], steps: &mut Vec<Step>) {
     let msgs: Vec<Telemetry> = frames
         .iter()
         .map(|f| Telemetry::Frame(Box::new(f.clone())))
         .collect();
-    step(
+    steps.push(step(
         "  consumer: clone of a Telemetry::Frame",
         false,
         time(cfg, |p| {
             std::hint::black_box(msgs[at(p)].clone());
         }),
-    );
-    step(
+    ));
+    steps.push(step(
         "  consumer: JSON line (to_json_line)",
         false,
         time(cfg, |p| {
             std::hint::black_box(msgs[at(p)].to_json_line().ok());
         }),
-    );
-    let header = RecordingHeader::new(run.clone(), "bench");
+    ));
+    let header = RecordingHeader::new(ps.run.clone(), "bench");
     if let Ok(mut w) = Writer::new(std::io::sink(), &header) {
-        step(
+        steps.push(step(
             "  consumer: recording write (to io::sink)",
             false,
             time(cfg, |p| {
                 std::hint::black_box(w.write(&msgs[at(p)]).ok());
             }),
-        );
-    }
-    Report {
-        cfg: cfg.clone(),
-        spans,
-        words: n_words,
-        steps,
+        ));
     }
 }

@@ -76,7 +76,7 @@ pub(super) fn shadow_main(
             // against a reference that rounds the same way.
             let mut cpu = CpuDecoder::with_types(&model.config, &model.weights, max_seq, kv, act);
             // q8: an f32-activation reference beside it sets each pass's near-tie
-            // (crate::act::q8_bounds).
+            // (crate::gate::q8_bounds).
             let mut cpu_f32 = (act == ActType::Q8).then(|| {
                 CpuDecoder::with_types(&model.config, &model.weights, max_seq, kv, ActType::F32)
             });
@@ -110,7 +110,7 @@ pub(super) fn shadow_main(
                         // The bound comes from the reference as computed, before a test
                         // hook alters it (a lifted logit must not widen its own near-tie).
                         if let Some(c32) = &mut cpu_f32 {
-                            let (nt, _) = crate::act::q8_bounds(
+                            let (nt, _) = crate::gate::q8_bounds(
                                 logits,
                                 c32.forward(token, pos),
                                 near_tie,

@@ -740,41 +740,12 @@ impl LlamaVocab {
                 attrs[i] |= attr::UNUSED;
             }
         }
-        let mut eog: Vec<u32> = [fim_pad, fim_rep, fim_sep].into_iter().flatten().collect();
-        for (i, t) in texts.iter().enumerate() {
-            if EOG_TEXTS.contains(&t.as_str()) {
-                eog.push(i as u32);
-                attrs[i] |= attr::CONTROL;
-            }
-        }
-        for (i, t) in texts.iter().enumerate() {
-            // gpt-oss's channel markers always render, as in llama.cpp.
-            if matches!(
-                t.as_str(),
-                "<|channel|>" | "<|message|>" | "<|start|>" | "<|constrain|>"
-            ) {
-                attrs[i] = attr::USER_DEFINED;
-            }
-        }
-        eog.extend([eos, eot, eom].into_iter().flatten());
-        eog.sort_unstable();
-        eog.dedup();
-        let has = |eog: &[u32], s: &str| eog.iter().any(|&id| texts[id as usize] == s);
-        let find_in =
-            |eog: &[u32], s: &str| eog.iter().copied().find(|&id| texts[id as usize] == s);
-        if let Some(end) = find_in(&eog, "<|end|>") {
-            let call = has(&eog, "<|call|>") || has(&eog, "<|calls|>");
-            if call && (has(&eog, "<|return|>") || has(&eog, "<|flush|>")) {
-                eog.retain(|&x| x != end);
-                attrs[end as usize] = attr::USER_DEFINED;
-            }
-        }
-        if let Some(s) = find_in(&eog, "</s>") {
-            if has(&eog, "<|tool_response>") || has(&eog, "<|plamo:eos|>") {
-                eog.retain(|&x| x != s);
-                attrs[s as usize] = attr::NORMAL;
-            }
-        }
+        let eog = end_of_generation(
+            &texts,
+            &mut attrs,
+            [fim_pad, fim_rep, fim_sep],
+            [eos, eot, eom],
+        );
         let mut special: Vec<u32> = (0..n as u32)
             .filter(|&i| {
                 attrs[i as usize] & (attr::CONTROL | attr::USER_DEFINED | attr::UNKNOWN) != 0
@@ -797,4 +768,51 @@ impl LlamaVocab {
             meta: spec.meta,
         }
     }
+}
+
+/// The end-of-generation set, as llama.cpp builds it: the FIM pad/rep/sep ids (`fim`), every
+/// token whose text is one llama.cpp ends on (made a control token), then EOS, EOT and EOM
+/// (`ends`); gpt-oss's `<|end|>` and a `</s>` beside other enders leave it again. gpt-oss's
+/// channel markers become user-defined (they always render). Marks `attrs` as it goes.
+fn end_of_generation(
+    texts: &[String],
+    attrs: &mut [u8],
+    fim: [Option<u32>; 3],
+    ends: [Option<u32>; 3],
+) -> Vec<u32> {
+    let mut eog: Vec<u32> = fim.into_iter().flatten().collect();
+    for (i, t) in texts.iter().enumerate() {
+        if EOG_TEXTS.contains(&t.as_str()) {
+            eog.push(i as u32);
+            attrs[i] |= attr::CONTROL;
+        }
+    }
+    for (i, t) in texts.iter().enumerate() {
+        // gpt-oss's channel markers always render, as in llama.cpp.
+        if matches!(
+            t.as_str(),
+            "<|channel|>" | "<|message|>" | "<|start|>" | "<|constrain|>"
+        ) {
+            attrs[i] = attr::USER_DEFINED;
+        }
+    }
+    eog.extend(ends.into_iter().flatten());
+    eog.sort_unstable();
+    eog.dedup();
+    let has = |eog: &[u32], s: &str| eog.iter().any(|&id| texts[id as usize] == s);
+    let find_in = |eog: &[u32], s: &str| eog.iter().copied().find(|&id| texts[id as usize] == s);
+    if let Some(end) = find_in(&eog, "<|end|>") {
+        let call = has(&eog, "<|call|>") || has(&eog, "<|calls|>");
+        if call && (has(&eog, "<|return|>") || has(&eog, "<|flush|>")) {
+            eog.retain(|&x| x != end);
+            attrs[end as usize] = attr::USER_DEFINED;
+        }
+    }
+    if let Some(s) = find_in(&eog, "</s>") {
+        if has(&eog, "<|tool_response>") || has(&eog, "<|plamo:eos|>") {
+            eog.retain(|&x| x != s);
+            attrs[s as usize] = attr::NORMAL;
+        }
+    }
+    eog
 }

@@ -167,11 +167,11 @@ impl Tokenizer {
     /// pipe that never ends (`/dev/zero`) is refused after a few KB, not read into memory.
     pub fn read_llama2c_file(path: &std::path::Path, vocab_size: usize) -> Result<Self> {
         let io = |e| Error::io(path, e);
-        let mut f = std::io::BufReader::new(crate::model::open_input(path, "tokenizer")?);
+        let mut f = std::io::BufReader::new(crate::input::open_input(path, "tokenizer")?);
         let mut buf = Vec::new();
         let read = |f: &mut std::io::BufReader<std::fs::File>, buf: &mut Vec<u8>, n: u64| {
             let want = buf.len() as u64 + n;
-            crate::model::read_up_to(f, buf, want).map_err(io)?;
+            crate::input::read_up_to(f, buf, want).map_err(io)?;
             Ok::<bool, Error>(buf.len() as u64 == want)
         };
         let mut complete = read(&mut f, &mut buf, 4)?;

@@ -9,7 +9,7 @@ use super::{
     kind, KindName, RecordingError, RecordingHeader, Result, FORMAT_VERSION, MAGIC, PREAMBLE,
     RECORD_HEAD, TRAILER, TRAILER_MAGIC,
 };
-use crate::{Frame, Telemetry};
+use crate::{Frame, RunDetails, Telemetry};
 
 /// Header JSON larger than this is refused (a 1B run's is ≈ 20 KiB, an 8B run's ≈ 200 KiB).
 pub const MAX_HEADER: u32 = 16 << 20;
@@ -286,6 +286,32 @@ impl<R: Read + Seek> Reader<R> {
         self.pos = at;
         self.done = false;
         Ok(true)
+    }
+
+    /// The run in effect at pass `pass`: the last `Start` record before that frame's (a live
+    /// session sends one on each rebuild: another dispatch, grid or model), through the
+    /// index; `None` where the recording has no such pass or no `Start` before it. Reads the
+    /// record heads up to the frame and decodes only the `Start` records; does not move
+    /// iteration.
+    pub fn run_at_pass(&mut self, pass: u64) -> Result<Option<RunDetails>> {
+        let Some(end) = self.ensure_index()?.offset_of(pass) else {
+            return Ok(None);
+        };
+        let mut run = None;
+        let mut at = self.data_start;
+        while at < end {
+            let Some(h) = self.read_head(at)? else { break };
+            if h.kind & !kind::LZ4 == kind::START {
+                self.read_payload(&h)?;
+                let msg = codec::decode_message(kind::START, &self.raw)
+                    .map_err(|w| corrupt(h.offset, w))?;
+                if let Telemetry::Start(d) = msg {
+                    run = Some(d);
+                }
+            }
+            at = h.offset + RECORD_HEAD + u64::from(h.len);
+        }
+        Ok(run)
     }
 
     /// Read every remaining message; the first error ends it.

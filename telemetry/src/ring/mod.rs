@@ -51,6 +51,17 @@ pub struct RingLayout {
     pub grid: u32,
 }
 
+impl RunDetails {
+    /// The ring layout of this run's frames.
+    pub fn ring_layout(&self) -> RingLayout {
+        RingLayout {
+            stages: self.stages.len() as u32,
+            levels: self.levels.len() as u32,
+            grid: self.grid,
+        }
+    }
+}
+
 /// Why a ring frame was not read.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum RingError {

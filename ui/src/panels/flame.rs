@@ -17,18 +17,20 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::Modifier;
+use ratatui::style::{Modifier, Style};
 use ratatui::widgets::Widget;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use baro_telemetry::spans::MISSING;
 use baro_telemetry::{Frame, StageKind};
 
 use super::Ctx;
+use crate::flame_cache::{Extents, Key, Scratch};
+use crate::state::Geometry;
 use crate::text::{cell, dur, put};
-use crate::theme::Tone;
-use crate::view::{PanelId, Pick};
+use crate::theme::{Theme, Tone};
+use crate::view::{PanelId, Pick, View};
 
 /// The flame chart panel.
 pub struct Flame<'a> {
@@ -85,118 +87,6 @@ fn rows(f: &Frame, by_stage: bool, n: u16) -> Vec<(String, u32, u32)> {
 const BLANK: u8 = u8::MAX;
 /// Coverage slots per cell: one per stage kind, the last for barrier waits.
 const SLOTS: usize = WAIT + 1;
-
-/// Each stage's and each barrier level's time extent in one pass (first stamp, last stamp;
-/// `(u32::MAX, 0)` where nothing was stamped), computed once per pass so a zoomed-in window
-/// skips every stage that cannot reach it without reading its spans.
-struct Extents {
-    stage: Vec<(u32, u32)>,
-    level: Vec<(u32, u32)>,
-}
-
-impl Extents {
-    fn of(f: &Frame) -> Extents {
-        let sp = &f.spans;
-        let ext = |(a, b): (&[u32], &[u32])| {
-            a.iter().zip(b).fold((u32::MAX, 0), |(lo, hi), (&a, &b)| {
-                if a == MISSING || b == MISSING {
-                    (lo, hi)
-                } else {
-                    (lo.min(a), hi.max(b))
-                }
-            })
-        };
-        Extents {
-            stage: (0..sp.stages())
-                .map(|s| sp.stage_stamps(s).map_or((u32::MAX, 0), ext))
-                .collect(),
-            level: (0..sp.levels())
-                .map(|l| sp.level_stamps(l).map_or((u32::MAX, 0), ext))
-                .collect(),
-        }
-    }
-}
-
-/// Everything a raster depends on: the frame (by identity and pass), the time window, the
-/// plot size, the grouping and the scroll position.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Key {
-    frame: usize,
-    pass: u64,
-    kinds: (usize, usize),
-    window: (u64, u64),
-    cols: usize,
-    scroll: usize,
-    nrows: usize,
-    by_stage: bool,
-    band: u32,
-}
-
-/// What the flame chart derived from the pass it last drew, kept between draws (in
-/// [`crate::view::UiState`]): the pass's [`Extents`] and the raster of cell codes for one
-/// window. A redraw with nothing changed (a cursor move, another panel's update) reuses the
-/// raster; a new pass, zoom, pan, resize, scroll or grouping rasterises once.
-#[derive(Default)]
-pub struct FlameCache {
-    inner: Mutex<CacheInner>,
-}
-
-#[derive(Default)]
-struct CacheInner {
-    extents: Option<(usize, u64, Arc<Extents>)>,
-    raster: Option<(Key, Arc<Vec<u8>>)>,
-    rasterised: u64,
-    /// Coverage arrays reused from raster to raster (megabytes at 400×100: allocating them
-    /// afresh costs a page fault per page).
-    scratch: Scratch,
-}
-
-/// A raster's working arrays.
-#[derive(Default)]
-struct Scratch {
-    part: Vec<u32>,
-    full: Vec<i32>,
-}
-
-impl FlameCache {
-    /// Rasters computed so far (a redraw served from the cache adds none).
-    pub fn rasterised(&self) -> u64 {
-        self.lock().rasterised
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, CacheInner> {
-        // The cache holds no invariant a panic elsewhere could break.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The raster for `key`, computed by `make` from the pass's extents only when missing.
-    fn raster(
-        &self,
-        f: &Arc<Frame>,
-        key: Key,
-        make: impl FnOnce(&Extents, &mut Scratch) -> Vec<u8>,
-    ) -> Arc<Vec<u8>> {
-        let mut c = self.lock();
-        if let Some((k, r)) = &c.raster {
-            if *k == key {
-                return r.clone();
-            }
-        }
-        let id = Arc::as_ptr(f) as usize;
-        let ext = match &c.extents {
-            Some((i, p, e)) if *i == id && *p == f.pass => e.clone(),
-            _ => {
-                let e = Arc::new(Extents::of(f));
-                c.extents = Some((id, f.pass, e.clone()));
-                e
-            }
-        };
-        let r = Arc::new(make(&ext, &mut c.scratch));
-        c.raster = Some((key, r.clone()));
-        c.rasterised += 1;
-        r
-    }
-}
 
 /// One raster row's coverage being summed: partial columns in ns (`part`) and whole columns
 /// as +1/-1 counts (`full`, prefix-summed afterwards), [`SLOTS`] per column.
@@ -395,6 +285,91 @@ fn under(ctx: &Ctx, f: &Frame, row: &(String, u32, u32), by_stage: bool, t: u32)
     None
 }
 
+/// The panel's title: the pass and how it was picked, the rows' grouping, the window.
+fn title(
+    v: &View,
+    f: &Frame,
+    rows: &[(String, u32, u32)],
+    (t0, t1): (u64, u64),
+    total: u64,
+) -> String {
+    let how = match v.pick {
+        Pick::Latest => "latest",
+        Pick::Slowest => "slowest",
+        Pick::Pass(_) => "pinned",
+    };
+    let grouping = if v.by_stage {
+        format!("{} stages", rows.len())
+    } else {
+        let band = rows.first().map_or(1, |r| r.2 - r.1);
+        format!("{} wg, {band}/row", f.spans.grid())
+    };
+    format!(
+        "flame · pass {} {how} · {grouping} · {}–{} of {}",
+        f.pass,
+        dur(t0),
+        dur(t1),
+        dur(total)
+    )
+}
+
+/// The ruler's level boundaries (the first exit of each of `levels` barriers) drawn at
+/// `ruler_y` above `plot`; their columns.
+fn level_ticks(
+    buf: &mut Buffer,
+    plot: Rect,
+    ruler_y: u16,
+    geom: &Geometry,
+    levels: u32,
+    col_of: impl Fn(u64) -> f64,
+    t: &Theme,
+) -> Vec<u16> {
+    let cols = plot.width as usize;
+    let mut level_cols = vec![];
+    for l in 0..levels {
+        let first = geom
+            .level_exit
+            .get(l as usize)
+            .copied()
+            .filter(|&e| e != u32::MAX);
+        if let Some(e) = first {
+            let c = col_of(e as u64);
+            if c >= 0.0 && c < cols as f64 {
+                level_cols.push(c as u16);
+                cell(
+                    buf,
+                    plot.union(Rect::new(plot.x, ruler_y, 1, 1)),
+                    plot.x + c as u16,
+                    ruler_y,
+                    t.glyphs.level,
+                    t.fg(Tone::Dim),
+                );
+            }
+        }
+    }
+    level_cols
+}
+
+/// A raster cell's style and symbol: blank (a level tick where `tick`), a barrier wait, or
+/// the dominant stage kind (its letter without colour).
+fn glyph(t: &Theme, code: u8, tick: bool) -> (Style, &'static str) {
+    let k = code as usize;
+    if code == BLANK {
+        let sym = if tick { t.glyphs.level } else { " " };
+        (t.fg(Tone::Dim), sym)
+    } else if k == WAIT {
+        (t.fg(Tone::Wait), t.glyphs.wait)
+    } else {
+        let kind = StageKind::ALL[k];
+        let sym = if t.colored() {
+            t.glyphs.work
+        } else {
+            LETTERS[k]
+        };
+        (t.fg(Tone::Kind(kind)), sym)
+    }
+}
+
 impl Widget for &Flame<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let (s, t) = (self.ctx.s, self.ctx.theme);
@@ -420,24 +395,7 @@ impl Widget for &Flame<'_> {
         );
         let plot = plot(area);
         let rows = rows(f, v.by_stage, plot.height);
-        let how = match v.pick {
-            Pick::Latest => "latest",
-            Pick::Slowest => "slowest",
-            Pick::Pass(_) => "pinned",
-        };
-        let grouping = if v.by_stage {
-            format!("{} stages", rows.len())
-        } else {
-            let band = rows.first().map_or(1, |r| r.2 - r.1);
-            format!("{} wg, {band}/row", f.spans.grid())
-        };
-        let title = format!(
-            "flame · pass {} {how} · {grouping} · {}–{} of {}",
-            f.pass,
-            dur(t0),
-            dur(t1),
-            dur(total)
-        );
+        let title = title(v, f, &rows, (t0, t1), total);
         let inner = super::frame(buf, area, &title, focused, t);
         if plot.width == 0 || plot.height == 0 || t1 <= t0 {
             return;
@@ -448,29 +406,7 @@ impl Widget for &Flame<'_> {
 
         // Ruler: level boundaries (first exit of each barrier) and the cursor.
         let ruler_y = inner.y;
-        let sp = &f.spans;
-        let mut level_cols = vec![];
-        for l in 0..sp.levels() {
-            let first = geom
-                .level_exit
-                .get(l as usize)
-                .copied()
-                .filter(|&e| e != u32::MAX);
-            if let Some(e) = first {
-                let c = col_of(e as u64);
-                if c >= 0.0 && c < cols as f64 {
-                    level_cols.push(c as u16);
-                    cell(
-                        buf,
-                        plot.union(Rect::new(plot.x, ruler_y, 1, 1)),
-                        plot.x + c as u16,
-                        ruler_y,
-                        t.glyphs.level,
-                        t.fg(Tone::Dim),
-                    );
-                }
-            }
-        }
+        let level_cols = level_ticks(buf, plot, ruler_y, &geom, f.spans.levels(), col_of, t);
         let ccol = (((v.cursor.0 - v.zoom.0) / v.zoom.1) * cols as f64)
             .clamp(0.0, cols as f64 - 1.0) as u16;
         cell(
@@ -538,28 +474,7 @@ impl Widget for &Flame<'_> {
             );
             for (i, &code) in codes.iter().enumerate() {
                 let x = plot.x + i as u16;
-                let k = code as usize;
-                let mut st;
-                let sym: &str;
-                if code == BLANK {
-                    st = t.fg(Tone::Dim);
-                    sym = if level_cols.contains(&(i as u16)) {
-                        t.glyphs.level
-                    } else {
-                        " "
-                    };
-                } else if k == WAIT {
-                    st = t.fg(Tone::Wait);
-                    sym = t.glyphs.wait;
-                } else {
-                    let kind = StageKind::ALL[k];
-                    st = t.fg(Tone::Kind(kind));
-                    sym = if t.colored() {
-                        t.glyphs.work
-                    } else {
-                        LETTERS[k]
-                    };
-                }
+                let (mut st, sym) = glyph(t, code, level_cols.contains(&(i as u16)));
                 if ri == crow && i as u16 == ccol {
                     st = st.add_modifier(Modifier::REVERSED);
                 }

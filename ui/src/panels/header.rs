@@ -25,12 +25,32 @@ pub struct Header<'a> {
 
 impl Widget for &Header<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
+        self.identity(area, buf);
+        if area.height < 2 {
+            return;
+        }
+        self.status(area, buf);
+        if area.height < 3 {
+            return;
+        }
+        producer(self.ctx, area, buf);
+        self.last_fail(area, buf);
+    }
+}
+
+impl Header<'_> {
+    /// The separator between segments.
+    fn sep(&self) -> String {
+        format!(" {} ", self.ctx.theme.glyphs.border[5])
+    }
+
+    /// Line 1: identity and badges.
+    fn identity(&self, area: Rect, buf: &mut Buffer) {
         let (s, t) = (self.ctx.s, self.ctx.theme);
         let live = &s.live;
         let d = s.shown();
-        let sep = format!(" {} ", t.glyphs.border[5]);
+        let sep = self.sep();
         let dim = t.fg(Tone::Dim);
-        // Line 1: identity and badges.
         let mut x = put(
             buf,
             area,
@@ -92,11 +112,16 @@ impl Widget for &Header<'_> {
         if let Some(e) = &live.end {
             seg(&mut x, &format!("ENDED: {e}"), t.fg(Tone::Warn));
         }
-        if area.height < 2 {
-            return;
-        }
-        // Line 2: correctness first (it must survive a narrow terminal), then speed, pass
-        // time, lag, drops; room for power/contention/rec.
+    }
+
+    /// Line 2: correctness first (it must survive a narrow terminal), then speed, pass time,
+    /// lag, drops; room for power/contention/rec.
+    fn status(&self, area: Rect, buf: &mut Buffer) {
+        let (s, t) = (self.ctx.s, self.ctx.theme);
+        let live = &s.live;
+        let d = s.shown();
+        let sep = self.sep();
+        let dim = t.fg(Tone::Dim);
         let y = area.y + 1;
         let (status, st) = if live.failed == 0 && live.mismatched == 0 {
             (format!("{} fail-word clean", t.glyphs.ok), t.fg(Tone::Good))
@@ -187,11 +212,12 @@ impl Widget for &Header<'_> {
             }
             None => seg(&mut x, "rec —", dim),
         }
-        if area.height < 3 {
-            return;
-        }
-        producer(self.ctx, area, buf);
-        // Line 3: the last fail line, impossible to miss; quiet when clean.
+    }
+
+    /// Line 3: the last fail line, impossible to miss; quiet when clean.
+    fn last_fail(&self, area: Rect, buf: &mut Buffer) {
+        let t = self.ctx.theme;
+        let live = &self.ctx.s.live;
         if let Some((pass, line)) = &live.last_fail {
             let txt = format!("{} pass {pass}: {line}", t.glyphs.bad);
             let st = t.fg(Tone::Bad).add_modifier(Modifier::BOLD);

@@ -1,5 +1,5 @@
 use super::*;
-use crate::frame::StageTiming;
+use crate::spans::StageTiming;
 
 fn pass(gpu_us: u64) -> Frame {
     Frame {
