@@ -297,6 +297,7 @@ pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
         chain: None,
         kv: None,
         act: None,
+        prefetch_mib: None,
         spin_timeout_ms: None,
         watchdog_ms: None,
         inject_stall_wg: None,
