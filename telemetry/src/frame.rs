@@ -348,6 +348,10 @@ impl Frame {
     }
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -479,8 +483,4 @@ mod tests {
         f.correctness.as_mut().unwrap().verdict = Verdict::Mismatch;
         assert!(f.failed());
     }
-}
-
-fn is_zero(v: &u64) -> bool {
-    *v == 0
 }
