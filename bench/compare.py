@@ -215,7 +215,7 @@ def ingest(path, a):
                              dispatch=None, arm=PEER, metric="%s tok/s" % t.group(1), median=None, min=None, max=None,
                              mean=float(t.group(3)), stddev=float(t.group(4)), runs=3, source=src))
             continue
-        m = re.match(r"ab (\S+): (\S+) -> (\S+) '(.*)'", cur or "")
+        m = re.match(r"ab (\S+): (\S+) -> (\S+) '([^']*)'(?: -> '([^']*)')?", cur or "")
         if m and line.startswith("parity of logits:"):
             pend = line.split(":", 1)[1].strip().split(" (")[0]
         t = re.match(r"verdict: (\w+) — predicted (\S+), measured (\S+) \(A ([\d.]+), B ([\d.]+) (\w+) tok/s, mode (\w+)\)", line)
@@ -223,14 +223,18 @@ def ingest(path, a):
             model, quant = quant_of(m.group(1))
             # The arms' arguments belong to the pair: one call may run the same two binaries
             # on one model with different arguments (--act f32 and --act q8).
+            # B may run with its own arguments (one binary, two settings): "'A ARGS' -> 'B ARGS'".
+            bargs = m.group(5) if m.group(5) is not None else m.group(4)
             pair = "%s %s %s->%s '%s'" % (base["call"], model, m.group(2), m.group(3), m.group(4))
+            if m.group(5) is not None:
+                pair += " -> '%s'" % bargs
             act = "q8" if "--act q8" in m.group(4) else "f32"
-            for role, binary, v in (("A", m.group(2), t.group(4)), ("B", m.group(3), t.group(5))):
+            for role, binary, v, args in (("A", m.group(2), t.group(4), m.group(4)), ("B", m.group(3), t.group(5), bargs)):
                 ab = dict(pair=pair, role=role)
                 if role == "B":
                     ab.update(predicted=t.group(2), measured=t.group(3), verdict=t.group(1), parity=pend)
                 rows.append(dict(base, tool="bench ab", model=model, quant=quant, depth=0, act=act, dispatch="mega",
-                                 arm="%s %s" % (os.path.basename(binary), m.group(4)), binary=binary,
+                                 arm="%s %s" % (os.path.basename(binary), args), binary=binary,
                                  metric="tg128 tok/s", median=float(v), min=None, max=None, pairs=2, mode=t.group(7),
                                  ab=ab, source=src))
     for r in rows:

@@ -14,16 +14,19 @@
 #              the steps that need it wait for it
 #   models     the SHAPES' Q4_0 files (16k context) from `model gen`, once
 #   gates      stories260K goldens (mega, multi), stall injection, f32 and q8 gates per shape
-#   gates:BIN  the same of .bin/BIN
+#   gates:BIN[:ARGS]  the same of .bin/BIN, ARGS (commas for spaces) added to every gate and
+#              golden run (e.g. --prefetch-mib,16)
 #   fixtures   scripts/fixtures/check on every engine/tests/data/models fixture: Vulkan mega
 #              and multi ids against llama.cpp's goldens
 #   kquant     the SHAPES' Q4_K_M files made by llama-quantize from baro-top's f16 models;
 #              gates (f32, q8) on them
 #   bench      baro-top `bench` (mega, f32 and q8) and llama-bench tg128 on every Q4_0 and
 #              Q4_K_M file, in the same call
-#   ab:A:B:SHAPE:ARGS:PREDICT   `bench ab` binary .bin/A vs .bin/B on SHAPE (llama-1b|llama-8b),
-#              both arms with ARGS (commas for spaces), PREDICT the frozen prediction
-#   stages:BIN:SHAPE:ACT  `run --json` 140 passes of .bin/BIN: pipeline statistics (registers,
+#   ab:A:B:SHAPE:ARGS:PREDICT[:BARGS]   `bench ab` binary .bin/A vs .bin/B on SHAPE
+#              (llama-1b|llama-8b), both arms with ARGS (commas for spaces), or B with BARGS
+#              (A and B may be one binary then), PREDICT the frozen prediction
+#   stages:BIN:SHAPE:ACT[:ARGS]  `run --json` 140 passes of .bin/BIN (ARGS added, commas for
+#              spaces): pipeline statistics (registers,
 #              spills) and stage sums (bench/stage_summary.py); the driver's pipeline cache to
 #              $OUT/BIN-SHAPE-ACT.cache (disassemble here: bench/sass.py)
 #   plain:BIN:SHAPE:ACT  the same run with --no-instrument: the plain pipeline's statistics and
@@ -62,9 +65,11 @@ except ImportError:
         v = ast.literal_eval(re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", v)))
         (cur if cur is not None else d)[k] = v
 def ab(t):
-    return "ab:%s:%s:%s:%s:%s" % (t["a"], t["b"], t["model"], t.get("args", "--dispatch mega").replace(" ", ","), t["predict"])
+    s = "ab:%s:%s:%s:%s:%s" % (t["a"], t["b"], t["model"], t.get("args", "--dispatch mega").replace(" ", ","), t["predict"])
+    return s + (":" + t["b_args"].replace(" ", ",") if "b_args" in t else "")
 def stages(t):
-    return "stages:%s:%s:%s" % (t["bin"], t["model"], t.get("act", "f32"))
+    s = "stages:%s:%s:%s" % (t["bin"], t["model"], t.get("act", "f32"))
+    return s + (":" + t["args"].replace(" ", ",") if "args" in t else "")
 steps = list(d.get("steps", []))
 for key, f in (("ab", ab), ("stages", stages)):
     ex = [f(t) for t in d.get(key, [])]
@@ -146,13 +151,13 @@ peer_wait() {
 }
 
 gates_step() {
-  local B=${1:-$B}
-  t "gates $B"
-  $B gate --steps 200 2>&1 | grep -E "GATE|bit-identical"
-  for m in mega multi; do echo "golden $m $($B generate --backend vulkan --dispatch $m -n 200 2>/dev/null | md5sum | cut -c1-12) (want 9b48d0eee929)"; done
-  s0=$SECONDS; $B gate --inject-stall-wg 3 --steps 3 2>&1 | grep -E "FAIL|GATE" | head -2; echo "stall refused in $((SECONDS - s0)) s"
+  local B=${1:-$B} X=${2:-}
+  t "gates $B $X"
+  $B gate --steps 200 $X 2>&1 | grep -E "GATE|bit-identical"
+  for m in mega multi; do echo "golden $m $($B generate --backend vulkan --dispatch $m -n 200 $X 2>/dev/null | md5sum | cut -c1-12) (want 9b48d0eee929)"; done
+  s0=$SECONDS; $B gate --inject-stall-wg 3 --steps 3 $X 2>&1 | grep -E "FAIL|GATE" | head -2; echo "stall refused in $((SECONDS - s0)) s"
   for s in $SHAPES; do for a in f32 q8; do
-    echo "-- $s act $a"; $B gate -m /tmp/$s.gguf --steps 8 --act $a 2>&1 | grep -E "GATE|bit-identical|rel-L2|tokens vs"
+    echo "-- $s act $a"; $B gate -m /tmp/$s.gguf --steps 8 --act $a $X 2>&1 | grep -E "GATE|bit-identical|rel-L2|tokens vs"
   done; done
 }
 
@@ -193,20 +198,20 @@ for step in "$@"; do
     peer) peer ;;
     models) t models; models ;;
     gates) gates_step ;;
-    gates:*) gates_step ".bin/${step#gates:}" ;;
+    gates:*) IFS=: read -r _ bin xargs <<< "$step"; gates_step ".bin/$bin" "${xargs//,/ }" ;;
     fixtures) fixtures_step ;;
     kquant) kquant_step ;;
     bench) bench_step ;;
     ab:*)
-      IFS=: read -r _ a b shape args predict <<< "$step"
-      abx() { t "ab $1: $3 -> $4 '$5'"; $B bench ab -m /tmp/$1.gguf --prompts /tmp/one.txt --tokens 128 --pairs 2 \
-        --a-binary $3 --b-binary $4 --a "$5" --b "$5" --predict "$2" --log $O/predictions.log 2>&1 | tail -4; }
-      abx "$shape" "$predict" ".bin/$a" ".bin/$b" "${args//,/ }" ;;
+      IFS=: read -r _ a b shape args predict bargs <<< "$step"
+      abx() { t "ab $1: $3 -> $4 '$5'${6:+ -> '$6'}"; $B bench ab -m /tmp/$1.gguf --prompts /tmp/one.txt --tokens 128 --pairs 2 \
+        --a-binary $3 --b-binary $4 --a "$5" --b "${6:-$5}" --predict "$2" --log $O/predictions.log 2>&1 | tail -4; }
+      abx "$shape" "$predict" ".bin/$a" ".bin/$b" "${args//,/ }" "${bargs//,/ }" ;;
     stages:*)
-      IFS=: read -r _ bin shape act <<< "$step"
-      t "stages $bin $shape act $act"
+      IFS=: read -r _ bin shape act xargs <<< "$step"
+      t "stages $bin $shape act $act${xargs:+ ${xargs//,/ }}"
       .bin/$bin run -m /tmp/$shape.gguf --json --passes 140 -i "Once upon a time" --check off --dispatch mega --act $act \
-        --pipeline-cache-out "$O/$bin-$shape-$act.cache" 2>/dev/null > /tmp/run.jsonl
+        ${xargs//,/ } --pipeline-cache-out "$O/$bin-$shape-$act.cache" 2>/dev/null > /tmp/run.jsonl
       head -1 /tmp/run.jsonl | python3 -c "
 import json,sys
 d=json.loads(sys.stdin.readline())

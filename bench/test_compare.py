@@ -87,6 +87,24 @@ class Compare(unittest.TestCase):
                          [("bench", "Q4_K_M", "q8", 261.7, None), ("llama-bench", "Q4_K_M", None, None, 270.28)])
         self.assertEqual((rows[0]["commit"], rows[0]["driver"], rows[0]["peer"]), ("3518ac2", "580.159.04", 270.28))
 
+    def test_ingest_reads_an_ab_pair_whose_arms_differ_in_arguments(self):
+        # One binary, two settings: run.sh logs "'A ARGS' -> 'B ARGS'"; each arm carries its own.
+        import tempfile
+        log = ("NVIDIA H200, 580.159.04, 1980 MHz, P0\n== [0 s] build under test 0123456789ab\n"
+               "== [5 s] ab llama-1b: .bin/baro-top-s37 -> .bin/baro-top-s37 '--act q8 --prefetch-mib 0' -> '--act q8 --prefetch-mib 16'\n"
+               "parity of logits: OK (bitwise)\n"
+               "verdict: inside — predicted +3%..+12%, measured +5.00% (A 980.00, B 1029.00 generation tok/s, mode fast)\n")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "call.log")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(log)
+            rows = [json.loads(x) for x in run("--ingest", path, "--round", "37", "--date", "2026-12-03").splitlines()]
+        self.assertEqual([(r["ab"]["role"], r["arm"], r["median"], r["act"]) for r in rows],
+                         [("A", "baro-top-s37 --act q8 --prefetch-mib 0", 980.0, "q8"),
+                          ("B", "baro-top-s37 --act q8 --prefetch-mib 16", 1029.0, "q8")])
+        self.assertEqual(rows[0]["ab"]["pair"], rows[1]["ab"]["pair"])
+        self.assertEqual((rows[1]["ab"]["verdict"], rows[1]["ab"]["parity"]), ("inside", "OK"))
+
 
 if __name__ == "__main__":
     unittest.main()

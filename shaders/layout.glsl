@@ -59,6 +59,7 @@ layout(constant_id = SPEC_KV_F16) const bool KV_F16 = false;    // KV cache stor
 layout(constant_id = SPEC_HEAD_SIZE) const uint HEAD_SIZE = 64;  // the program's head size (H_HEAD_SIZE)
 layout(constant_id = SPEC_SQ_CAP) const uint SQ_CAP = 32;       // elements of the int8 input vector (ACT_Q8 modules)
 layout(constant_id = SPEC_TYPES) const uint TYPES = 0xFFFFFFFFu; // bit id: the program has a tensor of ggml type id
+layout(constant_id = SPEC_PREFETCH_MIB) const uint PREFETCH_MIB = 0u; // megakernel: MiB of the weights after an attention level its idle workgroups pull into L2 (0: none)
 // ty is type X and the program has tensors of type X (a constant test first: folds away).
 #define IS_TY(ty, X) (((TYPES >> (X)) & 1u) != 0u && (ty) == (X))
 

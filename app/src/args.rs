@@ -73,6 +73,13 @@ pub struct GpuArgs {
     /// every matrix quantised (F32, F16 and BF16 matrices are refused).
     #[arg(long, value_name = "f32|q8", value_parser = validate::act)]
     pub act: Option<baro_engine::device::ActType>,
+    /// Megakernel: MiB of weights, 0..=4096, that the workgroups without an attention unit
+    /// read ahead into the GPU's L2 while an attention level runs (the tensors of the levels
+    /// after it, in order, up to the next attention level) [default: 0, none]. Logits are
+    /// bit-identical for every value; only speed differs. `run --json` reports the bytes per
+    /// pass (`prefetched_bytes`).
+    #[arg(long, value_name = "MIB", value_parser = validate::prefetch_mib, allow_negative_numbers = true)]
+    pub prefetch_mib: Option<u32>,
     /// Grid-barrier spin timeout, milliseconds, at least 1 [default: 1000].
     #[arg(long, value_parser = validate::spin_timeout_ms, allow_negative_numbers = true)]
     pub spin_timeout_ms: Option<u64>,
@@ -99,6 +106,7 @@ impl GpuArgs {
             ("--chain", self.chain.is_some()),
             ("--kv", self.kv.is_some()),
             ("--act", self.act.is_some()),
+            ("--prefetch-mib", self.prefetch_mib.is_some()),
             ("--spin-timeout-ms", self.spin_timeout_ms.is_some()),
             ("--watchdog-ms", self.watchdog_ms.is_some()),
             ("--inject-stall-wg", self.inject_stall_wg.is_some()),
@@ -119,6 +127,7 @@ impl GpuArgs {
             chain: self.chain.unwrap_or(DEFAULT_CHAIN),
             kv: self.kv.unwrap_or_default(),
             act: self.act.unwrap_or_default(),
+            prefetch_mib: self.prefetch_mib.unwrap_or(0),
             max_seq,
             spin_timeout: std::time::Duration::from_millis(self.spin_timeout_ms.unwrap_or(1000)),
             test_stall_wg: self.inject_stall_wg,

@@ -204,6 +204,18 @@ pub fn rows(s: &str) -> Result<u32, String> {
     }
 }
 
+/// `--prefetch-mib`: MiB of weights read ahead into L2 during the attention levels,
+/// 0..=4096 (0: none).
+pub fn prefetch_mib(s: &str) -> Result<u32, String> {
+    whole(
+        s,
+        0,
+        baro_engine::device::MAX_PREFETCH_MIB.into(),
+        "MiB read ahead",
+    )
+    .map(|v| v as u32)
+}
+
 /// `--kv`: how the KV cache stores keys and values, exactly `f32` or `f16` (no other
 /// spelling, no case folding).
 pub fn kv(s: &str) -> Result<baro_engine::device::KvType, String> {

@@ -260,6 +260,10 @@ pub struct Frame {
     /// Per-stage dispatch GPU times (multi mode), ns, indexed by stage.
     #[serde(default)]
     pub dispatch_ns: Vec<u64>,
+    /// Weight bytes the megakernel's idle workgroups read ahead into L2 during the attention
+    /// levels (`--prefetch-mib`; 0 without it, and left out of the JSON then).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prefetched_bytes: u64,
     /// Token correctness against a reference, where judged before the frame went out.
     #[serde(default)]
     pub correctness: Option<Correctness>,
@@ -324,6 +328,10 @@ impl Frame {
             .map(|b| b.arrival_spread_ns + b.release_ns)
             .sum()
     }
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 #[cfg(test)]

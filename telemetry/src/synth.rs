@@ -200,6 +200,7 @@ pub fn synthetic_frame(run: &RunDetails, pass: u64, seed: u64) -> Frame {
         stages,
         barriers,
         dispatch_ns: vec![],
+        prefetched_bytes: 0,
         correctness: None,
         check: Default::default(),
         check_lag: 0,

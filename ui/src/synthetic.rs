@@ -259,6 +259,7 @@ impl Synth {
             stages,
             barriers,
             dispatch_ns,
+            prefetched_bytes: 0,
             correctness: Some(correctness),
             check: baro_telemetry::CheckState::Checked,
             check_lag: 0,

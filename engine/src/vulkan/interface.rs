@@ -94,8 +94,12 @@ interface! {
         /// the others fold away (a lavapipe pipeline of every type inlined at every matvec
         /// site takes minutes to compile).
         TYPES = 17,
+        /// Megakernel: MiB of the weights after an attention level that its idle workgroups
+        /// read ahead into L2 between their arrival and their wait (0: none;
+        /// [`DecoderOptions::prefetch_mib`](crate::vulkan::DecoderOptions::prefetch_mib)).
+        PREFETCH_MIB = 18,
         /// How many there are.
-        COUNT = 18,
+        COUNT = 19,
     }
 
     /// Program header word indices (`H_*`).
@@ -344,6 +348,9 @@ interface! {
         /// A chained pass's input token: the previous pass's argmax, copied here on the GPU
         /// before the pass (push flag 2).
         TOKEN = 10,
+        /// 32-byte weight sectors the idle workgroups of the attention levels read ahead this
+        /// pass (`PREFETCH_MIB`; 0 without it).
+        PREFETCHED = 11,
         /// G words: pass_id + 1 when the workgroup started; then one word per attention
         /// head group: its position chunks finished so far this pass (cumulative over layers;
         /// the layer's last arrival combines the chunks). The residency words are read back,

@@ -8,5 +8,5 @@ pub mod program;
 pub use context::{any_device_hung, kind_words, list_devices, DeviceInfo, DeviceKind, GpuContext};
 pub use decoder::{
     default_grid, fail, max_wg_size, ActType, DecoderOptions, Dispatch, FailWord, Feed, KvType,
-    Pass, VulkanDecoder, MAX_CHAIN,
+    Pass, VulkanDecoder, MAX_CHAIN, MAX_PREFETCH_MIB,
 };

@@ -16,6 +16,7 @@ mod contention_burners;
 mod golden;
 mod host_lock_label;
 mod kv_f16;
+mod prefetch;
 mod quant_types;
 mod real_models;
 mod session;

@@ -317,6 +317,7 @@ fn clone_without_spans(f: &Frame) -> Frame {
         stages: f.stages.clone(),
         barriers: f.barriers.clone(),
         dispatch_ns: f.dispatch_ns.clone(),
+        prefetched_bytes: f.prefetched_bytes,
         correctness: f.correctness,
         check: f.check,
         check_lag: f.check_lag,

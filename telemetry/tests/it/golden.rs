@@ -93,6 +93,7 @@ fn golden_frame() -> Frame {
         stages: decoded.spans.stage_timings(&d.stages, &d.levels, &[]),
         barriers: decoded.spans.barrier_timings(),
         dispatch_ns: vec![],
+        prefetched_bytes: 0,
         correctness: Some(correctness),
         check: CheckState::Checked,
         check_lag: 2,

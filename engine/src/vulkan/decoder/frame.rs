@@ -145,6 +145,7 @@ impl VulkanDecoder {
             gpu_ns: p.gpu_ns,
             fail: FailReport::new(p.fail, |l| details.level_name(l)),
             dispatch_ns: p.dispatch_ns.clone(),
+            prefetched_bytes: p.prefetched,
             timestamp_start_ns: p.window.map(|(t0, _)| t0),
             ..Default::default()
         }

@@ -136,7 +136,17 @@ pub struct DecoderOptions {
     /// file is the `vkGetPipelineCacheData` blob, header first; failing to write it fails the
     /// decoder's creation, naming the path.
     pub pipeline_cache_out: Option<std::path::PathBuf>,
+    /// Megakernel only: MiB of weights (whole grid) that the workgroups without a unit in an
+    /// attention level read ahead into the GPU's L2 while that level runs: the tensors of the
+    /// levels after it, in order, up to the next attention level (0, the default: none). The
+    /// words read are never used, so every value of the pass is unchanged (mega ≡ multi
+    /// bitwise); only where the following levels' loads are served from changes. Each pass
+    /// reports the bytes it read ahead ([`Pass::prefetched`]).
+    pub prefetch_mib: u32,
 }
+
+/// The largest [`DecoderOptions::prefetch_mib`] (the shader counts 32-byte sectors in 32 bits).
+pub const MAX_PREFETCH_MIB: u32 = 4096;
 
 /// The most passes one submission holds.
 pub const MAX_CHAIN: u32 = 64;
@@ -165,6 +175,7 @@ impl Default for DecoderOptions {
             test_slow_kind: None,
             test_stall_wg: None,
             pipeline_cache_out: None,
+            prefetch_mib: 0,
             no_device_clock: false,
             chain: 1,
             ring_every: 1,
@@ -191,6 +202,9 @@ pub struct Pass {
     pub wall: Duration,
     /// The pass's GPU timestamps (start, end), ns in the timestamp-query domain.
     pub window: Option<(u64, u64)>,
+    /// Weight bytes read ahead into L2 during the attention levels
+    /// ([`DecoderOptions::prefetch_mib`]).
+    pub prefetched: u64,
 }
 
 struct Buffer {

@@ -170,6 +170,7 @@ impl VulkanDecoder {
                     dispatch_ns: vec![],
                     wall: each,
                     window: None,
+                    prefetched: 0,
                 })
                 .collect());
         }
@@ -497,6 +498,7 @@ impl VulkanDecoder {
             dispatch_ns,
             wall,
             window: self.last_window,
+            prefetched: u64::from(word(sy::PREFETCHED)) * 32,
         })
     }
 }

@@ -91,6 +91,7 @@ impl VulkanDecoder {
                     (spec::KV_F16, kv16 as u32),
                     (spec::HEAD_SIZE, self.program.head_size()),
                     (spec::SQ_CAP, self.sq_cap),
+                    (spec::PREFETCH_MIB, self.opts.prefetch_mib),
                     (
                         spec::TYPES,
                         self.program

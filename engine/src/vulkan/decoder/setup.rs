@@ -115,6 +115,12 @@ impl VulkanDecoder {
                 "rows in flight {rows}: the matvec streams 1, 2 or 4 rows per team"
             )));
         }
+        if opts.prefetch_mib > MAX_PREFETCH_MIB {
+            return Err(Error::Invalid(format!(
+                "read-ahead {} MiB: at most {MAX_PREFETCH_MIB} MiB (the whole grid's reads during one attention level)",
+                opts.prefetch_mib
+            )));
+        }
         let c = &model.config;
         let max_seq = opts.max_seq.clamp(1, c.seq_len);
         // Shared memory: the input vector, plus small reduction arrays.

@@ -1,0 +1,179 @@
+//! The megakernel's read-ahead (`DecoderOptions::prefetch_mib`): the workgroups without an
+//! attention unit read the weights of the levels after each attention level into L2. It may
+//! change where loads are served from, never a value: the logits keep their bits (against the
+//! same decoder without it and against multi), the gate stays clean, and each pass reports
+//! exactly the bytes the op definition says it reads.
+
+use crate::common;
+
+use baro_engine::gate::{run_gate, GateConfig};
+use baro_engine::model::types::Tensor;
+use baro_engine::model::Model;
+use baro_engine::quant::GgmlType;
+use baro_engine::synth::{self, Shape};
+use baro_engine::vulkan::{DecoderOptions, Dispatch, VulkanDecoder};
+
+/// The tiny shape with one KV head and four query heads: one attention unit per level at
+/// short context, so on lavapipe's two co-resident workgroups one of them idles and reads
+/// ahead.
+fn one_head_group(ty: GgmlType) -> Model {
+    let (mut cfg, tied) = Shape::Tiny.config();
+    cfg.n_layers = 2;
+    cfg.n_heads = 4;
+    cfg.n_kv_heads = 1;
+    synth::generate(&cfg, tied, ty, 41, |_, _| {}).expect("model")
+}
+
+/// 32-byte sectors of a tensor's quants, then of its block scales (Q4_0 and Q8_0 keep them
+/// apart; the touch reads one word of each sector).
+fn sectors(t: &Tensor) -> u64 {
+    let n = (t.rows * t.cols) as u64;
+    let (quant_bytes, scale_words) = match t.ty {
+        GgmlType::Q4_0 => (n / 2, (n / 32).div_ceil(2)),
+        GgmlType::Q8_0 => (n, (n / 32).div_ceil(2)),
+        GgmlType::F32 => (n * 4, 0),
+        other => panic!("the test's model has no {other} tensors"),
+    };
+    quant_bytes.div_ceil(32) + scale_words.div_ceil(8)
+}
+
+/// Bytes one pass reads ahead with one idle workgroup and a budget above every stream: after
+/// layer l's attention, the tensors of the levels up to the next attention level (wo, gate,
+/// up, down, then layer l + 1's q, k, v, or the classifier after the last layer).
+fn expected_bytes(m: &Model) -> u64 {
+    let w = &m.weights;
+    let n = w.layers.len();
+    (0..n)
+        .map(|l| {
+            let y = &w.layers[l];
+            let mut s = sectors(&y.wo) + sectors(&y.w_gate) + sectors(&y.w_up) + sectors(&y.w_down);
+            s += match w.layers.get(l + 1) {
+                Some(next) => sectors(&next.wq) + sectors(&next.wk) + sectors(&next.wv),
+                None => sectors(w.classifier()),
+            };
+            s * 32
+        })
+        .sum()
+}
+
+fn run(
+    ctx: &std::sync::Arc<baro_engine::vulkan::GpuContext>,
+    m: &Model,
+    dispatch: Dispatch,
+    mib: u32,
+    passes: usize,
+) -> (Vec<Vec<u32>>, Vec<u64>) {
+    let opts = DecoderOptions {
+        dispatch,
+        prefetch_mib: mib,
+        max_seq: passes,
+        ..Default::default()
+    };
+    let mut dec = VulkanDecoder::new(ctx.clone(), m, opts).expect("decoder");
+    let (mut logits, mut bytes) = (vec![], vec![]);
+    for pos in 0..passes {
+        let p = dec
+            .step(((pos * 37 + 1) % m.config.vocab_size) as u32, pos)
+            .expect("pass");
+        assert!(
+            p.fail.ok(),
+            "{} prefetch {mib} pass {pos}: {:?}",
+            dispatch.name(),
+            p.fail
+        );
+        logits.push(dec.logits().iter().map(|v| v.to_bits()).collect());
+        bytes.push(p.prefetched);
+    }
+    (logits, bytes)
+}
+
+#[test]
+fn read_ahead_reports_the_weights_after_each_attention_level_and_keeps_every_logit_bit() {
+    let Some((ctx, _turn)) = common::device() else {
+        return;
+    };
+    for ty in [GgmlType::Q4_0, GgmlType::Q8_0] {
+        let m = one_head_group(ty);
+        let want = expected_bytes(&m);
+        let (plain, none) = run(&ctx, &m, Dispatch::Mega, 0, 4);
+        let (ahead, read) = run(&ctx, &m, Dispatch::Mega, 16, 4);
+        let (multi, multi_read) = run(&ctx, &m, Dispatch::Multi, 16, 4);
+        assert!(
+            none.iter().all(|&b| b == 0),
+            "{ty}: no read-ahead asked, {none:?} read"
+        );
+        assert!(
+            read.iter().all(|&b| b == want),
+            "{ty}: read {read:?} bytes per pass, the op reads {want}"
+        );
+        assert!(
+            multi_read.iter().all(|&b| b == 0),
+            "{ty}: multi has no attention level to idle in"
+        );
+        assert!(
+            plain == ahead,
+            "{ty}: the read-ahead changed the megakernel's logits"
+        );
+        assert!(
+            multi == ahead,
+            "{ty}: mega with read-ahead and multi differ"
+        );
+    }
+}
+
+#[test]
+fn a_read_ahead_budget_caps_what_the_idle_workgroups_read() {
+    let Some((ctx, _turn)) = common::device() else {
+        return;
+    };
+    // One 1 MiB budget against a stream larger than it: d 1024 (wo alone is 576 KiB in Q4_0).
+    let (mut cfg, tied) = Shape::Tiny.config();
+    cfg.n_layers = 1;
+    cfg.dim = 1024;
+    cfg.hidden_dim = 1024;
+    cfg.n_heads = 4;
+    cfg.n_kv_heads = 1;
+    let m = synth::generate(&cfg, tied, GgmlType::Q4_0, 43, |_, _| {}).expect("model");
+    assert!(
+        expected_bytes(&m) > 1 << 20,
+        "the stream must exceed the budget"
+    );
+    let (_, read) = run(&ctx, &m, Dispatch::Mega, 1, 2);
+    assert!(
+        read.iter().all(|&b| b == 1 << 20),
+        "read {read:?}, the budget is 1 MiB"
+    );
+}
+
+#[test]
+fn a_read_ahead_past_its_largest_value_is_refused_naming_it() {
+    let Some((ctx, _turn)) = common::device() else {
+        return;
+    };
+    let m = one_head_group(GgmlType::Q4_0);
+    let opts = DecoderOptions {
+        prefetch_mib: baro_engine::vulkan::MAX_PREFETCH_MIB + 1,
+        max_seq: 2,
+        ..Default::default()
+    };
+    let err = VulkanDecoder::new(ctx.clone(), &m, opts)
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("read-ahead 4097 MiB"), "{err}");
+}
+
+#[test]
+fn the_gate_passes_with_read_ahead_mega_and_multi_bit_identical() {
+    let Some((ctx, _turn)) = common::device() else {
+        return;
+    };
+    let m = one_head_group(GgmlType::Q4_0);
+    let mut g = GateConfig::new(
+        3,
+        vec![Dispatch::Mega, Dispatch::Multi],
+        vec![m.tokenizer.bos_id(), 5, 77],
+    );
+    g.decoder.prefetch_mib = 4;
+    let r = run_gate(&ctx.clone().into(), &m, &g, |_, _| {}).expect("gate ran");
+    common::assert_gate_clean(&r, 3, g.max_rel_l2, "read-ahead 4 MiB");
+}
