@@ -198,14 +198,18 @@ def ingest(path, a):
             cur, pend = m.group(1), None
             continue
         src = "%s:%d" % (os.path.basename(path), n)
-        m = re.match(r"baro-top (\S+) act (\w+)", cur or "")
-        t = re.match(r"(mega|multi)\s+(tg\d+)\s+([\d.]+) \(([\d.]+), ([\d.]+)\)", line)
+        # "baro-top FILE act ACT[ dDEPTH][ ARGS]": run.sh's `bench[:DEPTHS[:ARGS]]` step
+        m = re.match(r"baro-top (\S+) act (\w+)(?: d(\d+))?(?: (.+))?$", cur or "")
+        t = re.match(r"(mega|multi)\s+(tg\d+)(?: @ d(\d+))?\s+([\d.]+) \(([\d.]+), ([\d.]+)\)", line)
         if m and t:
             model, quant = quant_of(m.group(1))
-            rows.append(dict(base, tool="bench", model=model, quant=quant, depth=0, act=m.group(2), dispatch=t.group(1),
-                             arm="%s act" % m.group(2) if t.group(1) == "mega" else "multi %s act" % m.group(2),
-                             metric="%s tok/s" % t.group(2), median=float(t.group(3)), min=float(t.group(4)),
-                             max=float(t.group(5)), runs=3, source=src))
+            arm = "%s act" % m.group(2) if t.group(1) == "mega" else "multi %s act" % m.group(2)
+            if m.group(4):
+                arm += " " + m.group(4)
+            rows.append(dict(base, tool="bench", model=model, quant=quant, depth=int(t.group(3) or m.group(3) or 0),
+                             act=m.group(2), dispatch=t.group(1), arm=arm,
+                             metric="%s tok/s" % t.group(2), median=float(t.group(4)), min=float(t.group(5)),
+                             max=float(t.group(6)), runs=3, source=src))
             continue
         m = re.match(r"llama\.cpp (\S+)", cur or "")
         t = re.search(r"\|\s+(tg\d+)(?: @ d(\d+))?\s+\|\s+([\d.]+) ± ([\d.]+) \|", line)
@@ -239,7 +243,8 @@ def ingest(path, a):
                                  ab=ab, source=src))
     for r in rows:
         if r["tool"] != "llama-bench":
-            ps = [p for p in rows if p["tool"] == "llama-bench" and (p["model"], p["quant"]) == (r["model"], r["quant"])]
+            ps = [p for p in rows if p["tool"] == "llama-bench"
+                  and (p["model"], p["quant"], p["depth"]) == (r["model"], r["quant"], r["depth"])]
             r["peer"] = ps[0]["mean"] if ps else None
         else:
             r["peer"] = None

@@ -22,6 +22,8 @@
 #              gates (f32, q8) on them
 #   bench      baro-top `bench` (mega, f32 and q8) and llama-bench tg128 on every Q4_0 and
 #              Q4_K_M file, in the same call
+#   bench:DEPTHS[:ARGS]  the same at each depth of DEPTHS (commas: 0,4096; llama-bench -d
+#              beside baro-top --depth), ARGS added to every baro-top run (commas for spaces)
 #   ab:A:B:SHAPE:ARGS:PREDICT[:BARGS]   `bench ab` binary .bin/A vs .bin/B on SHAPE
 #              (llama-1b|llama-8b), both arms with ARGS (commas for spaces), or B with BARGS
 #              (A and B may be one binary then), PREDICT the frozen prediction
@@ -181,15 +183,21 @@ kquant_step() {
   done; done
 }
 
+# bench_step [DEPTHS [ARGS]]: DEPTHS comma-separated (default 0; llama-bench's -d beside
+# baro-top's --depth), ARGS added to every baro-top run (commas for spaces). The headers name
+# depth and arguments only when given, so older logs and new ones read the same way.
 bench_step() {
-  local s f a
+  local s f a d depths=${1:-} xargs=${2:-}
   for s in $SHAPES; do for f in $s $s-q4_k_m; do
     [ -s /tmp/$f.gguf ] || continue
-    for a in f32 q8; do
-      t "baro-top $f act $a"
-      $B bench -m /tmp/$f.gguf --prompts /tmp/one.txt --tokens 128 --runs 3 --dispatch mega --act $a 2>&1 | grep -E " tg|parity|compared|refus|error"
+    for d in ${depths:-0}; do
+      local dl=${depths:+ d$d}
+      for a in f32 q8; do
+        t "baro-top $f act $a$dl${xargs:+ $xargs}"
+        $B bench -m /tmp/$f.gguf --prompts /tmp/one.txt --tokens 128 --runs 3 --depth $d --dispatch mega --act $a $xargs 2>&1 | grep -E " tg|parity|compared|refus|error"
+      done
+      [ -x $P/llama-bench ] && { t "llama.cpp $f$dl"; $P/llama-bench -m /tmp/$f.gguf -p 0 -n 128 -d $d -r 3 -ngl 99 2>&1 | grep -E "tg128|build"; }
     done
-    [ -x $P/llama-bench ] && { t "llama.cpp $f"; $P/llama-bench -m /tmp/$f.gguf -p 0 -n 128 -r 3 -ngl 99 2>&1 | grep -E "tg128|build"; }
   done; done
 }
 
@@ -202,6 +210,7 @@ for step in "$@"; do
     fixtures) fixtures_step ;;
     kquant) kquant_step ;;
     bench) bench_step ;;
+    bench:*) IFS=: read -r _ depths xargs <<< "$step"; bench_step "${depths//,/ }" "${xargs//,/ }" ;;
     ab:*)
       IFS=: read -r _ a b shape args predict bargs <<< "$step"
       abx() { t "ab $1: $3 -> $4 '$5'${6:+ -> '$6'}"; $B bench ab -m /tmp/$1.gguf --prompts /tmp/one.txt --tokens 128 --pairs 2 \

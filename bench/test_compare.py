@@ -87,6 +87,37 @@ class Compare(unittest.TestCase):
                          [("bench", "Q4_K_M", "q8", 261.7, None), ("llama-bench", "Q4_K_M", None, None, 270.28)])
         self.assertEqual((rows[0]["commit"], rows[0]["driver"], rows[0]["peer"]), ("3518ac2", "580.159.04", 270.28))
 
+    def test_ingest_reads_bench_rows_at_depth_with_arguments_and_pairs_the_peer_by_depth(self):
+        # run.sh's `bench:0,4096:ARGS`: the header names depth and arguments; the line says the
+        # depth as llama-bench does; a ratio is only ever against the peer at the same depth.
+        import tempfile
+        log = ("NVIDIA H200, 580.159.04, 1980 MHz, P0\n== [0 s] build under test 0123456789ab\n"
+               "== [5 s] baro-top llama-1b act q8 d0 --prefetch-mib 0\n"
+               "mega                     tg128             970.0 (969.0, 971.0)        970.0 ± 1.0    435/0/0\n"
+               "== [9 s] baro-top llama-1b act q8 d4096 --prefetch-mib 0\n"
+               "mega                     tg128 @ d4096     780.0 (779.0, 781.0)        780.0 ± 1.0    435/0/0\n"
+               "== [30 s] llama.cpp llama-1b d0\n"
+               "| llama 1B Q4_0 | 0.66 GiB | 1.24 B | CUDA | 99 | tg128 | 1000.00 ± 2.00 |\n"
+               "== [40 s] llama.cpp llama-1b d4096\n"
+               "| llama 1B Q4_0 | 0.66 GiB | 1.24 B | CUDA | 99 | tg128 @ d4096 | 890.00 ± 3.00 |\n")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "call.log")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(log)
+            out = run("--ingest", path, "--round", "38", "--date", "2026-12-03")
+            rows = [json.loads(x) for x in out.splitlines()]
+            self.assertEqual([(r["tool"], r["depth"], r.get("arm"), r["median"], r["peer"]) for r in rows],
+                             [("bench", 0, "q8 act --prefetch-mib 0", 970.0, 1000.0),
+                              ("bench", 4096, "q8 act --prefetch-mib 0", 780.0, 890.0),
+                              ("llama-bench", 0, "llama.cpp CUDA", None, None),
+                              ("llama-bench", 4096, "llama.cpp CUDA", None, None)])
+            res = os.path.join(d, "results.jsonl")
+            with open(res, "w", encoding="utf-8") as f:
+                f.write(out)
+            table = run("--file", res)
+        self.assertIn("| 1B Q4_0 (`model gen`) d0 | 970.0 | 1000.0 ± 2.0 | 0.97× |", table)
+        self.assertIn("| 1B Q4_0 d4096 | 780.0 | 890.0 ± 3.0 | 0.88× |", table)
+
     def test_ingest_reads_an_ab_pair_whose_arms_differ_in_arguments(self):
         # One binary, two settings: run.sh logs "'A ARGS' -> 'B ARGS'"; each arm carries its own.
         import tempfile

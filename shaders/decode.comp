@@ -1139,11 +1139,13 @@ uint g_touch = 0u;
 
 // The sector range [lo, hi) of the touch stream (the tensors of the levels after `lvl` up to
 // the next attention level, each one's quants and then its block scales) that idle workgroup
-// i of m reads; returns the sectors read.
+// i of m reads; returns the sectors read. PREFETCH_SKEW > 0 (a control of the mechanism, not
+// for speed): the stream after the attention level PREFETCH_SKEW attention levels later
+// instead, the same traffic of weights that are not read next (none past the last one).
 uint touch_ahead(uint lvl, uint i, uint m) {
     uint B = PREFETCH_MIB * 32768u;   // sectors of 32 bytes
     uint share = (B + m - 1u) / m, lo = min(i * share, B), hi = min(lo + share, B);
-    uint pos = 0u, acc = 0u, wg = gl_WorkGroupSize.x, nl = P(H_N_LEVELS);
+    uint pos = 0u, acc = 0u, wg = gl_WorkGroupSize.x, nl = P(H_N_LEVELS), skip = PREFETCH_SKEW;
     bool more = true;
     for (uint L = lvl + 1u; more && L < nl && pos < hi; ++L) {
         TICK();
@@ -1151,8 +1153,12 @@ uint touch_ahead(uint lvl, uint i, uint m) {
         for (uint s = first; more && s < first + cnt && pos < hi; ++s) {
             TICK();
             uint b = P(H_STAGES) + s * S_WORDS, kind = P(b + S_KIND);
-            if (kind == K_ATTN) { more = false; break; }
-            if (kind == K_ARGMAX) continue;
+            if (kind == K_ATTN) {
+                if (skip == 0u) { more = false; break; }
+                --skip;
+                continue;
+            }
+            if (kind == K_ARGMAX || skip != 0u) continue;
             // Region r: 0 t0's quants, 1 t0's scales, 2 t1's quants (gate/up), 3 t1's scales.
             for (uint r = 0u; r < (kind == K_FFN ? 4u : 2u) && pos < hi; ++r) {
                 TICK();

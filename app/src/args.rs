@@ -75,11 +75,18 @@ pub struct GpuArgs {
     pub act: Option<baro_engine::device::ActType>,
     /// Megakernel: MiB of weights, 0..=4096, that the workgroups without an attention unit
     /// read ahead into the GPU's L2 while an attention level runs (the tensors of the levels
-    /// after it, in order, up to the next attention level) [default: 0, none]. Logits are
-    /// bit-identical for every value; only speed differs. `run --json` reports the bytes per
-    /// pass (`prefetched_bytes`).
+    /// after it, in order, up to the next attention level) [default: 16 on GPUs, 0 on CPU
+    /// devices; 0: none]. Logits are bit-identical for every value; only speed differs.
+    /// `run --json` reports the budget (`prefetch_mib`) and the bytes per pass
+    /// (`prefetched_bytes`).
     #[arg(long, value_name = "MIB", value_parser = validate::prefetch_mib, allow_negative_numbers = true)]
     pub prefetch_mib: Option<u32>,
+    /// A control for measuring what the read-ahead does, not for speed: read the weights
+    /// after the attention level N attention levels later instead of those read next, 0..=64
+    /// [default: 0]. The same traffic at the same moments, but L2 cannot serve the next
+    /// levels from it: the speed it keeps is not residency.
+    #[arg(long, value_name = "N", value_parser = validate::prefetch_skew, allow_negative_numbers = true)]
+    pub prefetch_skew: Option<u32>,
     /// Grid-barrier spin timeout, milliseconds, at least 1 [default: 1000].
     #[arg(long, value_parser = validate::spin_timeout_ms, allow_negative_numbers = true)]
     pub spin_timeout_ms: Option<u64>,
@@ -107,6 +114,7 @@ impl GpuArgs {
             ("--kv", self.kv.is_some()),
             ("--act", self.act.is_some()),
             ("--prefetch-mib", self.prefetch_mib.is_some()),
+            ("--prefetch-skew", self.prefetch_skew.is_some()),
             ("--spin-timeout-ms", self.spin_timeout_ms.is_some()),
             ("--watchdog-ms", self.watchdog_ms.is_some()),
             ("--inject-stall-wg", self.inject_stall_wg.is_some()),
@@ -127,7 +135,8 @@ impl GpuArgs {
             chain: self.chain.unwrap_or(DEFAULT_CHAIN),
             kv: self.kv.unwrap_or_default(),
             act: self.act.unwrap_or_default(),
-            prefetch_mib: self.prefetch_mib.unwrap_or(0),
+            prefetch_mib: self.prefetch_mib,
+            prefetch_skew: self.prefetch_skew.unwrap_or(0),
             max_seq,
             spin_timeout: std::time::Duration::from_millis(self.spin_timeout_ms.unwrap_or(1000)),
             test_stall_wg: self.inject_stall_wg,

@@ -216,6 +216,18 @@ pub fn prefetch_mib(s: &str) -> Result<u32, String> {
     .map(|v| v as u32)
 }
 
+/// `--prefetch-skew`: attention levels later whose stream the read-ahead reads instead
+/// (a control), 0..=64.
+pub fn prefetch_skew(s: &str) -> Result<u32, String> {
+    whole(
+        s,
+        0,
+        baro_engine::device::MAX_PREFETCH_SKEW.into(),
+        "attention levels of skew",
+    )
+    .map(|v| v as u32)
+}
+
 /// `--kv`: how the KV cache stores keys and values, exactly `f32` or `f16` (no other
 /// spelling, no case folding).
 pub fn kv(s: &str) -> Result<baro_engine::device::KvType, String> {

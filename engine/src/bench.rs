@@ -134,6 +134,8 @@ pub struct ArmResult {
     pub differing: Vec<(u64, usize)>,
     /// The driver compiler's statistics for the arm's pipelines (empty where not reported).
     pub pipelines: Vec<baro_telemetry::PipelineStats>,
+    /// The read-ahead budget the arm's decoder resolved, MiB (0: none).
+    pub prefetch_mib: u32,
 }
 
 /// The bench's result.
@@ -292,6 +294,7 @@ pub fn run_bench(
             tokens: vec![],
             differing: vec![],
             pipelines: s.details.pipelines.clone(),
+            prefetch_mib: s.details.prefetch_mib,
         })
         .collect();
     for ((arm, s), o) in cfg.arms.iter().zip(st.iter_mut()).zip(out.iter_mut()) {

@@ -169,6 +169,10 @@ fn is_zero(v: &u64) -> bool {
     *v == 0
 }
 
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
 /// Static description of a level: stages that run between two grid barriers (megakernel) or
 /// pipeline barriers (multi).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -217,6 +221,11 @@ pub struct RunDetails {
     /// f32 run) means f32, the reference path.
     #[serde(default, skip_serializing_if = "crate::ActType::is_f32")]
     pub act: crate::ActType,
+    /// Megakernel: the read-ahead budget, MiB, that the workgroups idle in an attention level
+    /// read into L2 (`--prefetch-mib`; the frames carry the bytes each pass read); absent
+    /// (older recordings, multi and CPU-device runs) means 0, none. It moves no value.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub prefetch_mib: u32,
     /// What the driver's compiler reported for the run's pipelines
     /// (VK_KHR_pipeline_executable_properties): registers, spills. Empty where the device
     /// lacks the extension (and in older recordings).
@@ -288,6 +297,7 @@ pub(crate) mod tests {
             check: None,
             kv: Default::default(),
             act: Default::default(),
+            prefetch_mib: 0,
             pipelines: Vec::new(),
         }
     }

@@ -181,6 +181,7 @@ impl Synth {
             check: None,
             kv: Default::default(),
             act: Default::default(),
+            prefetch_mib: 0,
             pipelines: Vec::new(),
         };
         Synth {

@@ -59,6 +59,7 @@ fn run_details(device: &str) -> RunDetails {
         check: None,
         kv: Default::default(),
         act: Default::default(),
+        prefetch_mib: 0,
         pipelines: Vec::new(),
     }
 }

@@ -98,8 +98,11 @@ interface! {
         /// read ahead into L2 between their arrival and their wait (0: none;
         /// [`DecoderOptions::prefetch_mib`](crate::vulkan::DecoderOptions::prefetch_mib)).
         PREFETCH_MIB = 18,
+        /// Megakernel: read ahead the stream this many attention levels later instead (a
+        /// control: [`DecoderOptions::prefetch_skew`](crate::vulkan::DecoderOptions::prefetch_skew)).
+        PREFETCH_SKEW = 19,
         /// How many there are.
-        COUNT = 19,
+        COUNT = 20,
     }
 
     /// Program header word indices (`H_*`).

@@ -6,7 +6,8 @@ pub mod interface;
 pub mod program;
 
 pub use context::{any_device_hung, kind_words, list_devices, DeviceInfo, DeviceKind, GpuContext};
+pub use decoder::default_prefetch_mib;
 pub use decoder::{
     default_grid, fail, max_wg_size, ActType, DecoderOptions, Dispatch, FailWord, Feed, KvType,
-    Pass, VulkanDecoder, MAX_CHAIN, MAX_PREFETCH_MIB,
+    Pass, VulkanDecoder, DEFAULT_PREFETCH_MIB, MAX_CHAIN, MAX_PREFETCH_MIB, MAX_PREFETCH_SKEW,
 };

@@ -37,23 +37,33 @@ fn sectors(t: &Tensor) -> u64 {
     quant_bytes.div_ceil(32) + scale_words.div_ceil(8)
 }
 
-/// Bytes one pass reads ahead with one idle workgroup and a budget above every stream: after
-/// layer l's attention, the tensors of the levels up to the next attention level (wo, gate,
-/// up, down, then layer l + 1's q, k, v, or the classifier after the last layer).
-fn expected_bytes(m: &Model) -> u64 {
+/// Bytes of the stream after layer l's attention level: the tensors of the levels up to the
+/// next attention level (wo, gate, up, down, then layer l + 1's q, k, v, or the classifier
+/// after the last layer).
+fn stream_bytes(m: &Model, l: usize) -> u64 {
     let w = &m.weights;
-    let n = w.layers.len();
+    let y = &w.layers[l];
+    let mut s = sectors(&y.wo) + sectors(&y.w_gate) + sectors(&y.w_up) + sectors(&y.w_down);
+    s += match w.layers.get(l + 1) {
+        Some(next) => sectors(&next.wq) + sectors(&next.wk) + sectors(&next.wv),
+        None => sectors(w.classifier()),
+    };
+    s * 32
+}
+
+/// Bytes one pass reads ahead with one idle workgroup and a budget above every stream, with
+/// skew k: during layer l's attention level, the stream after layer l + k's (none past the
+/// last layer).
+fn expected_bytes_skewed(m: &Model, skew: usize) -> u64 {
+    let n = m.weights.layers.len();
     (0..n)
-        .map(|l| {
-            let y = &w.layers[l];
-            let mut s = sectors(&y.wo) + sectors(&y.w_gate) + sectors(&y.w_up) + sectors(&y.w_down);
-            s += match w.layers.get(l + 1) {
-                Some(next) => sectors(&next.wq) + sectors(&next.wk) + sectors(&next.wv),
-                None => sectors(w.classifier()),
-            };
-            s * 32
-        })
+        .filter(|l| l + skew < n)
+        .map(|l| stream_bytes(m, l + skew))
         .sum()
+}
+
+fn expected_bytes(m: &Model) -> u64 {
+    expected_bytes_skewed(m, 0)
 }
 
 fn run(
@@ -63,12 +73,26 @@ fn run(
     mib: u32,
     passes: usize,
 ) -> (Vec<Vec<u32>>, Vec<u64>) {
-    let opts = DecoderOptions {
-        dispatch,
-        prefetch_mib: mib,
-        max_seq: passes,
-        ..Default::default()
-    };
+    run_with(
+        ctx,
+        m,
+        DecoderOptions {
+            dispatch,
+            prefetch_mib: Some(mib),
+            max_seq: passes,
+            ..Default::default()
+        },
+        passes,
+    )
+}
+
+fn run_with(
+    ctx: &std::sync::Arc<baro_engine::vulkan::GpuContext>,
+    m: &Model,
+    opts: DecoderOptions,
+    passes: usize,
+) -> (Vec<Vec<u32>>, Vec<u64>) {
+    let (dispatch, mib) = (opts.dispatch, opts.prefetch_mib);
     let mut dec = VulkanDecoder::new(ctx.clone(), m, opts).expect("decoder");
     let (mut logits, mut bytes) = (vec![], vec![]);
     for pos in 0..passes {
@@ -77,7 +101,7 @@ fn run(
             .expect("pass");
         assert!(
             p.fail.ok(),
-            "{} prefetch {mib} pass {pos}: {:?}",
+            "{} prefetch {mib:?} pass {pos}: {:?}",
             dispatch.name(),
             p.fail
         );
@@ -152,7 +176,7 @@ fn a_read_ahead_past_its_largest_value_is_refused_naming_it() {
     };
     let m = one_head_group(GgmlType::Q4_0);
     let opts = DecoderOptions {
-        prefetch_mib: baro_engine::vulkan::MAX_PREFETCH_MIB + 1,
+        prefetch_mib: Some(baro_engine::vulkan::MAX_PREFETCH_MIB + 1),
         max_seq: 2,
         ..Default::default()
     };
@@ -173,7 +197,96 @@ fn the_gate_passes_with_read_ahead_mega_and_multi_bit_identical() {
         vec![Dispatch::Mega, Dispatch::Multi],
         vec![m.tokenizer.bos_id(), 5, 77],
     );
-    g.decoder.prefetch_mib = 4;
+    g.decoder.prefetch_mib = Some(4);
     let r = run_gate(&ctx.clone().into(), &m, &g, |_, _| {}).expect("gate ran");
     common::assert_gate_clean(&r, 3, g.max_rel_l2, "read-ahead 4 MiB");
+}
+
+#[test]
+fn a_skewed_read_ahead_reads_the_stream_of_a_later_attention_level_and_keeps_every_logit_bit() {
+    let Some((ctx, _turn)) = common::device() else {
+        return;
+    };
+    // Three layers, so skew 1 reads two layers' later streams and the last layer's none.
+    let (mut cfg, tied) = Shape::Tiny.config();
+    cfg.n_layers = 3;
+    cfg.n_heads = 4;
+    cfg.n_kv_heads = 1;
+    let m = synth::generate(&cfg, tied, GgmlType::Q4_0, 47, |_, _| {}).expect("model");
+    let opts = |skew| DecoderOptions {
+        prefetch_mib: Some(16),
+        prefetch_skew: skew,
+        max_seq: 3,
+        ..Default::default()
+    };
+    let (next, next_read) = run_with(&ctx, &m, opts(0), 3);
+    let (skewed, skewed_read) = run_with(&ctx, &m, opts(1), 3);
+    let want = expected_bytes_skewed(&m, 1);
+    assert_ne!(
+        want,
+        expected_bytes(&m),
+        "the test's layers must differ in what skew 1 reads"
+    );
+    assert!(
+        next_read.iter().all(|&b| b == expected_bytes(&m)),
+        "skew 0 read {next_read:?}"
+    );
+    assert!(
+        skewed_read.iter().all(|&b| b == want),
+        "skew 1 read {skewed_read:?} bytes per pass, the op reads {want}"
+    );
+    assert!(next == skewed, "the skewed read-ahead changed the logits");
+    // Skew past every attention level reads nothing.
+    let (_, none) = run_with(&ctx, &m, opts(3), 1);
+    assert_eq!(none, vec![0], "skew 3 of 3 layers read something");
+    let err = VulkanDecoder::new(
+        ctx.clone(),
+        &m,
+        opts(baro_engine::vulkan::MAX_PREFETCH_SKEW + 1),
+    )
+    .err()
+    .expect("refused");
+    assert!(err.to_string().contains("read-ahead skew 65"), "{err}");
+}
+
+#[test]
+fn the_read_ahead_default_is_off_on_a_cpu_device_and_on_for_gpus() {
+    let Some((ctx, _turn)) = common::device() else {
+        return;
+    };
+    use baro_engine::vulkan::{default_prefetch_mib, DeviceKind, DEFAULT_PREFETCH_MIB};
+    assert_eq!(default_prefetch_mib(DeviceKind::Cpu), 0);
+    for k in [
+        DeviceKind::Discrete,
+        DeviceKind::Integrated,
+        DeviceKind::Virtual,
+        DeviceKind::Other,
+    ] {
+        assert_eq!(default_prefetch_mib(k), DEFAULT_PREFETCH_MIB, "{k:?}");
+    }
+    assert!(DEFAULT_PREFETCH_MIB > 0);
+    let m = one_head_group(GgmlType::Q4_0);
+    let opts = DecoderOptions {
+        max_seq: 2,
+        ..Default::default()
+    };
+    assert_eq!(opts.prefetch_mib, None, "no budget asked");
+    let dec = VulkanDecoder::new(ctx.clone(), &m, opts).expect("decoder");
+    let want = default_prefetch_mib(ctx.info.kind);
+    assert_eq!(dec.prefetch_mib(), want, "device kind {:?}", ctx.info.kind);
+    assert_eq!(dec.run_details("m").prefetch_mib, want);
+    let (_, read) = run_with(
+        &ctx,
+        &m,
+        DecoderOptions {
+            max_seq: 2,
+            ..Default::default()
+        },
+        2,
+    );
+    let bytes = if want == 0 { 0 } else { expected_bytes(&m) };
+    assert!(
+        read.iter().all(|&b| b == bytes),
+        "read {read:?} by default, want {bytes}"
+    );
 }

@@ -642,6 +642,7 @@ pub fn child_arm(name: &str, run: u64, rows: &[Row]) -> anyhow::Result<(ArmResul
         tokens: vec![],
         differing: vec![],
         pipelines: vec![],
+        prefetch_mib: pp.prefetch_mib.unwrap_or(0),
     };
     let info = ArmInfo {
         name: name.into(),
@@ -654,6 +655,7 @@ pub fn child_arm(name: &str, run: u64, rows: &[Row]) -> anyhow::Result<(ArmResul
         commit: pp.commit.clone(),
         registers: pp.registers,
         spills: pp.spills,
+        prefetch_mib: pp.prefetch_mib,
     };
     Ok((res, info))
 }

@@ -78,6 +78,8 @@ pub struct ArmInfo {
     pub registers: Option<u64>,
     /// Spills of that pipeline, where the driver reports them.
     pub spills: Option<u64>,
+    /// The megakernel's read-ahead budget, MiB, where the binary reports it.
+    pub prefetch_mib: Option<u32>,
 }
 
 impl ArmInfo {
@@ -104,6 +106,7 @@ impl ArmInfo {
                     commit: commit.into(),
                     registers,
                     spills,
+                    prefetch_mib: Some(res.prefetch_mib),
                 }
             })
             .collect()
@@ -157,6 +160,10 @@ pub struct Row {
     /// Spills of that pipeline as the driver reports them; absent where it does not.
     #[serde(default)]
     pub spills: Option<u64>,
+    /// The megakernel's read-ahead budget, MiB (`--prefetch-mib`, the device default
+    /// resolved; 0: none); absent in rows from binaries before it was reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefetch_mib: Option<u32>,
     /// `pp` (prompt) or `tg` (generation).
     pub test: String,
     /// Prompt tokens per sample (mean over the prompt set, BOS included); 0 in `tg` rows.
@@ -279,6 +286,7 @@ pub fn rows(meta: &Meta, arms: &[ArmInfo], report: &BenchReport) -> Vec<Row> {
                 act: info.act.clone(),
                 registers: info.registers,
                 spills: info.spills,
+                prefetch_mib: info.prefetch_mib,
                 test: test.into(),
                 n_prompt,
                 n_gen: if pp { 0 } else { meta.n_gen },
@@ -311,7 +319,7 @@ pub fn rows(meta: &Meta, arms: &[ArmInfo], report: &BenchReport) -> Vec<Row> {
 }
 
 /// The CSV columns, in order (every field of [`Row`]).
-const COLUMNS: [&str; 41] = [
+const COLUMNS: [&str; 42] = [
     "model_filename",
     "model_type",
     "model_size",
@@ -328,6 +336,7 @@ const COLUMNS: [&str; 41] = [
     "act",
     "registers",
     "spills",
+    "prefetch_mib",
     "test",
     "n_prompt",
     "n_gen",
@@ -569,6 +578,7 @@ mod tests {
             commit: "c".into(),
             registers: None,
             spills: None,
+            prefetch_mib: Some(16),
         };
         let r = rows(&meta, &[info("A"), info("B")], &report);
         assert_eq!(r.len(), 4);
@@ -609,6 +619,7 @@ mod tests {
             commit: "c".into(),
             registers: None,
             spills: None,
+            prefetch_mib: Some(16),
         };
         let r = rows(&meta, &[info], &report);
         assert!(r.iter().all(|r| r.kv == "f16"));
@@ -660,6 +671,7 @@ mod tests {
             commit: "c".into(),
             registers,
             spills,
+            prefetch_mib: None,
         };
         let r = rows(
             &test_meta(1, false),

@@ -14,6 +14,13 @@ impl VulkanDecoder {
         self.ctx.info.device_clock && !self.opts.no_device_clock
     }
 
+    /// The read-ahead budget this decoder runs with, MiB ([`DecoderOptions::prefetch_mib`],
+    /// the device's default resolved; 0: none). Multi runs it too but has no attention level
+    /// to idle in, so its passes read nothing ahead.
+    pub fn prefetch_mib(&self) -> u32 {
+        self.opts.prefetch_mib.unwrap_or(0)
+    }
+
     /// Name of level `i`.
     pub fn level_name(&self, i: u32) -> String {
         self.program
@@ -85,6 +92,11 @@ impl VulkanDecoder {
             check: None,
             kv: self.opts.kv,
             act: self.opts.act,
+            prefetch_mib: if self.opts.dispatch == Dispatch::Mega {
+                self.prefetch_mib()
+            } else {
+                0
+            },
             pipelines: self.pipeline_stats.clone(),
         }
     }

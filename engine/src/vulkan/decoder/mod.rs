@@ -138,12 +138,39 @@ pub struct DecoderOptions {
     pub pipeline_cache_out: Option<std::path::PathBuf>,
     /// Megakernel only: MiB of weights (whole grid) that the workgroups without a unit in an
     /// attention level read ahead into the GPU's L2 while that level runs: the tensors of the
-    /// levels after it, in order, up to the next attention level (0, the default: none). The
-    /// words read are never used, so every value of the pass is unchanged (mega ≡ multi
-    /// bitwise); only where the following levels' loads are served from changes. Each pass
-    /// reports the bytes it read ahead ([`Pass::prefetched`]).
-    pub prefetch_mib: u32,
+    /// levels after it, in order, up to the next attention level (0: none). `None` (the
+    /// default) is [`default_prefetch_mib`] for the device: [`DEFAULT_PREFETCH_MIB`] on GPUs,
+    /// 0 on CPU devices. The words read are never used, so every value of the pass is
+    /// unchanged (mega ≡ multi bitwise); only where the following levels' loads are served
+    /// from changes. Each pass reports the bytes it read ahead ([`Pass::prefetched`]);
+    /// [`VulkanDecoder::prefetch_mib`] says what a decoder resolved.
+    pub prefetch_mib: Option<u32>,
+    /// A control for the read-ahead's mechanism, not for speed: read the weights of the
+    /// levels after the attention level `prefetch_skew` attention levels later instead (the
+    /// same kind and amount of traffic, issued at the same time, but of weights that are not
+    /// read next, so L2 residency cannot serve the next levels; nothing after the last layer's
+    /// stream). 0 (the default): the levels that come next. At most [`MAX_PREFETCH_SKEW`].
+    pub prefetch_skew: u32,
 }
+
+/// The read-ahead budget where [`DecoderOptions::prefetch_mib`] is `None`: MiB on GPUs.
+/// Measured on the H200 (bench/rounds/37.md): 16 MiB +16.0 % at 1b q8 and +20.4 % at 8b q8
+/// (32 MiB: +15.8 % and +17.2 %), bit-identical logits.
+pub const DEFAULT_PREFETCH_MIB: u32 = 16;
+
+/// The read-ahead budget a decoder takes where none is asked: [`DEFAULT_PREFETCH_MIB`] on
+/// GPUs, 0 on CPU devices (their "L2" is the host's caches, and every touch is a CPU
+/// instruction taken from the decode).
+pub fn default_prefetch_mib(kind: DeviceKind) -> u32 {
+    if kind == DeviceKind::Cpu {
+        0
+    } else {
+        DEFAULT_PREFETCH_MIB
+    }
+}
+
+/// The largest [`DecoderOptions::prefetch_skew`] (attention levels).
+pub const MAX_PREFETCH_SKEW: u32 = 64;
 
 /// The largest [`DecoderOptions::prefetch_mib`] (the shader counts 32-byte sectors in 32 bits).
 pub const MAX_PREFETCH_MIB: u32 = 4096;
@@ -175,7 +202,8 @@ impl Default for DecoderOptions {
             test_slow_kind: None,
             test_stall_wg: None,
             pipeline_cache_out: None,
-            prefetch_mib: 0,
+            prefetch_mib: None,
+            prefetch_skew: 0,
             no_device_clock: false,
             chain: 1,
             ring_every: 1,

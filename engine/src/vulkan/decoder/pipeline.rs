@@ -91,7 +91,8 @@ impl VulkanDecoder {
                     (spec::KV_F16, kv16 as u32),
                     (spec::HEAD_SIZE, self.program.head_size()),
                     (spec::SQ_CAP, self.sq_cap),
-                    (spec::PREFETCH_MIB, self.opts.prefetch_mib),
+                    (spec::PREFETCH_MIB, self.prefetch_mib()),
+                    (spec::PREFETCH_SKEW, self.opts.prefetch_skew),
                     (
                         spec::TYPES,
                         self.program

@@ -115,12 +115,23 @@ impl VulkanDecoder {
                 "rows in flight {rows}: the matvec streams 1, 2 or 4 rows per team"
             )));
         }
-        if opts.prefetch_mib > MAX_PREFETCH_MIB {
+        let prefetch = opts.prefetch_mib.unwrap_or(default_prefetch_mib(info.kind));
+        if prefetch > MAX_PREFETCH_MIB {
             return Err(Error::Invalid(format!(
-                "read-ahead {} MiB: at most {MAX_PREFETCH_MIB} MiB (the whole grid's reads during one attention level)",
-                opts.prefetch_mib
+                "read-ahead {prefetch} MiB: at most {MAX_PREFETCH_MIB} MiB (the whole grid's reads during one attention level)"
             )));
         }
+        if opts.prefetch_skew > MAX_PREFETCH_SKEW {
+            return Err(Error::Invalid(format!(
+                "read-ahead skew {} attention levels: at most {MAX_PREFETCH_SKEW}",
+                opts.prefetch_skew
+            )));
+        }
+        // What this decoder runs with, from here on (the frames and the run details say it).
+        let opts = DecoderOptions {
+            prefetch_mib: Some(prefetch),
+            ..opts
+        };
         let c = &model.config;
         let max_seq = opts.max_seq.clamp(1, c.seq_len);
         // Shared memory: the input vector, plus small reduction arrays.
