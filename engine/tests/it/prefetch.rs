@@ -264,7 +264,7 @@ fn the_read_ahead_default_is_off_on_a_cpu_device_and_on_for_gpus() {
     ] {
         assert_eq!(default_prefetch_mib(k), DEFAULT_PREFETCH_MIB, "{k:?}");
     }
-    assert!(DEFAULT_PREFETCH_MIB > 0);
+    const { assert!(DEFAULT_PREFETCH_MIB > 0) };
     let m = one_head_group(GgmlType::Q4_0);
     let opts = DecoderOptions {
         max_seq: 2,

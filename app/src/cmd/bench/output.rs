@@ -527,6 +527,7 @@ mod tests {
             tokens: vec![],
             differing: vec![],
             pipelines: vec![],
+            prefetch_mib: 16,
         }
     }
 
@@ -602,7 +603,7 @@ mod tests {
     }
 
     #[test]
-    fn rows_carry_the_kv_type_and_rows_written_before_it_read_f32() {
+    fn rows_carry_the_kv_type_and_read_ahead_and_rows_written_before_them_read_f32_and_unknown() {
         let report = BenchReport {
             arms: vec![arm("A", &[PowerMode::Fast])],
             grids: vec![2],
@@ -633,6 +634,12 @@ mod tests {
         old.as_object_mut().unwrap().remove("kv");
         let back: Row = serde_json::from_value(old).unwrap();
         assert_eq!(back.kv, "f32");
+        // The read-ahead budget travels too; rows from before it read as unknown, not 0.
+        assert_eq!(r[0].prefetch_mib, Some(16));
+        let mut old = serde_json::to_value(&r[0]).unwrap();
+        old.as_object_mut().unwrap().remove("prefetch_mib");
+        let back: Row = serde_json::from_value(old).unwrap();
+        assert_eq!(back.prefetch_mib, None);
     }
 
     #[test]
