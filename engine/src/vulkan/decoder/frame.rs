@@ -239,10 +239,7 @@ impl VulkanDecoder {
         {
             return None;
         }
-        let sync_words = super::super::program::sync_words(self.grid);
-        let out_words = self.vocab + 2 + 2 * self.grid as usize;
         let map = self.readback.alloc.as_ref()?.mapped_slice()?;
-        let start = (self.slot_words * i + sync_words + out_words) * 4;
-        map.get(start..start + self.ring_frame_words as usize * 4)
+        map.get(self.rb.ring_bytes(i))
     }
 }

@@ -10,7 +10,8 @@
 //! warm-up, submission), `pipeline` (SPIR-V variant, specialisation, the plain pipeline of a
 //! sampled run, compiler statistics), `frame` (run details, frame building, ring readback),
 //! `pass` (one pass: recording, submission under the watchdog, fail word and
-//! logits readback), `calibrate` (device clock ↔ timestamps ↔ host).
+//! logits readback), `readback` (where each pass's results lie in the readback buffer),
+//! `calibrate` (device clock ↔ timestamps ↔ host).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -310,7 +311,6 @@ pub struct VulkanDecoder {
     prog: Buffer,
     ring: Buffer,
     readback: Buffer,
-    ring_frame_words: u32,
     dsl: vk::DescriptorSetLayout,
     layout: vk::PipelineLayout,
     pipeline: vk::Pipeline,
@@ -330,8 +330,8 @@ pub struct VulkanDecoder {
     n_queries: u32,
     passes: u32,
     last_window: Option<(u64, u64)>,
-    /// Readback words per chain slot: sync words, out words, one ring frame.
-    slot_words: usize,
+    /// Where each chain slot's sync words, output words and ring frame lie in `readback`.
+    rb: ReadbackLayout,
     /// Timestamp queries per chain slot.
     queries_per_pass: u32,
     /// Chain slot of the last pass run (its ring frame and logits in the readback).
@@ -428,7 +428,9 @@ mod calibrate;
 mod frame;
 mod pass;
 mod pipeline;
+mod readback;
 mod setup;
+use readback::ReadbackLayout;
 
 pub use calibrate::Calibration;
 

@@ -197,8 +197,7 @@ impl VulkanDecoder {
     ) {
         let d = &self.ctx.device;
         let grid = self.grid;
-        let sync_words = super::super::program::sync_words(grid);
-        let out_words = self.vocab + 2 + 2 * grid as usize;
+        let rb = self.rb;
         let timeout_ticks = (self.opts.spin_timeout.as_nanos().min(u32::MAX as u128 / 2)) as u32;
         let (token, mut flags) = match feed {
             Feed::Token(t) => (t, 0u32),
@@ -221,8 +220,7 @@ impl VulkanDecoder {
         };
         let mega = self.opts.dispatch == Dispatch::Mega;
         let q0 = self.queries_per_pass * slot as u32;
-        let rb0 = (self.slot_words * slot) as u64 * 4;
-        let frame_bytes = self.ring_frame_words as u64 * 4;
+        let frame_bytes = rb.ring_frame_words as u64 * 4;
         // SAFETY: guaranteed by the caller; every range lies inside its buffer.
         unsafe {
             // The previous pass (same submission or an earlier one, whose fence was waited
@@ -372,12 +370,12 @@ impl VulkanDecoder {
                 self.readback.buffer,
                 &[vk::BufferCopy {
                     src_offset: 0,
-                    dst_offset: rb0,
-                    size: sync_words as u64 * 4,
+                    dst_offset: rb.sync_offset(slot),
+                    size: rb.sync_words as u64 * 4,
                 }],
             );
             let (src, size) = if self.opts.read_logits {
-                (0u64, out_words as u64 * 4)
+                (0u64, rb.out_words as u64 * 4)
             } else {
                 (self.vocab as u64 * 4, 8)
             };
@@ -387,12 +385,12 @@ impl VulkanDecoder {
                 self.readback.buffer,
                 &[vk::BufferCopy {
                     src_offset: src,
-                    dst_offset: rb0 + sync_words as u64 * 4 + src,
+                    dst_offset: rb.out_offset(slot, 0) + src,
                     size,
                 }],
             );
             if stamp {
-                let off = rb0 + (sync_words + out_words) as u64 * 4;
+                let off = rb.ring_bytes(slot).start as u64;
                 d.cmd_copy_buffer(
                     cb,
                     self.ring.buffer,
@@ -411,7 +409,6 @@ impl VulkanDecoder {
     fn read_pass(&mut self, slot: usize, pass_id: u32, wall: Duration) -> Result<Pass> {
         let d = &self.ctx.device;
         let grid = self.grid;
-        let sync_words = super::super::program::sync_words(grid);
         let mega = self.opts.dispatch == Dispatch::Mega;
         let n_stages = self.program.stages.len();
         let qpp = self.queries_per_pass as usize;
@@ -452,29 +449,29 @@ impl VulkanDecoder {
             .as_ref()
             .and_then(|a| a.mapped_slice())
             .ok_or_else(|| Error::Vulkan("readback buffer is not host-mapped".into()))?;
-        let base = self.slot_words * slot;
+        let rb = self.rb;
         let word = |i: usize| {
-            let b = (base + i) * 4;
+            let b = i * 4;
             u32::from_le_bytes([map[b], map[b + 1], map[b + 2], map[b + 3]])
         };
         let mut fw = FailWord {
-            bits: word(sy::FAIL),
-            first: word(sy::FAIL_FIRST),
-            level: Some(word(sy::FAIL_LEVEL)).filter(|&l| l != u32::MAX),
-            seen: word(sy::FAIL_SEEN),
-            wg: word(sy::FAIL_WG),
+            bits: word(rb.sync_word(slot, sy::FAIL)),
+            first: word(rb.sync_word(slot, sy::FAIL_FIRST)),
+            level: Some(word(rb.sync_word(slot, sy::FAIL_LEVEL))).filter(|&l| l != u32::MAX),
+            seen: word(rb.sync_word(slot, sy::FAIL_SEEN)),
+            wg: word(rb.sync_word(slot, sy::FAIL_WG)),
             resident: (0..grid as usize)
-                .filter(|&g| word(sy::RESIDENT + g) == pass_id.wrapping_add(1))
+                .filter(|&g| word(rb.sync_word(slot, sy::RESIDENT + g)) == pass_id.wrapping_add(1))
                 .count() as u32,
-            started: word(sy::STARTED),
-            arrivals: word(sy::COUNTER),
+            started: word(rb.sync_word(slot, sy::STARTED)),
+            arrivals: word(rb.sync_word(slot, sy::COUNTER)),
             grid,
         };
         if fw.resident < grid {
             fw.bits |= fail::MISSING_WG;
         }
-        let argmax = word(sync_words + self.vocab);
-        let argmax_value = f32::from_bits(word(sync_words + self.vocab + 1));
+        let argmax = word(rb.argmax_word(slot));
+        let argmax_value = f32::from_bits(word(rb.argmax_word(slot) + 1));
         if argmax as usize >= self.vocab {
             fw.bits |= fail::POISONED;
         }
@@ -482,7 +479,7 @@ impl VulkanDecoder {
             let mut poisoned = false;
             let v = self.vocab;
             for (i, l) in self.logits[slot * v..(slot + 1) * v].iter_mut().enumerate() {
-                let w = word(sync_words + i);
+                let w = word(rb.out_word(slot, i));
                 poisoned |= w == POISON;
                 *l = f32::from_bits(w);
             }
@@ -498,7 +495,7 @@ impl VulkanDecoder {
             dispatch_ns,
             wall,
             window: self.last_window,
-            prefetched: u64::from(word(sy::PREFETCHED)) * 32,
+            prefetched: u64::from(word(rb.sync_word(slot, sy::PREFETCHED))) * 32,
         })
     }
 }

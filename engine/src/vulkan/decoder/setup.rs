@@ -255,7 +255,6 @@ impl VulkanDecoder {
             prog: Buffer::null(),
             ring: Buffer::null(),
             readback: Buffer::null(),
-            ring_frame_words: 0,
             dsl: vk::DescriptorSetLayout::null(),
             layout: vk::PipelineLayout::null(),
             pipeline: vk::Pipeline::null(),
@@ -270,7 +269,7 @@ impl VulkanDecoder {
             n_queries: 0,
             passes: 0,
             last_window: None,
-            slot_words: 0,
+            rb: ReadbackLayout::default(),
             queries_per_pass: 0,
             last_slot: 0,
             last_ok: false,
@@ -407,15 +406,22 @@ impl VulkanDecoder {
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
-        let out_words = self.vocab as u64 + 2 + 2 * self.grid as u64;
+        let n_stages = self.program.stages.len() as u32;
+        let n_levels = self.program.levels.len() as u32;
+        let ring_slots = self.opts.chain.max(1);
+        self.rb = ReadbackLayout::new(
+            self.grid,
+            self.vocab,
+            4 + (n_stages + n_levels) * self.grid * 4,
+            ring_slots,
+        );
         self.out = create_buffer(
             &ctx,
             "logits",
-            out_words * 4,
+            self.rb.out_words as u64 * 4,
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
-        let sync_words = super::super::program::sync_words(self.grid) as u64;
         // The buffer also holds the attention's arrival counters (zeroed, not read back).
         let sync_buffer_words =
             super::super::program::sync_buffer_words(self.grid, self.program.att_groups()) as u64;
@@ -426,20 +432,17 @@ impl VulkanDecoder {
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
-        let n_stages = self.program.stages.len() as u32;
-        let n_levels = self.program.levels.len() as u32;
-        self.ring_frame_words = 4 + (n_stages + n_levels) * self.grid * 4;
-        let ring_slots = self.opts.chain.max(1);
+        let ring_frame_words = self.rb.ring_frame_words as u32;
         self.ring = create_buffer(
             &ctx,
             "telemetry.ring",
-            self.ring_frame_words as u64 * 4 * ring_slots as u64,
+            ring_frame_words as u64 * 4 * ring_slots as u64,
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
-        let prog_words =
-            self.program
-                .words(&places, (self.ring_frame_words, ring_slots), self.grid);
+        let prog_words = self
+            .program
+            .words(&places, (ring_frame_words, ring_slots), self.grid);
         self.prog = create_buffer(
             &ctx,
             "program",
@@ -447,8 +450,7 @@ impl VulkanDecoder {
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
-        self.slot_words = (sync_words + out_words + self.ring_frame_words as u64) as usize;
-        let rb = self.slot_words as u64 * 4 * ring_slots as u64;
+        let rb = self.rb.bytes();
         self.logits = vec![0.0; self.vocab * ring_slots as usize];
         self.readback = create_buffer(
             &ctx,
