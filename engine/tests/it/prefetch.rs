@@ -323,13 +323,9 @@ fn an_idle_spin_keeps_every_logit_bit_and_is_refused_past_its_largest_value() {
         max_seq: 3,
         ..Default::default()
     };
-    let err = VulkanDecoder::new(
-        ctx.clone(),
-        &m,
-        opts(baro_engine::vulkan::MAX_IDLE_SPIN_NS + 1, false),
-    )
-    .err()
-    .expect("refused");
+    let err = VulkanDecoder::new(ctx.clone(), &m, opts(baro_engine::vulkan::MAX_IDLE_SPIN_NS + 1, false))
+        .err()
+        .expect("refused");
     assert!(err.to_string().contains("idle spin 1000001 ns"), "{err}");
     let err = VulkanDecoder::new(ctx.clone(), &m, opts(1000, true))
         .err()
