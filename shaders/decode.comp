@@ -1142,15 +1142,12 @@ uint g_touch = 0u;
 // i of m reads; returns the sectors read. PREFETCH_SKEW > 0 (a control of the mechanism, not
 // for speed): the stream after the attention level PREFETCH_SKEW attention levels later
 // instead, the same traffic of weights that are not read next (none past the last one).
-// `from` is the first level of the stream: the one after the attention level, or 0 for the
-// workgroups that leave before the single-workgroup argmax level (the next pass's first
-// levels: the weights stay in L2 across the gap between passes).
-uint touch_ahead(uint from, uint i, uint m) {
+uint touch_ahead(uint lvl, uint i, uint m) {
     uint B = PREFETCH_MIB * 32768u;   // sectors of 32 bytes
     uint share = (B + m - 1u) / m, lo = min(i * share, B), hi = min(lo + share, B);
     uint pos = 0u, acc = 0u, wg = gl_WorkGroupSize.x, nl = P(H_N_LEVELS), skip = PREFETCH_SKEW;
     bool more = true;
-    for (uint L = from; more && L < nl && pos < hi; ++L) {
+    for (uint L = lvl + 1u; more && L < nl && pos < hi; ++L) {
         TICK();
         uint lb = P(H_LEVELS) + L * L_WORDS, first = P(lb + L_FIRST), cnt = P(lb + L_COUNT);
         for (uint s = first; more && s < first + cnt && pos < hi; ++s) {
@@ -1191,16 +1188,11 @@ uint touch_ahead(uint from, uint i, uint m) {
 }
 
 // Whether this workgroup idles through level `lvl` as an attention level (no unit of its
-// own there), or leaves after it (`leave`: before the single-workgroup argmax level): then
-// (i, m) = its index among the m workgroups that touch, else m = 0.
-void touch_slot(uint lvl, bool leave, out uint i, out uint m) {
+// own there): then (i, m) = its index among the m idle workgroups, else m = 0.
+void touch_slot(uint lvl, out uint i, out uint m) {
     i = 0u;
     m = 0u;
-    if (!MEGA || (PREFETCH_MIB == 0u && IDLE_SPIN == 0u)) return;
-    if (leave) {
-        if (PREFETCH_MIB != 0u) { i = wg_id() - 1u; m = G - 1u; }
-        return;
-    }
+    if (PREFETCH_MIB == 0u || !MEGA) return;
     uint lb = P(H_LEVELS) + lvl * L_WORDS;
     uint b = P(H_STAGES) + P(lb + L_FIRST) * S_WORDS;
     if (P(lb + L_COUNT) != 1u || P(b + S_KIND) != K_ATTN) return;
@@ -1212,8 +1204,7 @@ void touch_slot(uint lvl, bool leave, out uint i, out uint m) {
 // The grid barrier after level `lvl`: leader arrives with a release, polls relaxed with a
 // bounded spin, then one acquire fence (DESIGN.md: acquire polls break lavapipe). An idle
 // workgroup of an attention level (tm != 0) pulls weights into L2 between its arrival and
-// its wait; one that leaves before the argmax level (arrive_only, tm != 0) pulls the next
-// pass's first levels before it leaves.
+// its wait.
 bool grid_barrier(uint lvl, bool arrive_only, uint ti, uint tm) {
     wg_sync();
     uvec2 ta = uvec2(0u);
@@ -1224,20 +1215,14 @@ bool grid_barrier(uint lvl, bool arrive_only, uint ti, uint tm) {
         stamp_level_at(lvl, 0u, ta);
         seen = atomicAdd(sy.w[SY_COUNTER], 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease) + 1u;
     }
-    if (PREFETCH_MIB != 0u && tm != 0u) {
-        uint n = touch_ahead(arrive_only ? 0u : lvl + 1u, ti, tm);
+    if (PREFETCH_MIB != 0u && tm != 0u && !arrive_only) {
+        uint n = touch_ahead(lvl, ti, tm);
         if (lid() == 0u && n != 0u) atomicAdd(sy.w[SY_PREFETCHED], n, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
     }
     if (lid() == 0u) {
         bool ok = true;
         uint target = (lvl + 1u) * G;
         uint t0 = ta.x;
-        // The control IDLE_SPIN (a measurement, not for speed): an idle workgroup of an
-        // attention level waits on the device clock, touching no memory, before its first
-        // poll.
-        if (IDLE_SPIN != 0u && HAS_CLOCK && !arrive_only && tm != 0u) {
-            while (now2().x - t0 < IDLE_SPIN) TICK();
-        }
         while (!arrive_only && seen < target) {
             TICK();
             if (atomicLoad(sy.w[SY_ABORT], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u) { ok = false; break; }
@@ -1337,7 +1322,7 @@ void main() {
                 bool next_single = (P(P(H_LEVELS) + (lvl + 1u) * L_WORDS + L_FLAGS) & 2u) != 0u;
                 bool leave = next_single && wg_id() != 0u;
                 uint ti, tm;
-                touch_slot(lvl, leave, ti, tm);
+                touch_slot(lvl, ti, tm);
                 live = grid_barrier(lvl, leave, ti, tm) && !leave;
             }
         }

@@ -87,11 +87,6 @@ pub struct GpuArgs {
     /// levels from it: the speed it keeps is not residency.
     #[arg(long, value_name = "N", value_parser = validate::prefetch_skew, allow_negative_numbers = true)]
     pub prefetch_skew: Option<u32>,
-    /// A second control for measuring the read-ahead: the idle workgroups of an attention
-    /// level wait NS nanoseconds on the device clock after they arrive, touching no memory,
-    /// before they first poll the barrier, 0..=1000000 [default: 0]. Needs the device clock.
-    #[arg(long, value_name = "NS", value_parser = validate::idle_spin_ns, allow_negative_numbers = true)]
-    pub idle_spin_ns: Option<u32>,
     /// Grid-barrier spin timeout, milliseconds, at least 1 [default: 1000].
     #[arg(long, value_parser = validate::spin_timeout_ms, allow_negative_numbers = true)]
     pub spin_timeout_ms: Option<u64>,
@@ -120,7 +115,6 @@ impl GpuArgs {
             ("--act", self.act.is_some()),
             ("--prefetch-mib", self.prefetch_mib.is_some()),
             ("--prefetch-skew", self.prefetch_skew.is_some()),
-            ("--idle-spin-ns", self.idle_spin_ns.is_some()),
             ("--spin-timeout-ms", self.spin_timeout_ms.is_some()),
             ("--watchdog-ms", self.watchdog_ms.is_some()),
             ("--inject-stall-wg", self.inject_stall_wg.is_some()),
@@ -143,7 +137,6 @@ impl GpuArgs {
             act: self.act.unwrap_or_default(),
             prefetch_mib: self.prefetch_mib,
             prefetch_skew: self.prefetch_skew.unwrap_or(0),
-            idle_spin_ns: self.idle_spin_ns.unwrap_or(0),
             max_seq,
             spin_timeout: std::time::Duration::from_millis(self.spin_timeout_ms.unwrap_or(1000)),
             test_stall_wg: self.inject_stall_wg,

@@ -228,18 +228,6 @@ pub fn prefetch_skew(s: &str) -> Result<u32, String> {
     .map(|v| v as u32)
 }
 
-/// `--idle-spin-ns`: device-clock ns an attention level's idle workgroups wait before
-/// polling (a control), 0..=1000000.
-pub fn idle_spin_ns(s: &str) -> Result<u32, String> {
-    whole(
-        s,
-        0,
-        baro_engine::device::MAX_IDLE_SPIN_NS.into(),
-        "ns of idle spin",
-    )
-    .map(|v| v as u32)
-}
-
 /// `--kv`: how the KV cache stores keys and values, exactly `f32` or `f16` (no other
 /// spelling, no case folding).
 pub fn kv(s: &str) -> Result<baro_engine::device::KvType, String> {

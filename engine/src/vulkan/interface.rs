@@ -101,12 +101,8 @@ interface! {
         /// Megakernel: read ahead the stream this many attention levels later instead (a
         /// control: [`DecoderOptions::prefetch_skew`](crate::vulkan::DecoderOptions::prefetch_skew)).
         PREFETCH_SKEW = 19,
-        /// Megakernel: device-clock ns the idle workgroups of an attention level wait, touching
-        /// no memory, before they first poll (a control:
-        /// [`DecoderOptions::idle_spin_ns`](crate::vulkan::DecoderOptions::idle_spin_ns)).
-        IDLE_SPIN = 20,
         /// How many there are.
-        COUNT = 21,
+        COUNT = 20,
     }
 
     /// Program header word indices (`H_*`).

@@ -1,6 +1,5 @@
 //! The megakernel's read-ahead (`DecoderOptions::prefetch_mib`): the workgroups without an
-//! attention unit read the weights of the levels after each attention level into L2, and
-//! those that leave before the argmax level read the next pass's first levels. It may
+//! attention unit read the weights of the levels after each attention level into L2. It may
 //! change where loads are served from, never a value: the logits keep their bits (against the
 //! same decoder without it and against multi), the gate stays clean, and each pass reports
 //! exactly the bytes the op definition says it reads.
@@ -52,28 +51,15 @@ fn stream_bytes(m: &Model, l: usize) -> u64 {
     s * 32
 }
 
-/// Bytes of the stream the workgroups leaving before the argmax level read: the next pass's
-/// first levels (layer 0's q, k, v), or with skew k the stream after layer k - 1's attention
-/// level (none past the last layer).
-fn wrap_bytes(m: &Model, skew: usize) -> u64 {
-    let w = &m.weights;
-    match skew {
-        0 => (sectors(&w.layers[0].wq) + sectors(&w.layers[0].wk) + sectors(&w.layers[0].wv)) * 32,
-        k if k <= w.layers.len() => stream_bytes(m, k - 1),
-        _ => 0,
-    }
-}
-
 /// Bytes one pass reads ahead with one idle workgroup and a budget above every stream, with
 /// skew k: during layer l's attention level, the stream after layer l + k's (none past the
-/// last layer), and before the argmax level [`wrap_bytes`].
+/// last layer).
 fn expected_bytes_skewed(m: &Model, skew: usize) -> u64 {
     let n = m.weights.layers.len();
-    let during: u64 = (0..n)
+    (0..n)
         .filter(|l| l + skew < n)
         .map(|l| stream_bytes(m, l + skew))
-        .sum();
-    during + wrap_bytes(m, skew)
+        .sum()
 }
 
 fn expected_bytes(m: &Model) -> u64 {
@@ -173,15 +159,13 @@ fn a_read_ahead_budget_caps_what_the_idle_workgroups_read() {
     cfg.n_kv_heads = 1;
     let m = synth::generate(&cfg, tied, GgmlType::Q4_0, 43, |_, _| {}).expect("model");
     assert!(
-        stream_bytes(&m, 0) > 1 << 20,
+        expected_bytes(&m) > 1 << 20,
         "the stream must exceed the budget"
     );
-    assert!(wrap_bytes(&m, 0) < 1 << 20, "the next pass's q, k, v fit");
     let (_, read) = run(&ctx, &m, Dispatch::Mega, 1, 2);
-    let want = (1 << 20) + wrap_bytes(&m, 0);
     assert!(
-        read.iter().all(|&b| b == want),
-        "read {read:?}, the budget is 1 MiB a stream: {want}"
+        read.iter().all(|&b| b == 1 << 20),
+        "read {read:?}, the budget is 1 MiB"
     );
 }
 
@@ -252,12 +236,9 @@ fn a_skewed_read_ahead_reads_the_stream_of_a_later_attention_level_and_keeps_eve
         "skew 1 read {skewed_read:?} bytes per pass, the op reads {want}"
     );
     assert!(next == skewed, "the skewed read-ahead changed the logits");
-    // Skew past every attention level reads nothing during them; before the argmax level,
-    // the stream after the last layer's attention (skew 3 of 3 layers), then nothing at all.
-    let (_, last) = run_with(&ctx, &m, opts(3), 1);
-    assert_eq!(last, vec![stream_bytes(&m, 2)], "skew 3 of 3 layers");
-    let (_, none) = run_with(&ctx, &m, opts(4), 1);
-    assert_eq!(none, vec![0], "skew 4 of 3 layers read something");
+    // Skew past every attention level reads nothing.
+    let (_, none) = run_with(&ctx, &m, opts(3), 1);
+    assert_eq!(none, vec![0], "skew 3 of 3 layers read something");
     let err = VulkanDecoder::new(
         ctx.clone(),
         &m,
@@ -308,34 +289,4 @@ fn the_read_ahead_default_is_off_on_a_cpu_device_and_on_for_gpus() {
         read.iter().all(|&b| b == bytes),
         "read {read:?} by default, want {bytes}"
     );
-}
-
-#[test]
-fn an_idle_spin_keeps_every_logit_bit_and_is_refused_past_its_largest_value() {
-    let Some((ctx, _turn)) = common::device() else {
-        return;
-    };
-    let m = one_head_group(GgmlType::Q4_0);
-    let opts = |ns, clock_off| DecoderOptions {
-        prefetch_mib: Some(0),
-        idle_spin_ns: ns,
-        no_device_clock: clock_off,
-        max_seq: 3,
-        ..Default::default()
-    };
-    let err = VulkanDecoder::new(ctx.clone(), &m, opts(baro_engine::vulkan::MAX_IDLE_SPIN_NS + 1, false))
-        .err()
-        .expect("refused");
-    assert!(err.to_string().contains("idle spin 1000001 ns"), "{err}");
-    let err = VulkanDecoder::new(ctx.clone(), &m, opts(1000, true))
-        .err()
-        .expect("refused without a clock");
-    assert!(err.to_string().contains("no device clock"), "{err}");
-    if !ctx.info.device_clock {
-        return;
-    }
-    let (plain, _) = run_with(&ctx, &m, opts(0, false), 3);
-    let (spun, read) = run_with(&ctx, &m, opts(20_000, false), 3);
-    assert!(plain == spun, "the idle spin changed the logits");
-    assert!(read.iter().all(|&b| b == 0), "the idle spin read {read:?}");
 }

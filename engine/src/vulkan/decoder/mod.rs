@@ -152,15 +152,7 @@ pub struct DecoderOptions {
     /// read next, so L2 residency cannot serve the next levels; nothing after the last layer's
     /// stream). 0 (the default): the levels that come next. At most [`MAX_PREFETCH_SKEW`].
     pub prefetch_skew: u32,
-    /// A second control for the read-ahead's mechanism: the idle workgroups of an attention
-    /// level wait this many ns on the device clock after they arrive, touching no memory,
-    /// before they first poll the barrier (0, the default: they poll at once). Without a
-    /// device clock it does nothing (refused where asked). At most [`MAX_IDLE_SPIN_NS`].
-    pub idle_spin_ns: u32,
 }
-
-/// The largest [`DecoderOptions::idle_spin_ns`]: 1 ms, well inside any spin timeout.
-pub const MAX_IDLE_SPIN_NS: u32 = 1_000_000;
 
 /// The read-ahead budget where [`DecoderOptions::prefetch_mib`] is `None`: MiB on GPUs.
 /// Measured on the H200 (bench/rounds/37.md): 16 MiB +16.0 % at 1b q8 and +20.4 % at 8b q8
@@ -213,7 +205,6 @@ impl Default for DecoderOptions {
             pipeline_cache_out: None,
             prefetch_mib: None,
             prefetch_skew: 0,
-            idle_spin_ns: 0,
             no_device_clock: false,
             chain: 1,
             ring_every: 1,

@@ -93,7 +93,6 @@ impl VulkanDecoder {
                     (spec::SQ_CAP, self.sq_cap),
                     (spec::PREFETCH_MIB, self.prefetch_mib()),
                     (spec::PREFETCH_SKEW, self.opts.prefetch_skew),
-                    (spec::IDLE_SPIN, self.opts.idle_spin_ns),
                     (
                         spec::TYPES,
                         self.program

@@ -127,18 +127,6 @@ impl VulkanDecoder {
                 opts.prefetch_skew
             )));
         }
-        if opts.idle_spin_ns > MAX_IDLE_SPIN_NS {
-            return Err(Error::Invalid(format!(
-                "idle spin {} ns: at most {MAX_IDLE_SPIN_NS} ns",
-                opts.idle_spin_ns
-            )));
-        }
-        if opts.idle_spin_ns > 0 && (!info.device_clock || opts.no_device_clock) {
-            return Err(Error::Invalid(format!(
-                "idle spin {} ns: device {} ({}) has no device clock (VK_KHR_shader_clock) to wait on",
-                opts.idle_spin_ns, info.index, info.name
-            )));
-        }
         // What this decoder runs with, from here on (the frames and the run details say it).
         let opts = DecoderOptions {
             prefetch_mib: Some(prefetch),
