@@ -186,6 +186,8 @@ kquant_step() {
 # bench_step [DEPTHS [ARGS]]: DEPTHS comma-separated (default 0; llama-bench's -d beside
 # baro-top's --depth), ARGS added to every baro-top run (commas for spaces). The headers name
 # depth and arguments only when given, so older logs and new ones read the same way.
+# baro-top's rows first, then llama.cpp's (waiting for its build when `peer` started it in
+# this call: the build overlaps baro-top's runs).
 bench_step() {
   local s f a d depths=${1:-} xargs=${2:-}
   for s in $SHAPES; do for f in $s $s-q4_k_m; do
@@ -196,7 +198,15 @@ bench_step() {
         t "baro-top $f act $a$dl${xargs:+ $xargs}"
         $B bench -m /tmp/$f.gguf --prompts /tmp/one.txt --tokens 128 --runs 3 --depth $d --dispatch mega --act $a $xargs 2>&1 | grep -E " tg|parity|compared|refus|error"
       done
-      [ -x $P/llama-bench ] && { t "llama.cpp $f$dl"; $P/llama-bench -m /tmp/$f.gguf -p 0 -n 128 -d $d -r 3 -ngl 99 2>&1 | grep -E "tg128|build"; }
+    done
+  done; done
+  [ -e /tmp/peer/started ] && { peer_wait || return; }
+  [ -x $P/llama-bench ] || return
+  for s in $SHAPES; do for f in $s $s-q4_k_m; do
+    [ -s /tmp/$f.gguf ] || continue
+    for d in ${depths:-0}; do
+      local dl=${depths:+ d$d}
+      t "llama.cpp $f$dl"; $P/llama-bench -m /tmp/$f.gguf -p 0 -n 128 -d $d -r 3 -ngl 99 2>&1 | grep -E "tg128|build"
     done
   done; done
 }
