@@ -224,3 +224,100 @@ fn the_app_reaches_the_gpu_only_through_the_engine_apis() {
     }
     assert!(offenders.is_empty(), "vulkan:: types used in {offenders:?}");
 }
+
+/// Every object key in `v` (nested too), with the path where it was first seen.
+fn keys_of(
+    v: &serde_json::Value,
+    path: &str,
+    out: &mut std::collections::BTreeMap<String, String>,
+) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                out.entry(k.clone()).or_insert_with(|| path.to_string());
+                keys_of(x, &format!("{path}.{k}"), out);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| keys_of(x, path, out)),
+        _ => {}
+    }
+}
+
+/// The names docs/stream.md documents: identifiers inside `backtick` spans of its prose, and
+/// the keys of the JSON inside its code blocks.
+fn documented_names(doc: &str) -> std::collections::BTreeSet<String> {
+    let ident = |s: &str| -> Vec<String> {
+        s.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+            .map(str::to_string)
+            .collect()
+    };
+    let mut names = std::collections::BTreeSet::new();
+    for (i, part) in doc.split("```").enumerate() {
+        if i % 2 == 1 {
+            // A code block: its JSON keys ("key":).
+            for piece in part.split('"').collect::<Vec<_>>().windows(2) {
+                if piece[1].trim_start().starts_with(':') {
+                    names.extend(ident(piece[0]));
+                }
+            }
+        } else {
+            for span in part.split('`').skip(1).step_by(2) {
+                names.extend(ident(span));
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn docs_stream_md_names_every_key_run_json_writes() {
+    if !has_vulkan() {
+        return;
+    }
+    // Mega with spans, a read-ahead budget and the reference: the keys of every line kind.
+    let o = baro(&[
+        "run",
+        "--json",
+        "--passes",
+        "3",
+        "--spans",
+        "--prefetch-mib",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut keys = std::collections::BTreeMap::new();
+    let mut kinds = std::collections::BTreeSet::new();
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("one JSON object per line");
+        let kind = v["type"].as_str().expect("type").to_string();
+        keys_of(&v, &kind, &mut keys);
+        kinds.insert(kind);
+    }
+    // (`prefetched_bytes` stays 0, so absent, here: stories260K's attention levels keep both
+    // of lavapipe's workgroups busy.)
+    for must in ["start", "frame", "end", "correctness", "prefetch_mib"] {
+        assert!(
+            kinds.contains(must) || keys.contains_key(must),
+            "the run wrote no {must}: {kinds:?}"
+        );
+    }
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/stream.md"))
+        .expect("docs/stream.md");
+    let names = documented_names(&doc);
+    let missing: Vec<String> = keys
+        .iter()
+        .filter(|(k, _)| !names.contains(*k))
+        .map(|(k, at)| format!("{k} (in {at})"))
+        .chain(
+            kinds
+                .iter()
+                .filter(|k| !names.contains(*k))
+                .map(|k| format!("line type {k}")),
+        )
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/stream.md does not name what `run --json` writes: {missing:?}"
+    );
+}
