@@ -12,7 +12,8 @@ The CUDA toolkit is not needed on the GPU machine: bring the blob back and run t
 `pip download nvidia-cuda-nvdisasm` (unzipped) provides nvdisasm. With the CUDA toolkit's
 `nvdisasm` (else `cuobjdump -sass`) on PATH or under /usr/local/cuda*/bin each image is
 disassembled: the instruction
-count, the opcode histogram (top 30), and the memory and barrier instructions by kind — the
+count, the opcode histogram (top 30), the memory and barrier instructions by kind, and
+whether the driver enforced warp reconvergence (WARPSYNC/MATCH.ANY checks; rounds/39.md) — the
 instruction-level view the driver's pipeline statistics do not give. `--loops` lists every
 loop with global loads in it (shortest first): its addresses, body length and opcode mix
 (the Q4_0 dot's loop has two LDG.E.128.CONSTANT: 354 instructions on main). With `--out DIR`
@@ -135,6 +136,15 @@ def summarise(sass, label):
         if kinds:
             detail = ", ".join(f"{o} {n}" for o, n in sorted(kinds.items(), key=lambda x: -x[1]))
             print(f"  {name}: {sum(kinds.values())} ({detail})")
+    # Rounds 38-40 (bench/rounds/39.md): the driver compiled the same source either without
+    # enforced warp reconvergence (the fast matvec: every dot loop's loads in flight at once)
+    # or with it (WARPSYNC/MATCH.ANY checks before the subgroup operations, and the dot
+    # loops' scale loads serialised): ≈ 16 % of a 1b q8 token. A build worth timing shows 0.
+    conv = {k: base.get(k, 0) for k in ("WARPSYNC", "MATCH", "BRA", "BMOV")}
+    conv["BRA.CONV"] = sum(n for o, n in ops.items() if o.startswith("BRA.CONV"))
+    del conv["BRA"]
+    mode = "enforced" if conv["WARPSYNC"] or conv["MATCH"] else "none"
+    print("  warp reconvergence checks: %s (%s)" % (mode, ", ".join(f"{k} {v}" for k, v in conv.items())))
 
 
 def loops(sass, smallest=64):
