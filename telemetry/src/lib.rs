@@ -7,14 +7,15 @@
 //! One [`Telemetry`] enum, in this order:
 //!
 //! ```text
-//! start            once, first: RunDetails (device, dispatch style, grid, stages, levels)
+//! start            first: RunDetails (device, dispatch style, grid, stages, levels); again
+//!                  when they change (a dispatch switch rebuilds the decoder, a replay seeks)
 //! clock            at the start, then periodically: a ClockSync (see `clock`)
 //! frame | sensor   one frame per pass; sensor samples whenever taken
 //! correctness      a live reference's verdict on an earlier (pending) frame, when it has one
 //! end              once, last: passes run, frames dropped, EndReason
 //! ```
 //!
-//! Static details are sent once and referred to by id ([`StageId`], level index). Every time
+//! Static details are sent in `start` and referred to by id ([`StageId`], level index). Every time
 //! is integer nanoseconds; the clock domain of each field is in its doc ([`clock`] says how
 //! they relate). A consumer may lose frames (the engine never blocks on it: `dropped` counts
 //! them), but never `start`, `end`, or a frame for which [`Telemetry::must_deliver`] holds.
@@ -94,7 +95,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Telemetry {
-    /// Sent once, first.
+    /// Sent first, and again whenever the run's static details change (a dispatch switch
+    /// rebuilds the decoder; a replay seek restates the one in effect): frames refer to the
+    /// latest.
     Start(RunDetails),
     /// A clock calibration (at the start, then periodically).
     Clock(ClockSync),

@@ -1,5 +1,6 @@
-//! Static details of a run, sent once ([`crate::Telemetry::Start`]) and referred to by id in
-//! every frame: the device, the dispatch style, the grid, and the program's stages and levels.
+//! Static details of a run, sent first and again when they change
+//! ([`crate::Telemetry::Start`]), and referred to by id in every frame: the device, the
+//! dispatch style, the grid, and the program's stages and levels.
 //!
 //! Names are `Arc<str>`: a frame's stage timings share them with these details instead of
 //! copying every name every pass.
@@ -185,7 +186,7 @@ pub struct LevelDetails {
     pub stages: Vec<StageId>,
 }
 
-/// Static description of a run, sent once before any frame.
+/// Static description of a run, sent before any frame (and again when it changes).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunDetails {
     /// [`crate::SCHEMA_VERSION`] of the producer.
