@@ -31,6 +31,24 @@ def run(*args):
     return p.stdout
 
 
+def ingest(log, rnd, table=False):
+    """The rows compare.py --ingest reads from a call log's text (and, with table, the default
+    table it prints from just those rows)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "call.log")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(log)
+        out = run("--ingest", path, "--round", rnd, "--date", "2026-12-03")
+        rows = [json.loads(x) for x in out.splitlines()]
+        if not table:
+            return rows
+        res = os.path.join(d, "results.jsonl")
+        with open(res, "w", encoding="utf-8") as f:
+            f.write(out)
+        return rows, run("--file", res)
+
+
 class Compare(unittest.TestCase):
     def test_ninth_session_call_is_the_readme_table(self):
         out = run("--call", NINTH)
@@ -45,7 +63,8 @@ class Compare(unittest.TestCase):
     def test_the_speed_table_in_docs_guide_is_what_compare_prints(self):
         # docs/guide.md (the README's speed section) holds the table compare.py prints by
         # default: the latest call with llama.cpp beside baro-top.
-        guide = open(os.path.join(HERE, "..", "docs", "guide.md"), encoding="utf-8").read()
+        with open(os.path.join(HERE, "..", "docs", "guide.md"), encoding="utf-8") as f:
+            guide = f.read()
         start = guide.index("| file | f32 act | `--act q8` | llama.cpp CUDA |")
         table = guide[start:guide.index("\n\n", start) + 1]
         self.assertIn(table, run())
@@ -72,17 +91,12 @@ class Compare(unittest.TestCase):
         self.assertIn(NINTH, run("--list"))
 
     def test_ingest_reads_a_call_log(self):
-        import tempfile
         log = ("NVIDIA H200, 580.159.04, 1980 MHz, P0\n== [0 s] build under test 3518ac2c0ffe\n"
                "== [9 s] baro-top llama-8b-q4_k_m act q8\n"
                "mega                     tg128             261.7 (261.4, 261.8)        261.6 ± 0.1    435/0/0\n"
                "== [30 s] llama.cpp llama-8b-q4_k_m\n"
                "| llama 8B Q4_K - Medium | 4.58 GiB | 8.03 B | CUDA | 99 | tg128 | 270.28 ± 1.91 |\n")
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "call.log")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(log)
-            rows = [json.loads(x) for x in run("--ingest", path, "--round", "35", "--date", "2026-12-03").splitlines()]
+        rows = ingest(log, "35")
         self.assertEqual([(r["tool"], r["quant"], r["act"], r["median"], r.get("mean")) for r in rows],
                          [("bench", "Q4_K_M", "q8", 261.7, None), ("llama-bench", "Q4_K_M", None, None, 270.28)])
         self.assertEqual((rows[0]["commit"], rows[0]["driver"], rows[0]["peer"]), ("3518ac2", "580.159.04", 270.28))
@@ -90,7 +104,6 @@ class Compare(unittest.TestCase):
     def test_ingest_reads_bench_rows_at_depth_with_arguments_and_pairs_the_peer_by_depth(self):
         # run.sh's `bench:0,4096:ARGS`: the header names depth and arguments; the line says the
         # depth as llama-bench does; a ratio is only ever against the peer at the same depth.
-        import tempfile
         log = ("NVIDIA H200, 580.159.04, 1980 MHz, P0\n== [0 s] build under test 0123456789ab\n"
                "== [5 s] baro-top llama-1b act q8 d0 --prefetch-mib 0\n"
                "mega                     tg128             970.0 (969.0, 971.0)        970.0 ± 1.0    435/0/0\n"
@@ -100,36 +113,22 @@ class Compare(unittest.TestCase):
                "| llama 1B Q4_0 | 0.66 GiB | 1.24 B | CUDA | 99 | tg128 | 1000.00 ± 2.00 |\n"
                "== [40 s] llama.cpp llama-1b d4096\n"
                "| llama 1B Q4_0 | 0.66 GiB | 1.24 B | CUDA | 99 | tg128 @ d4096 | 890.00 ± 3.00 |\n")
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "call.log")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(log)
-            out = run("--ingest", path, "--round", "38", "--date", "2026-12-03")
-            rows = [json.loads(x) for x in out.splitlines()]
-            self.assertEqual([(r["tool"], r["depth"], r.get("arm"), r["median"], r["peer"]) for r in rows],
-                             [("bench", 0, "q8 act --prefetch-mib 0", 970.0, 1000.0),
-                              ("bench", 4096, "q8 act --prefetch-mib 0", 780.0, 890.0),
-                              ("llama-bench", 0, "llama.cpp CUDA", None, None),
-                              ("llama-bench", 4096, "llama.cpp CUDA", None, None)])
-            res = os.path.join(d, "results.jsonl")
-            with open(res, "w", encoding="utf-8") as f:
-                f.write(out)
-            table = run("--file", res)
+        rows, table = ingest(log, "38", table=True)
+        self.assertEqual([(r["tool"], r["depth"], r.get("arm"), r["median"], r["peer"]) for r in rows],
+                         [("bench", 0, "q8 act --prefetch-mib 0", 970.0, 1000.0),
+                          ("bench", 4096, "q8 act --prefetch-mib 0", 780.0, 890.0),
+                          ("llama-bench", 0, "llama.cpp CUDA", None, None),
+                          ("llama-bench", 4096, "llama.cpp CUDA", None, None)])
         self.assertIn("| 1B Q4_0 (`model gen`) d0 | 970.0 | 1000.0 ± 2.0 | 0.97× |", table)
         self.assertIn("| 1B Q4_0 d4096 | 780.0 | 890.0 ± 3.0 | 0.88× |", table)
 
     def test_ingest_reads_an_ab_pair_whose_arms_differ_in_arguments(self):
         # One binary, two settings: run.sh logs "'A ARGS' -> 'B ARGS'"; each arm carries its own.
-        import tempfile
         log = ("NVIDIA H200, 580.159.04, 1980 MHz, P0\n== [0 s] build under test 0123456789ab\n"
                "== [5 s] ab llama-1b: .bin/baro-top-s37 -> .bin/baro-top-s37 '--act q8 --prefetch-mib 0' -> '--act q8 --prefetch-mib 16'\n"
                "parity of logits: OK (bitwise)\n"
                "verdict: inside — predicted +3%..+12%, measured +5.00% (A 980.00, B 1029.00 generation tok/s, mode fast)\n")
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "call.log")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(log)
-            rows = [json.loads(x) for x in run("--ingest", path, "--round", "37", "--date", "2026-12-03").splitlines()]
+        rows = ingest(log, "37")
         self.assertEqual([(r["ab"]["role"], r["arm"], r["median"], r["act"]) for r in rows],
                          [("A", "baro-top-s37 --act q8 --prefetch-mib 0", 980.0, "q8"),
                           ("B", "baro-top-s37 --act q8 --prefetch-mib 16", 1029.0, "q8")])
