@@ -27,7 +27,9 @@ pub type Decoder = Arc<dyn Fn(u32) -> Vec<u8> + Send + Sync>;
 pub struct Meta {
     /// Quantisation name.
     pub quant: Option<String>,
-    /// The device's measured peak bandwidth, bytes/s.
+    /// The device's peak memory bandwidth, bytes/s: the producer's, else (from the run's
+    /// start) the device's nominal one where the table knows it
+    /// ([`baro_telemetry::analysis::nominal_peak_bytes_per_s`]).
     pub peak_bytes_per_s: Option<f64>,
     /// Weight bytes each stage reads, by stage id (empty = unknown).
     pub weight_bytes: Vec<u64>,
@@ -337,6 +339,10 @@ impl Data {
                 // whatever the producer's metadata had stays).
                 if d.stages.iter().any(|s| s.weight_bytes > 0) {
                     self.meta.weight_bytes = d.stages.iter().map(|s| s.weight_bytes).collect();
+                }
+                if self.meta.peak_bytes_per_s.is_none() {
+                    self.meta.peak_bytes_per_s =
+                        baro_telemetry::analysis::nominal_peak_bytes_per_s(&d.device);
                 }
                 self.kinds = d.stages.iter().map(|s| s.kind).collect();
                 self.stats = Some(Stats::new(self.kinds.clone(), d.levels.len()));

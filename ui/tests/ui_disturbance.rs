@@ -262,3 +262,33 @@ fn the_log_names_each_pipelines_registers_and_warns_when_the_compiler_spilled() 
     assert!(!plain.text.contains("spilled"), "{}", plain.text);
     assert_eq!(plain.sev, Severity::Info);
 }
+
+#[test]
+fn the_header_ends_with_the_weights_over_the_median_pass_against_the_peak() {
+    let (mut st, layout, s) = quiet_run(20);
+    let h = lines(&render(&mut st, &layout, 400, 60))[1].clone();
+    // The synthetic run's weight bytes over its median pass time, against its 4.3 TB/s.
+    let bytes: u64 = s
+        .details()
+        .stages
+        .iter()
+        .map(|t| t.weight_bytes)
+        .sum::<u64>()
+        .max(
+            baro_ui::synthetic::meta(s.details())
+                .weight_bytes
+                .iter()
+                .sum(),
+        );
+    assert!(bytes > 0, "the synthetic run streams weights");
+    let p50 = st.derived.pass.p50;
+    let rate = bytes as f64 * 1e9 / p50 as f64;
+    let want = format!(
+        "HBM {:.2} TB/s {:.0}% of 4.30",
+        rate / 1e12,
+        rate / 4.3e12 * 100.0
+    );
+    assert!(h.trim_end().ends_with(&want), "{h}\nwant {want}");
+    let i = h.find("rec —").expect("the recording badge");
+    assert!(h.find("HBM").is_some_and(|j| j > i), "after the badge: {h}");
+}

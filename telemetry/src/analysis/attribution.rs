@@ -308,7 +308,8 @@ pub fn frame_warnings(run: &RunDetails, f: &Frame) -> Vec<AttributionWarning> {
 
 /// The stream as JSON lines with the analysis beside the data: every `frame` line gains
 /// `"attribution"`, the pass's [`frame_warnings`] (an empty list where there are none, or
-/// before a `start`); every other message is its plain [`Telemetry::to_json_line`]. One
+/// before a `start`), and `"bandwidth"`, its [`super::bandwidth::pass_bandwidth`] (null
+/// without a GPU time or weight bytes); every other message is its plain [`Telemetry::to_json_line`]. One
 /// writer for `run --json` and `replay --headless --json`, so a replay prints what the run
 /// printed.
 #[derive(Clone, Debug, Default)]
@@ -334,6 +335,10 @@ impl JsonLines {
                     Some(run) => frame_warnings(run, &f),
                     None => vec![],
                 };
+                let bw = self
+                    .run
+                    .as_ref()
+                    .and_then(|run| super::bandwidth::pass_bandwidth(run, &f));
                 if !spans {
                     f.spans = Spans::default();
                 }
@@ -343,6 +348,8 @@ impl JsonLines {
                     line.pop();
                     line.push_str(",\"attribution\":");
                     line.push_str(&serde_json::to_string(&w)?);
+                    line.push_str(",\"bandwidth\":");
+                    line.push_str(&serde_json::to_string(&bw)?);
                     line.push('}');
                 }
                 Ok(line)

@@ -195,7 +195,15 @@ fn a_frame_json_line_carries_its_warnings_as_structured_fields_and_reads_back() 
     let clean = j
         .line(Telemetry::Frame(Box::new(pass(&r, None))), true)
         .expect("json");
-    assert!(clean.ends_with(",\"attribution\":[]}"), "{clean}");
+    let v: serde_json::Value = serde_json::from_str(&clean).expect("one JSON object");
+    assert_eq!(v["attribution"], serde_json::json!([]), "{clean}");
+    // The bandwidth beside it: the stages' weight bytes over the GPU time, or null.
+    assert_eq!(
+        v.get("bandwidth")
+            .map(|b| b.is_null() || b["weight_bytes"].is_u64()),
+        Some(true),
+        "{clean}"
+    );
 }
 
 #[test]
@@ -207,7 +215,10 @@ fn frame_lines_before_a_start_have_an_empty_attribution() {
             true,
         )
         .expect("json");
-    assert!(line.ends_with(",\"attribution\":[]}"), "{line}");
+    assert!(
+        line.ends_with(",\"attribution\":[],\"bandwidth\":null}"),
+        "{line}"
+    );
 }
 
 #[test]

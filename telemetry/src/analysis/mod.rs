@@ -11,6 +11,8 @@
 //! - [`labels`]: the power-state mode and contention labels of a pass (a disturbed run is
 //!   labelled, never averaged in).
 //! - [`judge`]: the correctness rule a reference's verdict comes from.
+//! - [`bandwidth`]: a pass's weight bytes over its GPU time, and that rate's share of the
+//!   device's nominal memory bandwidth (the roofline a decode pass is judged against).
 //!
 //! Pure functions of the recorded data: no I/O, no clock, no terminal. The last arrivers are
 //! computed here from the barrier stamps already recorded in a frame's spans
@@ -20,6 +22,7 @@
 //! one prints the same sentence.
 
 pub mod attribution;
+pub mod bandwidth;
 pub mod judge;
 pub mod labels;
 pub mod window;
@@ -29,4 +32,5 @@ pub use attribution::{
     pass_straggler, straggler, tails, AttributionWarning, JsonLines, StageCost, Straggler,
     TailWarning, GAP_MIN_FRAC, GAP_MIN_NS, STRAGGLER_MIN_BARRIERS,
 };
+pub use bandwidth::{nominal_peak_bytes_per_s, pass_bandwidth, PassBandwidth};
 pub use window::Window;

@@ -3,7 +3,7 @@
 //! ```text
 //! baro-top │ FROZEN at pass 812 · live 977 │ NVIDIA H200 · driver 580.159.04 │ llama-1b Q4_0 │ mega │ …
 //! ✓ fail-word clean │ 640 tok/s (median of 256 passes) ▂▃▅▇▆ │ pass p50 1.55 ms │ … │ power fast (120 fast 3 slow
-//! 5 ?) │ contended: 1 GPU client · 12/128 │ lock held by pid 4242 (baro-top bench) │ rec —
+//! 5 ?) │ contended: 1 GPU client · 12/128 │ lock held by pid 4242 (baro-top bench) │ rec — │ HBM 0.43 TB/s 9% of 4.80
 //! ✗ 3 failed passes: last #707 fail-word 0x00000201 FAIL barrier-timeout+output-poisoned …
 //! ```
 
@@ -212,6 +212,12 @@ impl Header<'_> {
             }
             None => seg(&mut x, "rec —", dim),
         }
+        // Last (the disturbance labels and the recording come first where the width is
+        // short): the weights over the median pass against the memory's roofline, a GPU's
+        // only (a CPU device's "bandwidth" says nothing about a GPU).
+        if let Some(txt) = roofline(d, p.p50) {
+            seg(&mut x, &txt, Default::default());
+        }
     }
 
     /// Line 3: the last fail line, impossible to miss; quiet when clean.
@@ -239,6 +245,26 @@ impl Header<'_> {
             );
         }
     }
+}
+
+/// The pass's weight stream over the median pass time, and its share of the device's peak
+/// where known: `HBM 2.04 TB/s 42% of 4.80` (`HBM 2.04 TB/s` without a peak); `None` on a
+/// CPU device, before a pass, or without the stages' weight bytes.
+pub fn roofline(d: &crate::state::Data, p50_ns: u64) -> Option<String> {
+    let bytes: u64 = d.meta.weight_bytes.iter().sum();
+    if d.on_cpu() || bytes == 0 || p50_ns == 0 {
+        return None;
+    }
+    let rate = bytes as f64 * 1e9 / p50_ns as f64;
+    Some(match d.meta.peak_bytes_per_s {
+        Some(peak) if peak > 0.0 => format!(
+            "HBM {:.2} TB/s {:.0}% of {:.2}",
+            rate / 1e12,
+            rate / peak * 100.0,
+            peak / 1e12
+        ),
+        _ => format!("HBM {:.2} TB/s", rate / 1e12),
+    })
 }
 
 /// The header's recording badge: `REC file 12.3 MiB`.
