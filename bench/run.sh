@@ -30,7 +30,7 @@
 #   stages:BIN:SHAPE:ACT[:ARGS]  `run --json` 140 passes of .bin/BIN (ARGS added, commas for
 #              spaces): pipeline statistics (registers,
 #              spills) and stage sums (bench/stage_summary.py); the driver's pipeline cache to
-#              $OUT/BIN-SHAPE-ACT.cache (disassemble here: bench/sass.py)
+#              $OUT/BIN-SHAPE-ACT[-ARGS].cache (disassemble here: bench/sass.py)
 #   plain:BIN:SHAPE:ACT  the same run with --no-instrument: the plain pipeline's statistics and
 #              cache ($OUT/BIN-SHAPE-ACT-plain.cache), the pipeline `bench` measures
 #   record:SHAPE:FILE  a 120-pass recording of SHAPE (mega, spans every 12th pass) to $OUT/FILE
@@ -229,8 +229,10 @@ for step in "$@"; do
     stages:*)
       IFS=: read -r _ bin shape act xargs <<< "$step"
       t "stages $bin $shape act $act${xargs:+ ${xargs//,/ }}"
+      # One cache per arguments too (a second `stages` of one binary must not overwrite it).
+      tag=${xargs//[^A-Za-z0-9]/}
       .bin/$bin run -m /tmp/$shape.gguf --json --passes 140 -i "Once upon a time" --check off --dispatch mega --act $act \
-        ${xargs//,/ } --pipeline-cache-out "$O/$bin-$shape-$act.cache" 2>/dev/null > /tmp/run.jsonl
+        ${xargs//,/ } --pipeline-cache-out "$O/$bin-$shape-$act${tag:+-$tag}.cache" 2>/dev/null > /tmp/run.jsonl
       head -1 /tmp/run.jsonl | python3 -c "
 import json,sys
 d=json.loads(sys.stdin.readline())

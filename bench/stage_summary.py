@@ -5,7 +5,8 @@ Per bucket of positions (edges given as arguments, e.g. `64 128`: [0,64) [64,128
 prints the passes' median GPU time and, per stage kind, the median over passes of the sum of
 its stages' busy and charged µs, the weight bytes it streams per pass over that busy and
 that charged time (GB/s; `busy` is the mean over workgroups, so bytes / busy is the rate per
-unit of whole-grid time), and the median per-pass sum of barrier arrival spreads.
+unit of whole-grid time), the median per-pass sum of barrier arrival spreads, and the
+passes' power modes and contention (a disturbed bucket is labelled, not read as a result).
 Used by bench/run.sh (step stages) to compare two builds stage by stage in one device call.
 """
 import json
@@ -38,7 +39,9 @@ for line in sys.stdin:
             busy[k] = busy.get(k, 0) + s["busy_ns"]
             charged[k] = charged.get(k, 0) + s["charged_ns"]
         spread = sum(x["arrival_spread_ns"] for x in d["barriers"])
-        buckets.setdefault(b, []).append((d["pos"], d.get("gpu_ns") or 0, busy, charged, spread))
+        quiet = not (d.get("contention") or {}).get("reasons")
+        buckets.setdefault(b, []).append((d["pos"], d.get("gpu_ns") or 0, busy, charged, spread,
+                                          d.get("mode") or "unknown", quiet))
 
 
 def med(v):
@@ -49,8 +52,11 @@ for b in sorted(buckets):
     rows = buckets[b]
     lo = min(r[0] for r in rows)
     hi = max(r[0] for r in rows)
+    modes = {m: sum(1 for r in rows if r[5] == m) for m in ("fast", "slow", "unknown")}
+    contended = sum(1 for r in rows if not r[6])
     print(f"  positions {lo}..{hi} ({len(rows)} passes): gpu {med([r[1] for r in rows]):.1f} µs, "
-          f"arrival spread {med([r[4] for r in rows]):.1f} µs")
+          f"arrival spread {med([r[4] for r in rows]):.1f} µs; modes {modes['fast']} fast "
+          f"{modes['slow']} slow {modes['unknown']} ?, contended {contended}")
     for k in sorted({k for r in rows for k in r[2]}):
         b = med([r[2].get(k, 0) for r in rows])
         c = med([r[3].get(k, 0) for r in rows])
