@@ -31,8 +31,9 @@
 #              spaces): pipeline statistics (registers,
 #              spills) and stage sums (bench/stage_summary.py); the driver's pipeline cache to
 #              $OUT/BIN-SHAPE-ACT[-ARGS].cache (disassemble here: bench/sass.py)
-#   plain:BIN:SHAPE:ACT  the same run with --no-instrument: the plain pipeline's statistics and
-#              cache ($OUT/BIN-SHAPE-ACT-plain.cache), the pipeline `bench` measures
+#   plain:BIN:SHAPE:ACT[:ARGS]  the same run with --no-instrument: the plain pipeline's
+#              statistics and cache ($OUT/BIN-SHAPE-ACT[-ARGS]-plain.cache), the pipeline
+#              `bench` measures
 #   record:SHAPE:FILE  a 120-pass recording of SHAPE (mega, spans every 12th pass) to $OUT/FILE
 set -u
 O=${OUT:-/tmp/out}
@@ -239,10 +240,11 @@ d=json.loads(sys.stdin.readline())
 for p in d.get('pipelines',[]): print('  ', p['pipeline'], '; '.join('%s=%s'%(s['name'],s['value']) for s in p['stats']))"
       python3 bench/stage_summary.py 65 < /tmp/run.jsonl ;;
     plain:*)
-      IFS=: read -r _ bin shape act <<< "$step"
-      t "plain $bin $shape act $act"
+      IFS=: read -r _ bin shape act xargs <<< "$step"
+      t "plain $bin $shape act $act${xargs:+ ${xargs//,/ }}"
+      tag=${xargs//[^A-Za-z0-9]/}
       .bin/$bin run -m /tmp/$shape.gguf --json --passes 140 -i "Once upon a time" --check off --dispatch mega --act $act \
-        --no-instrument --pipeline-cache-out "$O/$bin-$shape-$act-plain.cache" 2>/dev/null > /tmp/run.jsonl
+        ${xargs//,/ } --no-instrument --pipeline-cache-out "$O/$bin-$shape-$act${tag:+-$tag}-plain.cache" 2>/dev/null > /tmp/run.jsonl
       head -1 /tmp/run.jsonl | python3 -c "
 import json,sys
 d=json.loads(sys.stdin.readline())
