@@ -176,6 +176,9 @@ pub struct StageRow {
     pub share: f64,
     /// Effective bandwidth (weight bytes ÷ busy p50), bytes/s.
     pub bw: Option<f64>,
+    /// The same bytes over the charged p50 (the stage's wall, its level's barrier wait
+    /// included where it is the level's last stage), bytes/s.
+    pub bw_charged: Option<f64>,
 }
 
 /// One barrier row.
@@ -570,7 +573,6 @@ fn kind_rows(
             .filter(|s| s.kind == *k)
             .map(|s| d.meta.weight_bytes.get(s.id as usize).copied().unwrap_or(0))
             .sum();
-        let bw = (bytes > 0 && b.p50 > 0).then(|| bytes as f64 * 1e9 / b.p50 as f64);
         rows.push(StageRow {
             name: k.name().into(),
             kind: *k,
@@ -578,10 +580,16 @@ fn kind_rows(
             busy: b,
             charged: c,
             share: share(b.p50),
-            bw,
+            bw: rate(bytes, b.p50),
+            bw_charged: rate(bytes, c.p50),
         });
     }
     rows
+}
+
+/// `bytes` over `ns`, bytes/s; `None` without either.
+fn rate(bytes: u64, ns: u64) -> Option<f64> {
+    (bytes > 0 && ns > 0).then(|| bytes as f64 * 1e9 / ns as f64)
 }
 
 /// One row per stage that ran, as [`kind_rows`] per kind.
@@ -603,7 +611,6 @@ fn stage_rows(
             continue;
         }
         let bytes = d.meta.weight_bytes.get(i).copied().unwrap_or(0);
-        let bw = (bytes > 0 && b.p50 > 0).then(|| bytes as f64 * 1e9 / b.p50 as f64);
         rows.push(StageRow {
             name: s.name.clone(),
             kind: s.kind,
@@ -611,7 +618,8 @@ fn stage_rows(
             busy: b,
             charged: c,
             share: share(b.p50),
-            bw,
+            bw: rate(bytes, b.p50),
+            bw_charged: rate(bytes, c.p50),
         });
     }
     rows

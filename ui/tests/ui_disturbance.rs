@@ -292,3 +292,36 @@ fn the_header_ends_with_the_weights_over_the_median_pass_against_the_peak() {
     let i = h.find("rec —").expect("the recording badge");
     assert!(h.find("HBM").is_some_and(|j| j > i), "after the badge: {h}");
 }
+
+#[test]
+fn the_stage_table_shows_each_stages_weights_over_its_charged_time_beside_its_busy_rate() {
+    let (mut st, layout, s) = quiet_run(20);
+    let screen = lines(&render(&mut st, &layout, 400, 60)).join("\n");
+    assert!(screen.contains("chg GB/s"), "{screen}");
+    let bytes = baro_ui::synthetic::meta(s.details()).weight_bytes;
+    let rows = &st.derived.stages;
+    assert!(!rows.is_empty());
+    let mut with_bytes = 0;
+    for r in rows {
+        let b = bytes.get(r.order).copied().unwrap_or(0);
+        if b == 0 {
+            assert_eq!(r.bw_charged, None, "{}: no weights, no rate", r.name);
+            continue;
+        }
+        with_bytes += 1;
+        let want = b as f64 * 1e9 / r.charged.p50 as f64;
+        let got = r.bw_charged.expect("a rate");
+        assert!(
+            (got - want).abs() <= want * 1e-12,
+            "{}: {got} vs {want}",
+            r.name
+        );
+        // Charged holds busy, so its rate is never above the busy one.
+        assert!(
+            got <= r.bw.expect("a busy rate") * (1.0 + 1e-12),
+            "{}",
+            r.name
+        );
+    }
+    assert!(with_bytes > 0, "the synthetic run streams weights");
+}

@@ -1,10 +1,11 @@
 //! Stage table: per stage (or per kind summed over layers) busy and charged percentiles,
-//! share of the pass, effective bandwidth against the device's peak; sortable.
+//! share of the pass, effective bandwidth over busy time against the device's peak, and over
+//! charged time (the stage's wall); sortable.
 //!
 //! ```text
 //! ┌ stages · window 256 passes · sort busy↓ ──────────────────────────────────────┐
-//! │  stage       busy p50   p90   p99  p99.9   max │ chg p50   p99 │ share   GB/s  │
-//! │█ ffn_up.l3     25.0µs …                         │  33.5µs ⚠     │  2.1%  2811 65%│
+//! │  stage       busy p50   p90   p99  p99.9   max │ chg p50   p99 │ share   GB/s  peak chg GB/s │
+//! │█ ffn_up.l3     25.0µs …                         │  33.5µs ⚠     │  2.1%  2811   65%     2098 │
 //! ```
 
 use ratatui::buffer::Buffer;
@@ -55,7 +56,7 @@ impl Widget for &Stages<'_> {
         }
         let peak = s.shown().meta.peak_bytes_per_s;
         // Columns: name, then numbers dropped from the right when narrow.
-        let cols: [(&str, usize); 11] = [
+        let cols: [(&str, usize); 12] = [
             ("busy p50", 9),
             ("p90", 9),
             ("p99", 9),
@@ -67,6 +68,7 @@ impl Widget for &Stages<'_> {
             ("share", 7),
             ("GB/s", 7),
             ("peak", 5),
+            ("chg GB/s", 9),
         ];
         let name_w = 14usize;
         let avail = (inner.width as usize).saturating_sub(name_w + 2);
@@ -137,6 +139,11 @@ impl Widget for &Stages<'_> {
                         (Some(b), Some(p)) if p > 0.0 => format!("{:.0}%", b / p * 100.0),
                         _ => "—".into(),
                     },
+                    Tone::Dim,
+                ),
+                (
+                    r.bw_charged
+                        .map_or("—".into(), |b| format!("{:.0}", b / 1e9)),
                     Tone::Dim,
                 ),
             ];
