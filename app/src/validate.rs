@@ -27,6 +27,11 @@ fn whole(s: &str, min: u64, max: u64, why: &str) -> Result<u64, String> {
     Ok(v as u64)
 }
 
+/// [`whole`] within `min..=max` of u32 (so the value fits).
+fn whole_u32(s: &str, min: u32, max: u32, why: &str) -> Result<u32, String> {
+    whole(s, min.into(), max.into(), why).map(|v| v as u32)
+}
+
 /// `--temp`: a finite number >= 0 (0 = greedy).
 pub fn temperature(s: &str) -> Result<f32, String> {
     let v: f32 = parse(s, "a number")?;
@@ -145,13 +150,12 @@ pub fn steps(s: &str) -> Result<usize, String> {
 
 /// Hidden `--inject-stall-wg`: a workgroup index, 0..=65534 (below the largest grid).
 pub fn stall_wg(s: &str) -> Result<u32, String> {
-    whole(
+    whole_u32(
         s,
         0,
-        u64::from(MAX_GRID) - 1,
+        MAX_GRID - 1,
         "a workgroup index of a grid of at most 65535",
     )
-    .map(|v| v as u32)
 }
 
 /// Hidden `--inject-producer-panic`: passes before the injected panic, 1..=1,000,000.
@@ -161,13 +165,12 @@ pub fn inject_panic_after(s: &str) -> Result<u64, String> {
 
 /// `--grid`: 1 ..= 65535 workgroups.
 pub fn grid(s: &str) -> Result<u32, String> {
-    whole(
+    whole_u32(
         s,
         1,
-        MAX_GRID.into(),
+        MAX_GRID,
         "workgroups in a pass: at least one; Vulkan guarantees dispatches of 65535",
     )
-    .map(|v| v as u32)
 }
 
 /// `--probe-max`: the largest grid the residency probe tries, 1 ..= 65535.
@@ -177,23 +180,22 @@ pub fn probe_max(s: &str) -> Result<u32, String> {
 
 /// `--wg-size`: at least 1 lane; the device's limit is checked by [`wg_size_fits`].
 pub fn wg_size(s: &str) -> Result<u32, String> {
-    whole(s, 1, u32::MAX.into(), "lanes in a workgroup").map(|v| v as u32)
+    whole_u32(s, 1, u32::MAX, "lanes in a workgroup")
 }
 
 /// `--chain`: passes per submission, 1..=64 (the engine's `MAX_CHAIN`).
 pub fn chain(s: &str) -> Result<u32, String> {
-    whole(
+    whole_u32(
         s,
         1,
-        baro_engine::device::MAX_CHAIN.into(),
+        baro_engine::device::MAX_CHAIN,
         "passes per submission",
     )
-    .map(|v| v as u32)
 }
 
 /// `--ring-every`: stamp every N-th pass, 1..=1,000,000.
 pub fn ring_every(s: &str) -> Result<u32, String> {
-    whole(s, 1, 1_000_000, "passes between ring frames").map(|v| v as u32)
+    whole_u32(s, 1, 1_000_000, "passes between ring frames")
 }
 
 /// `--rows`: weight rows a team streams at once, 1, 2 or 4.
@@ -207,25 +209,23 @@ pub fn rows(s: &str) -> Result<u32, String> {
 /// `--prefetch-mib`: MiB of weights read ahead into L2 during the attention levels,
 /// 0..=4096 (0: none).
 pub fn prefetch_mib(s: &str) -> Result<u32, String> {
-    whole(
+    whole_u32(
         s,
         0,
-        baro_engine::device::MAX_PREFETCH_MIB.into(),
+        baro_engine::device::MAX_PREFETCH_MIB,
         "MiB read ahead",
     )
-    .map(|v| v as u32)
 }
 
 /// `--prefetch-skew`: attention levels later whose stream the read-ahead reads instead
 /// (a control), 0..=64.
 pub fn prefetch_skew(s: &str) -> Result<u32, String> {
-    whole(
+    whole_u32(
         s,
         0,
-        baro_engine::device::MAX_PREFETCH_SKEW.into(),
+        baro_engine::device::MAX_PREFETCH_SKEW,
         "attention levels of skew",
     )
-    .map(|v| v as u32)
 }
 
 /// `--kv`: how the KV cache stores keys and values, exactly `f32` or `f16` (no other
@@ -334,13 +334,12 @@ pub const MAX_SYNTHETIC_GRID: u32 = 4096;
 
 /// `bench ui --workgroups`: 1 ..= [`MAX_SYNTHETIC_GRID`].
 pub fn synthetic_grid(s: &str) -> Result<u32, String> {
-    whole(
+    whole_u32(
         s,
         1,
-        MAX_SYNTHETIC_GRID.into(),
+        MAX_SYNTHETIC_GRID,
         "synthetic workgroups: each pass holds every workgroup's spans",
     )
-    .map(|v| v as u32)
 }
 
 /// `export --span-budget`: at least 1 span.
