@@ -315,6 +315,8 @@ pub fn frame_warnings(run: &RunDetails, f: &Frame) -> Vec<AttributionWarning> {
 #[derive(Clone, Debug, Default)]
 pub struct JsonLines {
     run: Option<RunDetails>,
+    /// The run's weight bytes and peak, derived once at its start.
+    bandwidth: Option<super::bandwidth::RunBandwidth>,
 }
 
 impl JsonLines {
@@ -328,6 +330,7 @@ impl JsonLines {
     pub fn line(&mut self, t: Telemetry, spans: bool) -> serde_json::Result<String> {
         if let Telemetry::Start(d) = &t {
             self.run = Some(d.clone());
+            self.bandwidth = Some(super::bandwidth::RunBandwidth::of(d));
         }
         match t {
             Telemetry::Frame(mut f) => {
@@ -335,10 +338,7 @@ impl JsonLines {
                     Some(run) => frame_warnings(run, &f),
                     None => vec![],
                 };
-                let bw = self
-                    .run
-                    .as_ref()
-                    .and_then(|run| super::bandwidth::pass_bandwidth(run, &f));
+                let bw = self.bandwidth.and_then(|b| b.pass(&f));
                 if !spans {
                     f.spans = Spans::default();
                 }

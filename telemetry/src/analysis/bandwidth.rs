@@ -56,22 +56,45 @@ pub struct PassBandwidth {
     pub roofline: Option<f64>,
 }
 
-/// The pass's weight stream over its GPU time: `None` without a GPU time (no timestamps) or
-/// without weight bytes (streams from before the engine reported them).
-pub fn pass_bandwidth(run: &RunDetails, f: &Frame) -> Option<PassBandwidth> {
-    let weight_bytes: u64 = run.stages.iter().map(|s| s.weight_bytes).sum();
-    let ns = f.gpu_ns.filter(|&n| n > 0)?;
-    if weight_bytes == 0 {
-        return None;
+/// What a run's passes are measured against: its weight bytes per pass and the device's
+/// nominal peak (both fixed by the run's start, so a consumer derives them once).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunBandwidth {
+    /// Every stage's weight bytes, once.
+    pub weight_bytes: u64,
+    /// [`nominal_peak_bytes_per_s`] of the run's device.
+    pub peak_bytes_per_s: Option<f64>,
+}
+
+impl RunBandwidth {
+    /// The run's weight bytes and its device's nominal peak.
+    pub fn of(run: &RunDetails) -> RunBandwidth {
+        RunBandwidth {
+            weight_bytes: run.stages.iter().map(|s| s.weight_bytes).sum(),
+            peak_bytes_per_s: nominal_peak_bytes_per_s(&run.device),
+        }
     }
-    let bytes_per_s = weight_bytes as f64 * 1e9 / ns as f64;
-    let peak_bytes_per_s = nominal_peak_bytes_per_s(&run.device);
-    Some(PassBandwidth {
-        weight_bytes,
-        bytes_per_s,
-        peak_bytes_per_s,
-        roofline: peak_bytes_per_s.map(|p| bytes_per_s / p),
-    })
+
+    /// Pass `f`'s weight stream over its GPU time: `None` without a GPU time (no
+    /// timestamps) or without weight bytes (streams from before the engine reported them).
+    pub fn pass(&self, f: &Frame) -> Option<PassBandwidth> {
+        let ns = f.gpu_ns.filter(|&n| n > 0)?;
+        if self.weight_bytes == 0 {
+            return None;
+        }
+        let bytes_per_s = self.weight_bytes as f64 * 1e9 / ns as f64;
+        Some(PassBandwidth {
+            weight_bytes: self.weight_bytes,
+            bytes_per_s,
+            peak_bytes_per_s: self.peak_bytes_per_s,
+            roofline: self.peak_bytes_per_s.map(|p| bytes_per_s / p),
+        })
+    }
+}
+
+/// [`RunBandwidth::pass`] of `run` for one frame.
+pub fn pass_bandwidth(run: &RunDetails, f: &Frame) -> Option<PassBandwidth> {
+    RunBandwidth::of(run).pass(f)
 }
 
 #[cfg(test)]

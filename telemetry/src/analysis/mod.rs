@@ -32,5 +32,5 @@ pub use attribution::{
     pass_straggler, straggler, tails, AttributionWarning, JsonLines, StageCost, Straggler,
     TailWarning, GAP_MIN_FRAC, GAP_MIN_NS, STRAGGLER_MIN_BARRIERS,
 };
-pub use bandwidth::{nominal_peak_bytes_per_s, pass_bandwidth, PassBandwidth};
+pub use bandwidth::{nominal_peak_bytes_per_s, pass_bandwidth, PassBandwidth, RunBandwidth};
 pub use window::Window;
