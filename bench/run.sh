@@ -24,9 +24,10 @@
 #              Q4_K_M file, in the same call
 #   bench:DEPTHS[:ARGS]  the same at each depth of DEPTHS (commas: 0,4096; llama-bench -d
 #              beside baro-top --depth), ARGS added to every baro-top run (commas for spaces)
-#   ab:A:B:SHAPE:ARGS:PREDICT[:BARGS]   `bench ab` binary .bin/A vs .bin/B on SHAPE
+#   ab:A:B:SHAPE:ARGS:PREDICT[:BARGS[:DEPTH]]   `bench ab` binary .bin/A vs .bin/B on SHAPE
 #              (llama-1b|llama-8b), both arms with ARGS (commas for spaces), or B with BARGS
-#              (A and B may be one binary then), PREDICT the frozen prediction
+#              (A and B may be one binary then; empty: ARGS), PREDICT the frozen prediction,
+#              at DEPTH positions of context (default 0; a round's [[ab]] takes `depth`)
 #   stages:BIN:SHAPE:ACT[:ARGS]  `run --json` 140 passes of .bin/BIN (ARGS added, commas for
 #              spaces): pipeline statistics (registers,
 #              spills) and stage sums (bench/stage_summary.py); the driver's pipeline cache to
@@ -69,7 +70,8 @@ except ImportError:
         (cur if cur is not None else d)[k] = v
 def ab(t):
     s = "ab:%s:%s:%s:%s:%s" % (t["a"], t["b"], t["model"], t.get("args", "--dispatch mega").replace(" ", ","), t["predict"])
-    return s + (":" + t["b_args"].replace(" ", ",") if "b_args" in t else "")
+    s += ":" + t["b_args"].replace(" ", ",") if "b_args" in t else (":" if "depth" in t else "")
+    return s + (":%d" % t["depth"] if "depth" in t else "")
 def stages(t):
     s = "stages:%s:%s:%s" % (t["bin"], t["model"], t.get("act", "f32"))
     return s + (":" + t["args"].replace(" ", ",") if "args" in t else "")
@@ -223,10 +225,10 @@ for step in "$@"; do
     bench) bench_step ;;
     bench:*) IFS=: read -r _ depths xargs <<< "$step"; bench_step "${depths//,/ }" "${xargs//,/ }" ;;
     ab:*)
-      IFS=: read -r _ a b shape args predict bargs <<< "$step"
-      abx() { t "ab $1: $3 -> $4 '$5'${6:+ -> '$6'}"; $B bench ab -m /tmp/$1.gguf --prompts /tmp/one.txt --tokens 128 --pairs 2 \
-        --a-binary $3 --b-binary $4 --a "$5" --b "${6:-$5}" --predict "$2" --log $O/predictions.log 2>&1 | tail -4; }
-      abx "$shape" "$predict" ".bin/$a" ".bin/$b" "${args//,/ }" "${bargs//,/ }" ;;
+      IFS=: read -r _ a b shape args predict bargs depth <<< "$step"
+      abx() { t "ab $1: $3 -> $4 '$5'${6:+ -> '$6'}${7:+ depth $7}"; $B bench ab -m /tmp/$1.gguf --prompts /tmp/one.txt --tokens 128 --pairs 2 \
+        --depth ${7:-0} --a-binary $3 --b-binary $4 --a "$5" --b "${6:-$5}" --predict "$2" --log $O/predictions.log 2>&1 | tail -4; }
+      abx "$shape" "$predict" ".bin/$a" ".bin/$b" "${args//,/ }" "${bargs//,/ }" "${depth:-}" ;;
     stages:*)
       IFS=: read -r _ bin shape act xargs <<< "$step"
       t "stages $bin $shape act $act${xargs:+ ${xargs//,/ }}"
