@@ -619,15 +619,15 @@ vec4 wg_max4(vec4 v, uint at) {
 shared bool s_last;
 
 // Keys (FN = k_quad) or values (v_quad) of this cluster's positions t = A + k + PG·p, p < VP,
-// into ARR[p][y] (quad r + C·y of row t; zeros past the chunk or the row): every load issued
+// into ARR[p·ATT_QUADS + y] (quad r + C·y of row t; zeros past the chunk or the row): every load issued
 // before any is used.
 #define ATT_LOAD(ARR, FN, A)                                                                 \
     [[unroll]] for (uint p = 0u; p < ATT_VP_MAX; ++p) {                                      \
         uint tl = (A) + k + PG * p;                                                          \
         bool live = p < VP && tl < c1;                                                       \
-        [[unroll]] for (uint y = 0u; y < ATT_QL; ++y) {                                      \
+        [[unroll]] for (uint y = 0u; y < ATT_QUADS; ++y) {                                      \
             uint j = r + C * y;                                                              \
-            ARR[p][y] = live && y < QL && j < Q ? FN(kb + tl * kvd, j, hs) : vec4(0.0);      \
+            ARR[p * ATT_QUADS + y] = live && j < Q ? FN(kb + tl * kvd, j, hs) : vec4(0.0);      \
         }                                                                                    \
     }
 
@@ -679,12 +679,13 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
     uint c0 = min(n, c * cl), c1 = min(n, c0 + cl);
     uint Q = (hs + 3u) / 4u;
     uint S = gl_SubgroupSize, nt = nteams(), wg = gl_WorkGroupSize.x;
-    // Lanes per row and quads per lane: the host's (specialisation constants, so the loops
-    // below fold), C = the least power of two >= Q but at most S, QL = ceil(Q / C).
-    uint C = ATT_LANES, QL = ATT_QUADS, VP = att_vp(), PG = wg / C, TP = PG * VP;
+    // Lanes per row and quads per lane: the host's (specialisation constants: the register
+    // arrays' sizes and loops fold), C = the least power of two >= Q but at most S, ATT_QUADS
+    // = ceil(Q / C).
+    uint C = ATT_LANES, VP = att_vp(), PG = wg / C, TP = PG * VP;
     uint k = lid() / C, r = lid() % C;
     // The first tile in flight before the queries are read.
-    vec4 kq[ATT_VP_MAX][ATT_QL], vq[ATT_VP_MAX][ATT_QL];
+    vec4 kq[ATT_VP_MAX * ATT_QUADS], vq[ATT_VP_MAX * ATT_QUADS];
     ATT_LOAD(kq, k_quad, c0)
     ATT_LOAD(vq, v_quad, c0)
     // The group's queries (heads h0.. are contiguous in q) into sx.
@@ -692,25 +693,25 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
     wg_sync();
 
     vec4 m = vec4(-3.402823e38), l = vec4(0.0);
-    vec4 acc[ATT_HEADS][ATT_QL];
+    vec4 acc[ATT_HEADS * ATT_QUADS];
     [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
-        [[unroll]] for (uint y = 0u; y < ATT_QL; ++y) acc[i][y] = vec4(0.0);
+        [[unroll]] for (uint y = 0u; y < ATT_QUADS; ++y) acc[i * ATT_QUADS + y] = vec4(0.0);
     for (uint a = c0; a < c1; a += TP) {
         TICK();
         vec4 sc[ATT_VP_MAX];
         [[unroll]] for (uint p = 0u; p < ATT_VP_MAX; ++p) {
             sc[p] = vec4(0.0);
             if (p < VP) {
-                [[unroll]] for (uint y = 0u; y < ATT_QL; ++y) {
+                [[unroll]] for (uint y = 0u; y < ATT_QUADS; ++y) {
                     uint j = r + C * y;
-                    if (y < QL && j < Q) {
+                    if (j < Q) {
                         [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i) {
                             if (i < hb) {
                                 vec4 q = q_quad(i, j, hs);
-                                sc[p][i] += q.x * kq[p][y].x;
-                                sc[p][i] += q.y * kq[p][y].y;
-                                sc[p][i] += q.z * kq[p][y].z;
-                                sc[p][i] += q.w * kq[p][y].w;
+                                sc[p][i] += q.x * kq[p * ATT_QUADS + y].x;
+                                sc[p][i] += q.y * kq[p * ATT_QUADS + y].y;
+                                sc[p][i] += q.z * kq[p * ATT_QUADS + y].z;
+                                sc[p][i] += q.w * kq[p * ATT_QUADS + y].w;
                             }
                         }
                     }
@@ -732,14 +733,14 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
         }
         vec4 corr = exp(m - mt);   // 1 where the maximum stayed
         [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
-            [[unroll]] for (uint y = 0u; y < ATT_QL; ++y) acc[i][y] *= corr[i];
+            [[unroll]] for (uint y = 0u; y < ATT_QUADS; ++y) acc[i * ATT_QUADS + y] *= corr[i];
         l *= corr;
         [[unroll]] for (uint p = 0u; p < ATT_VP_MAX; ++p) {
             if (p < VP && a + k + PG * p < c1) {
                 vec4 e = exp(sc[p] - mt);
                 [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
                     if (i < hb)
-                        [[unroll]] for (uint y = 0u; y < ATT_QL; ++y) acc[i][y] += e[i] * vq[p][y];
+                        [[unroll]] for (uint y = 0u; y < ATT_QUADS; ++y) acc[i * ATT_QUADS + y] += e[i] * vq[p * ATT_QUADS + y];
                 l += e;
             }
         }
@@ -751,13 +752,13 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
     vec4 M = wg_max4(m, hb * Q);
     vec4 w = exp(m - M);
     [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
-        [[unroll]] for (uint y = 0u; y < ATT_QL; ++y) acc[i][y] *= w[i];
+        [[unroll]] for (uint y = 0u; y < ATT_QUADS; ++y) acc[i * ATT_QUADS + y] *= w[i];
     l *= w;
     for (uint o = C; o < S; o <<= 1u) {
         TICK();
         [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
-            [[unroll]] for (uint y = 0u; y < ATT_QL; ++y)
-                if (i < hb && y < QL) acc[i][y] += subgroupShuffleXor(acc[i][y], o);
+            [[unroll]] for (uint y = 0u; y < ATT_QUADS; ++y)
+                if (i < hb) acc[i * ATT_QUADS + y] += subgroupShuffleXor(acc[i * ATT_QUADS + y], o);
         l += subgroupShuffleXor(l, o);
     }
     // The subgroups' sums through sx, added in subgroup order into subgroup 0's slot: a round
@@ -778,9 +779,9 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
             uint slot = team() - t0 + first;
             if (team() >= t0 && team() < t0 + cnt && tlane() < C) {
                 [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
-                    [[unroll]] for (uint y = 0u; y < ATT_QL; ++y) {
+                    [[unroll]] for (uint y = 0u; y < ATT_QUADS; ++y) {
                         uint j = tlane() + C * y;
-                        if (i >= i0 && i < i0 + hn && y < QL && j < Q) sx4[slot * pw4 + (i - i0) * Q + j] = acc[i][y];
+                        if (i >= i0 && i < i0 + hn && j < Q) sx4[slot * pw4 + (i - i0) * Q + j] = acc[i * ATT_QUADS + y];
                     }
                 if (tlane() == 0u) sx4[slot * pw4 + hn * Q] = l;
             }
