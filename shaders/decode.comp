@@ -560,13 +560,15 @@ void unit_ffn(uint t0, uint t1, uint r) {
 }
 
 // ---- attention ----
-// Tuning (compile time; register arrays). A key or value row's Q = ceil(hs / 4) quads are
-// read by a cluster of C lanes, C the least power of two >= Q but at most the subgroup size
-// S; lane r of a cluster takes quads r, r + C, ...: at most ATT_QL of them (the host refuses
-// head sizes that need more). A cluster holds VP = att_vp() positions' keys and values at once:
-// 4 up to 512 lanes, 2 at 1024 (an NVIDIA SM gives 1024 lanes 64 registers each).
-#define ATT_VP_MAX 4u
-uint att_vp() { return gl_WorkGroupSize.x >= 1024u ? 2u : ATT_VP_MAX; }
+// Tuning (compile time; register arrays): the quads of a key row a lane loads before using any
+// (the score loop's loads in flight; it also sets the lanes per key row, so it is part of the
+// op's order), and the value rows (positions) a lane loads before using any (the value loop
+// also holds 4 heads x 4 accumulators; the order does not depend on it). At 1024 lanes an
+// NVIDIA SM has 64 registers per lane. Measured on the H200 (bench/rounds/13.md, round 14c):
+// 4 and 2 beat 8 and 4 at every depth (1b: +2.5 % at positions 5..133, +4 % at 16k; 8b
+// +1.5 % / +3 %): less unrolled code, the same loads' worth in flight across the lanes.
+#define ATT_KQ 4u
+#define ATT_VP 2u
 
 // Quad j (elements 4j..4j+3) of the key (k_quad) or value (v_quad) row whose element 0 is
 // cache element b. A head size that is a multiple of 4 reads it in one load (16 bytes of an
@@ -618,201 +620,190 @@ vec4 wg_max4(vec4 v, uint at) {
 
 shared bool s_last;
 
-// Keys (FN = k_quad) or values (v_quad) of this cluster's positions t = A + k + PG·p, p < VP,
-// into ARR[p·ATT_QUADS + y] (quad r + C·y of row t; zeros past the chunk or the row): every load issued
-// before any is used.
-#define ATT_LOAD(ARR, FN, A)                                                                 \
-    [[unroll]] for (uint p = 0u; p < ATT_VP_MAX; ++p) {                                      \
-        uint tl = (A) + k + PG * p;                                                          \
-        bool live = p < VP && tl < c1;                                                       \
-        [[unroll]] for (uint y = 0u; y < ATT_QUADS; ++y) {                                      \
-            uint j = r + C * y;                                                              \
-            ARR[p * ATT_QUADS + y] = live && j < Q ? FN(kb + tl * kvd, j, hs) : vec4(0.0);      \
-        }                                                                                    \
-    }
-
-// Attention over position chunks, by head group, in one sweep over the keys and values: a
-// unit is (head group g, position chunk c), run by a whole workgroup. Head group g holds up to
-// ATT_HEADS query heads h0 .. h0+hb-1 of one KV head (a KV head's gq = n_heads / n_kv_heads
-// query heads form ceil(gq / ATT_HEADS) groups, in head order): the unit loads each key and
-// value of its chunk once for all hb heads. The n = pos+1 positions fall into nch =
-// att_chunks(n) chunks of cl = ceil(n / nch) positions (chunk c: [c·cl, min(n, (c+1)·cl)),
-// never empty), a function of n alone.
-// The workgroup's lanes form PG = wg / C clusters of C lanes (C and ATT_QL above). The chunk
-// goes in tiles of PG·VP positions (VP = att_vp()); cluster k takes positions a + k + PG·p
-// (p < VP) of the tile at a, reading their key and value rows whole (lane r: quads r, r+C,
-// ...), all of a tile's loads in flight together, the next tile's issued while this one's
-// values are added. Scores, maxima and sums stay in registers until the clusters combine.
-// The op's reduction order, for each head h of the group (query q), fixed for a given
-// subgroup size S, workgroup size and SX_CAP (never the grid or the schedule):
-// - score(t) = s(t) / scale: lane r adds (from 0), over its quads j = r, r+C, ... ascending,
-//   q[4j]·k[4j], q[4j+1]·k[4j+1], q[4j+2]·k[4j+2], q[4j+3]·k[4j+3] in this order; s(t) is the
-//   butterfly of the C lane sums: for o = C/2, C/4, ..., 1 each lane adds the value of lane
-//   r xor o (every lane of the cluster ends with the same bits).
-// - cluster k, tile by tile (from m = -FLT_MAX, o = 0, l = 0): m' = the larger of m and its
-//   positions' scores in the tile; o = o·exp(m - m'), l = l·exp(m - m'); then for p
-//   ascending o += e·v[t] per element and l += e, e = exp(score(t) - m'); m = m'.
-// - the chunk: M = the largest m of the clusters; each cluster's o and l times exp(m - M);
-//   the clusters of a subgroup summed by the butterfly over offsets C, 2C, ..., S/2; then the
-//   subgroups' sums added in subgroup order (subgroup 0's, + subgroup 1's, ...).
-// - nch = 1: out = o / l, written by the unit.
+// Attention over position chunks, by head group: a unit is (head group g, position chunk c),
+// run by a whole workgroup (the attention level has no prologue, so sx is free scratch here).
+// Head group g holds up to ATT_HEADS query heads h0 .. h0+hb-1 of one KV head (a KV head's
+// gq = n_heads / n_kv_heads query heads form ceil(gq / ATT_HEADS) groups, in head order): the
+// unit loads each key and value of its chunk once for all hb heads. The n = pos+1 positions
+// fall into nch = att_chunks(n) chunks of cl = ceil(n / nch) positions (chunk c: [c·cl,
+// min(n, (c+1)·cl)), never empty), a function of n alone. Rows are read as quads (elements
+// 4j..4j+3, Q = ceil(hs / 4) per row; a head size of 4k+2 pads its last quad with zeros).
+// The op's reduction order, for each head h of the group (query q), fixed for a given subgroup
+// size S, workgroup size and SX_CAP (never the grid or the schedule):
+// - score(t) = s(t) / scale. A key row is read by R lanes, R the least power of two with
+//   R·ATT_KQ >= Q, at most S; lane r adds (from 0), over its quads j = r, r+R, r+2R, ...
+//   ascending, q[4j]·k[4j], q[4j+1]·k[4j+1], q[4j+2]·k[4j+2], q[4j+3]·k[4j+3] in this order;
+//   s(t) is the butterfly of the R lane sums: for o = R/2, R/4, ..., 1 each lane adds the
+//   value of lane r xor o (every lane of the row ends with the same bits).
+// - chunk max m_c: the largest score(t) of the chunk; e(t) = exp(score(t) - m_c).
+// - value cluster k (Q lanes, the lane of quad j taking elements 4j..4j+3), k < PG =
+//   min(wg / Q, SXV / (hb·Q + 1)) with SXV the vec4s of sx, adds e(t)·v[t] per element and
+//   e(t) over t = c0+k, c0+k+PG, c0+k+2PG, ... ascending (from 0; the loop runs in tiles of
+//   a multiple of PG positions, whose e(t) go through sx: the order is the same);
+// - the chunk's output o_c and sum l_c: the clusters' values added in cluster order
+//   (cluster 0's, then + cluster 1's, ...).
+// - nch = 1: out = o_0 / l_0, written by the unit.
 //   nch > 1: out = (sum over c ascending of o_c·w_c) / (sum over c ascending of l_c·w_c)
-//   (both sums from 0), w_c = exp(M_c - M'), M' the largest M_c: every unit stores its (o_c,
-//   M_c, l_c) and arrives at its head group's counter in the sync words; the group's last
+//   (both sums from 0), w_c = exp(m_c - M), M the largest m_c: every unit stores its (o_c,
+//   m_c, l_c) and arrives at its head group's counter in the sync words; the group's last
 //   arrival (any workgroup: the same arithmetic) combines them.
 // The attention output goes to OFF_ATTO, which the next level's prologue (PRO_ATT) loads.
-// Workgroup barriers per unit: 3 + 2 per round of the subgroups' sums through sx (as many
-// subgroups a round as sx holds) and 1 per head round, + 2 with several chunks.
+// Loads: a lane holds ATT_KQ key quads (one key row's quads r, r+R, ...) in flight in the
+// score loop and ATT_VP value quads (ATT_VP positions of its cluster) in the value loop.
+// Workgroup barriers per unit: 7 (one chunk) or 9 (several), plus two per further tile.
 void unit_attn(uint layer, uint hg, uint c, uint nch) {
     // The head size as a specialisation constant (= P(H_HEAD_SIZE)): quad counts, lanes per
     // row and the fallback fold at pipeline creation.
-    uint hs = HEAD_SIZE, kvd = P(H_KV_DIM);
+    uint hs = HEAD_SIZE, kvd = P(H_KV_DIM), ms = P(H_MAX_SEQ);
     uint gq = P(H_N_HEADS) / P(H_N_KV_HEADS), nb = (gq + ATT_HEADS - 1u) / ATT_HEADS;
     uint kvh = hg / nb, h0 = kvh * gq + (hg % nb) * ATT_HEADS;
     uint hb = min(ATT_HEADS, gq - (hg % nb) * ATT_HEADS);
     // Position t's key row starts at cache element kb + t·kvd; the value cache has the same
     // layout.
     uint kb = layer * P(H_KV_LAYER) + kvh * hs;
+    uint ao = P(H_OFF_ATT);   // head h's score (then nothing) of position t at ao + h·ms + t
     float scale = uintBitsToFloat(P(H_ATT_SCALE));
     uint n = pc.pos + 1u;
     uint cl = (n + nch - 1u) / nch;
     uint c0 = min(n, c * cl), c1 = min(n, c0 + cl);
     uint Q = (hs + 3u) / 4u;
-    uint S = gl_SubgroupSize, nt = nteams(), wg = gl_WorkGroupSize.x;
-    // Lanes per row and quads per lane: the host's (specialisation constants: the register
-    // arrays' sizes and loops fold), C = the least power of two >= Q but at most S, ATT_QUADS
-    // = ceil(Q / C).
-    uint C = ATT_LANES, VP = att_vp(), PG = wg / C, TP = PG * VP;
-    uint k = lid() / C, r = lid() % C;
-    // The first tile in flight before the queries are read.
-    vec4 kq[ATT_VP_MAX * ATT_QUADS], vq[ATT_VP_MAX * ATT_QUADS];
-    ATT_LOAD(kq, k_quad, c0)
-    ATT_LOAD(vq, v_quad, c0)
+    uint S = gl_SubgroupSize, nt = nteams(), g = team(), l = tlane(), wg = gl_WorkGroupSize.x;
     // The group's queries (heads h0.. are contiguous in q) into sx.
     for (uint x = lid(); x < hb * hs; x += wg) { TICK(); sx_set(x, st.s[P(H_OFF_Q) + h0 * hs + x]); }
     wg_sync();
 
-    vec4 m = vec4(-3.402823e38), l = vec4(0.0);
-    vec4 acc[ATT_HEADS * ATT_QUADS];
-    [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
-        [[unroll]] for (uint y = 0u; y < ATT_QUADS; ++y) acc[i * ATT_QUADS + y] = vec4(0.0);
-    for (uint a = c0; a < c1; a += TP) {
+    // Scores: a subgroup takes S / R positions at a time, R lanes each; the loop is uniform
+    // over the subgroup (the butterfly's shuffles).
+    uint R = 1u;
+    while (R < S && R * ATT_KQ < Q) R *= 2u;
+    uint ps = S / R, r = l % R;
+    // A chunk whose scores fit in sx behind the queries and the team maxima keeps them there
+    // (a vec4 of the group's heads per position, then e(t) in place: one tile) instead of a
+    // round trip through global memory; the same values, so the same bits either way.
+    uint sxv = SX_CAP / 4u + SX_CAP / 32u + 1u;   // vec4s of sx
+    uint so = hb * Q + nt;
+    bool ssc = so + (c1 - c0) <= sxv;
+    vec4 mx = vec4(-3.402823e38);
+    for (uint t0 = c0 + g * ps; t0 < c1; t0 += nt * ps) {
         TICK();
-        vec4 sc[ATT_VP_MAX];
-        [[unroll]] for (uint p = 0u; p < ATT_VP_MAX; ++p) {
-            sc[p] = vec4(0.0);
-            if (p < VP) {
-                [[unroll]] for (uint y = 0u; y < ATT_QUADS; ++y) {
-                    uint j = r + C * y;
-                    if (j < Q) {
-                        [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i) {
-                            if (i < hb) {
-                                vec4 q = q_quad(i, j, hs);
-                                sc[p][i] += q.x * kq[p * ATT_QUADS + y].x;
-                                sc[p][i] += q.y * kq[p * ATT_QUADS + y].y;
-                                sc[p][i] += q.z * kq[p * ATT_QUADS + y].z;
-                                sc[p][i] += q.w * kq[p * ATT_QUADS + y].w;
-                            }
+        uint t = t0 + l / R;
+        bool live = t < c1;
+        uint rb = kb + t * kvd;
+        vec4 sc = vec4(0.0);
+        for (uint y0 = 0u; R * y0 < Q; y0 += ATT_KQ) {   // uniform too (quads past Q masked)
+            TICK();
+            // Every load first (independent, in flight together), then the arithmetic.
+            vec4 kq[ATT_KQ];
+            [[unroll]] for (uint y = 0u; y < ATT_KQ; ++y) {
+                uint j = r + R * (y0 + y);
+                kq[y] = live && j < Q ? k_quad(rb, j, hs) : vec4(0.0);
+            }
+            [[unroll]] for (uint y = 0u; y < ATT_KQ; ++y) {
+                uint j = r + R * (y0 + y);
+                if (j < Q) {
+                    [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i) {
+                        if (i < hb) {
+                            vec4 q = q_quad(i, j, hs);
+                            sc[i] += q.x * kq[y].x;
+                            sc[i] += q.y * kq[y].y;
+                            sc[i] += q.z * kq[y].z;
+                            sc[i] += q.w * kq[y].w;
                         }
                     }
                 }
             }
         }
-        // The cluster's butterfly (uniform over the subgroup: the shuffles).
-        for (uint o = C >> 1u; o > 0u; o >>= 1u) {
-            TICK();
-            [[unroll]] for (uint p = 0u; p < ATT_VP_MAX; ++p)
-                if (p < VP) sc[p] += subgroupShuffleXor(sc[p], o);
-        }
-        uint an = a + TP;
-        if (an < c1) ATT_LOAD(kq, k_quad, an)   // the next tile's keys while the values are added
-        vec4 mt = m;
-        [[unroll]] for (uint p = 0u; p < ATT_VP_MAX; ++p) {
-            sc[p] /= scale;
-            if (p < VP && a + k + PG * p < c1) mt = max(mt, sc[p]);
-        }
-        vec4 corr = exp(m - mt);   // 1 where the maximum stayed
-        [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
-            [[unroll]] for (uint y = 0u; y < ATT_QUADS; ++y) acc[i * ATT_QUADS + y] *= corr[i];
-        l *= corr;
-        [[unroll]] for (uint p = 0u; p < ATT_VP_MAX; ++p) {
-            if (p < VP && a + k + PG * p < c1) {
-                vec4 e = exp(sc[p] - mt);
-                [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
-                    if (i < hb)
-                        [[unroll]] for (uint y = 0u; y < ATT_QUADS; ++y) acc[i * ATT_QUADS + y] += e[i] * vq[p * ATT_QUADS + y];
-                l += e;
-            }
-        }
-        m = mt;
-        if (an < c1) ATT_LOAD(vq, v_quad, an)
-    }
-    // The chunk's maxima (the team maxima go behind the queries in sx), every cluster's sums
-    // scaled to them, then the clusters of each subgroup summed by the butterfly.
-    vec4 M = wg_max4(m, hb * Q);
-    vec4 w = exp(m - M);
-    [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
-        [[unroll]] for (uint y = 0u; y < ATT_QUADS; ++y) acc[i * ATT_QUADS + y] *= w[i];
-    l *= w;
-    for (uint o = C; o < S; o <<= 1u) {
-        TICK();
-        [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
-            [[unroll]] for (uint y = 0u; y < ATT_QUADS; ++y)
-                if (i < hb) acc[i * ATT_QUADS + y] += subgroupShuffleXor(acc[i * ATT_QUADS + y], o);
-        l += subgroupShuffleXor(l, o);
-    }
-    // The subgroups' sums through sx, added in subgroup order into subgroup 0's slot: a round
-    // writes as many subgroups' sums as sx holds, the accumulating slot first, for as many of
-    // the group's heads at a time as let two subgroups' sums fit (all of them on the shapes
-    // measured; the host checks that one head's do).
-    uint pw = hs + 2u, pb = P(H_OFF_ATTP), oo = P(H_OFF_ATTO);
-    uint sxv = SX_CAP / 4u + SX_CAP / 32u + 1u, hp = hb;
-    while (hp > 1u && 2u * (hp * Q + 1u) > sxv) --hp;
-    for (uint i0 = 0u; i0 < hb; i0 += hp) {
-        TICK();
-        uint hn = min(hp, hb - i0), pw4 = hn * Q + 1u, fit = max(2u, sxv / pw4);
-        for (uint t0 = 0u; t0 < nt; ) {
-            TICK();
-            uint first = t0 == 0u ? 0u : 1u;          // slot 0 holds the sum so far
-            uint cnt = min(fit - first, nt - t0);
-            wg_sync();   // the maxima's (or the last round's) reads done before sx is written
-            uint slot = team() - t0 + first;
-            if (team() >= t0 && team() < t0 + cnt && tlane() < C) {
-                [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
-                    [[unroll]] for (uint y = 0u; y < ATT_QUADS; ++y) {
-                        uint j = tlane() + C * y;
-                        if (i >= i0 && i < i0 + hn && j < Q) sx4[slot * pw4 + (i - i0) * Q + j] = acc[i * ATT_QUADS + y];
+        for (uint o = R >> 1u; o > 0u; o >>= 1u) sc += subgroupShuffleXor(sc, o);
+        sc /= scale;
+        if (live) {
+            [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i) {
+                if (i < hb) {
+                    if ((i & (R - 1u)) == r) {
+                        if (ssc) sx4[so + t - c0][i] = sc[i];
+                        else st.s[ao + (h0 + i) * ms + t] = sc[i];
                     }
-                if (tlane() == 0u) sx4[slot * pw4 + hn * Q] = l;
-            }
-            wg_sync();
-            if (cnt + first > 1u) {
-                for (uint x = lid(); x < pw4; x += wg) {
-                    TICK();
-                    vec4 s = sx4[x];
-                    for (uint kk = 1u; kk < cnt + first; ++kk) { TICK(); s += sx4[kk * pw4 + x]; }
-                    sx4[x] = s;
+                    mx[i] = max(mx[i], sc[i]);
                 }
             }
-            t0 += cnt;
+        }
+    }
+    // Also orders the score writes above before the reads below; the team maxima go behind
+    // the queries in sx.
+    vec4 m = wg_max4(mx, hb * Q);
+
+    // Values, in tiles of tt positions (a multiple of PG): the tile's e(t) of every head of
+    // the group (a vec4 per position) in sx, then the clusters' loads.
+    uint pw4 = hb * Q + 1u;                       // a cluster's partial: hb·Q quads, its sums
+    uint pg = max(1u, min(wg / Q, sxv / pw4));    // (the host checks that one cluster fits)
+    uint tt = ssc ? c1 - c0 : sxv / pg * pg;      // kept scores: one tile, e(t) at sx4[so + ..]
+    uint eo = ssc ? so : 0u;
+    uint k = lid() / Q, j = lid() % Q;
+    bool vl = k < pg;
+    vec4 acc[ATT_HEADS];
+    [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i) acc[i] = vec4(0.0);
+    vec4 ls = vec4(0.0);
+    for (uint a = c0; a < c1; a += tt) {
+        TICK();
+        uint b = min(c1, a + tt);
+        wg_sync();   // the previous tile's (or the maxima's) reads done before it is overwritten
+        for (uint x = lid(); x < b - a; x += wg) {
+            TICK();
+            vec4 e = vec4(0.0);
+            if (ssc) {
+                vec4 sv = sx4[so + x];   // this lane's own position: read, then overwritten
+                [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
+                    if (i < hb) e[i] = exp(sv[i] - m[i]);
+            } else {
+                [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
+                    if (i < hb) e[i] = exp(st.s[ao + (h0 + i) * ms + a + x] - m[i]);
+            }
+            sx4[eo + x] = e;
         }
         wg_sync();
-        for (uint x = lid(); x < hn * Q; x += wg) {
-            TICK();
-            vec4 o = sx4[x];
-            uint i = i0 + x / Q, e0 = 4u * (x % Q), h = h0 + i;
-            float lsum = sx4[hn * Q][i];
-            uint rec = pb + (h * ATT_CHUNKS + c) * pw;
-            [[unroll]] for (uint e = 0u; e < 4u; ++e) {
-                if (e0 + e < hs) {
-                    if (nch == 1u) st.s[oo + h * hs + e0 + e] = o[e] / lsum;
-                    else st.s[rec + e0 + e] = o[e];
+        if (vl) {
+            for (uint t = a + k; t < b; t += ATT_VP * pg) {
+                TICK();
+                vec4 vq[ATT_VP];
+                [[unroll]] for (uint p = 0u; p < ATT_VP; ++p) {
+                    uint tp = t + p * pg;
+                    vq[p] = tp < b ? v_quad(kb + tp * kvd, j, hs) : vec4(0.0);
+                }
+                [[unroll]] for (uint p = 0u; p < ATT_VP; ++p) {
+                    uint tp = t + p * pg;
+                    if (tp < b) {
+                        vec4 e = sx4[eo + tp - a];
+                        [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i)
+                            if (i < hb) acc[i] += e[i] * vq[p];
+                        ls += e;
+                    }
                 }
             }
-            if (e0 == 0u && nch > 1u) {
-                st.s[rec + hs] = M[i];
-                st.s[rec + hs + 1u] = lsum;
+        }
+    }
+    // The clusters' partials, added in cluster order.
+    wg_sync();
+    if (vl) {
+        [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i) if (i < hb) sx4[k * pw4 + i * Q + j] = acc[i];
+        if (j == 0u) sx4[k * pw4 + hb * Q] = ls;
+    }
+    wg_sync();
+    uint pw = hs + 2u, pb = P(H_OFF_ATTP), oo = P(H_OFF_ATTO);
+    for (uint x = lid(); x < hb * Q; x += wg) {
+        TICK();
+        vec4 o = sx4[x], lv = sx4[hb * Q];
+        for (uint kk = 1u; kk < pg; ++kk) { TICK(); o += sx4[kk * pw4 + x]; lv += sx4[kk * pw4 + hb * Q]; }
+        uint i = x / Q, e0 = 4u * (x % Q), h = h0 + i;
+        float lsum = lv[i];
+        uint rec = pb + (h * ATT_CHUNKS + c) * pw;
+        [[unroll]] for (uint e = 0u; e < 4u; ++e) {
+            if (e0 + e < hs) {
+                if (nch == 1u) st.s[oo + h * hs + e0 + e] = o[e] / lsum;
+                else st.s[rec + e0 + e] = o[e];
             }
+        }
+        if (e0 == 0u && nch > 1u) {
+            st.s[rec + hs] = m[i];
+            st.s[rec + hs + 1u] = lsum;
         }
     }
     if (nch > 1u) {

@@ -60,8 +60,6 @@ layout(constant_id = SPEC_HEAD_SIZE) const uint HEAD_SIZE = 64;  // the program'
 layout(constant_id = SPEC_SQ_CAP) const uint SQ_CAP = 32;       // elements of the int8 input vector (ACT_Q8 modules)
 layout(constant_id = SPEC_TYPES) const uint TYPES = 0xFFFFFFFFu; // bit id: the program has a tensor of ggml type id
 layout(constant_id = SPEC_PREFETCH_MIB) const uint PREFETCH_MIB = 0u; // megakernel: MiB of the weights after an attention level its idle workgroups pull into L2 (0: none)
-layout(constant_id = SPEC_ATT_LANES) const uint ATT_LANES = 1u;  // attention: lanes per key or value row (a power of two, at most the subgroup)
-layout(constant_id = SPEC_ATT_QUADS) const uint ATT_QUADS = 1u;  // attention: quads of a row per lane (at most ATT_QL)
 layout(constant_id = SPEC_PREFETCH_SKEW) const uint PREFETCH_SKEW = 0u; // megakernel: read ahead the stream this many attention levels later (a control; 0: the next levels)
 // ty is type X and the program has tensors of type X (a constant test first: folds away).
 #define IS_TY(ty, X) (((TYPES >> (X)) & 1u) != 0u && (ty) == (X))

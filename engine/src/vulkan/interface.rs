@@ -101,14 +101,8 @@ interface! {
         /// Megakernel: read ahead the stream this many attention levels later instead (a
         /// control: [`DecoderOptions::prefetch_skew`](crate::vulkan::DecoderOptions::prefetch_skew)).
         PREFETCH_SKEW = 19,
-        /// The attention's lanes per key or value row: the least power of two at least its
-        /// quads (ceil(head size / 4)), at most the subgroup size.
-        ATT_LANES = 20,
-        /// The attention's quads of a row per lane (at most `att::QL`): the register arrays'
-        /// loops fold to this many at pipeline creation.
-        ATT_QUADS = 21,
         /// How many there are.
-        COUNT = 22,
+        COUNT = 20,
     }
 
     /// Program header word indices (`H_*`).
@@ -142,6 +136,8 @@ interface! {
         OFF_Q = 12,
         /// State offset of hb (the FFN activation).
         OFF_HB = 13,
+        /// State offset of the attention scores.
+        OFF_ATT = 14,
         /// State offset of the RoPE table.
         OFF_ROPE = 15,
         /// KV floats per layer.
@@ -205,10 +201,6 @@ interface! {
         /// Query heads a unit serves at most (models with more query heads per KV head split
         /// them into several head groups, each loading the KV head's keys and values).
         HEADS = 4,
-        /// Quads (four elements) of a key or value row one lane reads at most: a row's
-        /// ceil(head size / 4) quads go to a cluster of lanes no wider than a subgroup (a
-        /// register array of the shader; the host refuses head sizes that need more).
-        QL = 8,
     }
 
     /// Level record fields (`L_*`), `L_WORDS` words per level.

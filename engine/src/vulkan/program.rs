@@ -565,7 +565,8 @@ impl Program {
         let off_q = off_x + d as u64;
         // q, then (qwen3) the keys' raw rows before their norm.
         let off_hb = off_q + qd as u64 + if qk_norm { kv as u64 } else { 0 };
-        let off_rope = off_hb + hd as u64;
+        let off_att = off_hb + hd as u64;
+        let off_rope = off_att + c.n_heads as u64 * ms;
         let off_acc = off_rope + ms * (hs / 2 * 2);
         let off_attp = off_acc + d as u64;
         // 16-byte aligned: the q8 path reads the attention output four floats at a time.
@@ -589,6 +590,7 @@ impl Program {
         hdr[h::OFF_X] = off_x as u32;
         hdr[h::OFF_Q] = off_q as u32;
         hdr[h::OFF_HB] = off_hb as u32;
+        hdr[h::OFF_ATT] = off_att as u32;
         hdr[h::OFF_ROPE] = off_rope as u32;
         hdr[h::KV_LAYER] = kv_layer as u32;
         hdr[h::EMBED] = embed;

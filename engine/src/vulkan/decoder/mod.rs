@@ -293,10 +293,6 @@ pub struct VulkanDecoder {
     mat_type: u32,
     /// Elements of the shared int8 input vector (the q8 activation path; 32 otherwise).
     sq_cap: u32,
-    /// The attention's lanes per key or value row and quads per lane (spec constants
-    /// ATT_LANES, ATT_QUADS).
-    att_lanes: u32,
-    att_quads: u32,
     chunks: Vec<Buffer>,
     state: Buffer,
     kv: Buffer,

@@ -91,8 +91,6 @@ impl VulkanDecoder {
                     (spec::KV_F16, kv16 as u32),
                     (spec::HEAD_SIZE, self.program.head_size()),
                     (spec::SQ_CAP, self.sq_cap),
-                    (spec::ATT_LANES, self.att_lanes),
-                    (spec::ATT_QUADS, self.att_quads),
                     (spec::PREFETCH_MIB, self.prefetch_mib()),
                     (spec::PREFETCH_SKEW, self.opts.prefetch_skew),
                     (

@@ -158,10 +158,7 @@ impl VulkanDecoder {
             (c.n_heads / c.n_kv_heads).min(super::super::program::ATT_HEADS as usize),
         );
         let quads = hs.div_ceil(4);
-        // The queries and the subgroups' maxima, then two or more subgroups' sums of one head
-        // or more at a time (a slot per query quad and one for the softmax sums).
-        let teams = (wg_size / sg).max(1) as usize;
-        let att_slots = (att_heads * quads + teams).max((quads + 1) * teams.min(2));
+        let att_slots = att_heads * quads + (wg_size / sg).max(1) as usize;
         // A chunk of the FFN input holds whole blocks of the down projection (256 elements
         // for the K-quants and IQ4_XS).
         let blk = model
@@ -199,18 +196,14 @@ impl VulkanDecoder {
             ((shared_floats / blk * blk).max(width), 32)
         };
         // The attention (decode.comp, unit_attn) keeps a head group's query vectors with its
-        // subgroups' maxima, then two or more subgroups' sums of a head or more at a time (a
-        // 16-byte slot per query quad, one for the softmax sums), in the shared vector; and reads a key or
-        // value row on a cluster of lanes no wider than a subgroup, at most ATT_QL quads a
-        // lane. Shapes where these do not fit are refused here.
-        let cluster = quads.next_power_of_two().min(sg as usize);
-        let per_lane = quads.div_ceil(cluster);
+        // subgroups' maxima, then a value cluster's partials, in the shared vector, and runs a
+        // value row's quads (four elements each) on that many lanes: shapes where these do not
+        // fit are refused here.
         {
             let sx_vec4s = sx_cap / 4 + sx_cap / 32 + 1;
-            let ql = super::super::interface::att::QL as usize;
-            if att_slots > sx_vec4s || per_lane > ql {
+            if att_slots > sx_vec4s || quads > wg_size as usize {
                 return Err(Error::Invalid(format!(
-                    "head size {hs} with {att_heads} query heads per attention unit: the attention needs {att_slots} 16-byte slots of shared memory (has {sx_vec4s}) and {per_lane} quads of a row per lane on {sg}-lane subgroups (at most {ql})"
+                    "head size {hs} with {att_heads} query heads per attention unit: the attention needs {att_slots} 16-byte slots of shared memory (has {sx_vec4s}) and at least {quads} lanes per workgroup (has {wg_size})"
                 )));
             }
         }
@@ -227,8 +220,6 @@ impl VulkanDecoder {
             rows,
             vocab: c.vocab_size,
             sq_cap: sq_cap as u32,
-            att_lanes: cluster as u32,
-            att_quads: per_lane as u32,
             mat_type: {
                 let w = &model.weights;
                 let mut tys = w
