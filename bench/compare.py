@@ -165,6 +165,9 @@ def caption(rows):
         s += ", one run" if runs == [1] else ", median of %s runs" % "/".join(map(str, runs))
     if any(x.get("tool") == "llama-bench" for x in rows):
         s += "; llama.cpp CUDA (llama-bench, mean ± sd) in the same call on the same files"
+    reverted = sorted({x["reverted"] for x in rows if x.get("reverted")})
+    if reverted:
+        s += " (reverted in %s: not main's build)" % "/".join(reverted)
     return s
 
 
@@ -219,7 +222,7 @@ def ingest(path, a):
                              dispatch=None, arm=PEER, metric="%s tok/s" % t.group(1), median=None, min=None, max=None,
                              mean=float(t.group(3)), stddev=float(t.group(4)), runs=3, source=src))
             continue
-        m = re.match(r"ab (\S+): (\S+) -> (\S+) '([^']*)'(?: -> '([^']*)')?", cur or "")
+        m = re.match(r"ab (\S+): (\S+) -> (\S+) '([^']*)'(?: -> '([^']*)')?(?: depth (\d+))?", cur or "")
         if m and line.startswith("parity of logits:"):
             pend = line.split(":", 1)[1].strip().split(" (")[0]
         t = re.match(r"verdict: (\w+) — predicted (\S+), measured (\S+) \(A ([\d.]+), B ([\d.]+) (\w+) tok/s, mode (\w+)\)", line)
@@ -232,12 +235,15 @@ def ingest(path, a):
             pair = "%s %s %s->%s '%s'" % (base["call"], model, m.group(2), m.group(3), m.group(4))
             if m.group(5) is not None:
                 pair += " -> '%s'" % bargs
+            depth = int(m.group(6) or 0)
+            if depth:
+                pair += " d%d" % depth
             act = "q8" if "--act q8" in m.group(4) else "f32"
             for role, binary, v, args in (("A", m.group(2), t.group(4), m.group(4)), ("B", m.group(3), t.group(5), bargs)):
                 ab = dict(pair=pair, role=role)
                 if role == "B":
                     ab.update(predicted=t.group(2), measured=t.group(3), verdict=t.group(1), parity=pend)
-                rows.append(dict(base, tool="bench ab", model=model, quant=quant, depth=0, act=act, dispatch="mega",
+                rows.append(dict(base, tool="bench ab", model=model, quant=quant, depth=depth, act=act, dispatch="mega",
                                  arm="%s %s" % (os.path.basename(binary), args), binary=binary,
                                  metric="tg128 tok/s", median=float(v), min=None, max=None, pairs=2, mode=t.group(7),
                                  ab=ab, source=src))
@@ -291,7 +297,9 @@ def main(argv=None):
                                                            ",".join(commits), peer))
         return 0
     if not (a.round or a.call or a.commit or a.model):
-        with_peer = [c for c in order if any(r["call"] == c and r.get("tool") == "llama-bench" for r in rows)]
+        # A call whose rows say `reverted` measured a build main no longer has.
+        with_peer = [c for c in order if any(r["call"] == c and r.get("tool") == "llama-bench" for r in rows)
+                     and not any(r["call"] == c and r.get("reverted") for r in rows)]
         order = with_peer[-1:]
     for i, c in enumerate(order):
         rs = [r for r in rows if r["call"] == c]

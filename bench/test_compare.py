@@ -49,6 +49,16 @@ def ingest(log, rnd, table=False):
         return rows, run("--file", res)
 
 
+def ab_rows_table(rows):
+    """compare.py's table of the `bench ab` pairs among rows (a call without llama.cpp)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        res = os.path.join(d, "results.jsonl")
+        with open(res, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+        return run("--file", res, "--round", rows[0]["round"]).splitlines()
+
+
 class Compare(unittest.TestCase):
     def test_ninth_session_call_is_the_readme_table(self):
         out = run("--call", NINTH)
@@ -68,6 +78,13 @@ class Compare(unittest.TestCase):
         start = guide.index("| file | f32 act | `--act q8` | llama.cpp CUDA |")
         table = guide[start:guide.index("\n\n", start) + 1]
         self.assertIn(table, run())
+
+    def test_the_default_table_skips_a_call_whose_build_was_reverted(self):
+        # Round 41's first call measured a build that main reverted: its rows stay (with
+        # --round 41) but the default table, the README's, is the latest call of a kept build.
+        out = run()
+        self.assertNotIn("bash bench/run.sh 41`", out)
+        self.assertIn("(reverted", run("--round", "41"))
 
     def test_rows_carry_the_fields(self):
         with io.open(RESULTS, encoding="utf-8") as f:
@@ -134,6 +151,22 @@ class Compare(unittest.TestCase):
                           ("B", "baro-top-s37 --act q8 --prefetch-mib 16", 1029.0, "q8")])
         self.assertEqual(rows[0]["ab"]["pair"], rows[1]["ab"]["pair"])
         self.assertEqual((rows[1]["ab"]["verdict"], rows[1]["ab"]["parity"]), ("inside", "OK"))
+
+
+    def test_ingest_reads_an_ab_pairs_depth_and_keeps_pairs_at_two_depths_apart(self):
+        # run.sh logs " depth N" after the arms when a pair runs at depth (bench ab --depth).
+        head = "NVIDIA H200, 580.159.04, 1980 MHz, P0\n== [0 s] build under test 0123456789ab\n"
+        pair = ("== [5 s] ab llama-1b: .bin/baro-top-s40 -> .bin/baro-top-s41 '--dispatch mega --act q8'%s\n"
+                "parity of logits: DIFFER (A 1, B 2)\n"
+                "verdict: below — predicted +6%%..+16%%, measured -0.42%% (A %s, B %s generation tok/s, mode fast)\n")
+        log = head + pair % ("", "1127.73", "1122.94") + pair % (" depth 4096", "883.66", "889.45")
+        rows = ingest(log, "41")
+        table = "\n".join(ab_rows_table(rows))
+        self.assertEqual([(r["ab"]["role"], r["depth"], r["median"]) for r in rows],
+                         [("A", 0, 1127.73), ("B", 0, 1122.94), ("A", 4096, 883.66), ("B", 4096, 889.45)])
+        self.assertNotEqual(rows[0]["ab"]["pair"], rows[2]["ab"]["pair"])
+        self.assertIn("| llama-1b | q8 | 4096 |", table)
+        self.assertIn("| llama-1b | q8 | 0 |", table)
 
 
 if __name__ == "__main__":
