@@ -28,8 +28,10 @@
 #              (llama-1b|llama-8b), both arms with ARGS (commas for spaces), or B with BARGS
 #              (A and B may be one binary then; empty: ARGS), PREDICT the frozen prediction,
 #              at DEPTH positions of context (default 0; a round's [[ab]] takes `depth`)
-#   stages:BIN:SHAPE:ACT[:ARGS]  `run --json` 140 passes of .bin/BIN (ARGS added, commas for
-#              spaces): pipeline statistics (registers,
+#   stages:BIN:SHAPE:ACT[:ARGS[:EDGES]]  `run --json` 140 passes of .bin/BIN (ARGS added,
+#              commas for spaces; a --passes there replaces the 140; EDGES the position
+#              buckets' edges, commas, default 65; a round's [[stages]] takes `edges`):
+#              pipeline statistics (registers,
 #              spills) and stage sums (bench/stage_summary.py); the driver's pipeline cache to
 #              $OUT/BIN-SHAPE-ACT[-ARGS].cache (disassemble here: bench/sass.py)
 #   plain:BIN:SHAPE:ACT[:ARGS]  the same run with --no-instrument: the plain pipeline's
@@ -74,7 +76,8 @@ def ab(t):
     return s + (":%d" % t["depth"] if "depth" in t else "")
 def stages(t):
     s = "stages:%s:%s:%s" % (t["bin"], t["model"], t.get("act", "f32"))
-    return s + (":" + t["args"].replace(" ", ",") if "args" in t else "")
+    s += ":" + t["args"].replace(" ", ",") if "args" in t else (":" if "edges" in t else "")
+    return s + (":" + ",".join(str(e) for e in t["edges"]) if "edges" in t else "")
 steps = list(d.get("steps", []))
 for key, f in (("ab", ab), ("stages", stages)):
     ex = [f(t) for t in d.get(key, [])]
@@ -230,17 +233,19 @@ for step in "$@"; do
         --depth ${7:-0} --a-binary $3 --b-binary $4 --a "$5" --b "${6:-$5}" --predict "$2" --log $O/predictions.log 2>&1 | tail -4; }
       abx "$shape" "$predict" ".bin/$a" ".bin/$b" "${args//,/ }" "${bargs//,/ }" "${depth:-}" ;;
     stages:*)
-      IFS=: read -r _ bin shape act xargs <<< "$step"
-      t "stages $bin $shape act $act${xargs:+ ${xargs//,/ }}"
+      IFS=: read -r _ bin shape act xargs edges <<< "$step"
+      t "stages $bin $shape act $act${xargs:+ ${xargs//,/ }}${edges:+ buckets at $edges}"
       # One cache per arguments too (a second `stages` of one binary must not overwrite it).
       tag=${xargs//[^A-Za-z0-9]/}
-      .bin/$bin run -m /tmp/$shape.gguf --json --passes 140 -i "Once upon a time" --check off --dispatch mega --act $act \
+      # 140 passes unless ARGS says (e.g. --ctx,4300,--passes,4300: the stages at depth).
+      np="--passes 140"; case ",$xargs," in *,--passes,*) np= ;; esac
+      .bin/$bin run -m /tmp/$shape.gguf --json $np -i "Once upon a time" --check off --dispatch mega --act $act \
         ${xargs//,/ } --pipeline-cache-out "$O/$bin-$shape-$act${tag:+-$tag}.cache" 2>/dev/null > /tmp/run.jsonl
       head -1 /tmp/run.jsonl | python3 -c "
 import json,sys
 d=json.loads(sys.stdin.readline())
 for p in d.get('pipelines',[]): print('  ', p['pipeline'], '; '.join('%s=%s'%(s['name'],s['value']) for s in p['stats']))"
-      python3 bench/stage_summary.py 65 < /tmp/run.jsonl ;;
+      e=${edges:-65}; python3 bench/stage_summary.py ${e//,/ } < /tmp/run.jsonl ;;
     plain:*)
       IFS=: read -r _ bin shape act xargs <<< "$step"
       t "plain $bin $shape act $act${xargs:+ ${xargs//,/ }}"
