@@ -1201,12 +1201,10 @@ void touch_slot(uint lvl, out uint i, out uint m) {
     if (q >= nu) { i = q - nu; m = G - nu; }
 }
 
-// The grid barrier after level `lvl`: leader arrives at the counter with a release; the last
-// arrival takes everyone's writes (an acquire fence) and releases the level in SY_RELEASE,
-// a word on its own 128-byte line, so the polls (relaxed, with a bounded spin, then one
-// acquire fence; DESIGN.md: acquire polls break lavapipe) never share a line with the
-// arrivals' atomics. An idle workgroup of an attention level (tm != 0) pulls weights into
-// L2 between its arrival and its wait.
+// The grid barrier after level `lvl`: leader arrives with a release, polls relaxed with a
+// bounded spin, then one acquire fence (DESIGN.md: acquire polls break lavapipe). An idle
+// workgroup of an attention level (tm != 0) pulls weights into L2 between its arrival and
+// its wait.
 bool grid_barrier(uint lvl, bool arrive_only, uint ti, uint tm) {
     wg_sync();
     uvec2 ta = uvec2(0u);
@@ -1216,10 +1214,6 @@ bool grid_barrier(uint lvl, bool arrive_only, uint ti, uint tm) {
         ta = now2();
         stamp_level_at(lvl, 0u, ta);
         seen = atomicAdd(sy.w[SY_COUNTER], 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease) + 1u;
-        if (seen == (lvl + 1u) * G) {
-            memoryBarrier(SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
-            atomicStore(sy.w[SY_RELEASE], lvl + 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease);
-        }
     }
     if (PREFETCH_MIB != 0u && tm != 0u && !arrive_only) {
         uint n = touch_ahead(lvl, ti, tm);
@@ -1227,20 +1221,14 @@ bool grid_barrier(uint lvl, bool arrive_only, uint ti, uint tm) {
     }
     if (lid() == 0u) {
         bool ok = true;
-        // rel: the last level released as this workgroup saw it (the last arrival knows).
-        uint target = lvl + 1u, rel = seen == target * G ? target : 0u;
+        uint target = (lvl + 1u) * G;
         uint t0 = ta.x;
-        while (!arrive_only && rel < target) {
+        while (!arrive_only && seen < target) {
             TICK();
             if (atomicLoad(sy.w[SY_ABORT], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u) { ok = false; break; }
-            if (HAS_CLOCK && now2().x - t0 > pc.timeout) {
-                // The fail word records the arrivals seen.
-                raise_fail(FAIL_TIMEOUT, lvl, atomicLoad(sy.w[SY_COUNTER], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed));
-                ok = false;
-                break;
-            }
+            if (HAS_CLOCK && now2().x - t0 > pc.timeout) { raise_fail(FAIL_TIMEOUT, lvl, seen); ok = false; break; }
             if (!budget_ok()) { raise_fail(FAIL_BUDGET, lvl, g_iter); ok = false; break; }
-            rel = atomicLoad(sy.w[SY_RELEASE], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+            seen = atomicLoad(sy.w[SY_COUNTER], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
             if (CPU_PAUSE) {
                 // A CPU device counts every back-edge of an invocation against one budget
                 // (lavapipe silently ends loops after 65,535), and a workgroup waiting here
@@ -1249,12 +1237,12 @@ bool grid_barrier(uint lvl, bool arrive_only, uint ti, uint tm) {
                 // square roots (straight-line vector code, ~15 cycles each), so the budget
                 // covers seconds of waiting while polls stay microseconds apart. The device
                 // clock still bounds the wait in time (pc.timeout).
-                float q = float(rel);
+                float q = float(seen);
 #define CPU_SQRT q = sqrt(q + 2.0);
 #define CPU_SQRT8 CPU_SQRT CPU_SQRT CPU_SQRT CPU_SQRT CPU_SQRT CPU_SQRT CPU_SQRT CPU_SQRT
 #define CPU_SQRT64 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8
-#define CPU_POLL if (rel < target) { CPU_SQRT64 CPU_SQRT64 \
-    rel = atomicLoad(sy.w[SY_RELEASE], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed); }
+#define CPU_POLL if (seen < target) { CPU_SQRT64 CPU_SQRT64 \
+    seen = atomicLoad(sy.w[SY_COUNTER], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed); }
 #define CPU_POLL4 CPU_POLL CPU_POLL CPU_POLL CPU_POLL
                 CPU_POLL4 CPU_POLL4 CPU_POLL4 CPU_POLL4 CPU_POLL4 CPU_POLL4 CPU_POLL4 CPU_POLL4
                 if (q == float(pc.pass_id)) red[62] = q;  // keeps the chain live (red[62] is scratch)

@@ -340,7 +340,8 @@ interface! {
         FAIL_SEEN = 3,
         /// First failing workgroup.
         FAIL_WG = 4,
-
+        /// Abort flag.
+        ABORT = 5,
         /// Workgroups started.
         STARTED = 6,
         /// The bit of the first failure.
@@ -353,17 +354,11 @@ interface! {
         /// 32-byte weight sectors the idle workgroups of the attention levels read ahead this
         /// pass (`PREFETCH_MIB`; 0 without it).
         PREFETCHED = 11,
-        /// The last level released (level + 1), written by its barrier's last arrival; the
-        /// word the waiting workgroups poll, on its own 128-byte line (words 32..63) with the
-        /// abort flag, apart from the arrival counter's atomics.
-        RELEASE = 32,
-        /// Abort flag (polled with SY_RELEASE).
-        ABORT = 33,
         /// G words: pass_id + 1 when the workgroup started; then one word per attention
         /// head group: its position chunks finished so far this pass (cumulative over layers;
         /// the layer's last arrival combines the chunks). The residency words are read back,
         /// the counters are not.
-        RESIDENT = 64,
+        RESIDENT = 16,
     }
 
     /// Fail-word bits the kernel raises (`FAIL_*`; equal to `baro_telemetry::fail::bits`).
