@@ -1134,7 +1134,10 @@ void run_level(uint lvl, uint only_stage) {
 // for the whole grid: the sectors land in L2 and the stages that read them find them there.
 // The words are only folded into g_touch, which nothing reads but a test that is never true,
 // so no value of the pass depends on them (mega and multi keep their bits); a workgroup with
-// an attention unit, the level's critical path, never touches.
+// an attention unit, the level's critical path, never touches. What it buys on the H200
+// (bench/rounds/42.md, 43.md) is not L2 residency: the touching workgroups start polling the
+// barrier ≈ 2 µs after they arrive, and a 2 µs clock wait in their place gains as much;
+// polling at once (nothing to touch) loses the whole gain.
 uint g_touch = 0u;
 
 // The sector range [lo, hi) of the touch stream (the tensors of the levels after `lvl` up to

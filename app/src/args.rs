@@ -78,7 +78,10 @@ pub struct GpuArgs {
     /// after it, in order, up to the next attention level) [default: 16 on GPUs, 0 on CPU
     /// devices; 0: none]. Logits are bit-identical for every value; only speed differs.
     /// `run --json` reports the budget (`prefetch_mib`) and the bytes per pass
-    /// (`prefetched_bytes`).
+    /// (`prefetched_bytes`). Measured on the H200 (bench/rounds/43.md): the speed comes
+    /// from those workgroups polling the barrier ≈ 2 µs after they arrive instead of at
+    /// once, not from what L2 holds: 1 MiB gains what 16 do, and a 2 µs wait without reads
+    /// gains the same.
     #[arg(long, value_name = "MIB", value_parser = validate::prefetch_mib, allow_negative_numbers = true)]
     pub prefetch_mib: Option<u32>,
     /// A control for measuring what the read-ahead does, not for speed: read the weights

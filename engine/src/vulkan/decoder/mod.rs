@@ -144,7 +144,11 @@ pub struct DecoderOptions {
     /// 0 on CPU devices. The words read are never used, so every value of the pass is
     /// unchanged (mega ≡ multi bitwise); only where the following levels' loads are served
     /// from changes. Each pass reports the bytes it read ahead ([`Pass::prefetched`]);
-    /// [`VulkanDecoder::prefetch_mib`] says what a decoder resolved.
+    /// [`VulkanDecoder::prefetch_mib`] says what a decoder resolved. What the speed comes
+    /// from (H200, bench/rounds/42.md and 43.md): the idle workgroups start polling the
+    /// barrier ≈ 2 µs after they arrive instead of at once; reads served from L2, or a 2 µs
+    /// clock wait without reads, gain as much. The gain also needs the driver's compile
+    /// mode without enforced warp reconvergence (`bench/sass.py`), which a `0` build lacks.
     pub prefetch_mib: Option<u32>,
     /// A control for the read-ahead's mechanism, not for speed: read the weights of the
     /// levels after the attention level `prefetch_skew` attention levels later instead (the
@@ -156,7 +160,8 @@ pub struct DecoderOptions {
 
 /// The read-ahead budget where [`DecoderOptions::prefetch_mib`] is `None`: MiB on GPUs.
 /// Measured on the H200 (bench/rounds/37.md): 16 MiB +16.0 % at 1b q8 and +20.4 % at 8b q8
-/// (32 MiB: +15.8 % and +17.2 %), bit-identical logits.
+/// (32 MiB: +15.8 % and +17.2 %), bit-identical logits; 1 MiB gains as much (round 38), and
+/// the cause is when the idle workgroups first poll (round 43), not the bytes.
 pub const DEFAULT_PREFETCH_MIB: u32 = 16;
 
 /// The read-ahead budget a decoder takes where none is asked: [`DEFAULT_PREFETCH_MIB`] on
