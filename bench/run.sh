@@ -70,14 +70,20 @@ except ImportError:
         k, v = (x.strip() for x in line.split("=", 1))
         v = ast.literal_eval(re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", v)))
         (cur if cur is not None else d)[k] = v
+def step(*parts):
+    """NAME:FIELD:...; an absent optional field (None) is empty, trailing ones are dropped."""
+    parts = list(parts)
+    while parts[-1] is None:
+        parts.pop()
+    return ":".join("" if p is None else p for p in parts)
+def commas(s):
+    return None if s is None else s.replace(" ", ",")
 def ab(t):
-    s = "ab:%s:%s:%s:%s:%s" % (t["a"], t["b"], t["model"], t.get("args", "--dispatch mega").replace(" ", ","), t["predict"])
-    s += ":" + t["b_args"].replace(" ", ",") if "b_args" in t else (":" if "depth" in t else "")
-    return s + (":%d" % t["depth"] if "depth" in t else "")
+    return step("ab", t["a"], t["b"], t["model"], commas(t.get("args", "--dispatch mega")), t["predict"],
+                commas(t.get("b_args")), str(t["depth"]) if "depth" in t else None)
 def stages(t):
-    s = "stages:%s:%s:%s" % (t["bin"], t["model"], t.get("act", "f32"))
-    s += ":" + t["args"].replace(" ", ",") if "args" in t else (":" if "edges" in t else "")
-    return s + (":" + ",".join(str(e) for e in t["edges"]) if "edges" in t else "")
+    return step("stages", t["bin"], t["model"], t.get("act", "f32"), commas(t.get("args")),
+                ",".join(map(str, t["edges"])) if "edges" in t else None)
 steps = list(d.get("steps", []))
 for key, f in (("ab", ab), ("stages", stages)):
     ex = [f(t) for t in d.get(key, [])]
