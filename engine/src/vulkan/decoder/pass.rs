@@ -124,7 +124,8 @@ impl VulkanDecoder {
                     d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, want);
                     bound = want;
                 }
-                self.record_pass(cb, i, id, *f, pos + i, stamp);
+                let next_argmax = feeds.get(i + 1) == Some(&Feed::Argmax);
+                self.record_pass(cb, i, id, *f, pos + i, stamp, next_argmax);
                 self.slot_stamped.push(stamp);
             }
             barrier(
@@ -183,9 +184,17 @@ impl VulkanDecoder {
     }
 
     /// Record pass `slot` of a submission (the pipeline and descriptor set are bound).
+    /// `next_argmax`: the next pass of this submission reads this one's argmax (it is copied
+    /// into the sync words with this pass's readback).
+    ///
+    /// Between two passes the GPU runs two waves of transfers, each after a barrier: the
+    /// readback copies (and the next token), then the resets. Every command of a wave writes
+    /// a range no other command of it touches, so none waits for another (round 45: each
+    /// extra barrier and wave cost the pass microseconds of idle device).
     ///
     /// # Safety
     /// `cb` is recording; `slot` < the chain option.
+    #[allow(clippy::too_many_arguments)]
     unsafe fn record_pass(
         &self,
         cb: vk::CommandBuffer,
@@ -194,6 +203,7 @@ impl VulkanDecoder {
         feed: Feed,
         pos: usize,
         stamp: bool,
+        next_argmax: bool,
     ) {
         let d = &self.ctx.device;
         let grid = self.grid;
@@ -221,6 +231,12 @@ impl VulkanDecoder {
         let mega = self.opts.dispatch == Dispatch::Mega;
         let q0 = self.queries_per_pass * slot as u32;
         let frame_bytes = rb.ring_frame_words as u64 * 4;
+        // The previous pass's argmax (in `out`) into the sync word a chained pass reads.
+        let token_copy = vk::BufferCopy {
+            src_offset: self.vocab as u64 * 4,
+            dst_offset: sy::TOKEN as u64 * 4,
+            size: 4,
+        };
         // SAFETY: guaranteed by the caller; every range lies inside its buffer.
         unsafe {
             // The previous pass (same submission or an earlier one, whose fence was waited
@@ -237,40 +253,11 @@ impl VulkanDecoder {
                     | vk::AccessFlags::TRANSFER_READ
                     | vk::AccessFlags::TRANSFER_WRITE,
             );
-            // Sync words: all zero but the "no failing level yet" marker. (Fill, not one big
-            // update: vkCmdUpdateBuffer is limited to 64 KiB and large grids exceed it.)
-            // The attention's arrival counters behind them too.
-            let fill_words =
-                super::super::program::sync_buffer_words(grid, self.program.att_groups());
-            d.cmd_fill_buffer(cb, self.sync.buffer, 0, fill_words as u64 * 4, 0);
-            let none = [u32::MAX];
-            barrier(
-                d,
-                cb,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::AccessFlags::TRANSFER_WRITE,
-                vk::AccessFlags::TRANSFER_WRITE,
-            );
-            d.cmd_update_buffer(
-                cb,
-                self.sync.buffer,
-                sy::FAIL_LEVEL as u64 * 4,
-                unsafe_words_as_bytes(&none),
-            );
-            if feed == Feed::Argmax {
-                // The previous pass's argmax becomes this pass's token, on the GPU.
-                d.cmd_copy_buffer(
-                    cb,
-                    self.out.buffer,
-                    self.sync.buffer,
-                    &[vk::BufferCopy {
-                        src_offset: self.vocab as u64 * 4,
-                        dst_offset: sy::TOKEN as u64 * 4,
-                        size: 4,
-                    }],
-                );
-                // The copy reads the argmax before the poison below overwrites it.
+            if feed == Feed::Argmax && slot == 0 {
+                // A submission that continues from the previous one's last argmax. (Inside a
+                // submission the previous pass copied it with its readback.) The copy reads
+                // the argmax before the poison below overwrites it.
+                d.cmd_copy_buffer(cb, self.out.buffer, self.sync.buffer, &[token_copy]);
                 barrier(
                     d,
                     cb,
@@ -278,6 +265,21 @@ impl VulkanDecoder {
                     vk::PipelineStageFlags::TRANSFER,
                     vk::AccessFlags::TRANSFER_READ | vk::AccessFlags::TRANSFER_WRITE,
                     vk::AccessFlags::TRANSFER_WRITE,
+                );
+            }
+            // Sync words: all zero but the "no failing level yet" marker, and the token word
+            // left as it is. (Fills, not one big update: vkCmdUpdateBuffer is limited to
+            // 64 KiB and large grids exceed it.) The attention's arrival counters behind
+            // them too.
+            let fill_words =
+                super::super::program::sync_buffer_words(grid, self.program.att_groups());
+            for (lo, hi, value) in sync_reset_ranges(fill_words) {
+                d.cmd_fill_buffer(
+                    cb,
+                    self.sync.buffer,
+                    lo as u64 * 4,
+                    (hi - lo) as u64 * 4,
+                    value,
                 );
             }
             d.cmd_fill_buffer(cb, self.out.buffer, 0, (self.vocab as u64 + 2) * 4, POISON);
@@ -364,16 +366,18 @@ impl VulkanDecoder {
                 vk::AccessFlags::SHADER_WRITE,
                 vk::AccessFlags::TRANSFER_READ,
             );
-            d.cmd_copy_buffer(
-                cb,
-                self.sync.buffer,
-                self.readback.buffer,
-                &[vk::BufferCopy {
-                    src_offset: 0,
-                    dst_offset: rb.sync_offset(slot),
-                    size: rb.sync_words as u64 * 4,
-                }],
-            );
+            // The sync words but the token word, which the next pass's token may be copied
+            // into in this same wave (the host never reads it).
+            let sync_regions = [(0, sy::TOKEN), (sy::TOKEN + 1, rb.sync_words)]
+                .map(|(lo, hi)| vk::BufferCopy {
+                    src_offset: lo as u64 * 4,
+                    dst_offset: rb.sync_offset(slot) + lo as u64 * 4,
+                    size: (hi - lo) as u64 * 4,
+                });
+            d.cmd_copy_buffer(cb, self.sync.buffer, self.readback.buffer, &sync_regions);
+            if next_argmax {
+                d.cmd_copy_buffer(cb, self.out.buffer, self.sync.buffer, &[token_copy]);
+            }
             let (src, size) = if self.opts.read_logits {
                 (0u64, rb.out_words as u64 * 4)
             } else {
@@ -497,5 +501,51 @@ impl VulkanDecoder {
             window: self.last_window,
             prefetched: u64::from(word(rb.sync_word(slot, sy::PREFETCHED))) * 32,
         })
+    }
+}
+
+/// The fills that reset the first `words` sync words before a pass, as `(lo, hi, value)` word
+/// ranges: every word zero but `FAIL_LEVEL` (`u32::MAX`, no failing level yet) and `TOKEN`,
+/// which none of them touches (the previous pass may have copied the next token there). The
+/// ranges are disjoint and none is empty (a zero-sized fill is invalid), so they run as one
+/// wave with no barrier between them.
+fn sync_reset_ranges(words: usize) -> Vec<(usize, usize, u32)> {
+    const { assert!(sy::FAIL_LEVEL < sy::TOKEN) };
+    assert!(words > sy::TOKEN, "{words} sync words hold no token word");
+    [
+        (0, sy::FAIL_LEVEL, 0),
+        (sy::FAIL_LEVEL, sy::FAIL_LEVEL + 1, u32::MAX),
+        (sy::FAIL_LEVEL + 1, sy::TOKEN, 0),
+        (sy::TOKEN + 1, words, 0),
+    ]
+    .into_iter()
+    .filter(|&(lo, hi, _)| lo < hi)
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sync_reset_ranges_zero_every_word_but_fail_level_and_token_once() {
+        for words in [sy::TOKEN + 1, sy::TOKEN + 2, 300, 70_000] {
+            let mut seen = vec![None; words];
+            for (lo, hi, v) in sync_reset_ranges(words) {
+                assert!(lo < hi && hi <= words, "range {lo}..{hi} of {words}");
+                for w in &mut seen[lo..hi] {
+                    assert!(w.is_none(), "word filled twice");
+                    *w = Some(v);
+                }
+            }
+            for (i, w) in seen.iter().enumerate() {
+                let want = match i {
+                    i if i == sy::TOKEN => None,
+                    i if i == sy::FAIL_LEVEL => Some(u32::MAX),
+                    _ => Some(0),
+                };
+                assert_eq!(*w, want, "word {i} of {words}");
+            }
+        }
     }
 }
