@@ -34,9 +34,10 @@
 #              pipeline statistics (registers,
 #              spills) and stage sums (bench/stage_summary.py); the driver's pipeline cache to
 #              $OUT/BIN-SHAPE-ACT[-ARGS].cache (disassemble here: bench/sass.py)
-#   plain:BIN:SHAPE:ACT[:ARGS]  the same run with --no-instrument: the plain pipeline's
-#              statistics and cache ($OUT/BIN-SHAPE-ACT[-ARGS]-plain.cache), the pipeline
-#              `bench` measures
+#   plain:BIN:SHAPE:ACT[:ARGS[:ENV]]  the same run with --no-instrument: the plain pipeline's
+#              statistics and cache ($OUT/BIN-SHAPE-ACT[-ARGS][-ENV]-plain.cache), the pipeline
+#              `bench` measures; ENV (commas for spaces): VAR=VALUE assignments for that run
+#              (a diagnostic build's hook, e.g. BARO_DIAG_SPIRV=.spv/v1.spv)
 #   record:SHAPE:FILE  a 120-pass recording of SHAPE (mega, spans every 12th pass) to $OUT/FILE
 set -u
 O=${OUT:-/tmp/out}
@@ -253,10 +254,10 @@ d=json.loads(sys.stdin.readline())
 for p in d.get('pipelines',[]): print('  ', p['pipeline'], '; '.join('%s=%s'%(s['name'],s['value']) for s in p['stats']))"
       e=${edges:-65}; python3 bench/stage_summary.py ${e//,/ } < /tmp/run.jsonl ;;
     plain:*)
-      IFS=: read -r _ bin shape act xargs <<< "$step"
-      t "plain $bin $shape act $act${xargs:+ ${xargs//,/ }}"
-      tag=${xargs//[^A-Za-z0-9]/}
-      .bin/$bin run -m /tmp/$shape.gguf --json --passes 140 -i "Once upon a time" --check off --dispatch mega --act $act \
+      IFS=: read -r _ bin shape act xargs envs <<< "$step"
+      t "plain $bin $shape act $act${xargs:+ ${xargs//,/ }}${envs:+ env ${envs//,/ }}"
+      tag=${xargs//[^A-Za-z0-9]/}${envs:+-${envs//[^A-Za-z0-9]/}}
+      env ${envs//,/ } .bin/$bin run -m /tmp/$shape.gguf --json --passes 140 -i "Once upon a time" --check off --dispatch mega --act $act \
         ${xargs//,/ } --no-instrument --pipeline-cache-out "$O/$bin-$shape-$act${tag:+-$tag}-plain.cache" 2>/dev/null > /tmp/run.jsonl
       head -1 /tmp/run.jsonl | python3 -c "
 import json,sys
