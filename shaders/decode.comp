@@ -1125,7 +1125,14 @@ void run_level(uint lvl, uint only_stage) {
     if (!budget_ok()) raise_fail(FAIL_BUDGET, lvl, g_iter);
 }
 
-// ---- weights pulled into L2 ahead of their level (PREFETCH_MIB) ----
+// ---- the idle workgroups of an attention level (H_IDLE_WAIT_NS, PREFETCH_MIB) ----
+// H_IDLE_WAIT_NS: an idle workgroup waits that long on the device clock after it arrives at
+// the level's barrier before its first poll. On the H200 (bench/rounds/43.md, 45.md) a pass
+// is faster when the ≈ 116 idle workgroups do not poll in the first ≈ 2 µs after they
+// arrive together; the poll rate after that, polls as atomics instead of loads, and reads
+// or work in those microseconds change nothing. Why is not known.
+// PREFETCH_MIB (off by default; it was the default until round 45 and bought its speed by
+// delaying the polls the same way):
 // At short context the attention level runs on a few workgroups (one per head group and
 // position chunk) while the rest of the grid waits at its barrier and HBM idles; the levels
 // after it (wo, gate/up, down, the next layer's q/k/v, ...) stream weights that are known
@@ -1134,10 +1141,8 @@ void run_level(uint lvl, uint only_stage) {
 // for the whole grid: the sectors land in L2 and the stages that read them find them there.
 // The words are only folded into g_touch, which nothing reads but a test that is never true,
 // so no value of the pass depends on them (mega and multi keep their bits); a workgroup with
-// an attention unit, the level's critical path, never touches. What it buys on the H200
-// (bench/rounds/42.md, 43.md) is not L2 residency: the touching workgroups start polling the
-// barrier ≈ 2 µs after they arrive, and a 2 µs clock wait in their place gains as much;
-// polling at once (nothing to touch) loses the whole gain.
+// an attention unit, the level's critical path, never touches. What it bought on the H200
+// (bench/rounds/42.md, 43.md) was not L2 residency but the delay of the first poll.
 uint g_touch = 0u;
 
 // The sector range [lo, hi) of the touch stream (the tensors of the levels after `lvl` up to
@@ -1195,7 +1200,7 @@ uint touch_ahead(uint lvl, uint i, uint m) {
 void touch_slot(uint lvl, out uint i, out uint m) {
     i = 0u;
     m = 0u;
-    if (PREFETCH_MIB == 0u || !MEGA) return;
+    if (!MEGA) return;
     uint lb = P(H_LEVELS) + lvl * L_WORDS;
     uint b = P(H_STAGES) + P(lb + L_FIRST) * S_WORDS;
     if (P(lb + L_COUNT) != 1u || P(b + S_KIND) != K_ATTN) return;
@@ -1207,7 +1212,7 @@ void touch_slot(uint lvl, out uint i, out uint m) {
 // The grid barrier after level `lvl`: leader arrives with a release, polls relaxed with a
 // bounded spin, then one acquire fence (DESIGN.md: acquire polls break lavapipe). An idle
 // workgroup of an attention level (tm != 0) pulls weights into L2 between its arrival and
-// its wait.
+// its wait, and then waits H_IDLE_WAIT_NS from its arrival.
 bool grid_barrier(uint lvl, bool arrive_only, uint ti, uint tm) {
     wg_sync();
     uvec2 ta = uvec2(0u);
@@ -1221,6 +1226,18 @@ bool grid_barrier(uint lvl, bool arrive_only, uint ti, uint tm) {
     if (PREFETCH_MIB != 0u && tm != 0u && !arrive_only) {
         uint n = touch_ahead(lvl, ti, tm);
         if (lid() == 0u && n != 0u) atomicAdd(sy.w[SY_PREFETCHED], n, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+    }
+    // An idle workgroup of an attention level (its units still running) waits H_IDLE_WAIT_NS
+    // from its arrival before it polls. This block must stay between the arrival's and the
+    // poll's lane-0 blocks at every value of the wait, which is why the wait is a header
+    // word and not a specialisation constant: on NVIDIA's driver 580 a kernel whose two
+    // lane-0 blocks are adjacent compiles with warp reconvergence enforced at every
+    // subgroup operation (WARPSYNC, MATCH.ANY, BRA.CONV; bench/sass.py), 14-17 % slower
+    // (bench/rounds/45.md).
+    if (tm != 0u && !arrive_only) {
+        uint wait = P(H_IDLE_WAIT_NS);
+        if (lid() == 0u && HAS_CLOCK && seen < (lvl + 1u) * G)
+            while (now2().x - ta.x < wait) TICK();
     }
     if (lid() == 0u) {
         bool ok = true;

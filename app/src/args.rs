@@ -73,15 +73,22 @@ pub struct GpuArgs {
     /// every matrix quantised (F32, F16 and BF16 matrices are refused).
     #[arg(long, value_name = "f32|q8", value_parser = validate::act)]
     pub act: Option<baro_engine::device::ActType>,
+    /// Megakernel: nanoseconds, 0..=100000, that a workgroup without a unit in an attention
+    /// level waits after it arrives at that level's grid barrier, before it first polls
+    /// [default: 2000 on GPUs with a device clock, else 0; 0: none]. Logits are bit-identical
+    /// for every value; only speed differs. Measured on the H200 (bench/rounds/43.md,
+    /// 45.md): when the ≈ 116 idle workgroups of a short-context attention level poll at
+    /// once, a pass is ≈ 14 % slower. A nonzero value needs the device clock.
+    #[arg(long, value_name = "NS", value_parser = validate::idle_wait_ns, allow_negative_numbers = true)]
+    pub idle_wait_ns: Option<u32>,
     /// Megakernel: MiB of weights, 0..=4096, that the workgroups without an attention unit
     /// read ahead into the GPU's L2 while an attention level runs (the tensors of the levels
-    /// after it, in order, up to the next attention level) [default: 16 on GPUs, 0 on CPU
-    /// devices; 0: none]. Logits are bit-identical for every value; only speed differs.
-    /// `run --json` reports the budget (`prefetch_mib`) and the bytes per pass
-    /// (`prefetched_bytes`). Measured on the H200 (bench/rounds/43.md): the speed comes
-    /// from those workgroups polling the barrier ≈ 2 µs after they arrive instead of at
-    /// once, not from what L2 holds: 1 MiB gains what 16 do, and a 2 µs wait without reads
-    /// gains the same.
+    /// after it, in order, up to the next attention level) [default: 0, none]. Logits are
+    /// bit-identical for every value; only speed differs. `run --json` reports the budget
+    /// (`prefetch_mib`) and the bytes per pass (`prefetched_bytes`). It was the default (16)
+    /// until round 45, for a speed that came from delaying the idle workgroups' first poll,
+    /// not from what L2 holds (bench/rounds/43.md): `--idle-wait-ns` does that without the
+    /// reads.
     #[arg(long, value_name = "MIB", value_parser = validate::prefetch_mib, allow_negative_numbers = true)]
     pub prefetch_mib: Option<u32>,
     /// A control for measuring what the read-ahead does, not for speed: read the weights
@@ -116,6 +123,7 @@ impl GpuArgs {
             ("--chain", self.chain.is_some()),
             ("--kv", self.kv.is_some()),
             ("--act", self.act.is_some()),
+            ("--idle-wait-ns", self.idle_wait_ns.is_some()),
             ("--prefetch-mib", self.prefetch_mib.is_some()),
             ("--prefetch-skew", self.prefetch_skew.is_some()),
             ("--spin-timeout-ms", self.spin_timeout_ms.is_some()),
@@ -138,6 +146,7 @@ impl GpuArgs {
             chain: self.chain.unwrap_or(DEFAULT_CHAIN),
             kv: self.kv.unwrap_or_default(),
             act: self.act.unwrap_or_default(),
+            idle_wait_ns: self.idle_wait_ns,
             prefetch_mib: self.prefetch_mib,
             prefetch_skew: self.prefetch_skew.unwrap_or(0),
             max_seq,

@@ -206,6 +206,17 @@ pub fn rows(s: &str) -> Result<u32, String> {
     }
 }
 
+/// `--idle-wait-ns`: ns an idle workgroup of an attention level waits before it polls,
+/// 0..=100000 (0: none).
+pub fn idle_wait_ns(s: &str) -> Result<u32, String> {
+    whole_u32(
+        s,
+        0,
+        baro_engine::device::MAX_IDLE_WAIT_NS,
+        "ns of idle wait",
+    )
+}
+
 /// `--prefetch-mib`: MiB of weights read ahead into L2 during the attention levels,
 /// 0..=4096 (0: none).
 pub fn prefetch_mib(s: &str) -> Result<u32, String> {

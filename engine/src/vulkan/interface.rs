@@ -176,8 +176,14 @@ interface! {
         /// norm at QK_NORM + 2l, its key norm at QK_NORM + 2l + 1), 0 without q/k norms: the
         /// Q and K stages' units are then whole heads.
         QK_NORM = 31,
+        /// Megakernel: ns of the device clock that a workgroup without a unit in an attention
+        /// level waits after arriving at that level's barrier before its first poll (0: none;
+        /// [`DecoderOptions::idle_wait_ns`](crate::vulkan::DecoderOptions::idle_wait_ns)). A
+        /// header word, not a specialisation constant: the wait's block must stay in the
+        /// kernel at every value (bench/rounds/45.md: the compile mode).
+        IDLE_WAIT_NS = 32,
         /// Header words.
-        WORDS = 32,
+        WORDS = 33,
     }
 
     /// RoPE flags (`ROPE_*`, header word `H_ROPE`).

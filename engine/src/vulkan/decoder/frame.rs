@@ -21,6 +21,13 @@ impl VulkanDecoder {
         self.opts.prefetch_mib.unwrap_or(0)
     }
 
+    /// The idle workgroups' wait this decoder runs with, ns
+    /// ([`DecoderOptions::idle_wait_ns`], the device's default resolved; 0: none). Multi has
+    /// no barrier inside a dispatch, so it waits nowhere.
+    pub fn idle_wait_ns(&self) -> u32 {
+        self.opts.idle_wait_ns.unwrap_or(0)
+    }
+
     /// Name of level `i`.
     pub fn level_name(&self, i: u32) -> String {
         self.program

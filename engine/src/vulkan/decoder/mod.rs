@@ -137,18 +137,26 @@ pub struct DecoderOptions {
     /// file is the `vkGetPipelineCacheData` blob, header first; failing to write it fails the
     /// decoder's creation, naming the path.
     pub pipeline_cache_out: Option<std::path::PathBuf>,
+    /// Megakernel only: ns of the device clock that a workgroup without a unit in an
+    /// attention level waits after it arrives at that level's barrier, before its first
+    /// poll (0: none). `None` (the default) is [`default_idle_wait_ns`] for the device:
+    /// [`DEFAULT_IDLE_WAIT_NS`] on GPUs with a device clock, else 0. A nonzero value needs the
+    /// device clock. Every value of the pass is unchanged (mega ≡ multi bitwise); only speed
+    /// differs. Measured on the H200 (bench/rounds/43.md, 45.md): when the ≈ 116 idle
+    /// workgroups of a short-context attention level poll at once the pass is ≈ 14 % slower;
+    /// a wait of ≈ 2 µs removes it (the poll rate afterwards does not matter). At most
+    /// [`MAX_IDLE_WAIT_NS`]. [`VulkanDecoder::idle_wait_ns`] says what a decoder resolved.
+    pub idle_wait_ns: Option<u32>,
     /// Megakernel only: MiB of weights (whole grid) that the workgroups without a unit in an
     /// attention level read ahead into the GPU's L2 while that level runs: the tensors of the
-    /// levels after it, in order, up to the next attention level (0: none). `None` (the
-    /// default) is [`default_prefetch_mib`] for the device: [`DEFAULT_PREFETCH_MIB`] on GPUs,
-    /// 0 on CPU devices. The words read are never used, so every value of the pass is
-    /// unchanged (mega ≡ multi bitwise); only where the following levels' loads are served
-    /// from changes. Each pass reports the bytes it read ahead ([`Pass::prefetched`]);
-    /// [`VulkanDecoder::prefetch_mib`] says what a decoder resolved. What the speed comes
-    /// from (H200, bench/rounds/42.md and 43.md): the idle workgroups start polling the
-    /// barrier ≈ 2 µs after they arrive instead of at once; reads served from L2, or a 2 µs
-    /// clock wait without reads, gain as much. The gain also needs the driver's compile
-    /// mode without enforced warp reconvergence (`bench/sass.py`), which a `0` build lacks.
+    /// levels after it, in order, up to the next attention level (0: none, the default on
+    /// every device since round 45). The words read are never used, so every value of the
+    /// pass is unchanged (mega ≡ multi bitwise); only where the following levels' loads are
+    /// served from changes. Each pass reports the bytes it read ahead ([`Pass::prefetched`]);
+    /// [`VulkanDecoder::prefetch_mib`] says what a decoder resolved. What it bought on the
+    /// H200 (bench/rounds/42.md, 43.md) was not L2 residency: reading delayed the idle
+    /// workgroups' first poll, which [`DecoderOptions::idle_wait_ns`] now does without
+    /// reading 16 MiB of HBM per attention level.
     pub prefetch_mib: Option<u32>,
     /// A control for the read-ahead's mechanism, not for speed: read the weights of the
     /// levels after the attention level `prefetch_skew` attention levels later instead (the
@@ -158,20 +166,33 @@ pub struct DecoderOptions {
     pub prefetch_skew: u32,
 }
 
-/// The read-ahead budget where [`DecoderOptions::prefetch_mib`] is `None`: MiB on GPUs.
-/// Measured on the H200 (bench/rounds/37.md): 16 MiB +16.0 % at 1b q8 and +20.4 % at 8b q8
-/// (32 MiB: +15.8 % and +17.2 %), bit-identical logits; 1 MiB gains as much (round 38), and
-/// the cause is when the idle workgroups first poll (round 43), not the bytes.
-pub const DEFAULT_PREFETCH_MIB: u32 = 16;
+/// The read-ahead budget where [`DecoderOptions::prefetch_mib`] is `None`, on every device:
+/// none. (Until round 45 it was 16 MiB on GPUs, for a speed that came from the delay of the
+/// idle workgroups' first poll, not from the bytes: [`DEFAULT_IDLE_WAIT_NS`].)
+pub const DEFAULT_PREFETCH_MIB: u32 = 0;
 
-/// The read-ahead budget a decoder takes where none is asked: [`DEFAULT_PREFETCH_MIB`] on
-/// GPUs, 0 on CPU devices (their "L2" is the host's caches, and every touch is a CPU
-/// instruction taken from the decode).
-pub fn default_prefetch_mib(kind: DeviceKind) -> u32 {
-    if kind == DeviceKind::Cpu {
+/// The read-ahead budget a decoder takes where none is asked: [`DEFAULT_PREFETCH_MIB`].
+pub fn default_prefetch_mib(_kind: DeviceKind) -> u32 {
+    DEFAULT_PREFETCH_MIB
+}
+
+/// The idle workgroups' wait where [`DecoderOptions::idle_wait_ns`] is `None`, on GPUs with
+/// a device clock: 2 µs (the delay of the first poll that round 37's read-ahead gave; round
+/// 43's clock wait of 2 µs matched it).
+pub const DEFAULT_IDLE_WAIT_NS: u32 = 2000;
+
+/// The longest [`DecoderOptions::idle_wait_ns`]: 100 µs (longer than a whole attention level
+/// at short context, so a longer wait only delays the release).
+pub const MAX_IDLE_WAIT_NS: u32 = 100_000;
+
+/// The idle workgroups' wait a decoder takes where none is asked: [`DEFAULT_IDLE_WAIT_NS`] on
+/// GPUs, 0 on CPU devices (their workgroups are pool threads, paced by CPU_PAUSE) and
+/// without a device clock (nothing to wait on).
+pub fn default_idle_wait_ns(kind: DeviceKind, has_clock: bool) -> u32 {
+    if kind == DeviceKind::Cpu || !has_clock {
         0
     } else {
-        DEFAULT_PREFETCH_MIB
+        DEFAULT_IDLE_WAIT_NS
     }
 }
 
@@ -208,6 +229,7 @@ impl Default for DecoderOptions {
             test_slow_kind: None,
             test_stall_wg: None,
             pipeline_cache_out: None,
+            idle_wait_ns: None,
             prefetch_mib: None,
             prefetch_skew: 0,
             no_device_clock: false,

@@ -127,8 +127,24 @@ impl VulkanDecoder {
                 opts.prefetch_skew
             )));
         }
+        let has_clock = info.device_clock && !opts.no_device_clock;
+        let idle_wait = opts
+            .idle_wait_ns
+            .unwrap_or(default_idle_wait_ns(info.kind, has_clock));
+        if idle_wait > MAX_IDLE_WAIT_NS {
+            return Err(Error::Invalid(format!(
+                "idle wait {idle_wait} ns: at most {MAX_IDLE_WAIT_NS} ns (a longer wait only delays the attention level's release)"
+            )));
+        }
+        if idle_wait != 0 && !has_clock {
+            return Err(Error::Invalid(format!(
+                "idle wait {idle_wait} ns needs the device clock (VK_KHR_shader_clock{}); 0 waits for nothing",
+                if info.device_clock { ", turned off here" } else { ", which this device lacks" }
+            )));
+        }
         // What this decoder runs with, from here on (the frames and the run details say it).
         let opts = DecoderOptions {
+            idle_wait_ns: Some(idle_wait),
             prefetch_mib: Some(prefetch),
             ..opts
         };
@@ -428,9 +444,12 @@ impl VulkanDecoder {
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
-        let prog_words = self
+        let mut prog_words = self
             .program
             .words(&places, (ring_frame_words, ring_slots), self.grid);
+        // A decoder option, not the model's: the idle workgroups' wait (a header word, so
+        // its block stays in the kernel at every value; see the shader's grid_barrier).
+        prog_words[super::super::interface::h::IDLE_WAIT_NS] = self.idle_wait_ns();
         self.prog = create_buffer(
             &ctx,
             "program",
