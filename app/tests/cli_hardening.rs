@@ -429,6 +429,14 @@ fn grid_and_probe_limits_are_refused_naming_the_range() {
         &baro(&["run", "--spin-timeout-ms", "0"]),
         &["--spin-timeout-ms", "at least 1"],
     );
+    refused(
+        &baro(&["run", "--idle-wait-ns", "100001"]),
+        &["--idle-wait-ns", "at most 100000"],
+    );
+    refused(
+        &baro(&["bench", "--idle-wait-ns", "-1"]),
+        &["--idle-wait-ns"],
+    );
 }
 
 #[test]

@@ -275,7 +275,8 @@ fn docs_stream_md_names_every_key_run_json_writes() {
     if !has_vulkan() {
         return;
     }
-    // Mega with spans, a read-ahead budget and the reference: the keys of every line kind.
+    // Mega with spans, a read-ahead budget, an idle wait and the reference: the keys of
+    // every line kind.
     let o = baro(&[
         "run",
         "--json",
@@ -284,6 +285,8 @@ fn docs_stream_md_names_every_key_run_json_writes() {
         "--spans",
         "--prefetch-mib",
         "1",
+        "--idle-wait-ns",
+        "1500",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut keys = std::collections::BTreeMap::new();
@@ -296,7 +299,14 @@ fn docs_stream_md_names_every_key_run_json_writes() {
     }
     // (`prefetched_bytes` stays 0, so absent, here: stories260K's attention levels keep both
     // of lavapipe's workgroups busy.)
-    for must in ["start", "frame", "end", "correctness", "prefetch_mib"] {
+    for must in [
+        "start",
+        "frame",
+        "end",
+        "correctness",
+        "prefetch_mib",
+        "idle_wait_ns",
+    ] {
         assert!(
             kinds.contains(must) || keys.contains_key(must),
             "the run wrote no {must}: {kinds:?}"

@@ -136,6 +136,8 @@ pub struct ArmResult {
     pub pipelines: Vec<baro_telemetry::PipelineStats>,
     /// The read-ahead budget the arm's decoder resolved, MiB (0: none).
     pub prefetch_mib: u32,
+    /// The idle workgroups' wait the arm's decoder resolved, ns (0: none).
+    pub idle_wait_ns: u32,
 }
 
 /// The bench's result.
@@ -295,6 +297,7 @@ pub fn run_bench(
             differing: vec![],
             pipelines: s.details.pipelines.clone(),
             prefetch_mib: s.details.prefetch_mib,
+            idle_wait_ns: s.details.idle_wait_ns,
         })
         .collect();
     for ((arm, s), o) in cfg.arms.iter().zip(st.iter_mut()).zip(out.iter_mut()) {

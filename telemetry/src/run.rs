@@ -227,6 +227,11 @@ pub struct RunDetails {
     /// (older recordings, multi and CPU-device runs) means 0, none. It moves no value.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub prefetch_mib: u32,
+    /// Megakernel: ns that the workgroups idle in an attention level wait after arriving at
+    /// its barrier before they poll (`--idle-wait-ns`); absent (older recordings, multi
+    /// and CPU-device runs) means 0, none. It moves no value.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub idle_wait_ns: u32,
     /// What the driver's compiler reported for the run's pipelines
     /// (VK_KHR_pipeline_executable_properties): registers, spills. Empty where the device
     /// lacks the extension (and in older recordings).
@@ -299,6 +304,7 @@ pub(crate) mod tests {
             kv: Default::default(),
             act: Default::default(),
             prefetch_mib: 0,
+            idle_wait_ns: 0,
             pipelines: Vec::new(),
         }
     }

@@ -97,6 +97,7 @@ pub fn synthetic_run(grid: u32, stages: u32, levels: u32) -> RunDetails {
         kv: Default::default(),
         act: Default::default(),
         prefetch_mib: 0,
+        idle_wait_ns: 0,
         pipelines: Vec::new(),
     }
 }

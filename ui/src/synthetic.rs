@@ -182,6 +182,7 @@ impl Synth {
             kv: Default::default(),
             act: Default::default(),
             prefetch_mib: 0,
+            idle_wait_ns: 0,
             pipelines: Vec::new(),
         };
         Synth {

@@ -60,6 +60,7 @@ fn run_details(device: &str) -> RunDetails {
         kv: Default::default(),
         act: Default::default(),
         prefetch_mib: 0,
+        idle_wait_ns: 0,
         pipelines: Vec::new(),
     }
 }

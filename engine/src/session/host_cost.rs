@@ -116,6 +116,7 @@ pub fn llama_run(grid: u32, layers: u32) -> RunDetails {
         kv: Default::default(),
         act: Default::default(),
         prefetch_mib: 0,
+        idle_wait_ns: 0,
         pipelines: Vec::new(),
     }
 }

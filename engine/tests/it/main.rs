@@ -15,6 +15,7 @@ mod chain;
 mod contention_burners;
 mod golden;
 mod host_lock_label;
+mod idle_wait;
 mod kv_f16;
 mod prefetch;
 mod quant_types;

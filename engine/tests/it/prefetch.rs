@@ -250,21 +250,23 @@ fn a_skewed_read_ahead_reads_the_stream_of_a_later_attention_level_and_keeps_eve
 }
 
 #[test]
-fn the_read_ahead_default_is_off_on_a_cpu_device_and_on_for_gpus() {
+fn the_read_ahead_is_off_by_default_on_every_device_kind() {
     let Some((ctx, _turn)) = common::device() else {
         return;
     };
     use baro_engine::vulkan::{default_prefetch_mib, DeviceKind, DEFAULT_PREFETCH_MIB};
-    assert_eq!(default_prefetch_mib(DeviceKind::Cpu), 0);
+    // Round 45: its speed was the idle workgroups' later first poll, which the idle wait
+    // gives without the reads.
+    assert_eq!(DEFAULT_PREFETCH_MIB, 0);
     for k in [
+        DeviceKind::Cpu,
         DeviceKind::Discrete,
         DeviceKind::Integrated,
         DeviceKind::Virtual,
         DeviceKind::Other,
     ] {
-        assert_eq!(default_prefetch_mib(k), DEFAULT_PREFETCH_MIB, "{k:?}");
+        assert_eq!(default_prefetch_mib(k), 0, "{k:?}");
     }
-    const { assert!(DEFAULT_PREFETCH_MIB > 0) };
     let m = one_head_group(GgmlType::Q4_0);
     let opts = DecoderOptions {
         max_seq: 2,
@@ -272,9 +274,8 @@ fn the_read_ahead_default_is_off_on_a_cpu_device_and_on_for_gpus() {
     };
     assert_eq!(opts.prefetch_mib, None, "no budget asked");
     let dec = VulkanDecoder::new(ctx.clone(), &m, opts).expect("decoder");
-    let want = default_prefetch_mib(ctx.info.kind);
-    assert_eq!(dec.prefetch_mib(), want, "device kind {:?}", ctx.info.kind);
-    assert_eq!(dec.run_details("m").prefetch_mib, want);
+    assert_eq!(dec.prefetch_mib(), 0, "device kind {:?}", ctx.info.kind);
+    assert_eq!(dec.run_details("m").prefetch_mib, 0);
     let (_, read) = run_with(
         &ctx,
         &m,
@@ -284,9 +285,5 @@ fn the_read_ahead_default_is_off_on_a_cpu_device_and_on_for_gpus() {
         },
         2,
     );
-    let bytes = if want == 0 { 0 } else { expected_bytes(&m) };
-    assert!(
-        read.iter().all(|&b| b == bytes),
-        "read {read:?} by default, want {bytes}"
-    );
+    assert!(read.iter().all(|&b| b == 0), "read {read:?} by default");
 }

@@ -643,6 +643,7 @@ pub fn child_arm(name: &str, run: u64, rows: &[Row]) -> anyhow::Result<(ArmResul
         differing: vec![],
         pipelines: vec![],
         prefetch_mib: pp.prefetch_mib.unwrap_or(0),
+        idle_wait_ns: pp.idle_wait_ns.unwrap_or(0),
     };
     let info = ArmInfo {
         name: name.into(),
@@ -656,6 +657,7 @@ pub fn child_arm(name: &str, run: u64, rows: &[Row]) -> anyhow::Result<(ArmResul
         registers: pp.registers,
         spills: pp.spills,
         prefetch_mib: pp.prefetch_mib,
+        idle_wait_ns: pp.idle_wait_ns,
     };
     Ok((res, info))
 }

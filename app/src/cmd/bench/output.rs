@@ -80,6 +80,8 @@ pub struct ArmInfo {
     pub spills: Option<u64>,
     /// The megakernel's read-ahead budget, MiB, where the binary reports it.
     pub prefetch_mib: Option<u32>,
+    /// The megakernel's idle wait, ns, where the binary reports it.
+    pub idle_wait_ns: Option<u32>,
 }
 
 impl ArmInfo {
@@ -107,6 +109,7 @@ impl ArmInfo {
                     registers,
                     spills,
                     prefetch_mib: Some(res.prefetch_mib),
+                    idle_wait_ns: Some(res.idle_wait_ns),
                 }
             })
             .collect()
@@ -164,6 +167,10 @@ pub struct Row {
     /// resolved; 0: none); absent in rows from binaries before it was reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefetch_mib: Option<u32>,
+    /// The megakernel's idle wait, ns (`--idle-wait-ns`, the device default resolved; 0:
+    /// none); absent in rows from binaries before it was reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_wait_ns: Option<u32>,
     /// `pp` (prompt) or `tg` (generation).
     pub test: String,
     /// Prompt tokens per sample (mean over the prompt set, BOS included); 0 in `tg` rows.
@@ -287,6 +294,7 @@ pub fn rows(meta: &Meta, arms: &[ArmInfo], report: &BenchReport) -> Vec<Row> {
                 registers: info.registers,
                 spills: info.spills,
                 prefetch_mib: info.prefetch_mib,
+                idle_wait_ns: info.idle_wait_ns,
                 test: test.into(),
                 n_prompt,
                 n_gen: if pp { 0 } else { meta.n_gen },
@@ -319,7 +327,7 @@ pub fn rows(meta: &Meta, arms: &[ArmInfo], report: &BenchReport) -> Vec<Row> {
 }
 
 /// The CSV columns, in order (every field of [`Row`]).
-const COLUMNS: [&str; 42] = [
+const COLUMNS: [&str; 43] = [
     "model_filename",
     "model_type",
     "model_size",
@@ -337,6 +345,7 @@ const COLUMNS: [&str; 42] = [
     "registers",
     "spills",
     "prefetch_mib",
+    "idle_wait_ns",
     "test",
     "n_prompt",
     "n_gen",
@@ -528,6 +537,7 @@ mod tests {
             differing: vec![],
             pipelines: vec![],
             prefetch_mib: 16,
+            idle_wait_ns: 2000,
         }
     }
 
@@ -580,6 +590,7 @@ mod tests {
             registers: None,
             spills: None,
             prefetch_mib: Some(16),
+            idle_wait_ns: Some(2000),
         };
         let r = rows(&meta, &[info("A"), info("B")], &report);
         assert_eq!(r.len(), 4);
@@ -621,6 +632,7 @@ mod tests {
             registers: None,
             spills: None,
             prefetch_mib: Some(16),
+            idle_wait_ns: Some(2000),
         };
         let r = rows(&meta, &[info], &report);
         assert!(r.iter().all(|r| r.kv == "f16"));
@@ -640,6 +652,12 @@ mod tests {
         old.as_object_mut().unwrap().remove("prefetch_mib");
         let back: Row = serde_json::from_value(old).unwrap();
         assert_eq!(back.prefetch_mib, None);
+        // So does the idle wait.
+        assert_eq!(r[0].idle_wait_ns, Some(2000));
+        let mut old = serde_json::to_value(&r[0]).unwrap();
+        old.as_object_mut().unwrap().remove("idle_wait_ns");
+        let back: Row = serde_json::from_value(old).unwrap();
+        assert_eq!(back.idle_wait_ns, None);
     }
 
     #[test]
@@ -679,6 +697,7 @@ mod tests {
             registers,
             spills,
             prefetch_mib: None,
+            idle_wait_ns: None,
         };
         let r = rows(
             &test_meta(1, false),

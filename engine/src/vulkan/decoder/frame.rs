@@ -104,6 +104,11 @@ impl VulkanDecoder {
             } else {
                 0
             },
+            idle_wait_ns: if self.opts.dispatch == Dispatch::Mega {
+                self.idle_wait_ns()
+            } else {
+                0
+            },
             pipelines: self.pipeline_stats.clone(),
         }
     }

@@ -368,8 +368,8 @@ impl VulkanDecoder {
             );
             // The sync words but the token word, which the next pass's token may be copied
             // into in this same wave (the host never reads it).
-            let sync_regions = [(0, sy::TOKEN), (sy::TOKEN + 1, rb.sync_words)]
-                .map(|(lo, hi)| vk::BufferCopy {
+            let sync_regions =
+                [(0, sy::TOKEN), (sy::TOKEN + 1, rb.sync_words)].map(|(lo, hi)| vk::BufferCopy {
                     src_offset: lo as u64 * 4,
                     dst_offset: rb.sync_offset(slot) + lo as u64 * 4,
                     size: (hi - lo) as u64 * 4,
