@@ -1127,12 +1127,10 @@ void run_level(uint lvl, uint only_stage) {
 
 // ---- the idle workgroups of an attention level (H_IDLE_WAIT_NS, PREFETCH_MIB) ----
 // H_IDLE_WAIT_NS: an idle workgroup waits that long on the device clock after it arrives at
-// the level's barrier before its first poll. On the H200 (bench/rounds/43.md, 45.md) a pass
-// is faster when the ≈ 116 idle workgroups do not poll in the first ≈ 2 µs after they
-// arrive together; the poll rate after that, polls as atomics instead of loads, and reads
-// or work in those microseconds change nothing. Why is not known.
-// PREFETCH_MIB (off by default; it was the default until round 45 and bought its speed by
-// delaying the polls the same way):
+// the level's barrier before its first poll (measured on the H200, bench/rounds/45.md: 2 µs
+// and none run at the same speed). Its block in grid_barrier is what matters: see there.
+// PREFETCH_MIB (off by default; it was the default until round 45, and its speed was the
+// compile mode its block kept, not the reads):
 // At short context the attention level runs on a few workgroups (one per head group and
 // position chunk) while the rest of the grid waits at its barrier and HBM idles; the levels
 // after it (wo, gate/up, down, the next layer's q/k/v, ...) stream weights that are known
@@ -1142,7 +1140,7 @@ void run_level(uint lvl, uint only_stage) {
 // The words are only folded into g_touch, which nothing reads but a test that is never true,
 // so no value of the pass depends on them (mega and multi keep their bits); a workgroup with
 // an attention unit, the level's critical path, never touches. What it bought on the H200
-// (bench/rounds/42.md, 43.md) was not L2 residency but the delay of the first poll.
+// (bench/rounds/42.md–45.md) was neither L2 residency nor a later first poll.
 uint g_touch = 0u;
 
 // The sector range [lo, hi) of the touch stream (the tensors of the levels after `lvl` up to
@@ -1233,7 +1231,7 @@ bool grid_barrier(uint lvl, bool arrive_only, uint ti, uint tm) {
     // word and not a specialisation constant: on NVIDIA's driver 580 a kernel whose two
     // lane-0 blocks are adjacent compiles with warp reconvergence enforced at every
     // subgroup operation (WARPSYNC, MATCH.ANY, BRA.CONV; bench/sass.py), 14-17 % slower
-    // (bench/rounds/45.md).
+    // (bench/rounds/45.md). Check the mode with bench/sass.py after any change here.
     if (tm != 0u && !arrive_only) {
         uint wait = P(H_IDLE_WAIT_NS);
         if (lid() == 0u && HAS_CLOCK && seen < (lvl + 1u) * G)

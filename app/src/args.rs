@@ -76,9 +76,8 @@ pub struct GpuArgs {
     /// Megakernel: nanoseconds, 0..=100000, that a workgroup without a unit in an attention
     /// level waits after it arrives at that level's grid barrier, before it first polls
     /// [default: 2000 on GPUs with a device clock, else 0; 0: none]. Logits are bit-identical
-    /// for every value; only speed differs. Measured on the H200 (bench/rounds/43.md,
-    /// 45.md): when the ≈ 116 idle workgroups of a short-context attention level poll at
-    /// once, a pass is ≈ 14 % slower. A nonzero value needs the device clock.
+    /// for every value; only speed can differ. Measured on the H200 (bench/rounds/45.md):
+    /// 2000 and 0 run at the same speed (1B q8). A nonzero value needs the device clock.
     #[arg(long, value_name = "NS", value_parser = validate::idle_wait_ns, allow_negative_numbers = true)]
     pub idle_wait_ns: Option<u32>,
     /// Megakernel: MiB of weights, 0..=4096, that the workgroups without an attention unit
@@ -86,9 +85,8 @@ pub struct GpuArgs {
     /// after it, in order, up to the next attention level) [default: 0, none]. Logits are
     /// bit-identical for every value; only speed differs. `run --json` reports the budget
     /// (`prefetch_mib`) and the bytes per pass (`prefetched_bytes`). It was the default (16)
-    /// until round 45, for a speed that came from delaying the idle workgroups' first poll,
-    /// not from what L2 holds (bench/rounds/43.md): `--idle-wait-ns` does that without the
-    /// reads.
+    /// until round 45 for a speed that was the driver's compile mode, not the reads
+    /// (bench/rounds/45.md).
     #[arg(long, value_name = "MIB", value_parser = validate::prefetch_mib, allow_negative_numbers = true)]
     pub prefetch_mib: Option<u32>,
     /// A control for measuring what the read-ahead does, not for speed: read the weights

@@ -142,9 +142,11 @@ pub struct DecoderOptions {
     /// poll (0: none). `None` (the default) is [`default_idle_wait_ns`] for the device:
     /// [`DEFAULT_IDLE_WAIT_NS`] on GPUs with a device clock, else 0. A nonzero value needs the
     /// device clock. Every value of the pass is unchanged (mega ≡ multi bitwise); only speed
-    /// differs. Measured on the H200 (bench/rounds/43.md, 45.md): when the ≈ 116 idle
-    /// workgroups of a short-context attention level poll at once the pass is ≈ 14 % slower;
-    /// a wait of ≈ 2 µs removes it (the poll rate afterwards does not matter). At most
+    /// can differ. Measured on the H200 (bench/rounds/45.md, round 45e): 2000 against 0, 1B
+    /// q8, +0.04 % — the wait itself buys nothing there. What matters is that its block sits
+    /// between the grid barrier's arrival and its polls at every value: without a block
+    /// there, NVIDIA's driver 580 compiles the whole kernel with warp reconvergence enforced,
+    /// 14–17 % slower (the speed rounds 37–44 credited to the read-ahead). At most
     /// [`MAX_IDLE_WAIT_NS`]. [`VulkanDecoder::idle_wait_ns`] says what a decoder resolved.
     pub idle_wait_ns: Option<u32>,
     /// Megakernel only: MiB of weights (whole grid) that the workgroups without a unit in an
@@ -154,9 +156,9 @@ pub struct DecoderOptions {
     /// pass is unchanged (mega ≡ multi bitwise); only where the following levels' loads are
     /// served from changes. Each pass reports the bytes it read ahead ([`Pass::prefetched`]);
     /// [`VulkanDecoder::prefetch_mib`] says what a decoder resolved. What it bought on the
-    /// H200 (bench/rounds/42.md, 43.md) was not L2 residency: reading delayed the idle
-    /// workgroups' first poll, which [`DecoderOptions::idle_wait_ns`] now does without
-    /// reading 16 MiB of HBM per attention level.
+    /// H200 (rounds 37–45) was neither L2 residency nor a later first poll but the compile
+    /// mode: its block kept the barrier's two lane-0 blocks apart, which the idle wait's
+    /// block now does without reading 16 MiB of HBM per attention level.
     pub prefetch_mib: Option<u32>,
     /// A control for the read-ahead's mechanism, not for speed: read the weights of the
     /// levels after the attention level `prefetch_skew` attention levels later instead (the
@@ -167,8 +169,8 @@ pub struct DecoderOptions {
 }
 
 /// The read-ahead budget where [`DecoderOptions::prefetch_mib`] is `None`, on every device:
-/// none. (Until round 45 it was 16 MiB on GPUs, for a speed that came from the delay of the
-/// idle workgroups' first poll, not from the bytes: [`DEFAULT_IDLE_WAIT_NS`].)
+/// none. (Until round 45 it was 16 MiB on GPUs, for a speed that came from the compile mode
+/// its code kept, not from the bytes; see [`DecoderOptions::idle_wait_ns`].)
 pub const DEFAULT_PREFETCH_MIB: u32 = 0;
 
 /// The read-ahead budget a decoder takes where none is asked: [`DEFAULT_PREFETCH_MIB`].
@@ -177,8 +179,8 @@ pub fn default_prefetch_mib(_kind: DeviceKind) -> u32 {
 }
 
 /// The idle workgroups' wait where [`DecoderOptions::idle_wait_ns`] is `None`, on GPUs with
-/// a device clock: 2 µs (the delay of the first poll that round 37's read-ahead gave; round
-/// 43's clock wait of 2 µs matched it).
+/// a device clock: 2 µs, the configuration proven on the H200 in round 45e (1B and 8B, f32
+/// and q8, depth 0 and 4096, gates passing), where it measured the same as 0 at 1B q8.
 pub const DEFAULT_IDLE_WAIT_NS: u32 = 2000;
 
 /// The longest [`DecoderOptions::idle_wait_ns`]: 100 µs (longer than a whole attention level
