@@ -1231,7 +1231,8 @@ bool grid_barrier(uint lvl, bool arrive_only, uint ti, uint tm) {
     // word and not a specialisation constant: on NVIDIA's driver 580 a kernel whose two
     // lane-0 blocks are adjacent compiles with warp reconvergence enforced at every
     // subgroup operation (WARPSYNC, MATCH.ANY, BRA.CONV; bench/sass.py), 14-17 % slower
-    // (bench/rounds/45.md). Check the mode with bench/sass.py after any change here.
+    // (bench/rounds/45.md). Check the mode with bench/sass.py after any change here. (Known
+    // gap: without the device clock, HAS_CLOCK folds the loop away and the block with it.)
     if (tm != 0u && !arrive_only) {
         uint wait = P(H_IDLE_WAIT_NS);
         if (lid() == 0u && HAS_CLOCK && seen < (lvl + 1u) * G)

@@ -92,7 +92,7 @@ pub struct GpuArgs {
     /// A control for measuring what the read-ahead does, not for speed: read the weights
     /// after the attention level N attention levels later instead of those read next, 0..=64
     /// [default: 0]. The same traffic at the same moments, but L2 cannot serve the next
-    /// levels from it: the speed it keeps is not residency.
+    /// levels from it: the speed it keeps is not residency. Needs `--prefetch-mib` above 0.
     #[arg(long, value_name = "N", value_parser = validate::prefetch_skew, allow_negative_numbers = true)]
     pub prefetch_skew: Option<u32>,
     /// Grid-barrier spin timeout, milliseconds, at least 1 [default: 1000].

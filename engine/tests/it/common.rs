@@ -85,3 +85,44 @@ pub fn assert_gate_clean(r: &GateReport, passes: usize, max_rel_l2: f64, what: &
         }
     }
 }
+
+/// The tiny shape with one KV head and four query heads (two layers): one attention unit per
+/// level at short context, so one of lavapipe's two co-resident workgroups idles through
+/// every attention level (the read-ahead's and the idle wait's subject).
+#[allow(dead_code)] // not every test module needs it
+pub fn one_head_group(ty: baro_engine::quant::GgmlType, seed: u64) -> baro_engine::model::Model {
+    let (mut cfg, tied) = baro_engine::synth::Shape::Tiny.config();
+    cfg.n_layers = 2;
+    cfg.n_heads = 4;
+    cfg.n_kv_heads = 1;
+    baro_engine::synth::generate(&cfg, tied, ty, seed, |_, _| {}).expect("model")
+}
+
+/// Every device kind but the CPU's.
+#[allow(dead_code)] // not every test module needs it
+pub const GPU_KINDS: [baro_engine::vulkan::DeviceKind; 4] = [
+    baro_engine::vulkan::DeviceKind::Discrete,
+    baro_engine::vulkan::DeviceKind::Integrated,
+    baro_engine::vulkan::DeviceKind::Virtual,
+    baro_engine::vulkan::DeviceKind::Other,
+];
+
+/// A 3-pass gate of mega and multi on `m` (prompt BOS, 5, 77) with the decoder options `set`
+/// makes, asserted clean.
+#[allow(dead_code)] // not every test module needs it
+pub fn assert_gate_clean_with(
+    ctx: &Arc<GpuContext>,
+    m: &baro_engine::model::Model,
+    set: impl FnOnce(&mut baro_engine::vulkan::DecoderOptions),
+    what: &str,
+) {
+    use baro_engine::vulkan::Dispatch;
+    let mut g = baro_engine::gate::GateConfig::new(
+        3,
+        vec![Dispatch::Mega, Dispatch::Multi],
+        vec![m.tokenizer.bos_id(), 5, 77],
+    );
+    set(&mut g.decoder);
+    let r = baro_engine::gate::run_gate(&ctx.clone().into(), m, &g, |_, _| {}).expect("gate ran");
+    assert_gate_clean(&r, 3, g.max_rel_l2, what);
+}

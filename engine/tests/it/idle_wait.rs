@@ -6,23 +6,15 @@
 
 use crate::common;
 
-use baro_engine::gate::{run_gate, GateConfig};
 use baro_engine::model::Model;
 use baro_engine::quant::GgmlType;
-use baro_engine::synth::{self, Shape};
 use baro_engine::vulkan::{
     default_idle_wait_ns, DecoderOptions, DeviceKind, Dispatch, VulkanDecoder,
     DEFAULT_IDLE_WAIT_NS, MAX_IDLE_WAIT_NS,
 };
 
-/// One KV head and four query heads: one attention unit per level at short context, so one
-/// of lavapipe's two co-resident workgroups idles through every attention level.
 fn one_head_group(ty: GgmlType) -> Model {
-    let (mut cfg, tied) = Shape::Tiny.config();
-    cfg.n_layers = 2;
-    cfg.n_heads = 4;
-    cfg.n_kv_heads = 1;
-    synth::generate(&cfg, tied, ty, 53, |_, _| {}).expect("model")
+    common::one_head_group(ty, 53)
 }
 
 /// Logits (as bits) of `passes` passes, every one clean.
@@ -86,14 +78,12 @@ fn the_gate_passes_with_the_idle_wait_mega_and_multi_bit_identical() {
         return;
     };
     let m = one_head_group(GgmlType::Q4_0);
-    let mut g = GateConfig::new(
-        3,
-        vec![Dispatch::Mega, Dispatch::Multi],
-        vec![m.tokenizer.bos_id(), 5, 77],
+    common::assert_gate_clean_with(
+        &ctx,
+        &m,
+        |o| o.idle_wait_ns = Some(DEFAULT_IDLE_WAIT_NS),
+        "idle wait 2000 ns",
     );
-    g.decoder.idle_wait_ns = Some(DEFAULT_IDLE_WAIT_NS);
-    let r = run_gate(&ctx.clone().into(), &m, &g, |_, _| {}).expect("gate ran");
-    common::assert_gate_clean(&r, 3, g.max_rel_l2, "idle wait 2000 ns");
 }
 
 #[test]
@@ -102,12 +92,7 @@ fn the_idle_wait_defaults_to_2_us_on_gpus_with_a_clock_and_to_none_elsewhere() {
         return;
     };
     assert_eq!(DEFAULT_IDLE_WAIT_NS, 2000);
-    for k in [
-        DeviceKind::Discrete,
-        DeviceKind::Integrated,
-        DeviceKind::Virtual,
-        DeviceKind::Other,
-    ] {
+    for k in common::GPU_KINDS {
         assert_eq!(default_idle_wait_ns(k, true), DEFAULT_IDLE_WAIT_NS, "{k:?}");
         assert_eq!(default_idle_wait_ns(k, false), 0, "{k:?} without a clock");
     }

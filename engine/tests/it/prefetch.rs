@@ -6,22 +6,14 @@
 
 use crate::common;
 
-use baro_engine::gate::{run_gate, GateConfig};
 use baro_engine::model::types::Tensor;
 use baro_engine::model::Model;
 use baro_engine::quant::GgmlType;
 use baro_engine::synth::{self, Shape};
 use baro_engine::vulkan::{DecoderOptions, Dispatch, VulkanDecoder};
 
-/// The tiny shape with one KV head and four query heads: one attention unit per level at
-/// short context, so on lavapipe's two co-resident workgroups one of them idles and reads
-/// ahead.
 fn one_head_group(ty: GgmlType) -> Model {
-    let (mut cfg, tied) = Shape::Tiny.config();
-    cfg.n_layers = 2;
-    cfg.n_heads = 4;
-    cfg.n_kv_heads = 1;
-    synth::generate(&cfg, tied, ty, 41, |_, _| {}).expect("model")
+    common::one_head_group(ty, 41)
 }
 
 /// 32-byte sectors of a tensor's quants, then of its block scales (Q4_0 and Q8_0 keep them
@@ -192,14 +184,7 @@ fn the_gate_passes_with_read_ahead_mega_and_multi_bit_identical() {
         return;
     };
     let m = one_head_group(GgmlType::Q4_0);
-    let mut g = GateConfig::new(
-        3,
-        vec![Dispatch::Mega, Dispatch::Multi],
-        vec![m.tokenizer.bos_id(), 5, 77],
-    );
-    g.decoder.prefetch_mib = Some(4);
-    let r = run_gate(&ctx.clone().into(), &m, &g, |_, _| {}).expect("gate ran");
-    common::assert_gate_clean(&r, 3, g.max_rel_l2, "read-ahead 4 MiB");
+    common::assert_gate_clean_with(&ctx, &m, |o| o.prefetch_mib = Some(4), "read-ahead 4 MiB");
 }
 
 #[test]
@@ -247,6 +232,23 @@ fn a_skewed_read_ahead_reads_the_stream_of_a_later_attention_level_and_keeps_eve
     .err()
     .expect("refused");
     assert!(err.to_string().contains("read-ahead skew 65"), "{err}");
+    // A skew of no read-ahead (the default is none) would be accepted and move nothing.
+    let err = VulkanDecoder::new(
+        ctx.clone(),
+        &m,
+        DecoderOptions {
+            prefetch_skew: 1,
+            max_seq: 3,
+            ..Default::default()
+        },
+    )
+    .err()
+    .expect("refused");
+    assert!(
+        err.to_string()
+            .contains("read-ahead skew 1 needs a read-ahead"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -255,16 +257,10 @@ fn the_read_ahead_is_off_by_default_on_every_device_kind() {
         return;
     };
     use baro_engine::vulkan::{default_prefetch_mib, DeviceKind, DEFAULT_PREFETCH_MIB};
-    // Round 45: its speed was the idle workgroups' later first poll, which the idle wait
-    // gives without the reads.
+    // Round 45: its speed was the compile mode its block kept, which the idle wait's block
+    // keeps without the reads.
     assert_eq!(DEFAULT_PREFETCH_MIB, 0);
-    for k in [
-        DeviceKind::Cpu,
-        DeviceKind::Discrete,
-        DeviceKind::Integrated,
-        DeviceKind::Virtual,
-        DeviceKind::Other,
-    ] {
+    for k in std::iter::once(DeviceKind::Cpu).chain(common::GPU_KINDS) {
         assert_eq!(default_prefetch_mib(k), 0, "{k:?}");
     }
     let m = one_head_group(GgmlType::Q4_0);

@@ -164,7 +164,8 @@ pub struct DecoderOptions {
     /// levels after the attention level `prefetch_skew` attention levels later instead (the
     /// same kind and amount of traffic, issued at the same time, but of weights that are not
     /// read next, so L2 residency cannot serve the next levels; nothing after the last layer's
-    /// stream). 0 (the default): the levels that come next. At most [`MAX_PREFETCH_SKEW`].
+    /// stream). 0 (the default): the levels that come next. At most [`MAX_PREFETCH_SKEW`];
+    /// a nonzero skew without a read-ahead is refused (it would move nothing).
     pub prefetch_skew: u32,
 }
 

@@ -127,6 +127,13 @@ impl VulkanDecoder {
                 opts.prefetch_skew
             )));
         }
+        if opts.prefetch_skew != 0 && prefetch == 0 {
+            // The skew moves what the read-ahead reads; with none it would move nothing.
+            return Err(Error::Invalid(format!(
+                "read-ahead skew {} needs a read-ahead (prefetch MiB above 0; the default is none)",
+                opts.prefetch_skew
+            )));
+        }
         let has_clock = info.device_clock && !opts.no_device_clock;
         let idle_wait = opts
             .idle_wait_ns
