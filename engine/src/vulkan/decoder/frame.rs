@@ -62,6 +62,14 @@ impl VulkanDecoder {
     /// Static details of this decoder's program for the telemetry stream.
     pub fn run_details(&self, model: &str) -> RunDetails {
         let p = &self.program;
+        // The idle workgroups' options act inside the megakernel only.
+        let mega_only = |v: u32| {
+            if self.opts.dispatch == Dispatch::Mega {
+                v
+            } else {
+                0
+            }
+        };
         RunDetails {
             schema_version: baro_telemetry::SCHEMA_VERSION,
             device: self.ctx.info.name.clone(),
@@ -99,16 +107,8 @@ impl VulkanDecoder {
             check: None,
             kv: self.opts.kv,
             act: self.opts.act,
-            prefetch_mib: if self.opts.dispatch == Dispatch::Mega {
-                self.prefetch_mib()
-            } else {
-                0
-            },
-            idle_wait_ns: if self.opts.dispatch == Dispatch::Mega {
-                self.idle_wait_ns()
-            } else {
-                0
-            },
+            prefetch_mib: mega_only(self.prefetch_mib()),
+            idle_wait_ns: mega_only(self.idle_wait_ns()),
             pipelines: self.pipeline_stats.clone(),
         }
     }

@@ -505,11 +505,11 @@ impl VulkanDecoder {
 }
 
 /// The fills that reset the first `words` sync words before a pass, as `(lo, hi, value)` word
-/// ranges: every word zero but `FAIL_LEVEL` (`u32::MAX`, no failing level yet) and `TOKEN`,
+/// ranges (no allocation: it runs for every pass recorded): every word zero but `FAIL_LEVEL` (`u32::MAX`, no failing level yet) and `TOKEN`,
 /// which none of them touches (the previous pass may have copied the next token there). The
 /// ranges are disjoint and none is empty (a zero-sized fill is invalid), so they run as one
 /// wave with no barrier between them.
-fn sync_reset_ranges(words: usize) -> Vec<(usize, usize, u32)> {
+fn sync_reset_ranges(words: usize) -> impl Iterator<Item = (usize, usize, u32)> {
     const { assert!(sy::FAIL_LEVEL < sy::TOKEN) };
     assert!(words > sy::TOKEN, "{words} sync words hold no token word");
     [
@@ -520,7 +520,6 @@ fn sync_reset_ranges(words: usize) -> Vec<(usize, usize, u32)> {
     ]
     .into_iter()
     .filter(|&(lo, hi, _)| lo < hi)
-    .collect()
 }
 
 #[cfg(test)]
