@@ -37,7 +37,8 @@
 #   plain:BIN:SHAPE:ACT[:ARGS[:ENV]]  the same run with --no-instrument: the plain pipeline's
 #              statistics and cache ($OUT/BIN-SHAPE-ACT[-ARGS][-ENV]-plain.cache), the pipeline
 #              `bench` measures; ENV (commas for spaces): VAR=VALUE assignments for that run
-#              (a diagnostic build's hook, e.g. BARO_DIAG_SPIRV=.spv/v1.spv)
+#              (a diagnostic build's hook, e.g. BARO_DIAG_SPIRV=.spv/v1.spv); 140 passes
+#              unless ARGS says (--ctx,4400,--passes,4300 also prints the passes at 4096..)
 #   record:SHAPE:FILE  a 120-pass recording of SHAPE (mega, spans every 12th pass) to $OUT/FILE
 set -u
 O=${OUT:-/tmp/out}
@@ -257,7 +258,8 @@ for p in d.get('pipelines',[]): print('  ', p['pipeline'], '; '.join('%s=%s'%(s[
       IFS=: read -r _ bin shape act xargs envs <<< "$step"
       t "plain $bin $shape act $act${xargs:+ ${xargs//,/ }}${envs:+ env ${envs//,/ }}"
       tag=${xargs//[^A-Za-z0-9]/}${envs:+-${envs//[^A-Za-z0-9]/}}
-      env ${envs//,/ } .bin/$bin run -m /tmp/$shape.gguf --json --passes 140 -i "Once upon a time" --check off --dispatch mega --act $act \
+      np="--passes 140"; case ",$xargs," in *,--passes,*) np= ;; esac
+      env ${envs//,/ } .bin/$bin run -m /tmp/$shape.gguf --json $np -i "Once upon a time" --check off --dispatch mega --act $act \
         ${xargs//,/ } --no-instrument --pipeline-cache-out "$O/$bin-$shape-$act${tag:+-$tag}-plain.cache" 2>/dev/null > /tmp/run.jsonl
       head -1 /tmp/run.jsonl | python3 -c "
 import json,sys
@@ -269,6 +271,9 @@ f=[d for d in map(json.loads,open('/tmp/run.jsonl')) if d.get('type')=='frame' a
 for k in ('gpu_ns','wall_ns'):
   v=sorted(d[k]/1e3 for d in f if d.get(k))
   if v: print('   %s passes 20..: median %.1f us (min %.1f, max %.1f, n %d)'%(k,statistics.median(v),v[0],v[-1],len(v)))
+# A run past position 4096 (ARGS --ctx,4400,--passes,4300): the passes at depth on their own.
+v=sorted(d['gpu_ns']/1e3 for d in f if d.get('gpu_ns') and d.get('pos',0)>=4096)
+if v: print('   gpu_ns positions 4096..: median %.1f us (min %.1f, max %.1f, n %d)'%(statistics.median(v),v[0],v[-1],len(v)))
 # Issue 23 step 5's question: the device idle between one pass's end and the next's start
 # (timestamp queries) and the host period, per consecutive pair of passes.
 for name,g in (('device gap',lambda a,b:b['timestamp_start_ns']-a['timestamp_start_ns']-a['gpu_ns']),('host period',lambda a,b:b['host_start_ns']-a['host_start_ns'])):

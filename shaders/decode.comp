@@ -1231,12 +1231,23 @@ bool grid_barrier(uint lvl, bool arrive_only, uint ti, uint tm) {
     // word and not a specialisation constant: on NVIDIA's driver 580 a kernel whose two
     // lane-0 blocks are adjacent compiles with warp reconvergence enforced at every
     // subgroup operation (WARPSYNC, MATCH.ANY, BRA.CONV; bench/sass.py), 14-17 % slower
-    // (bench/rounds/45.md). Check the mode with bench/sass.py after any change here. (Known
-    // gap: without the device clock, HAS_CLOCK folds the loop away and the block with it.)
+    // (bench/rounds/45.md). Check the mode with bench/sass.py after any change here.
+    // Without the device clock (no VK_KHR_shader_clock, or --no-device-clock) the timed loop
+    // folds away, so the block keeps a loop the driver cannot remove: at most `wait` polls of
+    // the counter, which never turns (setup refuses a nonzero wait without the clock). Both
+    // loops also stop on the back-edge budget (CPU devices).
     if (tm != 0u && !arrive_only) {
-        uint wait = P(H_IDLE_WAIT_NS);
-        if (lid() == 0u && HAS_CLOCK && seen < (lvl + 1u) * G)
-            while (now2().x - ta.x < wait) TICK();
+        uint wait = P(H_IDLE_WAIT_NS), target = (lvl + 1u) * G;
+        if (lid() == 0u && seen < target) {
+            if (HAS_CLOCK) {
+                while (now2().x - ta.x < wait && budget_ok()) TICK();
+            } else {
+                for (uint k = 0u; k < wait && budget_ok(); ++k) {
+                    TICK();
+                    if (atomicLoad(sy.w[SY_COUNTER], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) >= target) break;
+                }
+            }
+        }
     }
     if (lid() == 0u) {
         bool ok = true;

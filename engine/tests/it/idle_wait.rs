@@ -72,6 +72,37 @@ fn every_idle_wait_keeps_every_logit_bit_and_mega_equals_multi() {
     }
 }
 
+/// Without the device clock the wait's block keeps an untimed loop (so the kernel's structure,
+/// and NVIDIA's compile mode, do not depend on the clock): it must never turn, and the logits
+/// keep the bits of a run with the clock, mega and multi alike.
+#[test]
+fn without_the_device_clock_the_logits_keep_their_bits_mega_and_multi() {
+    let Some((ctx, _turn)) = common::device() else {
+        return;
+    };
+    for ty in [GgmlType::Q4_0, GgmlType::Q8_0] {
+        let m = one_head_group(ty);
+        let opts = |dispatch, no_device_clock| DecoderOptions {
+            dispatch,
+            no_device_clock,
+            max_seq: 4,
+            ..Default::default()
+        };
+        let clocked = logits(&ctx, &m, opts(Dispatch::Mega, false), 4);
+        let dec = VulkanDecoder::new(ctx.clone(), &m, opts(Dispatch::Mega, true)).expect("decoder");
+        assert_eq!(dec.idle_wait_ns(), 0, "{ty}: no clock, no wait");
+        drop(dec);
+        for dispatch in [Dispatch::Mega, Dispatch::Multi] {
+            let unclocked = logits(&ctx, &m, opts(dispatch, true), 4);
+            assert!(
+                unclocked == clocked,
+                "{ty}: {} without the device clock changed the logits",
+                dispatch.name()
+            );
+        }
+    }
+}
+
 #[test]
 fn the_gate_passes_with_the_idle_wait_mega_and_multi_bit_identical() {
     let Some((ctx, _turn)) = common::device() else {
