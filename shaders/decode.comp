@@ -637,11 +637,16 @@ shared bool s_last;
 //   value of lane r xor o (every lane of the row ends with the same bits).
 // - chunk max m_c: the largest score(t) of the chunk; e(t) = exp(score(t) - m_c).
 // - value cluster k (Q lanes, the lane of quad j taking elements 4j..4j+3), k < PG =
-//   min(wg / Q, SXV / (hb·Q + 1)) with SXV the vec4s of sx, adds e(t)·v[t] per element and
-//   e(t) over t = c0+k, c0+k+PG, c0+k+2PG, ... ascending (from 0; the loop runs in tiles of
-//   a multiple of PG positions, whose e(t) go through sx: the order is the same);
+//   min(wg / Q, SXV) with SXV the vec4s of sx (every lane of the workgroup in a cluster
+//   wherever sx holds a tile of PG positions, as it does for every real model), adds
+//   e(t)·v[t] per element and e(t) over t = c0+k, c0+k+PG, c0+k+2PG, ... ascending (from 0;
+//   the loop runs in tiles of a multiple of PG positions, whose e(t) go through sx: the
+//   order is the same);
 // - the chunk's output o_c and sum l_c: the clusters' values added in cluster order
-//   (cluster 0's, then + cluster 1's, ...).
+//   (cluster 0's, then + cluster 1's, ...). They meet in sx, FIT = SXV / (hb·Q + 1)
+//   clusters' partials at a time (the host keeps FIT >= 2): the first round's clusters in
+//   slots 0.., each later round's FIT - 1 in slots 1.. added onto slot 0's running sum, so
+//   the order is the one above whatever FIT is.
 // - nch = 1: out = o_0 / l_0, written by the unit.
 //   nch > 1: out = (sum over c ascending of o_c·w_c) / (sum over c ascending of l_c·w_c)
 //   (both sums from 0), w_c = exp(m_c - M), M the largest m_c: every unit stores its (o_c,
@@ -650,7 +655,8 @@ shared bool s_last;
 // The attention output goes to OFF_ATTO, which the next level's prologue (PRO_ATT) loads.
 // Loads: a lane holds ATT_KQ key quads (one key row's quads r, r+R, ...) in flight in the
 // score loop and ATT_VP value quads (ATT_VP positions of its cluster) in the value loop.
-// Workgroup barriers per unit: 7 (one chunk) or 9 (several), plus two per further tile.
+// Workgroup barriers per unit: 7 (one chunk) or 9 (several), plus two per further tile and
+// two per further round of partials (1b q8: PG 32, FIT 8, three more rounds).
 void unit_attn(uint layer, uint hg, uint c, uint nch) {
     // The head size as a specialisation constant (= P(H_HEAD_SIZE)): quad counts, lanes per
     // row and the fallback fold at pipeline creation.
@@ -734,7 +740,8 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
     // Values, in tiles of tt positions (a multiple of PG): the tile's e(t) of every head of
     // the group (a vec4 per position) in sx, then the clusters' loads.
     uint pw4 = hb * Q + 1u;                       // a cluster's partial: hb·Q quads, its sums
-    uint pg = max(1u, min(wg / Q, sxv / pw4));    // (the host checks that one cluster fits)
+    uint pg = max(1u, min(wg / Q, sxv));          // clusters
+    uint fit = sxv / pw4;                         // partials in sx at once (the host: >= 2)
     uint tt = ssc ? c1 - c0 : sxv / pg * pg;      // kept scores: one tile, e(t) at sx4[so + ..]
     uint eo = ssc ? so : 0u;
     uint k = lid() / Q, j = lid() % Q;
@@ -780,31 +787,48 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
             }
         }
     }
-    // The clusters' partials, added in cluster order.
-    wg_sync();
-    if (vl) {
-        [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i) if (i < hb) sx4[k * pw4 + i * Q + j] = acc[i];
-        if (j == 0u) sx4[k * pw4 + hb * Q] = ls;
-    }
-    wg_sync();
-    uint pw = hs + 2u, pb = P(H_OFF_ATTP), oo = P(H_OFF_ATTO);
-    for (uint x = lid(); x < hb * Q; x += wg) {
+    // The clusters' partials, added in cluster order, FIT at a time (see above): round
+    // [k0, kn) writes to slots s0.. (s0 = 0 first, then 1: slot 0 holds the running sum);
+    // lane x < hb·Q + 1 adds its column's slots in slot order, back into slot 0, or, in the
+    // last round, finishes: the output (one chunk) or the chunk's partial record.
+    uint pb = P(H_OFF_ATTP), oo = P(H_OFF_ATTO), pw = hs + 2u;
+    for (uint k0 = 0u; k0 < pg;) {
         TICK();
-        vec4 o = sx4[x], lv = sx4[hb * Q];
-        for (uint kk = 1u; kk < pg; ++kk) { TICK(); o += sx4[kk * pw4 + x]; lv += sx4[kk * pw4 + hb * Q]; }
-        uint i = x / Q, e0 = 4u * (x % Q), h = h0 + i;
-        float lsum = lv[i];
-        uint rec = pb + (h * ATT_CHUNKS + c) * pw;
-        [[unroll]] for (uint e = 0u; e < 4u; ++e) {
-            if (e0 + e < hs) {
-                if (nch == 1u) st.s[oo + h * hs + e0 + e] = o[e] / lsum;
-                else st.s[rec + e0 + e] = o[e];
+        uint s0 = k0 == 0u ? 0u : 1u;
+        uint kn = min(pg, k0 + fit - s0), ns = kn - k0 + s0;
+        bool fin = kn == pg;
+        wg_sync();   // the value loop's (or the previous round's) reads of sx done
+        if (vl && k >= k0 && k < kn) {
+            uint sl = (k - k0 + s0) * pw4;
+            [[unroll]] for (uint i = 0u; i < ATT_HEADS; ++i) if (i < hb) sx4[sl + i * Q + j] = acc[i];
+            if (j == 0u) sx4[sl + hb * Q] = ls;
+        }
+        wg_sync();
+        for (uint x = lid(); x < hb * Q + (fin ? 0u : 1u); x += wg) {
+            TICK();
+            vec4 o = sx4[x];
+            for (uint kk = 1u; kk < ns; ++kk) { TICK(); o += sx4[kk * pw4 + x]; }
+            if (!fin) {
+                sx4[x] = o;
+                continue;
+            }
+            vec4 lv = sx4[hb * Q];
+            for (uint kk = 1u; kk < ns; ++kk) { TICK(); lv += sx4[kk * pw4 + hb * Q]; }
+            uint i = x / Q, e0 = 4u * (x % Q), h = h0 + i;
+            float lsum = lv[i];
+            uint rec = pb + (h * ATT_CHUNKS + c) * pw;
+            [[unroll]] for (uint e = 0u; e < 4u; ++e) {
+                if (e0 + e < hs) {
+                    if (nch == 1u) st.s[oo + h * hs + e0 + e] = o[e] / lsum;
+                    else st.s[rec + e0 + e] = o[e];
+                }
+            }
+            if (e0 == 0u && nch > 1u) {
+                st.s[rec + hs] = m[i];
+                st.s[rec + hs + 1u] = lsum;
             }
         }
-        if (e0 == 0u && nch > 1u) {
-            st.s[rec + hs] = m[i];
-            st.s[rec + hs + 1u] = lsum;
-        }
+        k0 = kn;
     }
     if (nch > 1u) {
         // Arrive at the group's counter (cumulative over layers, zeroed every pass) with a
