@@ -637,11 +637,13 @@ shared bool s_last;
 //   value of lane r xor o (every lane of the row ends with the same bits).
 // - chunk max m_c: the largest score(t) of the chunk; e(t) = exp(score(t) - m_c).
 // - value cluster k (Q lanes, the lane of quad j taking elements 4j..4j+3), k < PG =
-//   min(wg / Q, SXV) with SXV the vec4s of sx (every lane of the workgroup in a cluster
-//   wherever sx holds a tile of PG positions, as it does for every real model), adds
-//   e(t)·v[t] per element and e(t) over t = c0+k, c0+k+PG, c0+k+2PG, ... ascending (from 0;
-//   the loop runs in tiles of a multiple of PG positions, whose e(t) go through sx: the
-//   order is the same);
+//   min(wg / Q, SXV, max(FIT, ceil(cl / (4·ATT_VP)))) with SXV the vec4s of sx and FIT
+//   below: as many clusters as the partials' room holds at once, more (up to every lane of
+//   the workgroup) where the chunk is long enough that each would otherwise walk more than
+//   four dependent rounds of ATT_VP positions (a function of n alone, like the chunks),
+//   adds e(t)·v[t] per element and e(t) over t = c0+k, c0+k+PG, c0+k+2PG, ... ascending
+//   (from 0; the loop runs in tiles of a multiple of PG positions, whose e(t) go through
+//   sx: the order is the same);
 // - the chunk's output o_c and sum l_c: the clusters' values added in cluster order
 //   (cluster 0's, then + cluster 1's, ...). They meet in sx, FIT = SXV / (hb·Q + 1)
 //   clusters' partials at a time (the host keeps FIT >= 2): the first round's clusters in
@@ -656,7 +658,10 @@ shared bool s_last;
 // Loads: a lane holds ATT_KQ key quads (one key row's quads r, r+R, ...) in flight in the
 // score loop and ATT_VP value quads (ATT_VP positions of its cluster) in the value loop.
 // Workgroup barriers per unit: 7 (one chunk) or 9 (several), plus two per further tile and
-// two per further round of partials (1b q8: PG 32, FIT 8, three more rounds).
+// two per further round of partials (1b q8: FIT 8; a 256-position chunk (depth 4096) runs
+// PG 32 clusters, two positions a round trip, and adds their partials in four rounds: at
+// depth 4096 +8.5 % against 8 clusters walking 16 round trips, bench/rounds/46.md; at
+// short context the rounds cost more than they save, so PG stays FIT there).
 void unit_attn(uint layer, uint hg, uint c, uint nch) {
     // The head size as a specialisation constant (= P(H_HEAD_SIZE)): quad counts, lanes per
     // row and the fallback fold at pipeline creation.
@@ -740,8 +745,8 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
     // Values, in tiles of tt positions (a multiple of PG): the tile's e(t) of every head of
     // the group (a vec4 per position) in sx, then the clusters' loads.
     uint pw4 = hb * Q + 1u;                       // a cluster's partial: hb·Q quads, its sums
-    uint pg = max(1u, min(wg / Q, sxv));          // clusters
     uint fit = sxv / pw4;                         // partials in sx at once (the host: >= 2)
+    uint pg = max(1u, min(min(wg / Q, sxv), max(fit, (cl + 4u * ATT_VP - 1u) / (4u * ATT_VP))));
     uint tt = ssc ? c1 - c0 : sxv / pg * pg;      // kept scores: one tile, e(t) at sx4[so + ..]
     uint eo = ssc ? so : 0u;
     uint k = lid() / Q, j = lid() % Q;
@@ -1255,23 +1260,13 @@ bool grid_barrier(uint lvl, bool arrive_only, uint ti, uint tm) {
     // word and not a specialisation constant: on NVIDIA's driver 580 a kernel whose two
     // lane-0 blocks are adjacent compiles with warp reconvergence enforced at every
     // subgroup operation (WARPSYNC, MATCH.ANY, BRA.CONV; bench/sass.py), 14-17 % slower
-    // (bench/rounds/45.md). Check the mode with bench/sass.py after any change here.
-    // Without the device clock (no VK_KHR_shader_clock, or --no-device-clock) the timed loop
-    // folds away, so the block keeps a loop the driver cannot remove: at most `wait` polls of
-    // the counter, which never turns (setup refuses a nonzero wait without the clock). Both
-    // loops also stop on the back-edge budget (CPU devices).
+    // (bench/rounds/45.md). Check the mode with bench/sass.py after any change here. (Known
+    // gap: without the device clock the kernel compiles in the enforced mode, 1b q8 −13.7 %,
+    // and a loop kept in this block does not change that: bench/rounds/46.md.)
     if (tm != 0u && !arrive_only) {
-        uint wait = P(H_IDLE_WAIT_NS), target = (lvl + 1u) * G;
-        if (lid() == 0u && seen < target) {
-            if (HAS_CLOCK) {
-                while (now2().x - ta.x < wait && budget_ok()) TICK();
-            } else {
-                for (uint k = 0u; k < wait && budget_ok(); ++k) {
-                    TICK();
-                    if (atomicLoad(sy.w[SY_COUNTER], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) >= target) break;
-                }
-            }
-        }
+        uint wait = P(H_IDLE_WAIT_NS);
+        if (lid() == 0u && HAS_CLOCK && seen < (lvl + 1u) * G)
+            while (now2().x - ta.x < wait) TICK();
     }
     if (lid() == 0u) {
         bool ok = true;
