@@ -638,15 +638,16 @@ shared bool s_last;
 // - chunk max m_c: the largest score(t) of the chunk; e(t) = exp(score(t) - m_c).
 // - value cluster k (Q lanes, the lane of quad j taking elements 4j..4j+3), k < PG =
 //   min(wg / Q, SXV, max(FIT, ceil(cl / (4·ATT_VP)))) with SXV the vec4s of sx and FIT
-//   below: as many clusters as the partials' room holds at once, more (up to every lane of
-//   the workgroup) where the chunk is long enough that each would otherwise walk more than
-//   four dependent rounds of ATT_VP positions (a function of n alone, like the chunks),
+//   below (FIT alone where FIT < 2): as many clusters as the partials' room holds at once,
+//   more (up to every lane of the workgroup) where the chunk is long enough that each would
+//   otherwise walk more than four dependent rounds of ATT_VP positions (a function of n
+//   alone, like the chunks),
 //   adds e(t)·v[t] per element and e(t) over t = c0+k, c0+k+PG, c0+k+2PG, ... ascending
 //   (from 0; the loop runs in tiles of a multiple of PG positions, whose e(t) go through
 //   sx: the order is the same);
 // - the chunk's output o_c and sum l_c: the clusters' values added in cluster order
 //   (cluster 0's, then + cluster 1's, ...). They meet in sx, FIT = SXV / (hb·Q + 1)
-//   clusters' partials at a time (the host keeps FIT >= 2): the first round's clusters in
+//   clusters' partials at a time (the host checks FIT >= 1): the first round's clusters in
 //   slots 0.., each later round's FIT - 1 in slots 1.. added onto slot 0's running sum, so
 //   the order is the one above whatever FIT is.
 // - nch = 1: out = o_0 / l_0, written by the unit.
@@ -745,8 +746,9 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
     // Values, in tiles of tt positions (a multiple of PG): the tile's e(t) of every head of
     // the group (a vec4 per position) in sx, then the clusters' loads.
     uint pw4 = hb * Q + 1u;                       // a cluster's partial: hb·Q quads, its sums
-    uint fit = sxv / pw4;                         // partials in sx at once (the host: >= 2)
-    uint pg = max(1u, min(min(wg / Q, sxv), max(fit, (cl + 4u * ATT_VP - 1u) / (4u * ATT_VP))));
+    uint fit = sxv / pw4;                         // partials in sx at once (the host: >= 1)
+    uint more = fit >= 2u ? (cl + 4u * ATT_VP - 1u) / (4u * ATT_VP) : 0u;   // rounds need 2
+    uint pg = max(1u, min(min(wg / Q, sxv), max(fit, more)));
     uint tt = ssc ? c1 - c0 : sxv / pg * pg;      // kept scores: one tile, e(t) at sx4[so + ..]
     uint eo = ssc ? so : 0u;
     uint k = lid() / Q, j = lid() % Q;

@@ -176,15 +176,14 @@ impl VulkanDecoder {
         // The FFN input goes through shared memory whole when it fits, else in as few
         // block-aligned chunks as the shared memory allows (see stage_down_chunked).
         // The attention's 16-byte slots in sx (checked below): a head group's queries and the
-        // subgroups' maxima, and at least two value clusters' partials (each its heads' quads
-        // and the sums), which the unit adds up in rounds through sx.
+        // subgroups' maxima, which also hold one value cluster's partials (its heads' quads
+        // and the sums).
         let (hs, att_heads) = (
             c.head_size(),
             (c.n_heads / c.n_kv_heads).min(super::super::program::ATT_HEADS as usize),
         );
         let quads = hs.div_ceil(4);
-        let att_slots =
-            (att_heads * quads + (wg_size / sg).max(1) as usize).max(2 * (att_heads * quads + 1));
+        let att_slots = att_heads * quads + (wg_size / sg).max(1) as usize;
         // A chunk of the FFN input holds whole blocks of the down projection (256 elements
         // for the K-quants and IQ4_XS).
         let blk = model
