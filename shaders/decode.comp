@@ -567,6 +567,8 @@ void unit_ffn(uint t0, uint t1, uint r) {
 // NVIDIA SM has 64 registers per lane. Measured on the H200 (bench/rounds/13.md, round 14c):
 // 4 and 2 beat 8 and 4 at every depth (1b: +2.5 % at positions 5..133, +4 % at 16k; 8b
 // +1.5 % / +3 %): less unrolled code, the same loads' worth in flight across the lanes.
+// Round 46 (q8, every lane in a cluster at depth): VP 4 +0.7 % (1b) / +0.9 % (8b) at depth
+// 4096, 0 at depth 0, not taken (the cluster count below also depends on VP).
 #define ATT_KQ 4u
 #define ATT_VP 2u
 

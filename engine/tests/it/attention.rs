@@ -52,10 +52,11 @@ fn config(dim: usize, hidden_dim: usize, n_heads: usize, n_kv_heads: usize, seq:
 
 /// The Llama 3 attention shape in small: 4 query heads per KV head, head size 64 (on lavapipe's
 /// 8-lane subgroups a key row is read by 2 lanes and summed by the shuffle butterfly; the
-/// hidden width leaves shared memory for 3 value clusters). One layer: this shape decodes past
-/// the chunk cap ([`N_CAP`] positions per decoder) and a lavapipe pass costs about its layers'
-/// matrix work; the arrival counters' count over layers is checked on the two-layer shapes
-/// (tiny, head size 10).
+/// hidden width leaves shared memory for 3 value clusters' partials at a time, so past 24
+/// positions a chunk runs more clusters and adds their partials in rounds). One layer: this
+/// shape decodes past the chunk cap ([`N_CAP`] positions per decoder) and a lavapipe pass
+/// costs about its layers' matrix work; the arrival counters' count over layers is checked on
+/// the two-layer shapes (tiny, head size 10).
 fn gqa_model() -> Model {
     let cfg = Config {
         n_layers: 1,
