@@ -803,6 +803,8 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
     uint pb = P(H_OFF_ATTP), oo = P(H_OFF_ATTO), pw = hs + 2u;
     for (uint k0 = 0u; k0 < pg;) {
         TICK();
+        // A later round (s0 = 1) advances fit - 1 clusters: it runs only when pg > fit, which
+        // `more` allows only for fit >= 2 (with fit 1, pg is 1 and there is one round).
         uint s0 = k0 == 0u ? 0u : 1u;
         uint kn = min(pg, k0 + fit - s0), ns = kn - k0 + s0;
         bool fin = kn == pg;
