@@ -708,6 +708,20 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
             TICK();
             // Every load first (independent, in flight together), then the arithmetic.
             vec4 kq[ATT_KQ];
+#ifdef KV16
+            if (KV_F16 && (hs & 3u) == 0u) {
+                // f16: the raw halves of every quad first, then the widening (kq4's widening
+                // right after its load made the driver wait for each load before issuing the
+                // next: one round trip per quad; bench/rounds/46.md).
+                uvec2 kh[ATT_KQ];
+                [[unroll]] for (uint y = 0u; y < ATT_KQ; ++y) {
+                    uint j = r + R * (y0 + y);
+                    kh[y] = live && j < Q ? kvc16x4.kv[(rb + 4u * j) >> 2u] : uvec2(0u);
+                }
+                [[unroll]] for (uint y = 0u; y < ATT_KQ; ++y)
+                    kq[y] = vec4(unpackHalf2x16(kh[y].x), unpackHalf2x16(kh[y].y));
+            } else
+#endif
             [[unroll]] for (uint y = 0u; y < ATT_KQ; ++y) {
                 uint j = r + R * (y0 + y);
                 kq[y] = live && j < Q ? k_quad(rb, j, hs) : vec4(0.0);
@@ -780,6 +794,18 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
             for (uint t = a + k; t < b; t += ATT_VP * pg) {
                 TICK();
                 vec4 vq[ATT_VP];
+#ifdef KV16
+                if (KV_F16 && (hs & 3u) == 0u) {
+                    // f16: every raw load first, then the widening (as the keys above).
+                    uvec2 vh[ATT_VP];
+                    [[unroll]] for (uint p = 0u; p < ATT_VP; ++p) {
+                        uint tp = t + p * pg;
+                        vh[p] = tp < b ? kvv16x4.kv[(kb + tp * kvd + 4u * j) >> 2u] : uvec2(0u);
+                    }
+                    [[unroll]] for (uint p = 0u; p < ATT_VP; ++p)
+                        vq[p] = vec4(unpackHalf2x16(vh[p].x), unpackHalf2x16(vh[p].y));
+                } else
+#endif
                 [[unroll]] for (uint p = 0u; p < ATT_VP; ++p) {
                     uint tp = t + p * pg;
                     vq[p] = tp < b ? v_quad(kb + tp * kvd, j, hs) : vec4(0.0);
