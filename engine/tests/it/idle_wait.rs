@@ -72,9 +72,8 @@ fn every_idle_wait_keeps_every_logit_bit_and_mega_equals_multi() {
     }
 }
 
-/// Without the device clock the wait's block keeps an untimed loop (so the kernel's structure,
-/// and NVIDIA's compile mode, do not depend on the clock): it must never turn, and the logits
-/// keep the bits of a run with the clock, mega and multi alike.
+/// Without the device clock the decoder resolves no wait and the kernel's timed loops fold
+/// away: the logits keep the bits of a run with the clock, mega and multi alike.
 #[test]
 fn without_the_device_clock_the_logits_keep_their_bits_mega_and_multi() {
     let Some((ctx, _turn)) = common::device() else {

@@ -505,10 +505,10 @@ impl VulkanDecoder {
 }
 
 /// The fills that reset the first `words` sync words before a pass, as `(lo, hi, value)` word
-/// ranges (no allocation: it runs for every pass recorded): every word zero but `FAIL_LEVEL` (`u32::MAX`, no failing level yet) and `TOKEN`,
-/// which none of them touches (the previous pass may have copied the next token there). The
-/// ranges are disjoint and none is empty (a zero-sized fill is invalid), so they run as one
-/// wave with no barrier between them.
+/// ranges (no allocation: it runs for every pass recorded): every word zero but `FAIL_LEVEL`
+/// (`u32::MAX`, no failing level yet) and `TOKEN`, which none of them touches (the previous
+/// pass may have copied the next token there). The ranges are disjoint and none is empty (a
+/// zero-sized fill is invalid), so they run as one wave with no barrier between them.
 fn sync_reset_ranges(words: usize) -> impl Iterator<Item = (usize, usize, u32)> {
     const { assert!(sy::FAIL_LEVEL < sy::TOKEN) };
     assert!(words > sy::TOKEN, "{words} sync words hold no token word");
