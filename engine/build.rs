@@ -113,6 +113,13 @@ fn main() {
             }
             (n, d)
         })
+    })
+    // And each with `_loop`: the megakernel's pass loop (several chained passes a dispatch,
+    // each on its own slot of sync and output words; DecoderOptions::pass_loop).
+    .flat_map(|(name, defines)| {
+        let mut looped = defines.clone();
+        looped.push(("PASS_LOOP", None));
+        [(name.clone(), defines), (format!("{name}_loop"), looped)]
     }) {
         let file = format!("{name}.spv");
         let words = compile(&file, &src, &defines);

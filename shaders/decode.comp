@@ -31,9 +31,30 @@ shared bool s_budget_ok;
 shared float s_scale;
 
 uint g_iter = 0;   // back-edges of this invocation (lavapipe ends loops silently at 65,535)
-// This pass's input token: pc.token, or for a chained pass (push flag 2) the previous pass's
-// argmax, which the host's command buffer copied into the sync word SY_TOKEN on the GPU.
+// This pass's input token: pc.token; for a chained pass that starts a dispatch (push flag 2)
+// the previous pass's argmax, which the host's command buffer copied into the sync word
+// SY_TOKEN on the GPU; for a later pass of the dispatch's pass loop the previous pass's
+// argmax read here after the barrier that ends that pass.
 uint g_token = 0u;
+// This pass of the dispatch (the PASS_LOOP modules' megakernel runs pc.npasses chained passes,
+// pass i at position pc.pos + i, id pc.pass_id + i, chain slot pc.ring_slot + i): its
+// position, id and slot, and where its slot's sync words (g_sb, SYNC_STRIDE words a slot) and
+// output words (g_ob, OUT_STRIDE words a slot) begin.
+#ifdef PASS_LOOP
+uint g_pos = 0u, g_pass = 0u, g_slot = 0u, g_sb = 0u, g_ob = 0u;
+// Sync word i and output word i of this pass's slot. (No parentheses around i: every index
+// here is a sum, and g_sb + a + b associates as the measured build's did.)
+#define SYW(i) sy.w[g_sb + i]
+#define OUTW(i) outb.o[g_ob + i]
+#else
+// One pass a dispatch, on the first slot's words: the push constants say everything (these
+// modules' SPIR-V is the one measured before the pass loop existed, byte for byte).
+#define g_pos pc.pos
+#define g_pass pc.pass_id
+#define g_slot pc.ring_slot
+#define SYW(i) sy.w[i]
+#define OUTW(i) outb.o[i]
+#endif
 // This pass writes the telemetry ring: an instrumented build (INSTR) on a pass the host picked
 // (push flag 4; every pass unless `ring_every` samples them). Uniform over the dispatch.
 bool g_stamp = false;
@@ -81,15 +102,15 @@ float wg_max(float v) {
 // bit: barrier arrivals (TIMEOUT), back-edges spent (BUDGET), the barrier counter at start
 // (LATE), the logit row (NONFINITE).
 void raise_fail(uint bit, uint level, uint seen) {
-    atomicOr(sy.w[SY_FAIL], bit, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
-    if (atomicCompSwap(sy.w[SY_FAIL_LEVEL], 0xFFFFFFFFu, level, SCOPE,
+    atomicOr(SYW(SY_FAIL), bit, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+    if (atomicCompSwap(SYW(SY_FAIL_LEVEL), 0xFFFFFFFFu, level, SCOPE,
                        gl_StorageSemanticsNone, gl_SemanticsRelaxed, gl_StorageSemanticsNone,
                        gl_SemanticsRelaxed) == 0xFFFFFFFFu) {
-        atomicExchange(sy.w[SY_FAIL_SEEN], seen, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
-        atomicExchange(sy.w[SY_FAIL_WG], wg_id(), SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
-        atomicExchange(sy.w[SY_FAIL_FIRST], bit, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        atomicExchange(SYW(SY_FAIL_SEEN), seen, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        atomicExchange(SYW(SY_FAIL_WG), wg_id(), SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        atomicExchange(SYW(SY_FAIL_FIRST), bit, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
     }
-    atomicExchange(sy.w[SY_ABORT], 1u, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+    atomicExchange(SYW(SY_ABORT), 1u, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
 }
 
 bool budget_ok() { return ITER_BUDGET == 0u || g_iter < ITER_BUDGET; }
@@ -102,7 +123,7 @@ bool budget_ok() { return ITER_BUDGET == 0u || g_iter < ITER_BUDGET; }
 // Frame at slot k: word 0 sequence (pass_id + 1, written last), 1 pass, 2 workgroups done,
 // 3 reserved; then stages x G x {start lo, start hi, end lo, end hi};
 // then levels x G x {arrive lo, arrive hi, exit lo, exit hi}.
-uint ring_base() { return pc.ring_slot * P(H_RING_FRAME_WORDS); }
+uint ring_base() { return g_slot * P(H_RING_FRAME_WORDS); }
 // Stage stamps: lane 0 writes them; the end stamp follows a workgroup barrier so it marks the
 // moment the whole workgroup finished the stage (instrumented builds only).
 // The clock is read only on a stamping pass (an unsampled pass of an instrumented build reads
@@ -460,8 +481,8 @@ void V_SET(uint o, float x) { if (KV_F16) kvv16.kv[o] = float16_t(x); else kvv.k
 #endif
 
 // ---- stage bodies ----
-float rope_cos(uint pair) { return st.s[P(H_OFF_ROPE) + (pc.pos * (P(H_HEAD_SIZE) / 2u) + pair) * 2u]; }
-float rope_sin(uint pair) { return st.s[P(H_OFF_ROPE) + (pc.pos * (P(H_HEAD_SIZE) / 2u) + pair) * 2u + 1u]; }
+float rope_cos(uint pair) { return st.s[P(H_OFF_ROPE) + (g_pos * (P(H_HEAD_SIZE) / 2u) + pair) * 2u]; }
+float rope_sin(uint pair) { return st.s[P(H_OFF_ROPE) + (g_pos * (P(H_HEAD_SIZE) / 2u) + pair) * 2u + 1u]; }
 
 // Q and K: unit u = RoPE pair u % (hs/2) of head u / (hs/2) (hs = the head size): rows
 // rope_row(u, 0) and rope_row(u, 1) of the projection — adjacent, 2i and 2i+1 of the head, or
@@ -482,7 +503,7 @@ void rope_store(uint kind, uint layer, uint ra, uint rb, uint pair, float v0, fl
         st.s[o + ra] = a;
         st.s[o + rb] = b;
     } else {
-        uint o = layer * P(H_KV_LAYER) + pc.pos * P(H_KV_DIM);
+        uint o = layer * P(H_KV_LAYER) + g_pos * P(H_KV_DIM);
         K_SET(o + ra, a);
         K_SET(o + rb, b);
     }
@@ -526,7 +547,7 @@ void unit_qk_head(uint kind, uint t, uint tb, uint layer, uint h) {
 }
 
 void store_v(uint layer, uint r, float v, uint tb) {
-    V_SET(layer * P(H_KV_LAYER) + pc.pos * P(H_KV_DIM) + r, with_bias(tb, r, v));
+    V_SET(layer * P(H_KV_LAYER) + g_pos * P(H_KV_DIM) + r, with_bias(tb, r, v));
 }
 
 // Residual row: x[r] = base[r] + W[r]·in, base = x, or the token embedding in layer 0.
@@ -677,7 +698,7 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
     uint kb = layer * P(H_KV_LAYER) + kvh * hs;
     uint ao = P(H_OFF_ATT);   // head h's score (then nothing) of position t at ao + h·ms + t
     float scale = uintBitsToFloat(P(H_ATT_SCALE));
-    uint n = pc.pos + 1u;
+    uint n = g_pos + 1u;
     uint cl = (n + nch - 1u) / nch;
     uint c0 = min(n, c * cl), c1 = min(n, c0 + cl);
     uint Q = (hs + 3u) / 4u;
@@ -872,7 +893,7 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
         // release of this chunk's partials; the layer's last arrival combines the chunks.
         wg_sync();
         if (lid() == 0u) {
-            uint seen = atomicAdd(sy.w[SY_RESIDENT + G + hg], 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease) + 1u;
+            uint seen = atomicAdd(SYW(SY_RESIDENT + G + hg), 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease) + 1u;
             s_last = seen == (layer + 1u) * nch;
             if (s_last) memoryBarrier(SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
         }
@@ -919,8 +940,8 @@ void unit_argmax() {
     uint bi = NONE;
     for (uint g = lid(); g < G; g += gl_WorkGroupSize.x) {
         TICK();
-        float v = uintBitsToFloat(outb.o[V + 2u + 2u * g + 1u]);
-        uint i = outb.o[V + 2u + 2u * g];
+        float v = uintBitsToFloat(OUTW(V + 2u + 2u * g + 1u));
+        uint i = OUTW(V + 2u + 2u * g);
         if (i != NONE && (bi == NONE || v > best || (v == best && i < bi))) { best = v; bi = i; }
     }
     // Logits are finite (the head fails the pass otherwise): -inf marks "no candidate".
@@ -935,8 +956,8 @@ void unit_argmax() {
             uint i = redu[k];
             if (i != NONE && (wi == NONE || red[k] > wb || (red[k] == wb && i < wi))) { wb = red[k]; wi = i; }
         }
-        outb.o[V] = wi;
-        outb.o[V + 1u] = floatBitsToUint(wb);
+        OUTW(V) = wi;
+        OUTW(V + 1u) = floatBitsToUint(wb);
     }
     wg_sync();
 }
@@ -992,12 +1013,12 @@ void run_stage(uint si, bool first, bool last) {
     uint kind = P(b + S_KIND), layer = P(b + S_LAYER), n = P(b + S_UNITS), off = P(b + S_OFF);
     uint t0 = P(b + S_T0), t1 = P(b + S_T1);
     if (!first) stamp_stage(si, 0u);
-    if (kind == TEST_SLOW_KIND && lid() == 0u) red[63] = slow_work(float(pc.pos));
+    if (kind == TEST_SLOW_KIND && lid() == 0u) red[63] = slow_work(float(g_pos));
     if (kind == K_ATTN || kind == K_ARGMAX) {
         // Workgroup-granular units.
         // Attention units are (head group, position chunk): n head groups times the chunks
         // of this position (unit u = group u / nch, chunk u % nch).
-        uint nch = kind == K_ATTN ? att_chunks(pc.pos + 1u) : 1u;
+        uint nch = kind == K_ATTN ? att_chunks(g_pos + 1u) : 1u;
         uint nu = n * nch;
         for (uint u = (wg_id() + G - off % G) % G; u < nu; u += G) {
             // The whole workgroup decides together: unit_attn has workgroup barriers.
@@ -1082,7 +1103,7 @@ void run_stage(uint si, bool first, bool last) {
                                 // As below: a non-finite logit fails the pass; ascending rows
                                 // keep the lowest index on ties.
                                 if (isnan(v[i]) || isinf(v[i])) raise_fail(FAIL_NON_FINITE, P(b + S_LEVEL), us[i]);
-                                outb.o[us[i]] = floatBitsToUint(v[i]);
+                                OUTW(us[i]) = floatBitsToUint(v[i]);
                                 if (bi == 0xFFFFFFFFu || v[i] > best) { best = v[i]; bi = us[i]; }
                             }
                         }
@@ -1109,7 +1130,7 @@ void run_stage(uint si, bool first, bool last) {
                     float v = dot_sx(t0, u);
                     if (tlane() == 0u) {
                         if (isnan(v) || isinf(v)) raise_fail(FAIL_NON_FINITE, P(b + S_LEVEL), u);
-                        outb.o[u] = floatBitsToUint(v);
+                        OUTW(u) = floatBitsToUint(v);
                         if (bi == 0xFFFFFFFFu || v > best) { best = v; bi = u; }
                     }
                 }
@@ -1140,7 +1161,7 @@ void run_stage(uint si, bool first, bool last) {
                     // A NaN would lose every comparison below and leave a clean-looking
                     // argmax: a non-finite logit fails the pass instead.
                     if (isnan(v[0]) || isinf(v[0])) raise_fail(FAIL_NON_FINITE, P(b + S_LEVEL), u);
-                    outb.o[u] = floatBitsToUint(v[0]);
+                    OUTW(u) = floatBitsToUint(v[0]);
                     if (bi == 0xFFFFFFFFu || v[0] > best) { best = v[0]; bi = u; }
                 }
             }
@@ -1157,8 +1178,8 @@ void run_stage(uint si, bool first, bool last) {
                     if (i != 0xFFFFFFFFu && (wi == 0xFFFFFFFFu || red[k] > wb || (red[k] == wb && i < wi))) { wb = red[k]; wi = i; }
                 }
                 uint V = P(H_VOCAB);
-                outb.o[V + 2u + 2u * wg_id()] = wi;
-                outb.o[V + 2u + 2u * wg_id() + 1u] = floatBitsToUint(wb);
+                OUTW(V + 2u + 2u * wg_id()) = wi;
+                OUTW(V + 2u + 2u * wg_id() + 1u) = floatBitsToUint(wb);
             }
         }
     }
@@ -1263,7 +1284,7 @@ void touch_slot(uint lvl, out uint i, out uint m) {
     uint lb = P(H_LEVELS) + lvl * L_WORDS;
     uint b = P(H_STAGES) + P(lb + L_FIRST) * S_WORDS;
     if (P(lb + L_COUNT) != 1u || P(b + S_KIND) != K_ATTN) return;
-    uint nu = P(b + S_UNITS) * att_chunks(pc.pos + 1u), off = P(b + S_OFF);
+    uint nu = P(b + S_UNITS) * att_chunks(g_pos + 1u), off = P(b + S_OFF);
     uint q = (wg_id() + G - off % G) % G;   // run_stage's unit order
     if (q >= nu) { i = q - nu; m = G - nu; }
 }
@@ -1280,11 +1301,11 @@ bool grid_barrier(uint lvl, bool arrive_only, uint ti, uint tm) {
         // One clock read: the arrival stamp and the start of the spin's timeout.
         ta = now2();
         stamp_level_at(lvl, 0u, ta);
-        seen = atomicAdd(sy.w[SY_COUNTER], 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease) + 1u;
+        seen = atomicAdd(SYW(SY_COUNTER), 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease) + 1u;
     }
     if (PREFETCH_MIB != 0u && tm != 0u && !arrive_only) {
         uint n = touch_ahead(lvl, ti, tm);
-        if (lid() == 0u && n != 0u) atomicAdd(sy.w[SY_PREFETCHED], n, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        if (lid() == 0u && n != 0u) atomicAdd(SYW(SY_PREFETCHED), n, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
     }
     // An idle workgroup of an attention level (its units still running) waits H_IDLE_WAIT_NS
     // from its arrival before it polls. This block must stay between the arrival's and the
@@ -1306,10 +1327,10 @@ bool grid_barrier(uint lvl, bool arrive_only, uint ti, uint tm) {
         uint t0 = ta.x;
         while (!arrive_only && seen < target) {
             TICK();
-            if (atomicLoad(sy.w[SY_ABORT], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u) { ok = false; break; }
+            if (atomicLoad(SYW(SY_ABORT), SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u) { ok = false; break; }
             if (HAS_CLOCK && now2().x - t0 > pc.timeout) { raise_fail(FAIL_TIMEOUT, lvl, seen); ok = false; break; }
             if (!budget_ok()) { raise_fail(FAIL_BUDGET, lvl, g_iter); ok = false; break; }
-            seen = atomicLoad(sy.w[SY_COUNTER], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+            seen = atomicLoad(SYW(SY_COUNTER), SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
             if (CPU_PAUSE) {
                 // A CPU device counts every back-edge of an invocation against one budget
                 // (lavapipe silently ends loops after 65,535), and a workgroup waiting here
@@ -1323,10 +1344,10 @@ bool grid_barrier(uint lvl, bool arrive_only, uint ti, uint tm) {
 #define CPU_SQRT8 CPU_SQRT CPU_SQRT CPU_SQRT CPU_SQRT CPU_SQRT CPU_SQRT CPU_SQRT CPU_SQRT
 #define CPU_SQRT64 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8 CPU_SQRT8
 #define CPU_POLL if (seen < target) { CPU_SQRT64 CPU_SQRT64 \
-    seen = atomicLoad(sy.w[SY_COUNTER], SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed); }
+    seen = atomicLoad(SYW(SY_COUNTER), SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed); }
 #define CPU_POLL4 CPU_POLL CPU_POLL CPU_POLL CPU_POLL
                 CPU_POLL4 CPU_POLL4 CPU_POLL4 CPU_POLL4 CPU_POLL4 CPU_POLL4 CPU_POLL4 CPU_POLL4
-                if (q == float(pc.pass_id)) red[62] = q;  // keeps the chain live (red[62] is scratch)
+                if (q == float(g_pass)) red[62] = q;  // keeps the chain live (red[62] is scratch)
             }
         }
         memoryBarrier(SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
@@ -1343,21 +1364,140 @@ void finish_frame() {
     uint b = ring_base();
     uint done = atomicAdd(ring.r[b + 2u], 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease) + 1u;
     if (done == G) {
-        ring.r[b + 1u] = pc.pass_id;
-        atomicStore(ring.r[b], pc.pass_id + 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease);
+        ring.r[b + 1u] = g_pass;
+        atomicStore(ring.r[b], g_pass + 1u, SCOPE, gl_StorageSemanticsBuffer, gl_SemanticsRelease);
     }
 }
 
+#ifdef PASS_LOOP
+// One pass of the megakernel: every level, a grid barrier after each; false when this workgroup
+// did not finish it cleanly (a failure seen, or it never ran it). `chain_ok`: this workgroup
+// finished every earlier pass of the dispatch cleanly. `more`: another pass of the dispatch
+// follows, so the pass ends with a grid barrier after its last level too (on this pass's
+// counter), and no workgroup leaves before a single-workgroup level: the counter is
+// cumulative, and a workgroup that arrived there and then at the pass's end would count twice
+// before the slowest had arrived once. That barrier is the same call site as every other
+// (NVIDIA's driver 580 compiles a second, specialised copy of grid_barrier in the enforced-
+// reconvergence mode: bench/rounds/47.md).
+bool mega_pass(bool chain_ok, bool more) {
+    // A chained token outside the vocabulary (the previous pass failed, its argmax still the
+    // poison) fails this pass before anything reads the embedding with it.
+    bool tok_ok = chain_ok && g_token < P(H_VOCAB);
+    if (lid() == 0u) {
+        atomicExchange(SYW(SY_RESIDENT + wg_id()), g_pass + 1u, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        atomicAdd(SYW(SY_STARTED), 1u, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        uint c = atomicLoad(SYW(SY_COUNTER), SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
+        bool aborted = atomicLoad(SYW(SY_ABORT), SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) != 0u;
+        // Started after the first barrier released: the others ran without us.
+        if (c >= G) raise_fail(FAIL_LATE, 0u, c);
+        if (!tok_ok) raise_fail(FAIL_BAD_TOKEN, 0u, g_token);
+        s_ok = !aborted && c < G && tok_ok;
+    }
+    wg_sync();
+    bool done = s_ok;
+    if (done) {
+        uint nl = P(H_N_LEVELS);
+        // No `break` out of this loop: every invocation runs the same number of iterations,
+        // and a workgroup that is done (failed, left before a single-workgroup level, or the
+        // test stall) just stops doing work. lavapipe drops invocations that leave a loop
+        // containing workgroup barriers early.
+        bool live = wg_id() != TEST_STALL_WG;
+        done = live;
+        for (uint lvl = 0u; lvl < nl; ++lvl) {
+            if (live) {
+                uint lf = P(P(H_LEVELS) + lvl * L_WORDS + L_FLAGS);
+                bool single = (lf & 2u) != 0u;
+                if (!single || wg_id() == 0u) run_level(lvl, 0xFFFFFFFFu);
+                bool end = lvl + 1u == nl;
+                if (!end || more) {
+                    // Before a single-workgroup level the others only arrive and leave (the
+                    // pass's last one: see above).
+                    bool next_single = !end && (P(P(H_LEVELS) + (lvl + 1u) * L_WORDS + L_FLAGS) & 2u) != 0u;
+                    bool leave = next_single && wg_id() != 0u && !more;
+                    uint ti, tm;
+                    touch_slot(lvl, ti, tm);
+                    // The ring has no stamps for the barrier that ends a pass.
+                    bool st = g_stamp;
+                    if (end) g_stamp = false;
+                    bool ok = grid_barrier(lvl, leave, ti, tm);
+                    g_stamp = st;
+                    done = ok;
+                    live = ok && !leave;
+                }
+            }
+        }
+    }
+    finish_frame();
+    return done;
+}
+#endif
+
 void main() {
     if ((pc.flags & 1u) != 0u) {
-        // Clock calibration: one device-clock sample between two timestamp queries.
+        // Clock calibration (slot 0's sync words): one device-clock sample between two timestamp queries.
         if (lid() == 0u && wg_id() == 0u) {
             uvec2 t = now2();
-            sy.w[SY_CALIB] = t.x;
-            sy.w[SY_CALIB + 1] = t.y;
+            SYW(SY_CALIB) = t.x;
+            SYW(SY_CALIB + 1) = t.y;
         }
         return;
     }
+#ifdef PASS_LOOP
+    const uint ow = OUT_STRIDE, sw = SYNC_STRIDE;
+    g_pos = pc.pos;
+    g_pass = pc.pass_id;
+    g_slot = pc.ring_slot;
+    g_sb = g_slot * sw;
+    g_ob = g_slot * ow;
+    g_token = (pc.flags & 2u) != 0u ? SYW(SY_TOKEN) : pc.token;
+    g_stamp = INSTR && (pc.flags & 4u) != 0u;
+    if (!MEGA) {
+        bool tok_ok = g_token < P(H_VOCAB);
+        uint nl = P(H_N_LEVELS);
+        if (lid() == 0u) SYW(SY_RESIDENT + wg_id()) = g_pass + 1u;
+        if (!tok_ok) {
+            if (lid() == 0u) raise_fail(FAIL_BAD_TOKEN, pc.level, g_token);
+            if (pc.level + 1u == nl) finish_frame();
+            return;
+        }
+        run_level(pc.level, pc.stage);
+        if (pc.level + 1u == nl) finish_frame();
+        return;
+    }
+    // The pass loop: pass i + 1 starts when every workgroup has finished pass i (a grid
+    // barrier after its last level, on pass i's counter) and reads pass i's argmax as its
+    // token. A workgroup that did not finish a pass cleanly, or that finds the pass's abort
+    // flag raised after that barrier (every workgroup then sees the same flag), runs none of
+    // the later passes: each of them fails with FAIL_BAD_TOKEN, as a separately dispatched
+    // pass after a failed one does. Workgroup 0 stamps the device clock when it is done with a
+    // pass (its argmax, and the barrier after it where another pass follows) into the pass's
+    // SY_PASS_END words: the host's per-pass GPU time.
+    uint np = max(pc.npasses, 1u);
+    bool chain_ok = true;
+    for (uint i = 0u; i < np; ++i) {
+        if (i > 0u) {
+            g_pos = pc.pos + i;
+            g_pass = pc.pass_id + i;
+            g_slot = pc.ring_slot + i;
+            g_sb = g_slot * sw;
+            g_ob = g_slot * ow;
+            g_token = chain_ok ? outb.o[g_ob - ow + P(H_VOCAB)] : 0xFFFFFFFFu;
+        }
+        bool more = i + 1u < np;
+        bool done = mega_pass(chain_ok, more);
+        if (HAS_CLOCK && np > 1u && wg_id() == 0u && lid() == 0u) {
+            uvec2 t = now2();
+            SYW(SY_PASS_END) = t.x;
+            SYW(SY_PASS_END + 1u) = t.y;
+        }
+        if (more) {
+            // Every workgroup that passed the pass's last barrier sees the same abort flag.
+            if (lid() == 0u) s_ok = done && atomicLoad(SYW(SY_ABORT), SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) == 0u;
+            wg_sync();
+            chain_ok = chain_ok && s_ok;
+        }
+    }
+#else
     g_token = (pc.flags & 2u) != 0u ? sy.w[SY_TOKEN] : pc.token;
     g_stamp = INSTR && (pc.flags & 4u) != 0u;
     // A chained token outside the vocabulary (the previous pass failed, its argmax still the
@@ -1409,7 +1549,8 @@ void main() {
         }
     }
     finish_frame();
+#endif
     // The touched words' only reader (see touch_ahead): never true in practice, and the
     // compiler cannot know it.
-    if (PREFETCH_MIB != 0u && g_touch == 0x9E3779B9u + pc.pass_id && lid() == 0u) red[61] = uintBitsToFloat(g_touch);
+    if (PREFETCH_MIB != 0u && g_touch == 0x9E3779B9u + g_pass && lid() == 0u) red[61] = uintBitsToFloat(g_touch);
 }

@@ -61,6 +61,10 @@ layout(constant_id = SPEC_SQ_CAP) const uint SQ_CAP = 32;       // elements of t
 layout(constant_id = SPEC_TYPES) const uint TYPES = 0xFFFFFFFFu; // bit id: the program has a tensor of ggml type id
 layout(constant_id = SPEC_PREFETCH_MIB) const uint PREFETCH_MIB = 0u; // megakernel: MiB of the weights after an attention level its idle workgroups pull into L2 (0: none)
 layout(constant_id = SPEC_PREFETCH_SKEW) const uint PREFETCH_SKEW = 0u; // megakernel: read ahead the stream this many attention levels later (a control; 0: the next levels)
+#ifdef PASS_LOOP
+layout(constant_id = SPEC_SYNC_STRIDE) const uint SYNC_STRIDE = 0u; // words of one chain slot's sync words
+layout(constant_id = SPEC_OUT_STRIDE) const uint OUT_STRIDE = 0u;   // words of one chain slot's output words (vocab + 2 + 2G)
+#endif
 // ty is type X and the program has tensors of type X (a constant test first: folds away).
 #define IS_TY(ty, X) (((TYPES >> (X)) & 1u) != 0u && (ty) == (X))
 
@@ -101,8 +105,11 @@ layout(push_constant) uniform Push {
     uint stage;     // multi: the stage to run
     uint pass_id;   // pass number (residency stamps, ring slot)
     uint timeout;   // spin timeout in device-clock ticks
-    uint ring_slot; // frame slot in the ring
+    uint ring_slot; // chain slot of the (first) pass: its ring frame (PASS_LOOP: and its sync and output words)
     uint flags;
+#ifdef PASS_LOOP
+    uint npasses;   // megakernel: chained passes this dispatch runs (the pass loop; 0 is 1)
+#endif
 } pc;
 
 // ---- program layout, stage kinds, tensor types, sync words, kernel fail bits ----

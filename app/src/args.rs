@@ -57,6 +57,16 @@ pub struct GpuArgs {
     /// the context's end) are dropped. (bench: the timed passes, prompt tokens from the host.)
     #[arg(long, value_parser = validate::chain, allow_negative_numbers = true)]
     pub chain: Option<u32>,
+    /// Megakernel: run a submission's chained passes (those that read the previous pass's
+    /// argmax on the GPU) as one dispatch, a loop over passes inside the kernel with a grid
+    /// barrier between them: on or off [default: off]. off dispatches every pass on its own,
+    /// with the host's resets and readback copies between passes on the GPU (≈ 30 µs a pass
+    /// on the H200). Logits are bit-identical either way; every pass keeps its own fail word,
+    /// argmax and frame; inside a loop a pass's GPU time comes from the device clock. On the
+    /// H200 the loop's kernels hold fewer registers (bench/rounds/47.md): 1B f32 +2 %, 1B q8
+    /// −0.5 %, 8B q8 within ±2 %. The multi dispatch has no pass loop.
+    #[arg(long, value_name = "on|off", value_parser = validate::on_off)]
+    pub pass_loop: Option<bool>,
     /// KV cache storage: f32 or f16 [default: f32]. f32 is the reference path (bit-exact
     /// against the goldens); f16 rounds every key and value to f16 when stored (all arithmetic
     /// stays f32): half the cache's bytes and half the attention's cache reads, logits within
@@ -119,6 +129,7 @@ impl GpuArgs {
             ("--rows", self.rows.is_some()),
             ("--ring-every", self.ring_every.is_some()),
             ("--chain", self.chain.is_some()),
+            ("--pass-loop", self.pass_loop.is_some()),
             ("--kv", self.kv.is_some()),
             ("--act", self.act.is_some()),
             ("--idle-wait-ns", self.idle_wait_ns.is_some()),
@@ -142,6 +153,7 @@ impl GpuArgs {
             rows: self.rows,
             ring_every: self.ring_every.unwrap_or(1),
             chain: self.chain.unwrap_or(DEFAULT_CHAIN),
+            pass_loop: self.pass_loop.unwrap_or(false),
             kv: self.kv.unwrap_or_default(),
             act: self.act.unwrap_or_default(),
             idle_wait_ns: self.idle_wait_ns,

@@ -251,6 +251,15 @@ pub fn act(s: &str) -> Result<baro_engine::device::ActType, String> {
     baro_engine::device::ActType::parse(s)
 }
 
+/// `--pass-loop`: exactly `on` or `off` (no other spelling, no case folding).
+pub fn on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("{s:?}: expected on or off")),
+    }
+}
+
 /// `--spin-timeout-ms`: 1 ms to 2000 ms. The kernel compares the low 32 bits of the device
 /// clock (ns), which wrap every 4.29 s; a difference is only unambiguous below half of that.
 pub fn spin_timeout_ms(s: &str) -> Result<u64, String> {
@@ -407,6 +416,15 @@ pub fn check(v: &str) -> Result<baro_engine::session::Check, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn on_off_takes_exactly_on_and_off() {
+        assert_eq!(on_off("on"), Ok(true));
+        assert_eq!(on_off("off"), Ok(false));
+        for bad in ["On", "1", "true", "", " on"] {
+            assert!(on_off(bad).expect_err(bad).contains("on or off"), "{bad}");
+        }
+    }
 
     #[test]
     fn parsers_reject_what_they_cannot_honour() {

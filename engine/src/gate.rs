@@ -13,6 +13,12 @@
 //! - mega and multi logits must be bit-identical (same op definitions, same reduction order);
 //! - the GPU logits' relative L2 distance to the reference must stay below
 //!   [`GateConfig::max_rel_l2`].
+//!
+//! Then, where the megakernel runs chained passes as one dispatch (the pass loop, as `run`,
+//! `bench`, `live`, `record` and `serve` do on GPUs), the same positions again through a
+//! chained decoder, each pass after a host token reading the previous pass's argmax on the
+//! GPU: every pass clean, and its argmax and logits the same bits as the one-pass-per-
+//! submission megakernel's above ([`PassLoopCheck`]).
 
 use baro_telemetry::judge::margin;
 use baro_telemetry::{Judge, RunDetails, Verdict};
@@ -20,7 +26,7 @@ use baro_telemetry::{Judge, RunDetails, Verdict};
 use crate::device::Device;
 use crate::model::Model;
 use crate::reference::CpuDecoder;
-use crate::vulkan::{DecoderOptions, Dispatch, FailWord, VulkanDecoder};
+use crate::vulkan::{DecoderOptions, Dispatch, FailWord, Feed, VulkanDecoder};
 use crate::Result;
 
 /// Gate settings.
@@ -102,6 +108,21 @@ pub struct GatePass {
     pub failures: Vec<String>,
 }
 
+/// The megakernel's pass loop against its one-pass-per-submission passes (see the module).
+#[derive(Clone, Debug, Default)]
+pub struct PassLoopCheck {
+    /// Passes replayed through the chained decoder.
+    pub passes: usize,
+    /// Passes per submission.
+    pub chain: usize,
+    /// Dispatches those submissions ran (fewer than `passes`: the loop ran).
+    pub dispatches: usize,
+    /// Passes whose argmax and logits were the same bits as the single-submission pass's.
+    pub equal: usize,
+    /// The first difference or failure, if any (the gate then refuses).
+    pub failure: Option<String>,
+}
+
 /// The gate's verdict.
 #[derive(Clone, Debug, Default)]
 pub struct GateReport {
@@ -109,12 +130,17 @@ pub struct GateReport {
     pub passes: Vec<GatePass>,
     /// Position of a near-tie stop.
     pub near_tie_at: Option<usize>,
+    /// The pass loop's check: `None` where it did not run (no megakernel, the loop off for
+    /// the device or by option, a failure before it, or a single step).
+    pub pass_loop: Option<PassLoopCheck>,
 }
 
 impl GateReport {
-    /// True when no pass failed.
+    /// True when no pass failed and the pass loop, where checked, matched.
     pub fn ok(&self) -> bool {
-        !self.passes.is_empty() && self.passes.iter().all(|p| p.failures.is_empty())
+        !self.passes.is_empty()
+            && self.passes.iter().all(|p| p.failures.is_empty())
+            && self.pass_loop.as_ref().is_none_or(|c| c.failure.is_none())
     }
 
     /// The largest rel-L2 over every pass and mode; NaN if any was NaN (a NaN is a failure,
@@ -252,6 +278,9 @@ pub fn run_gate(
         )
     });
     let mut report = GateReport::default();
+    // The megakernel's (argmax, logits digest) per pass, for the pass loop's check.
+    let mega_at = cfg.dispatches.iter().position(|&d| d == Dispatch::Mega);
+    let mut mega_seen: Vec<(u32, u64)> = vec![];
     let mut token = cfg
         .prompt
         .first()
@@ -302,6 +331,9 @@ pub fn run_gate(
         if decs.len() == 2 && p.modes.iter().all(|m| m.fail.ok()) {
             compare_dispatches(&decs[0], &decs[1], &mut p);
         }
+        if let Some(i) = mega_at {
+            mega_seen.push((p.modes[i].argmax, digest(decs[i].logits())));
+        }
         on_pass(&p, &details);
         let stop = !p.failures.is_empty();
         if p.near_tie && report.near_tie_at.is_none() {
@@ -317,7 +349,105 @@ pub fn run_gate(
             top1
         };
     }
+    if let Some(i) = mega_at {
+        if report.ok() && report.passes.len() > 1 && decs[i].pass_loop() {
+            let tokens: Vec<u32> = report.passes.iter().map(|p| p.token).collect();
+            report.pass_loop = Some(check_pass_loop(
+                device,
+                model,
+                &decs[i].opts,
+                &tokens,
+                &mega_seen,
+            )?);
+        }
+    }
     Ok(report)
+}
+
+/// Passes per submission of the pass loop's check: the CLI's default chain.
+const LOOP_CHAIN: usize = 16;
+
+/// The pass loop's check: `tokens` (each position's input) again through a megakernel with
+/// `opts` chaining up to [`LOOP_CHAIN`] passes a submission, a position whose input is the
+/// previous pass's argmax fed on the GPU ([`Feed::Argmax`]), the others from the host; each
+/// pass must be clean with `seen`'s (argmax, logits digest).
+fn check_pass_loop(
+    device: &Device,
+    model: &Model,
+    opts: &DecoderOptions,
+    tokens: &[u32],
+    seen: &[(u32, u64)],
+) -> Result<PassLoopCheck> {
+    let n = tokens.len();
+    let chain = n.min(LOOP_CHAIN);
+    let mut dec = VulkanDecoder::new(
+        device.context().clone(),
+        model,
+        DecoderOptions {
+            chain: chain as u32,
+            read_logits: true,
+            ..opts.clone()
+        },
+    )?;
+    let feeds: Vec<Feed> = (0..n)
+        .map(|pos| {
+            if pos > 0 && seen[pos - 1].0 == tokens[pos] {
+                Feed::Argmax
+            } else {
+                Feed::Token(tokens[pos])
+            }
+        })
+        .collect();
+    let mut c = PassLoopCheck {
+        chain,
+        ..Default::default()
+    };
+    let mut pos = 0;
+    while pos < n && c.failure.is_none() {
+        let k = (n - pos).min(chain);
+        let mut chunk = feeds[pos..pos + k].to_vec();
+        // A submission after a failed one cannot continue from its argmax; none follows one.
+        if pos == 0 {
+            chunk[0] = Feed::Token(tokens[0]);
+        }
+        let passes = dec.step_chain(&chunk, pos)?;
+        c.dispatches += dec.last_dispatches();
+        for (j, p) in passes.iter().enumerate() {
+            let at = pos + j;
+            c.passes += 1;
+            let got = (p.argmax, digest(dec.logits_at(j)));
+            if !p.fail.ok() {
+                c.failure = Some(format!("pass {at}: {}", p.fail.line(|l| dec.level_name(l))));
+            } else if got.0 != seen[at].0 {
+                c.failure = Some(format!(
+                    "pass {at}: token {} != {} one pass per submission",
+                    got.0, seen[at].0
+                ));
+            } else if got.1 != seen[at].1 {
+                c.failure = Some(format!(
+                    "pass {at}: logits differ from one pass per submission"
+                ));
+            } else {
+                c.equal += 1;
+                continue;
+            }
+            break;
+        }
+        pos += k;
+    }
+    Ok(c)
+}
+
+/// A 64-bit digest of logits' bits (FNV-1a over each word): equal logits, equal digests; a
+/// differing bit changes it but for a 2^-64 chance.
+fn digest(logits: &[f32]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for x in logits {
+        for b in x.to_bits().to_le_bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
 }
 
 /// The reference's side of one pass, as each dispatch is judged against it.

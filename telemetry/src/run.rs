@@ -232,6 +232,11 @@ pub struct RunDetails {
     /// and CPU-device runs) means 0, none. It moves no value.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub idle_wait_ns: u32,
+    /// Megakernel: chained passes ran as one dispatch each run of them, a loop over passes
+    /// in the kernel (`--pass-loop`); absent (older recordings, multi, CPU devices by
+    /// default) means one dispatch a pass. It moves no value.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pass_loop: bool,
     /// What the driver's compiler reported for the run's pipelines
     /// (VK_KHR_pipeline_executable_properties): registers, spills. Empty where the device
     /// lacks the extension (and in older recordings).
@@ -305,6 +310,7 @@ pub(crate) mod tests {
             act: Default::default(),
             prefetch_mib: 0,
             idle_wait_ns: 0,
+            pass_loop: false,
             pipelines: Vec::new(),
         }
     }

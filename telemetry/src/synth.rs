@@ -98,6 +98,7 @@ pub fn synthetic_run(grid: u32, stages: u32, levels: u32) -> RunDetails {
         act: Default::default(),
         prefetch_mib: 0,
         idle_wait_ns: 0,
+        pass_loop: false,
         pipelines: Vec::new(),
     }
 }

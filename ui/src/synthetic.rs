@@ -183,6 +183,7 @@ impl Synth {
             act: Default::default(),
             prefetch_mib: 0,
             idle_wait_ns: 0,
+            pass_loop: false,
             pipelines: Vec::new(),
         };
         Synth {

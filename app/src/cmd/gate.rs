@@ -208,6 +208,19 @@ fn summary(report: &GateReport, cfg: &GateConfig) -> anyhow::Result<bool> {
             bit.len()
         )?;
     }
+    if let Some(c) = &report.pass_loop {
+        outln!(
+            "{:<28} {}",
+            "mega pass loop",
+            match &c.failure {
+                None => format!(
+                    "{}/{} passes bit-identical to one per submission ({} dispatches, {} passes a submission)",
+                    c.equal, c.passes, c.dispatches, c.chain
+                ),
+                Some(f) => format!("DIFFERS: {f}"),
+            }
+        )?;
+    }
     outln!(
         "{:<28} {max_l2:.2e} (bound {:.0e}{})",
         "max logits rel-L2 vs ref",

@@ -61,6 +61,7 @@ fn run_details(device: &str) -> RunDetails {
         act: Default::default(),
         prefetch_mib: 0,
         idle_wait_ns: 0,
+        pass_loop: false,
         pipelines: Vec::new(),
     }
 }

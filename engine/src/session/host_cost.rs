@@ -117,6 +117,7 @@ pub fn llama_run(grid: u32, layers: u32) -> RunDetails {
         act: Default::default(),
         prefetch_mib: 0,
         idle_wait_ns: 0,
+        pass_loop: false,
         pipelines: Vec::new(),
     }
 }

@@ -101,8 +101,15 @@ interface! {
         /// Megakernel: read ahead the stream this many attention levels later instead (a
         /// control: [`DecoderOptions::prefetch_skew`](crate::vulkan::DecoderOptions::prefetch_skew)).
         PREFETCH_SKEW = 19,
+        /// Words of one chain slot's sync words in the sync buffer
+        /// ([`program::sync_buffer_words`](crate::vulkan::program::sync_buffer_words)): slot
+        /// `s`'s begin at `s` times this. A constant, so that a slot's base is uniform
+        /// arithmetic rather than a loaded value held in a register across the kernel.
+        SYNC_STRIDE = 20,
+        /// Words of one chain slot's output words: vocab + 2 + 2 × grid.
+        OUT_STRIDE = 21,
         /// How many there are.
-        COUNT = 20,
+        COUNT = 22,
     }
 
     /// Program header word indices (`H_*`).
@@ -360,6 +367,9 @@ interface! {
         /// 32-byte weight sectors the idle workgroups of the attention levels read ahead this
         /// pass (`PREFETCH_MIB`; 0 without it).
         PREFETCHED = 11,
+        /// Two words: the device clock when workgroup 0 finished this pass (its argmax), on
+        /// every pass of a dispatch's pass loop (more than one pass; with the device clock).
+        PASS_END = 12,
         /// G words: pass_id + 1 when the workgroup started; then one word per attention
         /// head group: its position chunks finished so far this pass (cumulative over layers;
         /// the layer's last arrival combines the chunks). The residency words are read back,

@@ -10,7 +10,7 @@ use baro_engine::sampler::Sampler;
 const GOLDEN_TEXT: &[u8] = include_bytes!("../../models/stories260K/greedy_empty_prompt_200.txt");
 const GOLDEN_JSON: &str = include_str!("../../models/stories260K/expected_greedy.json");
 
-fn golden_ids() -> Vec<u32> {
+pub(crate) fn golden_ids() -> Vec<u32> {
     let v: serde_json::Value =
         serde_json::from_str(GOLDEN_JSON).expect("expected_greedy.json parses");
     v["cases"][0]["tokens_after_bos"]

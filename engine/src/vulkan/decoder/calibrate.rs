@@ -33,7 +33,7 @@ impl VulkanDecoder {
             self.readback.buffer,
         );
         for _ in 0..samples.max(1) {
-            let push: [u32; 8] = [0, 0, 0, 0, 0, 0, 0, 1];
+            let push: [u32; PUSH_WORDS] = calibration_push();
             // SAFETY: `cb` is recording (one_shot begins it); the query pool, pipeline,
             // layout, set and buffers are this decoder's live handles; the copy reads 8 bytes
             // inside `sync` and writes them at the start of `readback`.

@@ -109,6 +109,7 @@ impl VulkanDecoder {
             act: self.opts.act,
             prefetch_mib: mega_only(self.prefetch_mib()),
             idle_wait_ns: mega_only(self.idle_wait_ns()),
+            pass_loop: self.pass_loop(),
             pipelines: self.pipeline_stats.clone(),
         }
     }

@@ -42,13 +42,14 @@ mod modules {
 
 /// The SPIR-V of the module for a CPU device or a GPU, with or without the device clock,
 /// the f16-capable KV cache and the q8 activation path.
-fn module(cpu: bool, clock: bool, kv16: bool, q8: bool) -> &'static [u8] {
+fn module(cpu: bool, clock: bool, kv16: bool, q8: bool, looped: bool) -> &'static [u8] {
     let name = format!(
-        "decode{}{}{}{}",
+        "decode{}{}{}{}{}",
         if cpu { "_cpu" } else { "" },
         if clock { "" } else { "_noclock" },
         if kv16 { "_kv16" } else { "" },
         if q8 { "_q8" } else { "" },
+        if looped { "_loop" } else { "" },
     );
     modules::MODULES
         .iter()
@@ -109,6 +110,23 @@ pub struct DecoderOptions {
     /// slot has its own readback (fail word, argmax, logits when read, ring frame) and
     /// timestamps.
     pub chain: u32,
+    /// Megakernel: the chained passes of a submission that read the previous pass's argmax
+    /// on the GPU ([`Feed::Argmax`]) run as one dispatch, a loop over passes inside the
+    /// kernel with a grid barrier between them, instead of one dispatch each with the host's
+    /// resets and copies between (≈ 30 µs a pass on the H200). It runs the `_loop` modules,
+    /// where every pass has its own slot of sync and output words; the logits are bit-
+    /// identical either way, and every pass keeps its own fail word, argmax, logits and ring
+    /// frame. A dispatch's run of passes breaks where a pass takes its token from the host or
+    /// where the ring sampling switches pipelines, and on a CPU device after 4 passes (one
+    /// invocation's loop iterations are capped over the whole dispatch: lavapipe ends loops
+    /// silently past 65,535). Its passes' GPU times come from the device clock (workgroup 0's
+    /// end of each pass) inside the dispatch's timestamps; without a device clock they are
+    /// unknown (`None`). Off by default: on the H200 (bench/rounds/47.md) the loop takes the
+    /// gap but its modules lose the 1B q8 module's register budget (97 → 64 with spills, as
+    /// the f16 KV modules do): 1B q8 −0.3…−0.7 %, at depth 4096 −1.9…−2.5 %, 1B f32
+    /// +1.6…+2.5 %, 8B q8 −1.8…+0.7 % against the modules without it. The multi dispatch
+    /// has no pass loop. [`VulkanDecoder::pass_loop`] says what a decoder runs.
+    pub pass_loop: bool,
     /// With `instrument`: the kernel writes the event ring on every `ring_every`-th pass
     /// (pass id a multiple of it) and runs the others without stamps, barriers or readback
     /// of the ring: the ring's cost divided by `ring_every`, at the price of those passes'
@@ -237,6 +255,7 @@ impl Default for DecoderOptions {
             prefetch_skew: 0,
             no_device_clock: false,
             chain: 1,
+            pass_loop: false,
             ring_every: 1,
             kv: KvType::F32,
             act: ActType::F32,
@@ -359,8 +378,13 @@ pub struct VulkanDecoder {
     last_slot: usize,
     /// The last pass completed clean: its argmax on the GPU may feed the next pass.
     last_ok: bool,
+    /// Dispatches the last submission ran (one per pass without the pass loop).
+    last_dispatches: usize,
     /// Per chain slot of the last submission: that pass wrote the ring.
     slot_stamped: Vec<bool>,
+    /// Per chain slot of the last submission: the first slot and the pass count of the
+    /// dispatch that ran it (a pass loop holds more than one).
+    slot_run: Vec<(usize, usize)>,
     broken: Option<String>,
     /// Wall times of the last completed passes (the watchdog's expectation).
     recent_walls: std::collections::VecDeque<Duration>,
@@ -370,6 +394,17 @@ pub struct VulkanDecoder {
     logits: Vec<f32>,
     /// Passes in the last submission.
     last_count: usize,
+}
+
+/// Words of the kernel's push constants (layout.glsl's `pc`): token, position, level, stage,
+/// pass id, spin timeout, chain slot, flags, passes.
+pub(super) const PUSH_WORDS: usize = 9;
+
+/// The push constants of a clock calibration (and warm-up) dispatch: flag 1, the rest 0.
+pub(super) fn calibration_push() -> [u32; PUSH_WORDS] {
+    let mut p = [0; PUSH_WORDS];
+    p[7] = 1;
+    p
 }
 
 /// Passes the watchdog's expectation looks back over.

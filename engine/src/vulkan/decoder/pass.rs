@@ -109,10 +109,18 @@ impl VulkanDecoder {
                 &[],
             );
             self.slot_stamped.clear();
+            self.slot_run.clear();
+            let stamps: Vec<bool> = (0..n)
+                .map(|i| {
+                    let id = first_id.wrapping_add(i as u32);
+                    self.opts.instrument && id.is_multiple_of(self.opts.ring_every.max(1))
+                })
+                .collect();
             let mut bound = vk::Pipeline::null();
-            for (i, f) in feeds.iter().enumerate() {
-                let id = first_id.wrapping_add(i as u32);
-                let stamp = self.opts.instrument && id.is_multiple_of(self.opts.ring_every.max(1));
+            let runs = self.runs(feeds, &stamps);
+            self.last_dispatches = runs.len();
+            for (first, count) in runs {
+                let stamp = stamps[first];
                 // Unstamped passes of a sampled run take the plain pipeline where there is
                 // one. (Bound sets and push constants survive: one layout for both.)
                 let want = if stamp || self.pipeline_plain == vk::Pipeline::null() {
@@ -124,9 +132,20 @@ impl VulkanDecoder {
                     d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, want);
                     bound = want;
                 }
-                let next_argmax = feeds.get(i + 1) == Some(&Feed::Argmax);
-                self.record_pass(cb, i, id, *f, pos + i, stamp, next_argmax);
-                self.slot_stamped.push(stamp);
+                let next_argmax = feeds.get(first + count) == Some(&Feed::Argmax);
+                self.record_run(
+                    cb,
+                    (first, count),
+                    first_id.wrapping_add(first as u32),
+                    feeds[first],
+                    pos + first,
+                    stamp,
+                    next_argmax,
+                );
+                for _ in 0..count {
+                    self.slot_stamped.push(stamp);
+                    self.slot_run.push((first, count));
+                }
             }
             barrier(
                 d,
@@ -183,28 +202,66 @@ impl VulkanDecoder {
         Ok(out)
     }
 
-    /// Record pass `slot` of a submission (the pipeline and descriptor set are bound).
-    /// `next_argmax`: the next pass of this submission reads this one's argmax (it is copied
-    /// into the sync words with this pass's readback).
+    /// The dispatches of a submission as `(first slot, passes)`: with the pass loop (a
+    /// megakernel, [`DecoderOptions::pass_loop`]) a dispatch runs a pass that takes its token
+    /// from the host (or continues the previous submission) and the [`Feed::Argmax`] passes
+    /// after it that stamp the ring as it does (one pipeline per dispatch); otherwise one
+    /// dispatch a pass.
+    fn runs(&self, feeds: &[Feed], stamps: &[bool]) -> Vec<(usize, usize)> {
+        let looped = self.pass_loop();
+        // A CPU device caps an invocation's loop iterations over the whole dispatch (lavapipe:
+        // 65,535, past which it ends loops silently); the kernel's back-edge budget counts
+        // one pass's with margin, not a long loop of them: stories260K ran out at its tenth.
+        let cap = if self.ctx.info.kind == DeviceKind::Cpu {
+            MAX_CPU_LOOP
+        } else {
+            usize::MAX
+        };
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for i in 0..feeds.len() {
+            match runs.last_mut() {
+                Some((first, count))
+                    if looped
+                        && feeds[i] == Feed::Argmax
+                        && stamps[i] == stamps[*first]
+                        && *count < cap =>
+                {
+                    *count += 1
+                }
+                _ => runs.push((i, 1)),
+            }
+        }
+        runs
+    }
+
+    /// Record the dispatch that runs passes `run.0 .. run.0 + run.1` of a submission, each on
+    /// its own chain slot (the pipeline and descriptor set are bound). `pass_id`, `feed` and
+    /// `pos` are the first pass's; the later ones of a pass loop read the previous pass's
+    /// argmax on the GPU. `next_argmax`: the pass after the run (the next dispatch of this
+    /// submission) reads the run's last argmax (it is copied into that pass's sync words with
+    /// this run's readback).
     ///
-    /// Between two passes the GPU runs two waves of transfers, each after a barrier: the
+    /// Between two dispatches the GPU runs two waves of transfers, each after a barrier: the
     /// readback copies (and the next token), then the resets. Every command of a wave writes
     /// a range no other command of it touches, so none waits for another (round 45: each
     /// extra barrier and wave cost the pass microseconds of idle device).
     ///
     /// # Safety
-    /// `cb` is recording; `slot` < the chain option.
+    /// `cb` is recording; the run's slots lie below the chain option; a run of more than one
+    /// pass is a megakernel's.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn record_pass(
+    unsafe fn record_run(
         &self,
         cb: vk::CommandBuffer,
-        slot: usize,
+        run: (usize, usize),
         pass_id: u32,
         feed: Feed,
         pos: usize,
         stamp: bool,
         next_argmax: bool,
     ) {
+        let (slot, count) = run;
+        let slots = slot..slot + count;
         let d = &self.ctx.device;
         let grid = self.grid;
         let rb = self.rb;
@@ -216,7 +273,7 @@ impl VulkanDecoder {
         if stamp {
             flags |= 4;
         }
-        let push = |level: u32, stage: u32| -> [u32; 8] {
+        let push = |level: u32, stage: u32| -> [u32; PUSH_WORDS] {
             [
                 token,
                 pos as u32,
@@ -226,15 +283,35 @@ impl VulkanDecoder {
                 timeout_ticks,
                 slot as u32,
                 flags,
+                count as u32,
             ]
         };
         let mega = self.opts.dispatch == Dispatch::Mega;
         let q0 = self.queries_per_pass * slot as u32;
         let frame_bytes = rb.ring_frame_words as u64 * 4;
-        // The previous pass's argmax (in `out`) into the sync word a chained pass reads.
-        let token_copy = vk::BufferCopy {
-            src_offset: self.vocab as u64 * 4,
-            dst_offset: sy::TOKEN as u64 * 4,
+        // Where slot `s`'s words lie in the sync and output buffers, in bytes: each slot its
+        // own with the pass loop's modules, the first slot's for every pass without (the
+        // kernel's words are then fixed, and reset before every dispatch).
+        let looped = self.pass_loop();
+        let sync_at = |s: usize| {
+            if looped {
+                s as u64 * self.sync_slot_words() as u64 * 4
+            } else {
+                0
+            }
+        };
+        let out_at = |s: usize| {
+            if looped {
+                s as u64 * rb.out_words as u64 * 4
+            } else {
+                0
+            }
+        };
+        // The argmax of slot `from` (in `out`) into the sync word of slot `to` that a chained
+        // pass starting a dispatch reads.
+        let token_copy = |from: usize, to: usize| vk::BufferCopy {
+            src_offset: out_at(from) + self.vocab as u64 * 4,
+            dst_offset: sync_at(to) + sy::TOKEN as u64 * 4,
             size: 4,
         };
         // SAFETY: guaranteed by the caller; every range lies inside its buffer.
@@ -255,9 +332,14 @@ impl VulkanDecoder {
             );
             if feed == Feed::Argmax && slot == 0 {
                 // A submission that continues from the previous one's last argmax. (Inside a
-                // submission the previous pass copied it with its readback.) The copy reads
-                // the argmax before the poison below overwrites it.
-                d.cmd_copy_buffer(cb, self.out.buffer, self.sync.buffer, &[token_copy]);
+                // submission the previous dispatch copied it with its readback.) The copy
+                // reads the argmax before the poison below overwrites it.
+                d.cmd_copy_buffer(
+                    cb,
+                    self.out.buffer,
+                    self.sync.buffer,
+                    &[token_copy(self.last_slot, 0)],
+                );
                 barrier(
                     d,
                     cb,
@@ -271,34 +353,36 @@ impl VulkanDecoder {
             // left as it is. (Fills, not one big update: vkCmdUpdateBuffer is limited to
             // 64 KiB and large grids exceed it.) The attention's arrival counters behind
             // them too.
-            let fill_words =
-                super::super::program::sync_buffer_words(grid, self.program.att_groups());
-            for (lo, hi, value) in sync_reset_ranges(fill_words) {
+            let fill_words = self.sync_slot_words();
+            for s in slots.clone() {
+                for (lo, hi, value) in sync_reset_ranges(fill_words) {
+                    d.cmd_fill_buffer(
+                        cb,
+                        self.sync.buffer,
+                        sync_at(s) + lo as u64 * 4,
+                        (hi - lo) as u64 * 4,
+                        value,
+                    );
+                }
+                let out = out_at(s);
                 d.cmd_fill_buffer(
                     cb,
-                    self.sync.buffer,
-                    lo as u64 * 4,
-                    (hi - lo) as u64 * 4,
-                    value,
+                    self.out.buffer,
+                    out,
+                    (self.vocab as u64 + 2) * 4,
+                    POISON,
                 );
-            }
-            d.cmd_fill_buffer(cb, self.out.buffer, 0, (self.vocab as u64 + 2) * 4, POISON);
-            // Partials: index u32::MAX = "none".
-            d.cmd_fill_buffer(
-                cb,
-                self.out.buffer,
-                (self.vocab as u64 + 2) * 4,
-                2 * grid as u64 * 4,
-                u32::MAX,
-            );
-            if stamp {
+                // Partials: index u32::MAX = "none".
                 d.cmd_fill_buffer(
                     cb,
-                    self.ring.buffer,
-                    slot as u64 * frame_bytes,
-                    frame_bytes,
-                    0,
+                    self.out.buffer,
+                    out + (self.vocab as u64 + 2) * 4,
+                    2 * grid as u64 * 4,
+                    u32::MAX,
                 );
+                if stamp {
+                    d.cmd_fill_buffer(cb, self.ring.buffer, s as u64 * frame_bytes, frame_bytes, 0);
+                }
             }
             barrier(
                 d,
@@ -366,47 +450,70 @@ impl VulkanDecoder {
                 vk::AccessFlags::SHADER_WRITE,
                 vk::AccessFlags::TRANSFER_READ,
             );
-            // The sync words but the token word, which the next pass's token may be copied
-            // into in this same wave (the host never reads it).
-            let sync_regions =
-                [(0, sy::TOKEN), (sy::TOKEN + 1, rb.sync_words)].map(|(lo, hi)| vk::BufferCopy {
-                    src_offset: lo as u64 * 4,
-                    dst_offset: rb.sync_offset(slot) + lo as u64 * 4,
-                    size: (hi - lo) as u64 * 4,
-                });
-            d.cmd_copy_buffer(cb, self.sync.buffer, self.readback.buffer, &sync_regions);
+            // Each pass's sync words but the token word, which the next pass's token may be
+            // copied into in this same wave (the host never reads it).
+            let mut copies = Vec::with_capacity(2 * count);
+            for s in slots.clone() {
+                for (lo, hi) in [(0, sy::TOKEN), (sy::TOKEN + 1, rb.sync_words)] {
+                    copies.push(vk::BufferCopy {
+                        src_offset: sync_at(s) + lo as u64 * 4,
+                        dst_offset: rb.sync_offset(s) + lo as u64 * 4,
+                        size: (hi - lo) as u64 * 4,
+                    });
+                }
+            }
+            d.cmd_copy_buffer(cb, self.sync.buffer, self.readback.buffer, &copies);
+            let last = slot + count - 1;
             if next_argmax {
-                d.cmd_copy_buffer(cb, self.out.buffer, self.sync.buffer, &[token_copy]);
+                d.cmd_copy_buffer(
+                    cb,
+                    self.out.buffer,
+                    self.sync.buffer,
+                    &[token_copy(last, last + 1)],
+                );
             }
             let (src, size) = if self.opts.read_logits {
                 (0u64, rb.out_words as u64 * 4)
             } else {
                 (self.vocab as u64 * 4, 8)
             };
-            d.cmd_copy_buffer(
-                cb,
-                self.out.buffer,
-                self.readback.buffer,
-                &[vk::BufferCopy {
-                    src_offset: src,
-                    dst_offset: rb.out_offset(slot, 0) + src,
+            let outs: Vec<vk::BufferCopy> = slots
+                .clone()
+                .map(|s| vk::BufferCopy {
+                    src_offset: out_at(s) + src,
+                    dst_offset: rb.out_offset(s, 0) + src,
                     size,
-                }],
-            );
+                })
+                .collect();
+            d.cmd_copy_buffer(cb, self.out.buffer, self.readback.buffer, &outs);
             if stamp {
-                let off = rb.ring_bytes(slot).start as u64;
-                d.cmd_copy_buffer(
-                    cb,
-                    self.ring.buffer,
-                    self.readback.buffer,
-                    &[vk::BufferCopy {
-                        src_offset: slot as u64 * frame_bytes,
-                        dst_offset: off,
+                let rings: Vec<vk::BufferCopy> = slots
+                    .map(|s| vk::BufferCopy {
+                        src_offset: s as u64 * frame_bytes,
+                        dst_offset: rb.ring_bytes(s).start as u64,
                         size: frame_bytes,
-                    }],
-                );
+                    })
+                    .collect();
+                d.cmd_copy_buffer(cb, self.ring.buffer, self.readback.buffer, &rings);
             }
         }
+    }
+
+    /// Whether this decoder runs a submission's chained passes as one dispatch (a megakernel
+    /// with [`DecoderOptions::pass_loop`]).
+    pub fn pass_loop(&self) -> bool {
+        self.opts.dispatch == Dispatch::Mega && self.opts.pass_loop
+    }
+
+    /// Dispatches of the last submission ([`Self::step_chain`]): one per pass, or fewer where
+    /// the pass loop ran chained passes in one.
+    pub fn last_dispatches(&self) -> usize {
+        self.last_dispatches
+    }
+
+    /// Words of one chain slot's sync words in the sync buffer (the header's `SYNC_STRIDE`).
+    pub(super) fn sync_slot_words(&self) -> usize {
+        super::super::program::sync_buffer_words(self.grid, self.program.att_groups())
     }
 
     /// Read back pass `slot` of the submission just completed.
@@ -416,36 +523,18 @@ impl VulkanDecoder {
         let mega = self.opts.dispatch == Dispatch::Mega;
         let n_stages = self.program.stages.len();
         let qpp = self.queries_per_pass as usize;
-        // Timestamps.
+        let (first, count) = self.slot_run.get(slot).copied().unwrap_or((slot, 1));
+        // Timestamps: the dispatch's (a pass loop's first slot holds them).
         let nq = if mega { 2 } else { qpp };
         let mut ts = vec![0u64; nq];
         // SAFETY: the submission completed; its queries are available.
         let got = unsafe {
             d.get_query_pool_results(
                 self.qpool,
-                (qpp * slot) as u32,
+                (qpp * first) as u32,
                 &mut ts,
                 vk::QueryResultFlags::TYPE_64,
             )
-        };
-        let period = self.ctx.info.timestamp_period as f64;
-        let (gpu_ns, dispatch_ns) = if got.is_ok() && self.ctx.info.timestamp_bits > 0 {
-            let span = |a: u64, b: u64| (b.wrapping_sub(a) as f64 * period) as u64;
-            let disp = if mega {
-                vec![]
-            } else {
-                (0..n_stages)
-                    .map(|i| span(ts[2 + 2 * i], ts[3 + 2 * i]))
-                    .collect()
-            };
-            self.last_window = Some((
-                (ts[0] as f64 * period) as u64,
-                (ts[1] as f64 * period) as u64,
-            ));
-            (Some(span(ts[0], ts[1])), disp)
-        } else {
-            self.last_window = None;
-            (None, vec![])
         };
         let map = self
             .readback
@@ -457,6 +546,47 @@ impl VulkanDecoder {
         let word = |i: usize| {
             let b = i * 4;
             u32::from_le_bytes([map[b], map[b + 1], map[b + 2], map[b + 3]])
+        };
+        let period = self.ctx.info.timestamp_period as f64;
+        let (gpu_ns, dispatch_ns) = if got.is_ok() && self.ctx.info.timestamp_bits > 0 {
+            let span = |a: u64, b: u64| (b.wrapping_sub(a) as f64 * period) as u64;
+            let disp = if mega {
+                vec![]
+            } else {
+                (0..n_stages)
+                    .map(|i| span(ts[2 + 2 * i], ts[3 + 2 * i]))
+                    .collect()
+            };
+            let (t0, t1) = (
+                (ts[0] as f64 * period) as u64,
+                (ts[1] as f64 * period) as u64,
+            );
+            if count == 1 {
+                self.last_window = Some((t0, t1));
+                (Some(span(ts[0], ts[1])), disp)
+            } else {
+                // A pass loop: the device clock at workgroup 0's end of each pass.
+                let end = |s: usize| {
+                    u64::from(word(rb.sync_word(s, sy::PASS_END)))
+                        | (u64::from(word(rb.sync_word(s, sy::PASS_END + 1))) << 32)
+                };
+                let ends: Vec<u64> = (first..first + count).map(end).collect();
+                match pass_loop_times(t1.saturating_sub(t0), &ends, self.has_clock()) {
+                    Some(each) => {
+                        let k = slot - first;
+                        let start = t0 + each[..k].iter().sum::<u64>();
+                        self.last_window = Some((start, start + each[k]));
+                        (Some(each[k]), disp)
+                    }
+                    None => {
+                        self.last_window = None;
+                        (None, disp)
+                    }
+                }
+            }
+        } else {
+            self.last_window = None;
+            (None, vec![])
         };
         let mut fw = FailWord {
             bits: word(rb.sync_word(slot, sy::FAIL)),
@@ -502,6 +632,29 @@ impl VulkanDecoder {
             prefetched: u64::from(word(rb.sync_word(slot, sy::PREFETCHED))) * 32,
         })
     }
+}
+
+/// The most passes one dispatch's pass loop runs on a CPU device (see `runs`).
+const MAX_CPU_LOOP: usize = 4;
+
+/// The GPU time of each pass of a pass loop whose dispatch took `total_ns` (timestamps), from
+/// `ends`, the device clock (ns) when workgroup 0 was done with each pass (its argmax, then
+/// the grid barrier that ends every pass but the last): pass `k > 0` took
+/// `ends[k] − ends[k − 1]` (its levels and its barrier); pass 0 the rest of the dispatch (its
+/// start, its levels and barrier, the dispatch's end after the last pass), so the times
+/// add up to the dispatch's. `None` without a device clock, or where the stamps are out of
+/// order or exceed the dispatch (nothing to trust).
+fn pass_loop_times(total_ns: u64, ends: &[u64], has_clock: bool) -> Option<Vec<u64>> {
+    if !has_clock || ends.is_empty() {
+        return None;
+    }
+    let mut each = vec![0; ends.len()];
+    for k in 1..ends.len() {
+        each[k] = ends[k].checked_sub(ends[k - 1])?;
+    }
+    let later: u64 = each[1..].iter().sum();
+    each[0] = total_ns.checked_sub(later)?;
+    Some(each)
 }
 
 /// The fills that reset the first `words` sync words before a pass, as `(lo, hi, value)` word

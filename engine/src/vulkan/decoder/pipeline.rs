@@ -10,7 +10,7 @@ impl VulkanDecoder {
         let d = &ctx.device;
         let kv16 = self.opts.kv == KvType::F16;
         let q8 = self.opts.act == ActType::Q8;
-        let spv = module(cpu, self.has_clock(), kv16, q8);
+        let spv = module(cpu, self.has_clock(), kv16, q8, self.pass_loop());
         let code = ash::util::read_spv(&mut std::io::Cursor::new(spv))
             .map_err(|e| Error::Vulkan(format!("embedded SPIR-V: {e}")))?;
         let n_chunks = self.chunks.len();
@@ -40,7 +40,7 @@ impl VulkanDecoder {
             let pcr = [vk::PushConstantRange {
                 stage_flags: vk::ShaderStageFlags::COMPUTE,
                 offset: 0,
-                size: 32,
+                size: PUSH_WORDS as u32 * 4,
             }];
             let dsls = [self.dsl];
             self.layout = vkr(
@@ -93,6 +93,8 @@ impl VulkanDecoder {
                     (spec::SQ_CAP, self.sq_cap),
                     (spec::PREFETCH_MIB, self.prefetch_mib()),
                     (spec::PREFETCH_SKEW, self.opts.prefetch_skew),
+                    (spec::SYNC_STRIDE, self.sync_slot_words() as u32),
+                    (spec::OUT_STRIDE, self.rb.out_words as u32),
                     (
                         spec::TYPES,
                         self.program

@@ -287,6 +287,8 @@ impl VulkanDecoder {
             last_slot: 0,
             last_ok: false,
             slot_stamped: vec![],
+            slot_run: vec![],
+            last_dispatches: 0,
             last_count: 0,
             broken: None,
             recent_walls: Default::default(),
@@ -428,10 +430,12 @@ impl VulkanDecoder {
             4 + (n_stages + n_levels) * self.grid * 4,
             ring_slots,
         );
+        // One slot of output words and of sync words per pass a submission holds: a pass loop
+        // runs a submission's passes in one dispatch, each on its own slot.
         self.out = create_buffer(
             &ctx,
             "logits",
-            self.rb.out_words as u64 * 4,
+            self.rb.out_words as u64 * 4 * ring_slots as u64,
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
@@ -441,7 +445,7 @@ impl VulkanDecoder {
         self.sync = create_buffer(
             &ctx,
             "sync",
-            sync_buffer_words * 4,
+            sync_buffer_words * 4 * ring_slots as u64,
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
@@ -573,9 +577,9 @@ impl VulkanDecoder {
         let saved = self.opts.fence_timeout;
         self.opts.fence_timeout = Some(Duration::from_secs(600));
         let (pipeline, layout, set) = (self.pipeline, self.layout, self.set);
-        let push: [u32; 8] = [0, 0, 0, 0, 0, 0, 0, 1];
+        let push: [u32; PUSH_WORDS] = calibration_push();
         // SAFETY: `cb` is recording (one_shot begins it); pipeline, layout and set are this
-        // decoder's live handles, and the push constants match the layout's 32-byte range.
+        // decoder's live handles, and the push constants match the layout's range.
         let r = self.one_shot(|d, cb| unsafe {
             d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
             d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
