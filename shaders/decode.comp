@@ -1380,8 +1380,9 @@ void finish_frame() {
 // (NVIDIA's driver 580 compiles a second, specialised copy of grid_barrier in the enforced-
 // reconvergence mode: bench/rounds/47.md).
 bool mega_pass(bool chain_ok, bool more) {
-    // A chained token outside the vocabulary (the previous pass failed, its argmax still the
-    // poison) fails this pass before anything reads the embedding with it.
+    // A chained token outside the vocabulary (the pass before failed: its argmax still the
+    // poison, or 0xFFFFFFFF where this workgroup saw it fail) fails this pass before anything
+    // reads the embedding with it.
     bool tok_ok = chain_ok && g_token < P(H_VOCAB);
     if (lid() == 0u) {
         atomicExchange(SYW(SY_RESIDENT + wg_id()), g_pass + 1u, SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed);
@@ -1467,7 +1468,7 @@ void main() {
     // The pass loop: pass i + 1 starts when every workgroup has finished pass i (a grid
     // barrier after its last level, on pass i's counter) and reads pass i's argmax as its
     // token. A workgroup that did not finish a pass cleanly, or that finds the pass's abort
-    // flag raised after that barrier (every workgroup then sees the same flag), runs none of
+    // flag raised after that barrier, runs none of
     // the later passes: each of them fails with FAIL_BAD_TOKEN, as a separately dispatched
     // pass after a failed one does. Workgroup 0 stamps the device clock when it is done with a
     // pass (its argmax, and the barrier after it where another pass follows) into the pass's
@@ -1491,7 +1492,13 @@ void main() {
             SYW(SY_PASS_END + 1u) = t.y;
         }
         if (more) {
-            // Every workgroup that passed the pass's last barrier sees the same abort flag.
+            // A workgroup that passed the pass's last barrier reads its abort flag. (One whose
+            // own poll failed just as the last arrival landed raises the flag after others read
+            // it; it then runs no later pass and fails the next with FAIL_BAD_TOKEN, which
+            // aborts that pass for the others. Known gap, round 47's review: lagging lanes read
+            // s_ok here while lane 0 may already write it at the next pass's start; every
+            // value they can read leads to the same pass being run or skipped, but the next
+            // change to these modules should give this flag its own shared word.)
             if (lid() == 0u) s_ok = done && atomicLoad(SYW(SY_ABORT), SCOPE, gl_StorageSemanticsNone, gl_SemanticsRelaxed) == 0u;
             wg_sync();
             chain_ok = chain_ok && s_ok;

@@ -14,9 +14,9 @@
 //! - the GPU logits' relative L2 distance to the reference must stay below
 //!   [`GateConfig::max_rel_l2`].
 //!
-//! Then, where the megakernel runs chained passes as one dispatch (the pass loop, as `run`,
-//! `bench`, `live`, `record` and `serve` do on GPUs), the same positions again through a
-//! chained decoder, each pass after a host token reading the previous pass's argmax on the
+//! Then, where the megakernel runs chained passes as one dispatch (the pass loop,
+//! `--pass-loop on`, as `run`, `bench`, `live`, `record` and `serve` then do), the same
+//! positions again through a chained decoder, each pass after a host token reading the previous pass's argmax on the
 //! GPU: every pass clean, and its argmax and logits the same bits as the one-pass-per-
 //! submission megakernel's above ([`PassLoopCheck`]).
 
@@ -130,8 +130,8 @@ pub struct GateReport {
     pub passes: Vec<GatePass>,
     /// Position of a near-tie stop.
     pub near_tie_at: Option<usize>,
-    /// The pass loop's check: `None` where it did not run (no megakernel, the loop off for
-    /// the device or by option, a failure before it, or a single step).
+    /// The pass loop's check: `None` where it did not run (no megakernel, the loop off, a
+    /// failure before it, or a single step).
     pub pass_loop: Option<PassLoopCheck>,
 }
 
@@ -352,13 +352,11 @@ pub fn run_gate(
     if let Some(i) = mega_at {
         if report.ok() && report.passes.len() > 1 && decs[i].pass_loop() {
             let tokens: Vec<u32> = report.passes.iter().map(|p| p.token).collect();
-            report.pass_loop = Some(check_pass_loop(
-                device,
-                model,
-                &decs[i].opts,
-                &tokens,
-                &mega_seen,
-            )?);
+            let opts = decs[i].opts.clone();
+            // The gate's decoders go first: a device that holds two copies of the weights
+            // need not hold three.
+            drop(decs);
+            report.pass_loop = Some(check_pass_loop(device, model, &opts, &tokens, &mega_seen)?);
         }
     }
     Ok(report)

@@ -233,8 +233,8 @@ pub struct RunDetails {
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub idle_wait_ns: u32,
     /// Megakernel: chained passes ran as one dispatch each run of them, a loop over passes
-    /// in the kernel (`--pass-loop`); absent (older recordings, multi, CPU devices by
-    /// default) means one dispatch a pass. It moves no value.
+    /// in the kernel (`--pass-loop on`); absent (older recordings, multi, the default)
+    /// means one dispatch a pass. It moves no value.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pass_loop: bool,
     /// What the driver's compiler reported for the run's pipelines

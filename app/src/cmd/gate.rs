@@ -213,6 +213,10 @@ fn summary(report: &GateReport, cfg: &GateConfig) -> anyhow::Result<bool> {
             "{:<28} {}",
             "mega pass loop",
             match &c.failure {
+                None if c.dispatches == c.passes => format!(
+                    "not exercised: every position took its token from the host ({} passes, one dispatch each)",
+                    c.passes
+                ),
                 None => format!(
                     "{}/{} passes bit-identical to one per submission ({} dispatches, {} passes a submission)",
                     c.equal, c.passes, c.dispatches, c.chain

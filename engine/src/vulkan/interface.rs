@@ -367,8 +367,9 @@ interface! {
         /// 32-byte weight sectors the idle workgroups of the attention levels read ahead this
         /// pass (`PREFETCH_MIB`; 0 without it).
         PREFETCHED = 11,
-        /// Two words: the device clock when workgroup 0 finished this pass (its argmax), on
-        /// every pass of a dispatch's pass loop (more than one pass; with the device clock).
+        /// Two words: the device clock when workgroup 0 was done with this pass (its argmax,
+        /// then the grid barrier that ends every pass of the loop but the last), on every pass
+        /// of a dispatch's pass loop (more than one pass; with the device clock).
         PASS_END = 12,
         /// G words: pass_id + 1 when the workgroup started; then one word per attention
         /// head group: its position chunks finished so far this pass (cumulative over layers;

@@ -117,9 +117,10 @@ pub struct DecoderOptions {
     /// where every pass has its own slot of sync and output words; the logits are bit-
     /// identical either way, and every pass keeps its own fail word, argmax, logits and ring
     /// frame. A dispatch's run of passes breaks where a pass takes its token from the host or
-    /// where the ring sampling switches pipelines, and on a CPU device after 4 passes (one
+    /// where the ring sampling switches pipelines, and after 4 passes on a CPU device (one
     /// invocation's loop iterations are capped over the whole dispatch: lavapipe ends loops
-    /// silently past 65,535). Its passes' GPU times come from the device clock (workgroup 0's
+    /// silently past 65,535) or without a device clock (the spins' iteration budget is
+    /// sized for one pass). Its passes' GPU times come from the device clock (workgroup 0's
     /// end of each pass) inside the dispatch's timestamps; without a device clock they are
     /// unknown (`None`). Off by default: on the H200 (bench/rounds/47.md) the loop takes the
     /// gap but its modules lose the 1B q8 module's register budget (97 → 64 with spills, as

@@ -209,10 +209,12 @@ impl VulkanDecoder {
     /// dispatch a pass.
     fn runs(&self, feeds: &[Feed], stamps: &[bool]) -> Vec<(usize, usize)> {
         let looped = self.pass_loop();
-        // A CPU device caps an invocation's loop iterations over the whole dispatch (lavapipe:
-        // 65,535, past which it ends loops silently); the kernel's back-edge budget counts
-        // one pass's with margin, not a long loop of them: stories260K ran out at its tenth.
-        let cap = if self.ctx.info.kind == DeviceKind::Cpu {
+        // The kernel's back-edge budget (ITER_BUDGET) spans a whole dispatch and is sized for
+        // one pass: a CPU device caps an invocation's loop iterations over the dispatch
+        // (lavapipe: 65,535, past which it ends loops silently; stories260K ran out at its
+        // tenth looped pass), and a GPU without a device clock bounds its spins by that
+        // budget alone (≈ 1 s of polls). Both loop over a few passes at most.
+        let cap = if self.ctx.info.kind == DeviceKind::Cpu || !self.has_clock() {
             MAX_CPU_LOOP
         } else {
             usize::MAX
@@ -634,7 +636,8 @@ impl VulkanDecoder {
     }
 }
 
-/// The most passes one dispatch's pass loop runs on a CPU device (see `runs`).
+/// The most passes one dispatch's pass loop runs on a CPU device or without a device clock
+/// (see `runs`).
 const MAX_CPU_LOOP: usize = 4;
 
 /// The GPU time of each pass of a pass loop whose dispatch took `total_ns` (timestamps), from

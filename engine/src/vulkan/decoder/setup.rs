@@ -430,12 +430,13 @@ impl VulkanDecoder {
             4 + (n_stages + n_levels) * self.grid * 4,
             ring_slots,
         );
-        // One slot of output words and of sync words per pass a submission holds: a pass loop
-        // runs a submission's passes in one dispatch, each on its own slot.
+        // With the pass loop one slot of output words and of sync words per pass a submission
+        // holds (its passes run in one dispatch, each on its own slot); without, one.
+        let word_slots = if self.pass_loop() { ring_slots } else { 1 } as u64;
         self.out = create_buffer(
             &ctx,
             "logits",
-            self.rb.out_words as u64 * 4 * ring_slots as u64,
+            self.rb.out_words as u64 * 4 * word_slots,
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
@@ -445,7 +446,7 @@ impl VulkanDecoder {
         self.sync = create_buffer(
             &ctx,
             "sync",
-            sync_buffer_words * 4 * ring_slots as u64,
+            sync_buffer_words * 4 * word_slots,
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
