@@ -96,12 +96,7 @@ impl VulkanDecoder {
                 )
             };
             vkr("vkGetQueryPoolResults", got)?;
-            let map = self
-                .readback
-                .alloc
-                .as_ref()
-                .and_then(|a| a.mapped_slice())
-                .ok_or_else(|| Error::Vulkan("readback buffer is not host-mapped".into()))?;
+            let map = readback_map(&self.readback)?;
             let clock = u64::from_le_bytes([
                 map[0], map[1], map[2], map[3], map[4], map[5], map[6], map[7],
             ]);
@@ -124,4 +119,13 @@ impl VulkanDecoder {
     pub fn last_pass_window(&self) -> Option<(u64, u64)> {
         self.last_window
     }
+}
+
+/// The host-mapped readback buffer's bytes.
+pub(super) fn readback_map(readback: &Buffer) -> Result<&[u8]> {
+    readback
+        .alloc
+        .as_ref()
+        .and_then(|a| a.mapped_slice())
+        .ok_or_else(|| Error::Vulkan("readback buffer is not host-mapped".into()))
 }

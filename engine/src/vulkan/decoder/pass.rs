@@ -538,12 +538,7 @@ impl VulkanDecoder {
                 vk::QueryResultFlags::TYPE_64,
             )
         };
-        let map = self
-            .readback
-            .alloc
-            .as_ref()
-            .and_then(|a| a.mapped_slice())
-            .ok_or_else(|| Error::Vulkan("readback buffer is not host-mapped".into()))?;
+        let map = super::calibrate::readback_map(&self.readback)?;
         let rb = self.rb;
         let word = |i: usize| {
             let b = i * 4;
