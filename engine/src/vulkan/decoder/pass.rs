@@ -513,7 +513,8 @@ impl VulkanDecoder {
         self.last_dispatches
     }
 
-    /// Words of one chain slot's sync words in the sync buffer (the header's `SYNC_STRIDE`).
+    /// Words of one chain slot's sync words in the sync buffer (the `_loop` modules'
+    /// `SYNC_STRIDE`): the sync words, then the attention's arrival counters.
     pub(super) fn sync_slot_words(&self) -> usize {
         super::super::program::sync_buffer_words(self.grid, self.program.att_groups())
     }

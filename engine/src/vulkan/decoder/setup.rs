@@ -441,8 +441,7 @@ impl VulkanDecoder {
             MemoryLocation::GpuOnly,
         )?;
         // The buffer also holds the attention's arrival counters (zeroed, not read back).
-        let sync_buffer_words =
-            super::super::program::sync_buffer_words(self.grid, self.program.att_groups()) as u64;
+        let sync_buffer_words = self.sync_slot_words() as u64;
         self.sync = create_buffer(
             &ctx,
             "sync",
