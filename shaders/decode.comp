@@ -32,9 +32,10 @@ shared float s_scale;
 
 uint g_iter = 0;   // back-edges of this invocation (lavapipe ends loops silently at 65,535)
 // This pass's input token: pc.token; for a chained pass that starts a dispatch (push flag 2)
-// the previous pass's argmax, which the host's command buffer copied into the sync word
-// SY_TOKEN on the GPU; for a later pass of the dispatch's pass loop the previous pass's
-// argmax read here after the barrier that ends that pass.
+// the sync word SY_TOKEN of its slot: the previous pass's argmax, which that pass's kernel
+// wrote there beside its own argmax (unit_argmax), or for a submission's first pass the
+// host's command buffer copied there on the GPU; for a later pass of the dispatch's pass loop
+// the previous pass's argmax read here after the barrier that ends that pass.
 uint g_token = 0u;
 // This pass of the dispatch (the PASS_LOOP modules' megakernel runs pc.npasses chained passes,
 // pass i at position pc.pos + i, id pc.pass_id + i, chain slot pc.ring_slot + i): its
@@ -958,6 +959,9 @@ void unit_argmax() {
         }
         OUTW(V) = wi;
         OUTW(V + 1u) = floatBitsToUint(wb);
+        // The next chain slot's token word: a chained pass after this one (its own
+        // dispatch, on the next slot's words) reads it, with no copy between the two.
+        SYW(SYNC_STRIDE + SY_TOKEN) = wi;
     }
     wg_sync();
 }

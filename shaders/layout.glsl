@@ -61,8 +61,8 @@ layout(constant_id = SPEC_SQ_CAP) const uint SQ_CAP = 32;       // elements of t
 layout(constant_id = SPEC_TYPES) const uint TYPES = 0xFFFFFFFFu; // bit id: the program has a tensor of ggml type id
 layout(constant_id = SPEC_PREFETCH_MIB) const uint PREFETCH_MIB = 0u; // megakernel: MiB of the weights after an attention level its idle workgroups pull into L2 (0: none)
 layout(constant_id = SPEC_PREFETCH_SKEW) const uint PREFETCH_SKEW = 0u; // megakernel: read ahead the stream this many attention levels later (a control; 0: the next levels)
+layout(constant_id = SPEC_SYNC_STRIDE) const uint SYNC_STRIDE = 0u; // words of one chain slot's sync words (the next slot's follow)
 #ifdef PASS_LOOP
-layout(constant_id = SPEC_SYNC_STRIDE) const uint SYNC_STRIDE = 0u; // words of one chain slot's sync words
 layout(constant_id = SPEC_OUT_STRIDE) const uint OUT_STRIDE = 0u;   // words of one chain slot's output words (vocab + 2 + 2G)
 #endif
 // ty is type X and the program has tensors of type X (a constant test first: folds away).

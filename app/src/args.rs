@@ -59,12 +59,13 @@ pub struct GpuArgs {
     pub chain: Option<u32>,
     /// Megakernel: run a submission's chained passes (those that read the previous pass's
     /// argmax on the GPU) as one dispatch, a loop over passes inside the kernel with a grid
-    /// barrier between them: on or off [default: off]. off dispatches every pass on its own,
-    /// with the host's resets and readback copies between passes on the GPU (≈ 30 µs a pass
-    /// on the H200). Logits are bit-identical either way; every pass keeps its own fail word,
-    /// argmax and frame; inside a loop a pass's GPU time comes from the device clock. On the
-    /// H200 the loop's kernels hold fewer registers (bench/rounds/47.md): 1B f32 +2 %, 1B q8
-    /// −0.5 %, 8B q8 within ±2 %. The multi dispatch has no pass loop.
+    /// barrier between them: on or off [default: off]. off dispatches every pass on its own
+    /// slot of sync and output words, with only a compute barrier between chained passes (no
+    /// resets or copies: those run once per submission). Logits are bit-identical either way;
+    /// every pass keeps its own fail word, argmax and frame; inside a loop a pass's GPU time
+    /// comes from the device clock. On the H200 the loop is slower (bench/rounds/48.md): 1B
+    /// f32 −0.7 %, and its kernels hold fewer registers at 1B q8 (64, not 97; −3 %). The
+    /// multi dispatch has no pass loop.
     #[arg(long, value_name = "on|off", value_parser = validate::on_off)]
     pub pass_loop: Option<bool>,
     /// KV cache storage: f32 or f16 [default: f32]. f32 is the reference path (bit-exact

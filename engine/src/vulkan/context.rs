@@ -80,6 +80,9 @@ pub struct DeviceInfo {
     pub sm_count: Option<u32>,
     /// Largest storage buffer range.
     pub max_storage_range: u64,
+    /// Alignment of a storage buffer descriptor's offset, bytes
+    /// (`minStorageBufferOffsetAlignment`).
+    pub storage_align: u64,
     /// Shared memory per workgroup, bytes.
     pub max_shared: u32,
     /// Largest workgroup size (x).
@@ -345,6 +348,7 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
                 None
             },
             max_storage_range: p.limits.max_storage_buffer_range as u64,
+            storage_align: p.limits.min_storage_buffer_offset_alignment.max(4),
             max_shared: p.limits.max_compute_shared_memory_size,
             max_wg: p.limits.max_compute_work_group_size[0]
                 .min(p.limits.max_compute_work_group_invocations),

@@ -101,12 +101,15 @@ interface! {
         /// Megakernel: read ahead the stream this many attention levels later instead (a
         /// control: [`DecoderOptions::prefetch_skew`](crate::vulkan::DecoderOptions::prefetch_skew)).
         PREFETCH_SKEW = 19,
-        /// Words of one chain slot's sync words in the sync buffer
-        /// ([`program::sync_buffer_words`](crate::vulkan::program::sync_buffer_words)): slot
-        /// `s`'s begin at `s` times this. A constant, so that a slot's base is uniform
-        /// arithmetic rather than a loaded value held in a register across the kernel.
+        /// Words between two chain slots' sync words in the sync buffer
+        /// ([`program::sync_buffer_words`](crate::vulkan::program::sync_buffer_words), rounded
+        /// up to the descriptor offset alignment): slot `s`'s begin at `s` times this. Every
+        /// module writes the next slot's token word at this offset from its own; the pass
+        /// loop's modules also find a pass's slot with it (a constant: a slot's base is then
+        /// uniform arithmetic rather than a loaded value held in a register).
         SYNC_STRIDE = 20,
-        /// Words of one chain slot's output words: vocab + 2 + 2 × grid.
+        /// Words between two chain slots' output words: vocab + 2 + 2 × grid, rounded up as
+        /// `SYNC_STRIDE` is (the pass loop's modules only).
         OUT_STRIDE = 21,
         /// How many there are.
         COUNT = 22,
@@ -361,8 +364,10 @@ interface! {
         FAIL_FIRST = 7,
         /// Two words: the clock sample of a calibration dispatch.
         CALIB = 8,
-        /// A chained pass's input token: the previous pass's argmax, copied here on the GPU
-        /// before the pass (push flag 2).
+        /// A chained pass's input token (push flag 2): the previous pass's argmax, which its
+        /// kernel writes into the next slot's token word beside its own argmax (a
+        /// submission's first pass: copied here on the GPU from the previous submission's
+        /// last argmax). Reset to u32::MAX (outside every vocabulary) before a submission.
         TOKEN = 10,
         /// 32-byte weight sectors the idle workgroups of the attention levels read ahead this
         /// pass (`PREFETCH_MIB`; 0 without it).

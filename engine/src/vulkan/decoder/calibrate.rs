@@ -27,7 +27,7 @@ impl VulkanDecoder {
         let (pipeline, layout, set, qpool, sync, readback) = (
             self.pipeline,
             self.layout,
-            self.set,
+            self.sets[0],
             self.qpool,
             self.sync.buffer,
             self.readback.buffer,

@@ -112,21 +112,21 @@ pub struct DecoderOptions {
     pub chain: u32,
     /// Megakernel: the chained passes of a submission that read the previous pass's argmax
     /// on the GPU ([`Feed::Argmax`]) run as one dispatch, a loop over passes inside the
-    /// kernel with a grid barrier between them, instead of one dispatch each with the host's
-    /// resets and copies between (≈ 30 µs a pass on the H200). It runs the `_loop` modules,
-    /// where every pass has its own slot of sync and output words; the logits are bit-
-    /// identical either way, and every pass keeps its own fail word, argmax, logits and ring
+    /// kernel with a grid barrier between them, instead of one dispatch each with a compute
+    /// barrier between (every pass on its own slot of sync and output words either way; the
+    /// resets and readback copies run once per submission). It runs the `_loop` modules,
+    /// which find a pass's slot themselves; the logits are bit-identical either way, and every pass keeps its own fail word, argmax, logits and ring
     /// frame. A dispatch's run of passes breaks where a pass takes its token from the host or
     /// where the ring sampling switches pipelines, and after 4 passes on a CPU device (one
     /// invocation's loop iterations are capped over the whole dispatch: lavapipe ends loops
     /// silently past 65,535) or without a device clock (the spins' iteration budget is
     /// sized for one pass). Its passes' GPU times come from the device clock (workgroup 0's
     /// end of each pass) inside the dispatch's timestamps; without a device clock they are
-    /// unknown (`None`). Off by default: on the H200 (bench/rounds/47.md) the loop takes the
-    /// gap but its modules lose the 1B q8 module's register budget (97 → 64 with spills, as
-    /// the f16 KV modules do): 1B q8 −0.3…−0.7 %, at depth 4096 −1.9…−2.5 %, 1B f32
-    /// +1.6…+2.5 %, 8B q8 −1.8…+0.7 % against the modules without it. The multi dispatch
-    /// has no pass loop. [`VulkanDecoder::pass_loop`] says what a decoder runs.
+    /// unknown (`None`). Off by default: on the H200 (bench/rounds/48.md) chained dispatches
+    /// on their own slots leave ≈ 1 µs between passes, and the loop is slower than them
+    /// (1B f32 −0.7 %); its modules also lose the 1B q8 module's register budget (97 → 64
+    /// with spills, as the f16 KV modules do; round 47: −3 % at the same work). The multi
+    /// dispatch has no pass loop. [`VulkanDecoder::pass_loop`] says what a decoder runs.
     pub pass_loop: bool,
     /// With `instrument`: the kernel writes the event ring on every `ring_every`-th pass
     /// (pass id a multiple of it) and runs the others without stamps, barriers or readback
@@ -352,6 +352,10 @@ pub struct VulkanDecoder {
     prog: Buffer,
     ring: Buffer,
     readback: Buffer,
+    /// What a pass's sync words and output words are reset to before it runs (one chain
+    /// slot's image each, copied over every slot of a submission at its start).
+    reset_sync: Buffer,
+    reset_out: Buffer,
     dsl: vk::DescriptorSetLayout,
     layout: vk::PipelineLayout,
     pipeline: vk::Pipeline,
@@ -361,7 +365,11 @@ pub struct VulkanDecoder {
     /// The driver's statistics for each pipeline, where it reports them.
     pipeline_stats: Vec<PipelineStats>,
     dpool: vk::DescriptorPool,
-    set: vk::DescriptorSet,
+    /// One descriptor set per chain slot: set `s` binds the sync and output buffers at slot
+    /// `s`'s words (its sync binding runs on over the next slot's token word), so a pass
+    /// dispatched on its own slot runs the plain modules unchanged. The pass loop's modules
+    /// offset by slot themselves and run on set 0.
+    sets: Vec<vk::DescriptorSet>,
     /// This decoder's own command pool (a pool must be externally synchronized; one per
     /// decoder lets decoders run on different threads without a lock).
     pool: vk::CommandPool,
@@ -584,6 +592,8 @@ impl Drop for VulkanDecoder {
             &mut self.prog,
             &mut self.ring,
             &mut self.readback,
+            &mut self.reset_sync,
+            &mut self.reset_out,
         ] {
             destroy_buffer(&ctx, b);
         }

@@ -100,14 +100,6 @@ impl VulkanDecoder {
         // fence was waited on); every query and range lies inside its pool or buffer.
         unsafe {
             d.cmd_reset_query_pool(cb, self.qpool, 0, self.queries_per_pass * n as u32);
-            d.cmd_bind_descriptor_sets(
-                cb,
-                vk::PipelineBindPoint::COMPUTE,
-                self.layout,
-                0,
-                &[self.set],
-                &[],
-            );
             self.slot_stamped.clear();
             self.slot_run.clear();
             let stamps: Vec<bool> = (0..n)
@@ -116,10 +108,12 @@ impl VulkanDecoder {
                     self.opts.instrument && id.is_multiple_of(self.opts.ring_every.max(1))
                 })
                 .collect();
+            self.record_resets(cb, &stamps, feeds[0] == Feed::Argmax);
             let mut bound = vk::Pipeline::null();
+            let mut bound_set = vk::DescriptorSet::null();
             let runs = self.runs(feeds, &stamps);
             self.last_dispatches = runs.len();
-            for (first, count) in runs {
+            for (k, &(first, count)) in runs.iter().enumerate() {
                 let stamp = stamps[first];
                 // Unstamped passes of a sampled run take the plain pipeline where there is
                 // one. (Bound sets and push constants survive: one layout for both.)
@@ -132,7 +126,32 @@ impl VulkanDecoder {
                     d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, want);
                     bound = want;
                 }
-                let next_argmax = feeds.get(first + count) == Some(&Feed::Argmax);
+                // The pass loop's modules find a pass's slot themselves (set 0 binds every
+                // slot); the others run on the set that binds their slot's words.
+                let set = self.sets[if self.pass_loop() { 0 } else { first }];
+                if set != bound_set {
+                    d.cmd_bind_descriptor_sets(
+                        cb,
+                        vk::PipelineBindPoint::COMPUTE,
+                        self.layout,
+                        0,
+                        &[set],
+                        &[],
+                    );
+                    bound_set = set;
+                }
+                if k > 0 {
+                    // The previous dispatch wrote the KV cache, the state and this pass's
+                    // token word: nothing else lies between two chained dispatches.
+                    barrier(
+                        d,
+                        cb,
+                        vk::PipelineStageFlags::COMPUTE_SHADER,
+                        vk::PipelineStageFlags::COMPUTE_SHADER,
+                        vk::AccessFlags::SHADER_WRITE,
+                        vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+                    );
+                }
                 self.record_run(
                     cb,
                     (first, count),
@@ -140,13 +159,13 @@ impl VulkanDecoder {
                     feeds[first],
                     pos + first,
                     stamp,
-                    next_argmax,
                 );
                 for _ in 0..count {
                     self.slot_stamped.push(stamp);
                     self.slot_run.push((first, count));
                 }
             }
+            self.record_readback(cb, &stamps);
             barrier(
                 d,
                 cb,
@@ -236,22 +255,102 @@ impl VulkanDecoder {
         runs
     }
 
-    /// Record the dispatch that runs passes `run.0 .. run.0 + run.1` of a submission, each on
-    /// its own chain slot (the pipeline and descriptor set are bound). `pass_id`, `feed` and
-    /// `pos` are the first pass's; the later ones of a pass loop read the previous pass's
-    /// argmax on the GPU. `next_argmax`: the pass after the run (the next dispatch of this
-    /// submission) reads the run's last argmax (it is copied into that pass's sync words with
-    /// this run's readback).
+    /// Record what a submission of `stamps.len()` passes does before its first dispatch:
+    /// after a barrier on the previous submission's work, the token a chained first pass
+    /// reads (`argmax_first`: the previous submission's last argmax, into slot 0's token
+    /// word), then one wave that resets every slot's sync words and output words from their
+    /// images and zeroes the stamped passes' ring frames. Each command of the wave writes
+    /// ranges no other one touches, so none waits for another (round 45: each extra barrier
+    /// and wave cost the pass microseconds of idle device). Slot 0's token word is left as it
+    /// is; every later slot's is reset to the poison, so a pass whose predecessor never wrote
+    /// its argmax reads a token outside the vocabulary and fails as a bad chained token.
     ///
-    /// Between two dispatches the GPU runs two waves of transfers, each after a barrier: the
-    /// readback copies (and the next token), then the resets. Every command of a wave writes
-    /// a range no other command of it touches, so none waits for another (round 45: each
-    /// extra barrier and wave cost the pass microseconds of idle device).
+    /// # Safety
+    /// `cb` is recording; `stamps.len()` lies within the chain option.
+    unsafe fn record_resets(&self, cb: vk::CommandBuffer, stamps: &[bool], argmax_first: bool) {
+        let d = &self.ctx.device;
+        let n = stamps.len();
+        let frame_bytes = self.rb.ring_frame_words as u64 * 4;
+        // SAFETY: guaranteed by the caller; every range lies inside its buffer (the sync
+        // buffer holds chain + 1 slots, the output and ring buffers chain slots).
+        unsafe {
+            // The previous submission (whose fence was waited on) wrote the KV cache, state
+            // and argmax in its shaders and read the sync and output words in its readback.
+            barrier(
+                d,
+                cb,
+                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+                vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
+                vk::AccessFlags::SHADER_READ
+                    | vk::AccessFlags::SHADER_WRITE
+                    | vk::AccessFlags::TRANSFER_READ
+                    | vk::AccessFlags::TRANSFER_WRITE,
+            );
+            if argmax_first {
+                // Read before the reset below poisons the slot it lies in.
+                let copy = vk::BufferCopy {
+                    src_offset: self.out_slot_bytes(self.last_slot) + self.vocab as u64 * 4,
+                    dst_offset: sy::TOKEN as u64 * 4,
+                    size: 4,
+                };
+                d.cmd_copy_buffer(cb, self.out.buffer, self.sync.buffer, &[copy]);
+                barrier(
+                    d,
+                    cb,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::AccessFlags::TRANSFER_READ | vk::AccessFlags::TRANSFER_WRITE,
+                    vk::AccessFlags::TRANSFER_WRITE,
+                );
+            }
+            let sync_words = self.sync_slot_words() as u64;
+            let syncs: Vec<vk::BufferCopy> = sync_reset_copies(n, self.sync_slot_words())
+                .map(|(slot, lo, hi)| vk::BufferCopy {
+                    src_offset: lo as u64 * 4,
+                    dst_offset: (slot as u64 * sync_words + lo as u64) * 4,
+                    size: (hi - lo) as u64 * 4,
+                })
+                .collect();
+            d.cmd_copy_buffer(cb, self.reset_sync.buffer, self.sync.buffer, &syncs);
+            let outs: Vec<vk::BufferCopy> = (0..n)
+                .map(|s| vk::BufferCopy {
+                    src_offset: 0,
+                    dst_offset: self.out_slot_bytes(s),
+                    size: self.rb.out_words as u64 * 4,
+                })
+                .collect();
+            d.cmd_copy_buffer(cb, self.reset_out.buffer, self.out.buffer, &outs);
+            for (first, count) in stamped_runs(stamps) {
+                d.cmd_fill_buffer(
+                    cb,
+                    self.ring.buffer,
+                    first as u64 * frame_bytes,
+                    count as u64 * frame_bytes,
+                    0,
+                );
+            }
+            barrier(
+                d,
+                cb,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::AccessFlags::TRANSFER_WRITE,
+                vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+            );
+        }
+    }
+
+    /// Record the dispatch that runs passes `run.0 .. run.0 + run.1` of a submission (the
+    /// pipeline and the descriptor set are bound, the slots reset): one megakernel dispatch
+    /// (a pass loop's when the run holds more than one pass), or a pass's stage dispatches,
+    /// between the first slot's timestamps. `pass_id`, `feed` and `pos` are the first pass's;
+    /// a chained pass reads the previous pass's argmax from its slot's token word, where
+    /// that pass's kernel wrote it (the later passes of a pass loop read it on the GPU).
     ///
     /// # Safety
     /// `cb` is recording; the run's slots lie below the chain option; a run of more than one
     /// pass is a megakernel's.
-    #[allow(clippy::too_many_arguments)]
     unsafe fn record_run(
         &self,
         cb: vk::CommandBuffer,
@@ -260,13 +359,10 @@ impl VulkanDecoder {
         feed: Feed,
         pos: usize,
         stamp: bool,
-        next_argmax: bool,
     ) {
         let (slot, count) = run;
-        let slots = slot..slot + count;
         let d = &self.ctx.device;
         let grid = self.grid;
-        let rb = self.rb;
         let timeout_ticks = (self.opts.spin_timeout.as_nanos().min(u32::MAX as u128 / 2)) as u32;
         let (token, mut flags) = match feed {
             Feed::Token(t) => (t, 0u32),
@@ -290,110 +386,8 @@ impl VulkanDecoder {
         };
         let mega = self.opts.dispatch == Dispatch::Mega;
         let q0 = self.queries_per_pass * slot as u32;
-        let frame_bytes = rb.ring_frame_words as u64 * 4;
-        // Where slot `s`'s words lie in the sync and output buffers, in bytes: each slot its
-        // own with the pass loop's modules, the first slot's for every pass without (the
-        // kernel's words are then fixed, and reset before every dispatch).
-        let looped = self.pass_loop();
-        let sync_at = |s: usize| {
-            if looped {
-                s as u64 * self.sync_slot_words() as u64 * 4
-            } else {
-                0
-            }
-        };
-        let out_at = |s: usize| {
-            if looped {
-                s as u64 * rb.out_words as u64 * 4
-            } else {
-                0
-            }
-        };
-        // The argmax of slot `from` (in `out`) into the sync word of slot `to` that a chained
-        // pass starting a dispatch reads.
-        let token_copy = |from: usize, to: usize| vk::BufferCopy {
-            src_offset: out_at(from) + self.vocab as u64 * 4,
-            dst_offset: sync_at(to) + sy::TOKEN as u64 * 4,
-            size: 4,
-        };
-        // SAFETY: guaranteed by the caller; every range lies inside its buffer.
+        // SAFETY: guaranteed by the caller.
         unsafe {
-            // The previous pass (same submission or an earlier one, whose fence was waited
-            // on) wrote the KV cache, state and argmax in its shader and read the sync and out
-            // buffers in its readback copies: all before this pass's resets and dispatches.
-            barrier(
-                d,
-                cb,
-                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
-                vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
-                vk::AccessFlags::SHADER_READ
-                    | vk::AccessFlags::SHADER_WRITE
-                    | vk::AccessFlags::TRANSFER_READ
-                    | vk::AccessFlags::TRANSFER_WRITE,
-            );
-            if feed == Feed::Argmax && slot == 0 {
-                // A submission that continues from the previous one's last argmax. (Inside a
-                // submission the previous dispatch copied it with its readback.) The copy
-                // reads the argmax before the poison below overwrites it.
-                d.cmd_copy_buffer(
-                    cb,
-                    self.out.buffer,
-                    self.sync.buffer,
-                    &[token_copy(self.last_slot, 0)],
-                );
-                barrier(
-                    d,
-                    cb,
-                    vk::PipelineStageFlags::TRANSFER,
-                    vk::PipelineStageFlags::TRANSFER,
-                    vk::AccessFlags::TRANSFER_READ | vk::AccessFlags::TRANSFER_WRITE,
-                    vk::AccessFlags::TRANSFER_WRITE,
-                );
-            }
-            // Sync words: all zero but the "no failing level yet" marker, and the token word
-            // left as it is. (Fills, not one big update: vkCmdUpdateBuffer is limited to
-            // 64 KiB and large grids exceed it.) The attention's arrival counters behind
-            // them too.
-            let fill_words = self.sync_slot_words();
-            for s in slots.clone() {
-                for (lo, hi, value) in sync_reset_ranges(fill_words) {
-                    d.cmd_fill_buffer(
-                        cb,
-                        self.sync.buffer,
-                        sync_at(s) + lo as u64 * 4,
-                        (hi - lo) as u64 * 4,
-                        value,
-                    );
-                }
-                let out = out_at(s);
-                d.cmd_fill_buffer(
-                    cb,
-                    self.out.buffer,
-                    out,
-                    (self.vocab as u64 + 2) * 4,
-                    POISON,
-                );
-                // Partials: index u32::MAX = "none".
-                d.cmd_fill_buffer(
-                    cb,
-                    self.out.buffer,
-                    out + (self.vocab as u64 + 2) * 4,
-                    2 * grid as u64 * 4,
-                    u32::MAX,
-                );
-                if stamp {
-                    d.cmd_fill_buffer(cb, self.ring.buffer, s as u64 * frame_bytes, frame_bytes, 0);
-                }
-            }
-            barrier(
-                d,
-                cb,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::AccessFlags::TRANSFER_WRITE,
-                vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
-            );
             d.cmd_write_timestamp(cb, vk::PipelineStageFlags::COMPUTE_SHADER, self.qpool, q0);
             if mega {
                 d.cmd_push_constants(
@@ -444,6 +438,22 @@ impl VulkanDecoder {
                 self.qpool,
                 q0 + 1,
             );
+        }
+    }
+
+    /// Record the copies of every slot's sync words, output words (all of them, or the
+    /// argmax alone) and, for stamped passes, ring frame into the readback buffer, after a
+    /// barrier on the submission's last dispatch.
+    ///
+    /// # Safety
+    /// `cb` is recording; `stamps.len()` lies within the chain option.
+    unsafe fn record_readback(&self, cb: vk::CommandBuffer, stamps: &[bool]) {
+        let d = &self.ctx.device;
+        let rb = self.rb;
+        let n = stamps.len();
+        let frame_bytes = rb.ring_frame_words as u64 * 4;
+        // SAFETY: guaranteed by the caller; every range lies inside its buffer.
+        unsafe {
             barrier(
                 d,
                 cb,
@@ -452,50 +462,36 @@ impl VulkanDecoder {
                 vk::AccessFlags::SHADER_WRITE,
                 vk::AccessFlags::TRANSFER_READ,
             );
-            // Each pass's sync words but the token word, which the next pass's token may be
-            // copied into in this same wave (the host never reads it).
-            let mut copies = Vec::with_capacity(2 * count);
-            for s in slots.clone() {
-                for (lo, hi) in [(0, sy::TOKEN), (sy::TOKEN + 1, rb.sync_words)] {
-                    copies.push(vk::BufferCopy {
-                        src_offset: sync_at(s) + lo as u64 * 4,
-                        dst_offset: rb.sync_offset(s) + lo as u64 * 4,
-                        size: (hi - lo) as u64 * 4,
-                    });
-                }
-            }
-            d.cmd_copy_buffer(cb, self.sync.buffer, self.readback.buffer, &copies);
-            let last = slot + count - 1;
-            if next_argmax {
-                d.cmd_copy_buffer(
-                    cb,
-                    self.out.buffer,
-                    self.sync.buffer,
-                    &[token_copy(last, last + 1)],
-                );
-            }
+            let syncs: Vec<vk::BufferCopy> = (0..n)
+                .map(|s| vk::BufferCopy {
+                    src_offset: self.sync_slot_bytes(s),
+                    dst_offset: rb.sync_offset(s),
+                    size: rb.sync_words as u64 * 4,
+                })
+                .collect();
+            d.cmd_copy_buffer(cb, self.sync.buffer, self.readback.buffer, &syncs);
             let (src, size) = if self.opts.read_logits {
                 (0u64, rb.out_words as u64 * 4)
             } else {
                 (self.vocab as u64 * 4, 8)
             };
-            let outs: Vec<vk::BufferCopy> = slots
-                .clone()
+            let outs: Vec<vk::BufferCopy> = (0..n)
                 .map(|s| vk::BufferCopy {
-                    src_offset: out_at(s) + src,
+                    src_offset: self.out_slot_bytes(s) + src,
                     dst_offset: rb.out_offset(s, 0) + src,
                     size,
                 })
                 .collect();
             d.cmd_copy_buffer(cb, self.out.buffer, self.readback.buffer, &outs);
-            if stamp {
-                let rings: Vec<vk::BufferCopy> = slots
-                    .map(|s| vk::BufferCopy {
-                        src_offset: s as u64 * frame_bytes,
-                        dst_offset: rb.ring_bytes(s).start as u64,
-                        size: frame_bytes,
-                    })
-                    .collect();
+            let rings: Vec<vk::BufferCopy> = (0..n)
+                .filter(|&s| stamps[s])
+                .map(|s| vk::BufferCopy {
+                    src_offset: s as u64 * frame_bytes,
+                    dst_offset: rb.ring_bytes(s).start as u64,
+                    size: frame_bytes,
+                })
+                .collect();
+            if !rings.is_empty() {
                 d.cmd_copy_buffer(cb, self.ring.buffer, self.readback.buffer, &rings);
             }
         }
@@ -513,10 +509,28 @@ impl VulkanDecoder {
         self.last_dispatches
     }
 
-    /// Words of one chain slot's sync words in the sync buffer (the `_loop` modules'
-    /// `SYNC_STRIDE`): the sync words, then the attention's arrival counters.
+    /// Words between two chain slots' sync words in the sync buffer (the kernel's
+    /// `SYNC_STRIDE`): the sync words, then the attention's arrival counters, rounded up to
+    /// the device's descriptor offset alignment.
     pub(super) fn sync_slot_words(&self) -> usize {
-        super::super::program::sync_buffer_words(self.grid, self.program.att_groups())
+        let words = super::super::program::sync_buffer_words(self.grid, self.program.att_groups());
+        align_words(words, self.ctx.info.storage_align)
+    }
+
+    /// Words between two chain slots' output words in the output buffer (the pass loop's
+    /// `OUT_STRIDE`): the output words rounded up as the sync words are.
+    pub(super) fn out_slot_words(&self) -> usize {
+        align_words(self.rb.out_words, self.ctx.info.storage_align)
+    }
+
+    /// Byte offset of chain slot `slot`'s sync words in the sync buffer.
+    pub(super) fn sync_slot_bytes(&self, slot: usize) -> u64 {
+        (slot * self.sync_slot_words()) as u64 * 4
+    }
+
+    /// Byte offset of chain slot `slot`'s output words in the output buffer.
+    pub(super) fn out_slot_bytes(&self, slot: usize) -> u64 {
+        (slot * self.out_slot_words()) as u64 * 4
     }
 
     /// Read back pass `slot` of the submission just completed.
@@ -656,22 +670,63 @@ fn pass_loop_times(total_ns: u64, ends: &[u64], has_clock: bool) -> Option<Vec<u
     Some(each)
 }
 
-/// The fills that reset the first `words` sync words before a pass, as `(lo, hi, value)` word
-/// ranges (no allocation: it runs for every pass recorded): every word zero but `FAIL_LEVEL`
-/// (`u32::MAX`, no failing level yet) and `TOKEN`, which none of them touches (the previous
-/// pass may have copied the next token there). The ranges are disjoint and none is empty (a
-/// zero-sized fill is invalid), so they run as one wave with no barrier between them.
-fn sync_reset_ranges(words: usize) -> impl Iterator<Item = (usize, usize, u32)> {
-    const { assert!(sy::FAIL_LEVEL < sy::TOKEN) };
+/// `words` rounded up to a multiple of `align_bytes` (a power of two or not) in words.
+fn align_words(words: usize, align_bytes: u64) -> usize {
+    let a = (align_bytes as usize).div_ceil(4).max(1);
+    words.div_ceil(a) * a
+}
+
+/// What one chain slot's `words` sync words are reset to before a submission: every word
+/// zero but `FAIL_LEVEL` (u32::MAX: no failing level yet) and `TOKEN` (u32::MAX, outside
+/// every vocabulary: a chained pass whose predecessor never wrote its argmax fails as a bad
+/// chained token).
+pub(super) fn sync_reset_image(words: usize) -> Vec<u32> {
     assert!(words > sy::TOKEN, "{words} sync words hold no token word");
-    [
-        (0, sy::FAIL_LEVEL, 0),
-        (sy::FAIL_LEVEL, sy::FAIL_LEVEL + 1, u32::MAX),
-        (sy::FAIL_LEVEL + 1, sy::TOKEN, 0),
-        (sy::TOKEN + 1, words, 0),
-    ]
-    .into_iter()
-    .filter(|&(lo, hi, _)| lo < hi)
+    let mut w = vec![0u32; words];
+    w[sy::FAIL_LEVEL] = u32::MAX;
+    w[sy::TOKEN] = u32::MAX;
+    w
+}
+
+/// What one chain slot's output words are reset to: the logits, argmax and its value
+/// poisoned, every workgroup's partial "none" (index u32::MAX).
+pub(super) fn out_reset_image(vocab: usize, grid: u32) -> Vec<u32> {
+    let mut w = vec![POISON; vocab + 2];
+    w.resize(super::readback::out_words(grid, vocab), u32::MAX);
+    w
+}
+
+/// The copies from the sync reset image that reset the first `n` slots of a submission, as
+/// `(slot, lo, hi)` word ranges of the image (and of the slot): all of every slot but slot
+/// 0's token word, which holds the token a chained first pass reads (copied there just
+/// before). Disjoint and none empty (a zero-sized copy region is invalid).
+fn sync_reset_copies(n: usize, words: usize) -> impl Iterator<Item = (usize, usize, usize)> {
+    (0..n).flat_map(move |slot| {
+        let ranges: &[(usize, usize)] = if slot == 0 {
+            &[(0, sy::TOKEN), (sy::TOKEN + 1, usize::MAX)]
+        } else {
+            &[(0, usize::MAX)]
+        };
+        ranges
+            .iter()
+            .map(move |&(lo, hi)| (slot, lo, hi.min(words)))
+            .filter(|&(_, lo, hi)| lo < hi)
+    })
+}
+
+/// The stamped passes of a submission as `(first slot, passes)` runs of consecutive slots.
+fn stamped_runs(stamps: &[bool]) -> Vec<(usize, usize)> {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for (i, &s) in stamps.iter().enumerate() {
+        if !s {
+            continue;
+        }
+        match runs.last_mut() {
+            Some((first, count)) if *first + *count == i => *count += 1,
+            _ => runs.push((i, 1)),
+        }
+    }
+    runs
 }
 
 #[cfg(test)]
@@ -679,24 +734,65 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sync_reset_ranges_zero_every_word_but_fail_level_and_token_once() {
-        for words in [sy::TOKEN + 1, sy::TOKEN + 2, 300, 70_000] {
-            let mut seen = vec![None; words];
-            for (lo, hi, v) in sync_reset_ranges(words) {
-                assert!(lo < hi && hi <= words, "range {lo}..{hi} of {words}");
-                for w in &mut seen[lo..hi] {
-                    assert!(w.is_none(), "word filled twice");
-                    *w = Some(v);
+    fn the_reset_copies_cover_every_slot_word_once_but_the_first_slots_token() {
+        for (n, words) in [(1, sy::TOKEN + 1), (1, 300), (3, sy::TOKEN + 2), (16, 300)] {
+            let mut seen = vec![0u32; n * words];
+            for (slot, lo, hi) in sync_reset_copies(n, words) {
+                assert!(lo < hi && hi <= words, "slot {slot}: {lo}..{hi} of {words}");
+                for w in &mut seen[slot * words + lo..slot * words + hi] {
+                    *w += 1;
                 }
             }
-            for (i, w) in seen.iter().enumerate() {
-                let want = match i {
-                    i if i == sy::TOKEN => None,
-                    i if i == sy::FAIL_LEVEL => Some(u32::MAX),
-                    _ => Some(0),
-                };
-                assert_eq!(*w, want, "word {i} of {words}");
+            for (i, &c) in seen.iter().enumerate() {
+                let want = u32::from(i != sy::TOKEN);
+                assert_eq!(c, want, "word {} of slot {} (n {n})", i % words, i / words);
             }
         }
+    }
+
+    #[test]
+    fn the_sync_image_poisons_the_token_and_marks_no_failing_level_and_zeroes_the_rest() {
+        let w = sync_reset_image(300);
+        assert_eq!(w.len(), 300);
+        for (i, &v) in w.iter().enumerate() {
+            let want = if i == sy::TOKEN || i == sy::FAIL_LEVEL {
+                u32::MAX
+            } else {
+                0
+            };
+            assert_eq!(v, want, "word {i}");
+        }
+        // The poisoned token is outside every vocabulary the kernel accepts (H_VOCAB is a
+        // u32 word; a token is valid below it).
+        assert!(w[sy::TOKEN] as u64 >= u32::MAX as u64);
+    }
+
+    #[test]
+    fn the_output_image_poisons_logits_and_argmax_and_marks_every_partial_none() {
+        let (vocab, grid) = (1000, 7);
+        let w = out_reset_image(vocab, grid);
+        assert_eq!(w.len(), super::super::readback::out_words(grid, vocab));
+        assert!(w[..vocab + 2].iter().all(|&v| v == POISON));
+        assert!(w[vocab + 2..].iter().all(|&v| v == u32::MAX));
+    }
+
+    #[test]
+    fn slot_strides_round_up_to_the_descriptor_offset_alignment() {
+        assert_eq!(align_words(300, 4), 300);
+        assert_eq!(align_words(300, 16), 300);
+        assert_eq!(align_words(301, 16), 304);
+        assert_eq!(align_words(1, 256), 64);
+        assert_eq!(align_words(65, 256), 128);
+        assert_eq!(align_words(10, 12), 12);
+    }
+
+    #[test]
+    fn stamped_runs_group_consecutive_stamped_slots() {
+        assert_eq!(
+            stamped_runs(&[true, true, false, true]),
+            vec![(0, 2), (3, 1)]
+        );
+        assert_eq!(stamped_runs(&[false, false]), vec![]);
+        assert_eq!(stamped_runs(&[false, true, true, true]), vec![(1, 3)]);
     }
 }

@@ -94,7 +94,7 @@ impl VulkanDecoder {
                     (spec::PREFETCH_MIB, self.prefetch_mib()),
                     (spec::PREFETCH_SKEW, self.opts.prefetch_skew),
                     (spec::SYNC_STRIDE, self.sync_slot_words() as u32),
-                    (spec::OUT_STRIDE, self.rb.out_words as u32),
+                    (spec::OUT_STRIDE, self.out_slot_words() as u32),
                     (
                         spec::TYPES,
                         self.program
@@ -216,27 +216,31 @@ impl VulkanDecoder {
                     .filter_map(|(&p, name)| read_pipeline_stats(&ctx, p, name))
                     .collect();
             }
+            // One set per chain slot (see `sets`): every binding the same but the sync and
+            // output buffers, which set `s` binds from slot `s`'s words on.
+            let n_sets = self.opts.chain.max(1);
             let sizes = [vk::DescriptorPoolSize {
                 ty: vk::DescriptorType::STORAGE_BUFFER,
-                descriptor_count: NCHUNK as u32 + super::super::interface::binding::KV_V,
+                descriptor_count: (NCHUNK as u32 + super::super::interface::binding::KV_V) * n_sets,
             }];
             self.dpool = vkr(
                 "vkCreateDescriptorPool",
                 d.create_descriptor_pool(
                     &vk::DescriptorPoolCreateInfo::default()
-                        .max_sets(1)
+                        .max_sets(n_sets)
                         .pool_sizes(&sizes),
                     None,
                 ),
             )?;
-            self.set = vkr(
+            let layouts = vec![self.dsl; n_sets as usize];
+            self.sets = vkr(
                 "vkAllocateDescriptorSets",
                 d.allocate_descriptor_sets(
                     &vk::DescriptorSetAllocateInfo::default()
                         .descriptor_pool(self.dpool)
-                        .set_layouts(&dsls),
+                        .set_layouts(&layouts),
                 ),
-            )?[0];
+            )?;
             let chunk_infos: Vec<vk::DescriptorBufferInfo> = (0..NCHUNK)
                 .map(|i| {
                     let b = &self.chunks[i.min(n_chunks - 1)];
@@ -247,37 +251,39 @@ impl VulkanDecoder {
                     }
                 })
                 .collect();
-            let one = |b: &Buffer| {
+            let at = |b: &Buffer, offset: u64| {
                 [vk::DescriptorBufferInfo {
                     buffer: b.buffer,
-                    offset: 0,
+                    offset,
                     range: vk::WHOLE_SIZE,
                 }]
             };
-            let infos = [
-                one(&self.state),
-                one(&self.kv),
-                one(&self.out),
-                one(&self.sync),
-                one(&self.prog),
-                one(&self.ring),
-                one(&self.kv_v),
-            ];
-            let mut writes = vec![vk::WriteDescriptorSet::default()
-                .dst_set(self.set)
-                .dst_binding(0)
-                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                .buffer_info(&chunk_infos)];
-            for (i, inf) in infos.iter().enumerate() {
-                writes.push(
-                    vk::WriteDescriptorSet::default()
-                        .dst_set(self.set)
-                        .dst_binding(i as u32 + 1)
-                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                        .buffer_info(inf),
-                );
+            for (s, &set) in self.sets.iter().enumerate() {
+                let infos = [
+                    at(&self.state, 0),
+                    at(&self.kv, 0),
+                    at(&self.out, self.out_slot_bytes(s)),
+                    at(&self.sync, self.sync_slot_bytes(s)),
+                    at(&self.prog, 0),
+                    at(&self.ring, 0),
+                    at(&self.kv_v, 0),
+                ];
+                let mut writes = vec![vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(0)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(&chunk_infos)];
+                for (i, inf) in infos.iter().enumerate() {
+                    writes.push(
+                        vk::WriteDescriptorSet::default()
+                            .dst_set(set)
+                            .dst_binding(i as u32 + 1)
+                            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                            .buffer_info(inf),
+                    );
+                }
+                d.update_descriptor_sets(&writes, &[]);
             }
-            d.update_descriptor_sets(&writes, &[]);
             self.queries_per_pass = 2 + self.program.stages.len() as u32 * 2;
             self.n_queries = self.queries_per_pass * self.opts.chain.max(1);
             let qci = vk::QueryPoolCreateInfo::default()

@@ -268,13 +268,15 @@ impl VulkanDecoder {
             prog: Buffer::null(),
             ring: Buffer::null(),
             readback: Buffer::null(),
+            reset_sync: Buffer::null(),
+            reset_out: Buffer::null(),
             dsl: vk::DescriptorSetLayout::null(),
             layout: vk::PipelineLayout::null(),
             pipeline: vk::Pipeline::null(),
             pipeline_plain: vk::Pipeline::null(),
             pipeline_stats: Vec::new(),
             dpool: vk::DescriptorPool::null(),
-            set: vk::DescriptorSet::null(),
+            sets: vec![],
             pool: vk::CommandPool::null(),
             cmd: vk::CommandBuffer::null(),
             fence: vk::Fence::null(),
@@ -430,22 +432,39 @@ impl VulkanDecoder {
             4 + (n_stages + n_levels) * self.grid * 4,
             ring_slots,
         );
-        // With the pass loop one slot of output words and of sync words per pass a submission
-        // holds (its passes run in one dispatch, each on its own slot); without, one.
-        let word_slots = if self.pass_loop() { ring_slots } else { 1 } as u64;
+        // Every pass a submission holds has its own slot of output words and of sync words
+        // (reset together before its first dispatch, so nothing but a barrier lies between
+        // two chained dispatches), at strides a descriptor offset can start at. The sync
+        // buffer holds one slot more: the last pass writes the next slot's token word. A sync
+        // slot also holds the attention's arrival counters (zeroed, not read back).
+        let slots = ring_slots as u64;
         self.out = create_buffer(
             &ctx,
             "logits",
-            self.rb.out_words as u64 * 4 * word_slots,
+            self.out_slot_words() as u64 * 4 * slots,
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
-        // The buffer also holds the attention's arrival counters (zeroed, not read back).
-        let sync_buffer_words = self.sync_slot_words() as u64;
         self.sync = create_buffer(
             &ctx,
             "sync",
-            sync_buffer_words * 4 * word_slots,
+            self.sync_slot_words() as u64 * 4 * (slots + 1),
+            STORAGE,
+            MemoryLocation::GpuOnly,
+        )?;
+        let reset_sync = super::pass::sync_reset_image(self.sync_slot_words());
+        let reset_out = super::pass::out_reset_image(self.vocab, self.grid);
+        self.reset_sync = create_buffer(
+            &ctx,
+            "sync.reset",
+            reset_sync.len() as u64 * 4,
+            STORAGE,
+            MemoryLocation::GpuOnly,
+        )?;
+        self.reset_out = create_buffer(
+            &ctx,
+            "logits.reset",
+            reset_out.len() as u64 * 4,
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
@@ -492,6 +511,8 @@ impl VulkanDecoder {
         }
         uploads.push((100, 0, prog_words));
         uploads.push((101, off_rope, rope));
+        uploads.push((102, 0, reset_sync));
+        uploads.push((103, 0, reset_out));
         self.upload(uploads)?;
         // A fresh cache holds whatever the memory held; zeroed, every row a pass has not
         // written reads as 0 (a bench at depth attends over such rows).
@@ -502,7 +523,7 @@ impl VulkanDecoder {
     }
 
     /// Write `(buffer, word offset, words)` through a staging buffer. Buffer ids: chunk index,
-    /// 100 program, 101 state.
+    /// 100 program, 101 state, 102 and 103 the sync and output words' reset images.
     pub(super) fn upload(&mut self, items: Vec<(usize, u64, Vec<u32>)>) -> Result<()> {
         let ctx = self.ctx.clone();
         let stage_bytes: u64 = 64 << 20;
@@ -518,6 +539,8 @@ impl VulkanDecoder {
                 let dst = match id {
                     100 => self.prog.buffer,
                     101 => self.state.buffer,
+                    102 => self.reset_sync.buffer,
+                    103 => self.reset_out.buffer,
                     i => self.chunks[i].buffer,
                 };
                 let bytes: &[u8] = unsafe_words_as_bytes(&words);
@@ -576,7 +599,7 @@ impl VulkanDecoder {
     pub(super) fn warm_up(&mut self) -> Result<()> {
         let saved = self.opts.fence_timeout;
         self.opts.fence_timeout = Some(Duration::from_secs(600));
-        let (pipeline, layout, set) = (self.pipeline, self.layout, self.set);
+        let (pipeline, layout, set) = (self.pipeline, self.layout, self.sets[0]);
         let push: [u32; PUSH_WORDS] = calibration_push();
         // SAFETY: `cb` is recording (one_shot begins it); pipeline, layout and set are this
         // decoder's live handles, and the push constants match the layout's range.
