@@ -21,7 +21,8 @@
 #   kquant     the SHAPES' Q4_K_M files made by llama-quantize from baro-top's f16 models;
 #              gates (f32, q8) on them
 #   bench      baro-top `bench` (mega, f32 and q8) and llama-bench tg128 on every Q4_0 and
-#              Q4_K_M file, in the same call
+#              Q4_K_M file, in the same call (after the peer build, when `peer` started one:
+#              nothing else runs beside a timed run)
 #   bench:DEPTHS[:ARGS]  the same at each depth of DEPTHS (commas: 0,4096; llama-bench -d
 #              beside baro-top --depth), ARGS added to every baro-top run (commas for spaces)
 #   ab:A:B:SHAPE:ARGS:PREDICT[:BARGS[:DEPTH]]   `bench ab` binary .bin/A vs .bin/B on SHAPE
@@ -183,11 +184,15 @@ fixtures_step() {
 }
 
 kquant_step() {
+  # The f16 files while the peer builds (neither is timed), then llama-quantize.
+  for s in $SHAPES; do
+    [ -s /tmp/$s-q4_k_m.gguf ] || [ -s /tmp/$s-f16.gguf ] || \
+      $B model gen --shape $s --quant f16 --seq 16384 --margin-steps 0 -o /tmp/$s-f16.gguf > /dev/null 2>&1
+  done
   peer_wait || return
   for s in $SHAPES; do
     [ -s /tmp/$s-q4_k_m.gguf ] && continue
     t "$s Q4_K_M by llama-quantize"
-    $B model gen --shape $s --quant f16 --seq 16384 --margin-steps 0 -o /tmp/$s-f16.gguf > /dev/null 2>&1
     $P/llama-quantize /tmp/$s-f16.gguf /tmp/$s-q4_k_m.gguf Q4_K_M 14 2>&1 | grep -E "type|size" | tail -12
     rm -f /tmp/$s-f16.gguf
     $B model info /tmp/$s-q4_k_m.gguf 2>&1 | grep -ciE "q4_k|q6_k" | sed 's/^/k-quant tensors: /'
@@ -200,10 +205,12 @@ kquant_step() {
 # bench_step [DEPTHS [ARGS]]: DEPTHS comma-separated (default 0; llama-bench's -d beside
 # baro-top's --depth), ARGS added to every baro-top run (commas for spaces). The headers name
 # depth and arguments only when given, so older logs and new ones read the same way.
-# baro-top's rows first, then llama.cpp's (waiting for its build when `peer` started it in
-# this call: the build overlaps baro-top's runs).
+# baro-top's rows first, then llama.cpp's. When `peer` started its build in this call, both
+# wait for it: a build on every core beside a timed run disturbs the run (round 48 call 3:
+# one of three 1b q8 runs at 989 tok/s, 36 of its passes in the slow mode, the others 1,175).
 bench_step() {
   local s f a d depths=${1:-} xargs=${2:-}
+  [ -e /tmp/peer/started ] && peer_wait
   for s in $SHAPES; do for f in $s $s-q4_k_m; do
     [ -s /tmp/$f.gguf ] || continue
     for d in ${depths:-0}; do
@@ -214,7 +221,6 @@ bench_step() {
       done
     done
   done; done
-  [ -e /tmp/peer/started ] && { peer_wait || return; }
   [ -x $P/llama-bench ] || return
   for s in $SHAPES; do for f in $s $s-q4_k_m; do
     [ -s /tmp/$f.gguf ] || continue
