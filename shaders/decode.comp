@@ -48,8 +48,9 @@ uint g_pos = 0u, g_pass = 0u, g_slot = 0u, g_sb = 0u, g_ob = 0u;
 #define SYW(i) sy.w[g_sb + i]
 #define OUTW(i) outb.o[g_ob + i]
 #else
-// One pass a dispatch, on the first slot's words: the push constants say everything (these
-// modules' SPIR-V is the one measured before the pass loop existed, byte for byte).
+// One pass a dispatch: the push constants say everything, and the descriptor set the host
+// binds starts the sync and output buffers at this pass's slot (its sync binding runs on over
+// the next slot's words, whose token word unit_argmax writes).
 #define g_pos pc.pos
 #define g_pass pc.pass_id
 #define g_slot pc.ring_slot
@@ -1511,8 +1512,9 @@ void main() {
 #else
     g_token = (pc.flags & 2u) != 0u ? sy.w[SY_TOKEN] : pc.token;
     g_stamp = INSTR && (pc.flags & 4u) != 0u;
-    // A chained token outside the vocabulary (the previous pass failed, its argmax still the
-    // poison) fails this pass before anything reads the embedding with it.
+    // A chained token outside the vocabulary (the previous pass failed before its argmax, so
+    // the token word still holds the reset's u32::MAX, or the previous submission's last
+    // argmax was the poison) fails this pass before anything reads the embedding with it.
     bool tok_ok = g_token < P(H_VOCAB);
     if (!MEGA) {
         uint nl = P(H_N_LEVELS);

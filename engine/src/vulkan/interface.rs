@@ -367,7 +367,8 @@ interface! {
         /// A chained pass's input token (push flag 2): the previous pass's argmax, which its
         /// kernel writes into the next slot's token word beside its own argmax (a
         /// submission's first pass: copied here on the GPU from the previous submission's
-        /// last argmax). Reset to u32::MAX (outside every vocabulary) before a submission.
+        /// last argmax). Every slot's but the first is reset to u32::MAX (outside every
+        /// vocabulary) before a submission; the first's holds that copy, read only with flag 2.
         TOKEN = 10,
         /// 32-byte weight sectors the idle workgroups of the attention levels read ahead this
         /// pass (`PREFETCH_MIB`; 0 without it).

@@ -66,8 +66,8 @@ pub fn sync_words(grid: u32) -> usize {
     super::interface::sy::RESIDENT + grid as usize
 }
 
-/// Sync words of the buffer, zeroed before every pass: [`sync_words`], then one attention
-/// arrival counter per head group (not read back).
+/// Sync words of one chain slot, reset before every submission: [`sync_words`], then one
+/// attention arrival counter per head group (not read back).
 pub fn sync_buffer_words(grid: u32, att_groups: u32) -> usize {
     sync_words(grid) + att_groups as usize
 }

@@ -115,8 +115,8 @@ pub struct DecoderOptions {
     /// kernel with a grid barrier between them, instead of one dispatch each with a compute
     /// barrier between (every pass on its own slot of sync and output words either way; the
     /// resets and readback copies run once per submission). It runs the `_loop` modules,
-    /// which find a pass's slot themselves; the logits are bit-identical either way, and every pass keeps its own fail word, argmax, logits and ring
-    /// frame. A dispatch's run of passes breaks where a pass takes its token from the host or
+    /// which find a pass's slot themselves; the logits are bit-identical either way, and
+    /// every pass keeps its own fail word, argmax, logits and ring frame. A dispatch's run of passes breaks where a pass takes its token from the host or
     /// where the ring sampling switches pipelines, and after 4 passes on a CPU device (one
     /// invocation's loop iterations are capped over the whole dispatch: lavapipe ends loops
     /// silently past 65,535) or without a device clock (the spins' iteration budget is
@@ -516,6 +516,24 @@ unsafe fn barrier(
         .dst_access_mask(dst_access)];
     // SAFETY: guaranteed by the caller.
     unsafe { d.cmd_pipeline_barrier(cb, src, dst, vk::DependencyFlags::empty(), &b, &[], &[]) };
+}
+
+/// A barrier between two dispatches: the later one reads and writes what the earlier wrote.
+///
+/// # Safety
+/// `cb` is recording on `d`.
+unsafe fn compute_barrier(d: &ash::Device, cb: vk::CommandBuffer) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        barrier(
+            d,
+            cb,
+            vk::PipelineStageFlags::COMPUTE_SHADER,
+            vk::PipelineStageFlags::COMPUTE_SHADER,
+            vk::AccessFlags::SHADER_WRITE,
+            vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+        )
+    };
 }
 
 /// View u32 words as bytes (little-endian hosts only, which is all Vulkan runs on here).

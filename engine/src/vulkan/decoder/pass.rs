@@ -143,14 +143,7 @@ impl VulkanDecoder {
                 if k > 0 {
                     // The previous dispatch wrote the KV cache, the state and this pass's
                     // token word: nothing else lies between two chained dispatches.
-                    barrier(
-                        d,
-                        cb,
-                        vk::PipelineStageFlags::COMPUTE_SHADER,
-                        vk::PipelineStageFlags::COMPUTE_SHADER,
-                        vk::AccessFlags::SHADER_WRITE,
-                        vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
-                    );
+                    compute_barrier(d, cb);
                 }
                 self.record_run(
                     cb,
@@ -401,14 +394,7 @@ impl VulkanDecoder {
             } else {
                 for (i, s) in self.program.stages.iter().enumerate() {
                     if i > 0 {
-                        barrier(
-                            d,
-                            cb,
-                            vk::PipelineStageFlags::COMPUTE_SHADER,
-                            vk::PipelineStageFlags::COMPUTE_SHADER,
-                            vk::AccessFlags::SHADER_WRITE,
-                            vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
-                        );
+                        compute_barrier(d, cb);
                     }
                     d.cmd_write_timestamp(
                         cb,
@@ -699,7 +685,8 @@ pub(super) fn out_reset_image(vocab: usize, grid: u32) -> Vec<u32> {
 /// The copies from the sync reset image that reset the first `n` slots of a submission, as
 /// `(slot, lo, hi)` word ranges of the image (and of the slot): all of every slot but slot
 /// 0's token word, which holds the token a chained first pass reads (copied there just
-/// before). Disjoint and none empty (a zero-sized copy region is invalid).
+/// before when the first pass is [`Feed::Argmax`]; unread otherwise). Disjoint and none
+/// empty (a zero-sized copy region is invalid).
 fn sync_reset_copies(n: usize, words: usize) -> impl Iterator<Item = (usize, usize, usize)> {
     (0..n).flat_map(move |slot| {
         let ranges: &[(usize, usize)] = if slot == 0 {

@@ -217,8 +217,11 @@ impl VulkanDecoder {
                     .collect();
             }
             // One set per chain slot (see `sets`): every binding the same but the sync and
-            // output buffers, which set `s` binds from slot `s`'s words on.
-            let n_sets = self.opts.chain.max(1);
+            // output buffers, which set `s` binds at slot `s`'s words (its sync binding on
+            // over the next slot's token word). The pass loop's modules offset by slot
+            // themselves: one set, binding both buffers whole.
+            let looped = self.pass_loop();
+            let n_sets = if looped { 1 } else { self.opts.chain.max(1) };
             let sizes = [vk::DescriptorPoolSize {
                 ty: vk::DescriptorType::STORAGE_BUFFER,
                 descriptor_count: (NCHUNK as u32 + super::super::interface::binding::KV_V) * n_sets,
@@ -251,22 +254,31 @@ impl VulkanDecoder {
                     }
                 })
                 .collect();
-            let at = |b: &Buffer, offset: u64| {
+            let at = |b: &Buffer, offset: u64, range: u64| {
                 [vk::DescriptorBufferInfo {
                     buffer: b.buffer,
                     offset,
-                    range: vk::WHOLE_SIZE,
+                    range,
                 }]
+            };
+            let whole = |b: &Buffer| at(b, 0, vk::WHOLE_SIZE);
+            let (out_range, sync_range) = if looped {
+                (vk::WHOLE_SIZE, vk::WHOLE_SIZE)
+            } else {
+                (
+                    self.out_slot_words() as u64 * 4,
+                    (self.sync_slot_words() + sy::TOKEN + 1) as u64 * 4,
+                )
             };
             for (s, &set) in self.sets.iter().enumerate() {
                 let infos = [
-                    at(&self.state, 0),
-                    at(&self.kv, 0),
-                    at(&self.out, self.out_slot_bytes(s)),
-                    at(&self.sync, self.sync_slot_bytes(s)),
-                    at(&self.prog, 0),
-                    at(&self.ring, 0),
-                    at(&self.kv_v, 0),
+                    whole(&self.state),
+                    whole(&self.kv),
+                    at(&self.out, self.out_slot_bytes(s), out_range),
+                    at(&self.sync, self.sync_slot_bytes(s), sync_range),
+                    whole(&self.prog),
+                    whole(&self.ring),
+                    whole(&self.kv_v),
                 ];
                 let mut writes = vec![vk::WriteDescriptorSet::default()
                     .dst_set(set)

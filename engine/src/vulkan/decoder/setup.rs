@@ -391,13 +391,20 @@ impl VulkanDecoder {
         // Each cache holds cache_floats elements of the KV type (f32 or f16), rounded up to
         // whole words.
         let cache_bytes = (self.program.cache_floats * self.opts.kv.bytes()).div_ceil(4) * 4;
-        // These are bound whole: each must fit one storage-buffer range.
+        // These are bound whole (the logits one slot at a time, or every slot with the pass
+        // loop): each must fit one storage-buffer range.
         let range = ctx.info.max_storage_range;
+        let out_slot = (self.vocab as u64 + 2 + 2 * self.grid as u64) * 4;
+        let out_bound = if self.pass_loop() {
+            out_slot * self.opts.chain.max(1) as u64
+        } else {
+            out_slot
+        };
         for (name, bytes) in [
             ("state", c_state),
             ("key cache", cache_bytes),
             ("value cache", cache_bytes),
-            ("logits", (self.vocab as u64 + 2 + 2 * self.grid as u64) * 4),
+            ("logits", out_bound),
         ] {
             if bytes > range {
                 return Err(Error::Invalid(format!(
