@@ -461,20 +461,17 @@ impl VulkanDecoder {
         )?;
         let reset_sync = super::pass::sync_reset_image(self.sync_slot_words());
         let reset_out = super::pass::out_reset_image(self.vocab, self.grid);
-        self.reset_sync = create_buffer(
-            &ctx,
-            "sync.reset",
-            reset_sync.len() as u64 * 4,
-            STORAGE,
-            MemoryLocation::GpuOnly,
-        )?;
-        self.reset_out = create_buffer(
-            &ctx,
-            "logits.reset",
-            reset_out.len() as u64 * 4,
-            STORAGE,
-            MemoryLocation::GpuOnly,
-        )?;
+        let image = |name: &str, words: &[u32]| {
+            create_buffer(
+                &ctx,
+                name,
+                words.len() as u64 * 4,
+                STORAGE,
+                MemoryLocation::GpuOnly,
+            )
+        };
+        self.reset_sync = image("sync.reset", &reset_sync)?;
+        self.reset_out = image("logits.reset", &reset_out)?;
         let ring_frame_words = self.rb.ring_frame_words as u32;
         self.ring = create_buffer(
             &ctx,
