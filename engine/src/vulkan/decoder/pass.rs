@@ -297,11 +297,10 @@ impl VulkanDecoder {
                     vk::AccessFlags::TRANSFER_WRITE,
                 );
             }
-            let sync_words = self.sync_slot_words() as u64;
             let syncs: Vec<vk::BufferCopy> = sync_reset_copies(n, self.sync_slot_words())
                 .map(|(slot, lo, hi)| vk::BufferCopy {
                     src_offset: lo as u64 * 4,
-                    dst_offset: (slot as u64 * sync_words + lo as u64) * 4,
+                    dst_offset: self.sync_slot_bytes(slot) + lo as u64 * 4,
                     size: (hi - lo) as u64 * 4,
                 })
                 .collect();
