@@ -414,17 +414,15 @@ uint att_chunks(uint n) {
     return min((n + ATT_CHUNK_MIN - 1u) / ATT_CHUNK_MIN, ATT_CHUNKS);
 }
 
-// The first stage of the level run_level is running (its start stamp's stage).
-uint g_first_run = 0u;
-
 // ---- level prologues: fill sx ----
-void prologue(uint lvl) {
+// first_run: the level's first stage run here (whose start stamp a norm prologue writes).
+void prologue(uint lvl, uint first_run) {
     uint base = P(H_LEVELS) + lvl * L_WORDS;
     uint kind = P(base + L_PRO);
     if (kind == PRO_NONE) return;
     uint d = P(H_DIM);
     if (kind == PRO_NORM) {
-        stamp_stage(g_first_run, 0u);   // the level's start (run_level says why here)
+        stamp_stage(first_run, 0u);   // the level's start (run_level says why here)
         bool embed = (P(base + L_FLAGS) & 1u) != 0u;
         uint et = P(H_EMBED), ox = P(H_OFF_X);
         float ss = 0.0;
@@ -1207,9 +1205,8 @@ void run_level(uint lvl, uint only_stage) {
     // one (3,300 against 2,559 µs a pass), with the two 6.7 % (2,734; the plain module
     // unchanged, bench/rounds/49.md call 6). Check `stages` against `plain` at 8b q8 after
     // any change to the stamps.
-    g_first_run = first_run;
-    if (P(P(H_LEVELS) + lvl * L_WORDS + L_PRO) != PRO_NORM) stamp_stage(first_run, 0u);
-    prologue(lvl);
+    if (P(base + L_PRO) != PRO_NORM) stamp_stage(first_run, 0u);
+    prologue(lvl, first_run);
     for (uint s = first; s < first + cnt; ++s) {
         if (only_stage != 0xFFFFFFFFu && s != only_stage) continue;
         run_stage(s, s == first_run, s == last);
