@@ -596,6 +596,15 @@ void unit_ffn(uint t0, uint t1, uint r) {
 // 4096, 0 at depth 0, not taken (the cluster count below also depends on VP).
 #define ATT_KQ 4u
 #define ATT_VP 2u
+// Lanes per key row before the subgroup's cap (unit_attn's R = min(ATT_R, S)): the least power
+// of two R with R·ATT_KQ >= Q (Q = ceil(head size / 4) quads), up to 128, the largest subgroup
+// Vulkan allows. A specialisation-constant expression, not a loop, so the score loop's quad
+// indices fold at pipeline creation (round 50: a loop left R a run-time value in the 8b q8
+// module's SASS, its indices and divisions in every round).
+const uint ATT_Q = (HEAD_SIZE + 3u) / 4u;
+const uint ATT_R = ATT_Q <= ATT_KQ ? 1u : ATT_Q <= 2u * ATT_KQ ? 2u : ATT_Q <= 4u * ATT_KQ ? 4u
+    : ATT_Q <= 8u * ATT_KQ ? 8u : ATT_Q <= 16u * ATT_KQ ? 16u : ATT_Q <= 32u * ATT_KQ ? 32u
+    : ATT_Q <= 64u * ATT_KQ ? 64u : 128u;
 
 // Quad j (elements 4j..4j+3) of the key (k_quad) or value (v_quad) row whose element 0 is
 // cache element b. A head size that is a multiple of 4 reads it in one load (16 bytes of an
@@ -696,7 +705,7 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
     uint hs = HEAD_SIZE, kvd = P(H_KV_DIM), ms = P(H_MAX_SEQ);
     uint gq = P(H_N_HEADS) / P(H_N_KV_HEADS), nb = (gq + ATT_HEADS - 1u) / ATT_HEADS;
     uint kvh = hg / nb, h0 = kvh * gq + (hg % nb) * ATT_HEADS;
-    uint hb = min(ATT_HEADS, gq - (hg % nb) * ATT_HEADS);
+    uint hb = ATT_FULL ? ATT_HEADS : min(ATT_HEADS, gq - (hg % nb) * ATT_HEADS);
     // Position t's key row starts at cache element kb + t·kvd; the value cache has the same
     // layout.
     uint kb = layer * P(H_KV_LAYER) + kvh * hs;
@@ -713,8 +722,7 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
 
     // Scores: a subgroup takes S / R positions at a time, R lanes each; the loop is uniform
     // over the subgroup (the butterfly's shuffles).
-    uint R = 1u;
-    while (R < S && R * ATT_KQ < Q) R *= 2u;
+    uint R = min(ATT_R, S);
     uint ps = S / R, r = l % R;
     // A chunk whose scores fit in sx behind the queries and the team maxima keeps them there
     // (a vec4 of the group's heads per position, then e(t) in place: one tile) instead of a

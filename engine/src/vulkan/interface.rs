@@ -111,8 +111,12 @@ interface! {
         /// Words between two chain slots' output words: vocab + 2 + 2 × grid, rounded up as
         /// `SYNC_STRIDE` is (the pass loop's modules only).
         OUT_STRIDE = 21,
+        /// Every attention head group has `att::HEADS` query heads (the query heads per KV
+        /// head are a multiple of it): the attention unit's per-head guards fold at pipeline
+        /// creation (round 50: its loops are bound by instruction issue).
+        ATT_FULL = 22,
         /// How many there are.
-        COUNT = 22,
+        COUNT = 23,
     }
 
     /// Program header word indices (`H_*`).

@@ -381,6 +381,13 @@ impl Program {
         self.header[h::HEAD_SIZE]
     }
 
+    /// Every attention head group has [`ATT_HEADS`] query heads (the shader's spec constant
+    /// ATT_FULL): the query heads per KV head are a multiple of it.
+    pub fn att_full(&self) -> bool {
+        let kv = self.header[h::N_KV_HEADS].max(1);
+        (self.header[h::N_HEADS] / kv) % ATT_HEADS == 0
+    }
+
     /// Attention head groups ([`att_groups`]): one arrival counter each in the sync buffer.
     pub fn att_groups(&self) -> u32 {
         groups(self.header[h::N_HEADS], self.header[h::N_KV_HEADS])

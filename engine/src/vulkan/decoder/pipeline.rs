@@ -95,6 +95,7 @@ impl VulkanDecoder {
                     (spec::PREFETCH_SKEW, self.opts.prefetch_skew),
                     (spec::SYNC_STRIDE, self.sync_slot_words() as u32),
                     (spec::OUT_STRIDE, self.out_slot_words() as u32),
+                    (spec::ATT_FULL, self.program.att_full() as u32),
                     (
                         spec::TYPES,
                         self.program
