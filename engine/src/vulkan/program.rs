@@ -41,6 +41,13 @@ fn groups(n_heads: u32, n_kv_heads: u32) -> u32 {
     n_kv_heads * (n_heads / n_kv_heads).div_ceil(ATT_HEADS)
 }
 
+/// Every head group has [`ATT_HEADS`] query heads: the query heads per KV head are a
+/// (nonzero) multiple of it.
+fn full_groups(n_heads: u32, n_kv_heads: u32) -> bool {
+    let gq = n_heads / n_kv_heads.max(1);
+    gq > 0 && gq.is_multiple_of(ATT_HEADS)
+}
+
 /// The workgroups `(first, count)` a row-granular stage runs on in the megakernel: a stage
 /// of cost `cost` (the weight bytes it streams) at cost offset `off` in a level of total
 /// cost `level` takes the same share of the `grid`, `[grid·off/level, grid·(off+cost)/level)`,
@@ -384,8 +391,7 @@ impl Program {
     /// Every attention head group has [`ATT_HEADS`] query heads (the shader's spec constant
     /// ATT_FULL): the query heads per KV head are a multiple of it.
     pub fn att_full(&self) -> bool {
-        let kv = self.header[h::N_KV_HEADS].max(1);
-        (self.header[h::N_HEADS] / kv) % ATT_HEADS == 0
+        full_groups(self.header[h::N_HEADS], self.header[h::N_KV_HEADS])
     }
 
     /// Attention head groups ([`att_groups`]): one arrival counter each in the sync buffer.
@@ -502,7 +508,32 @@ impl Program {
 
 #[cfg(test)]
 mod tests {
-    use super::stage_workgroups;
+    use super::{full_groups, groups, stage_workgroups, ATT_HEADS};
+
+    #[test]
+    fn full_groups_holds_exactly_when_every_head_group_has_att_heads_query_heads() {
+        // The shader's head group g of a KV head: nb = ceil(gq / ATT_HEADS) groups a KV
+        // head, hb = min(ATT_HEADS, gq - (g % nb) * ATT_HEADS) query heads each.
+        for n_kv in 1..=8u32 {
+            for gq in 1..=20u32 {
+                let n_heads = gq * n_kv;
+                let nb = gq.div_ceil(ATT_HEADS);
+                let sizes: Vec<u32> = (0..groups(n_heads, n_kv))
+                    .map(|g| ATT_HEADS.min(gq - (g % nb) * ATT_HEADS))
+                    .collect();
+                assert_eq!(sizes.iter().sum::<u32>(), n_heads, "{n_heads}/{n_kv}");
+                assert_eq!(
+                    full_groups(n_heads, n_kv),
+                    sizes.iter().all(|&hb| hb == ATT_HEADS),
+                    "{n_heads} heads, {n_kv} KV heads: group sizes {sizes:?}"
+                );
+            }
+        }
+        // Llama 3 1B/8B (32 / 8) are full; stories260K (8 / 4) and multi-head attention are not.
+        assert!(full_groups(32, 8));
+        assert!(!full_groups(8, 4));
+        assert!(!full_groups(32, 32));
+    }
 
     /// A level's stages as the host lays them out: cost offsets and costs.
     fn shares(grid: u32, costs: &[u64]) -> Vec<(u32, u32)> {
