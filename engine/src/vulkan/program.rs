@@ -388,8 +388,7 @@ impl Program {
         self.header[h::HEAD_SIZE]
     }
 
-    /// Every attention head group has [`ATT_HEADS`] query heads (the shader's spec constant
-    /// ATT_FULL): the query heads per KV head are a multiple of it.
+    /// [`full_groups`] of this program's heads: the shader's spec constant ATT_FULL.
     pub fn att_full(&self) -> bool {
         full_groups(self.header[h::N_HEADS], self.header[h::N_KV_HEADS])
     }
