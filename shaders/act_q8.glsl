@@ -14,7 +14,8 @@ shared uvec4 sq[SQ_CAP / 32u * 3u + 3u];
 #define IN_CAP SQ_CAP
 #define QA_SX 0u     // quant_act's sources: the raw vector in sx,
 #define QA_NORM 1u   // sx normalised on the way (scale * sx[j] * norm weight j),
-#define QA_STATE 2u  // or state words from `off`
+#define QA_STATE 2u  // state words from `off`,
+#define QA_ATT 3u    // or the attention output combined from `nt` chunks' records (att_out4)
 
 // Quantise elements [0, n) of the input vector (whole blocks; n a multiple of 32) into sq,
 // exactly as engine/src/act.rs defines it: every step is exact (abs, max, a power-of-two
@@ -32,6 +33,8 @@ void quant_act(uint n, uint src, uint off, uint nt, float scale) {
         if (has) {
             if (src == QA_STATE) {
                 v = st4.s[(off >> 2u) + i];   // off: a multiple of 4 (the host's layout)
+            } else if (src == QA_ATT) {
+                v = att_out4(i, nt);
             } else {
                 v = sx4[(i >> 3u) * 9u + (i & 7u)];
                 if (src == QA_NORM)

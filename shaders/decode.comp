@@ -188,6 +188,47 @@ float welem(uint t, uint row, uint j) {
     return float(int(q) - 8) * d;
 }
 
+// ---- the attention's chunks combined in the output projection's prologue ----
+// Position chunks of one head group's attention over n positions (unit_attn): a function of n
+// alone, so neither the grid nor the schedule changes a result.
+uint att_chunks(uint n) {
+    return min((n + ATT_CHUNK_MIN - 1u) / ATT_CHUNK_MIN, ATT_CHUNKS);
+}
+// Whether the output projection's prologue combines the nch chunks (every workgroup, as it
+// loads its input; round 51) rather than each head group's last-arriving unit (once, into
+// OFF_ATTO): where the host asks (ATT_PRO), a few chunks whose outputs are whole quads.
+bool att_pro(uint nch) { return ATT_PRO && nch > 1u && nch <= ATT_PRO_CHUNKS && (HEAD_SIZE & 3u) == 0u; }
+// Elements 4i..4i+3 of the attention output (one head's: att_pro's head size is a multiple
+// of 4), combined from the nch chunks' records exactly as unit_attn's last arriver combines
+// each element (see there): every load first, then the same arithmetic per element. The last
+// arriver keeps its own copy of the arithmetic: routed through a shared function (call 2 of
+// round 51) or with its records rearranged, the 512-lane q8 module lost its register budget.
+vec4 att_out4(uint i, uint nch) {
+    uint hs = HEAD_SIZE, pw = hs + 2u, h = 4u * i / hs, e = 4u * i % hs;
+    uint rec = P(H_OFF_ATTP) + h * ATT_CHUNKS * pw;
+    float mc[ATT_PRO_CHUNKS], lc[ATT_PRO_CHUNKS];
+    vec4 oc[ATT_PRO_CHUNKS];
+    [[unroll]] for (uint cc = 0u; cc < ATT_PRO_CHUNKS; ++cc) {
+        bool in_use = cc < nch;
+        uint r = rec + cc * pw;
+        mc[cc] = in_use ? st.s[r + hs] : 0.0;
+        lc[cc] = in_use ? st.s[r + hs + 1u] : 0.0;
+        oc[cc] = in_use ? vec4(st.s[r + e], st.s[r + e + 1u], st.s[r + e + 2u], st.s[r + e + 3u]) : vec4(0.0);
+    }
+    float mm = mc[0];
+    [[unroll]] for (uint cc = 1u; cc < ATT_PRO_CHUNKS; ++cc) if (cc < nch) mm = max(mm, mc[cc]);
+    vec4 num = vec4(0.0);
+    float den = 0.0;
+    [[unroll]] for (uint cc = 0u; cc < ATT_PRO_CHUNKS; ++cc) {
+        if (cc < nch) {
+            float w = exp(mc[cc] - mm);
+            num += oc[cc] * w;
+            den += lc[cc] * w;
+        }
+    }
+    return num / den;
+}
+
 #include "act_q8.glsl"
 
 // ---- the dot product of one weight row with the input vector, by one team ----
@@ -408,12 +449,6 @@ void NAME(uint ts[R], uint rs[R], out float res[R]) {                           
 DEFINE_DOT_ROWS(dot_rows2, 2u, quant_rows2)
 DEFINE_DOT_ROWS(dot_rows4, 4u, quant_rows4)
 
-// Position chunks of one head group's attention over n positions (unit_attn): a function of n
-// alone, so neither the grid nor the schedule changes a result.
-uint att_chunks(uint n) {
-    return min((n + ATT_CHUNK_MIN - 1u) / ATT_CHUNK_MIN, ATT_CHUNKS);
-}
-
 // ---- level prologues: fill sx ----
 // first_run: the level's first stage run here (whose start stamp a norm prologue writes).
 void prologue(uint lvl, uint first_run) {
@@ -446,13 +481,22 @@ void prologue(uint lvl, uint first_run) {
         }
 #endif
     } else if (kind == PRO_ATT) {
-        // The attention output: unit_attn wrote it, every head's chunks combined (Q_DIM
-        // floats: n_heads · head_size, the output projection's row length).
-        uint o = P(H_OFF_ATTO), qd = P(H_Q_DIM);
+        // The attention output (Q_DIM floats: n_heads · head_size, the output projection's
+        // row length): combined here from a few chunks' records (att_pro), else as unit_attn
+        // wrote it.
+        uint o = P(H_OFF_ATTO), qd = P(H_Q_DIM), nch = att_chunks(g_pos + 1u);
 #ifdef ACT_Q8
-        quant_act(qd, QA_STATE, o, 0u, 0.0);
+        if (att_pro(nch)) quant_act(qd, QA_ATT, 0u, nch, 0.0);
+        else quant_act(qd, QA_STATE, o, 0u, 0.0);
 #else
-        for (uint j0 = 0u; j0 < qd; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= qd) continue; TICK(); sx_set(SXI(j), st.s[o + j]); }
+        if (att_pro(nch)) {
+            for (uint i0 = 0u; i0 < qd / 4u; i0 += gl_WorkGroupSize.x) { uint i = i0 + lid(); if (i >= qd / 4u) continue;
+                TICK();
+                vec4 v = att_out4(i, nch);
+                [[unroll]] for (uint e = 0u; e < 4u; ++e) sx_set(SXI(4u * i + e), v[e]);
+            }
+        } else
+            for (uint j0 = 0u; j0 < qd; j0 += gl_WorkGroupSize.x) { uint j = j0 + lid(); if (j >= qd) continue; TICK(); sx_set(SXI(j), st.s[o + j]); }
 #endif
     } else if (kind == PRO_HB) {
         uint h = P(H_HIDDEN), o = P(H_OFF_HB);
@@ -645,11 +689,20 @@ vec4 q_quad(uint i, uint j, uint hs) {
 
 // Component-wise max over the workgroup; the team maxima go through sx4[at + team]. No barrier
 // after the reads: the caller's next barrier must come before sx4[at..] is written again.
+// From 1,024 lanes (and on CPU devices, so that CI runs this form) every subgroup reduces
+// the team maxima itself, lane l taking teams l, l + S, ..., then a subgroupMax (a max is the
+// same in any order): one lane walking 32 teams is a chain of 32 dependent shared loads
+// (round 51: +1.2 % at 8b q8). Below, one lane walks them: at 512 lanes on the H200 the
+// subgroup form cost the 1b q8 kernel 0.8 % (d0) and 2.3 % (d4096).
 vec4 wg_max4(vec4 v, uint at) {
     vec4 t = subgroupMax(v);
     if (tlane() == 0u) sx4[at + team()] = t;
     wg_sync();
     vec4 m = sx4[at];
+    if (gl_WorkGroupSize.x >= 1024u || CPU_PAUSE) {
+        for (uint i = tlane(); i < nteams(); i += gl_SubgroupSize) m = max(m, sx4[at + i]);
+        return subgroupMax(m);
+    }
     for (uint i = 1u; i < nteams(); ++i) m = max(m, sx4[at + i]);
     return m;
 }
@@ -689,9 +742,13 @@ shared bool s_last;
 // - nch = 1: out = o_0 / l_0, written by the unit.
 //   nch > 1: out = (sum over c ascending of o_c·w_c) / (sum over c ascending of l_c·w_c)
 //   (both sums from 0), w_c = exp(m_c - M), M the largest m_c: every unit stores its (o_c,
-//   m_c, l_c) and arrives at its head group's counter in the sync words; the group's last
-//   arrival (any workgroup: the same arithmetic) combines them.
-// The attention output goes to OFF_ATTO, which the next level's prologue (PRO_ATT) loads.
+//   m_c, l_c) record. Where the host asks (ATT_PRO) and there are at most ATT_PRO_CHUNKS
+//   chunks (att_pro), the next level's prologue (PRO_ATT) combines them as it loads its
+//   input, in every workgroup, and this level ends at the records (round 50 measured the
+//   arrival, the fence and the last arriver at ≈ 2 µs of an 8b layer at short context).
+//   Otherwise each unit arrives at its head group's counter in the sync words and the
+//   group's last arrival (any workgroup: the same arithmetic) combines them once.
+// The attention output goes to OFF_ATTO (one chunk, or combined here), which PRO_ATT loads.
 // Loads: a lane holds ATT_KQ key quads (one key row's quads r, r+R, ...) in flight in the
 // score loop and ATT_VP value quads (ATT_VP positions of its cluster) in the value loop.
 // Workgroup barriers per unit: 7 (one chunk) or 9 (several), plus two per further tile and
@@ -900,7 +957,7 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
         }
         k0 = kn;
     }
-    if (nch > 1u) {
+    if (nch > 1u && !att_pro(nch)) {
         // Arrive at the group's counter (cumulative over layers, zeroed every pass) with a
         // release of this chunk's partials; the layer's last arrival combines the chunks.
         wg_sync();
@@ -915,7 +972,8 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
                 TICK();
                 uint i = x / hs, e = x % hs, h = h0 + i;
                 uint rec = pb + h * ATT_CHUNKS * pw;
-                // Every load first (independent, in flight together), then the arithmetic.
+                // Every load first (independent, in flight together), then the arithmetic
+                // (att_out4 has the same for the prologue).
                 float mc[ATT_CHUNKS], lc[ATT_CHUNKS], oc[ATT_CHUNKS];
                 [[unroll]] for (uint cc = 0u; cc < ATT_CHUNKS; ++cc) {
                     bool in_use = cc < nch;

@@ -66,6 +66,7 @@ layout(constant_id = SPEC_SYNC_STRIDE) const uint SYNC_STRIDE = 0u; // words of 
 layout(constant_id = SPEC_OUT_STRIDE) const uint OUT_STRIDE = 0u;   // words of one chain slot's output words (vocab + 2 + 2G)
 #endif
 layout(constant_id = SPEC_ATT_FULL) const bool ATT_FULL = false;   // every attention head group has ATT_HEADS query heads
+layout(constant_id = SPEC_ATT_PRO) const bool ATT_PRO = false;     // the output projection's prologue combines up to ATT_PRO_CHUNKS chunks
 // ty is type X and the program has tensors of type X (a constant test first: folds away).
 #define IS_TY(ty, X) (((TYPES >> (X)) & 1u) != 0u && (ty) == (X))
 

@@ -115,8 +115,11 @@ interface! {
         /// head are a multiple of it): the attention unit's per-head guards fold at pipeline
         /// creation (round 50: its loops are bound by instruction issue).
         ATT_FULL = 22,
+        /// The output projection's prologue combines the attention's chunks, up to
+        /// `att::PRO_CHUNKS` of them ([`DecoderOptions::att_prologue_combine`](crate::vulkan::DecoderOptions::att_prologue_combine)).
+        ATT_PRO = 23,
         /// How many there are.
-        COUNT = 23,
+        COUNT = 24,
     }
 
     /// Program header word indices (`H_*`).
@@ -183,8 +186,9 @@ interface! {
         /// State offset of the attention's per-chunk partials (heads x `att::CHUNKS` records
         /// of head_size + 2 floats: the chunk's unnormalised output, its max, its sum).
         OFF_ATTP = 29,
-        /// State offset of the attention output (dim floats: every head's chunks combined,
-        /// written by the attention level, loaded by the output projection's prologue).
+        /// State offset of the attention output (q_dim floats: every head's chunks combined,
+        /// written by the attention level past `att::PRO_CHUNKS` chunks, loaded by the output
+        /// projection's prologue).
         OFF_ATTO = 30,
         /// The tensor index of layer 0's per-head query norm weight (qwen3; layer l's query
         /// norm at QK_NORM + 2l, its key norm at QK_NORM + 2l + 1), 0 without q/k norms: the
@@ -221,6 +225,12 @@ interface! {
         /// Query heads a unit serves at most (models with more query heads per KV head split
         /// them into several head groups, each loading the KV head's keys and values).
         HEADS = 4,
+        /// Chunks that the next level's prologue combines where it does (spec `ATT_PRO`): up
+        /// to this many, every workgroup of the output projection merges the chunks' partial
+        /// records as it loads its input (the units only store them); past it, each head
+        /// group's last-arriving unit merges them once and the prologue loads the result. The
+        /// same arithmetic either way.
+        PRO_CHUNKS = 4,
     }
 
     /// Level record fields (`L_*`), `L_WORDS` words per level.

@@ -6,9 +6,9 @@ pub mod interface;
 pub mod program;
 
 pub use context::{any_device_hung, kind_words, list_devices, DeviceInfo, DeviceKind, GpuContext};
+pub use decoder::{default_att_prologue_combine, default_idle_wait_ns, default_prefetch_mib};
 pub use decoder::{
     default_grid, fail, max_wg_size, ActType, DecoderOptions, Dispatch, FailWord, Feed, KvType,
     Pass, VulkanDecoder, DEFAULT_IDLE_WAIT_NS, DEFAULT_PREFETCH_MIB, MAX_CHAIN, MAX_IDLE_WAIT_NS,
     MAX_PREFETCH_MIB, MAX_PREFETCH_SKEW,
 };
-pub use decoder::{default_idle_wait_ns, default_prefetch_mib};

@@ -22,6 +22,7 @@ pub use baro_telemetry::StageKind;
 
 pub use super::interface::att::{
     CHUNKS as ATT_CHUNKS, CHUNK_MIN as ATT_CHUNK_MIN, HEADS as ATT_HEADS,
+    PRO_CHUNKS as ATT_PRO_CHUNKS,
 };
 
 /// Position chunks of one head group's attention over `n` positions (the shader's

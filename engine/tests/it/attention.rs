@@ -11,14 +11,17 @@
 //! ([`lockstep`]), each checked against the reference and against the first one's bits,
 //! instead of a gate and a further decode per grid.
 
+use baro_engine::act::ActType;
 use baro_engine::gate::rel_l2;
 use baro_engine::kv::KvType;
 use baro_engine::model::{Config, Model};
 use baro_engine::quant::GgmlType;
 use baro_engine::reference::CpuDecoder;
 use baro_engine::synth::{self, Shape};
-use baro_engine::vulkan::program::{att_chunks, att_groups, ATT_CHUNKS, ATT_CHUNK_MIN, ATT_HEADS};
-use baro_engine::vulkan::{DecoderOptions, Dispatch, VulkanDecoder};
+use baro_engine::vulkan::program::{
+    att_chunks, att_groups, ATT_CHUNKS, ATT_CHUNK_MIN, ATT_HEADS, ATT_PRO_CHUNKS,
+};
+use baro_engine::vulkan::{default_att_prologue_combine, DecoderOptions, Dispatch, VulkanDecoder};
 use baro_telemetry::judge::NEAR_TIE;
 use baro_telemetry::Judge;
 
@@ -93,9 +96,11 @@ fn bound(kv: KvType) -> f64 {
     }
 }
 
-/// A dispatch style on a grid. lavapipe runs 2 workgroups at a time (its pool threads), so
-/// larger grids run multi (one stage per dispatch: no co-residency needed).
-type Run = (Dispatch, u32);
+/// A dispatch style on a grid, and where a few chunks are combined
+/// ([`DecoderOptions::att_prologue_combine`]; `None`: the default, the last unit on lavapipe's
+/// 64 lanes). lavapipe runs 2 workgroups at a time (its pool threads), so larger grids run
+/// multi (one stage per dispatch: no co-residency needed).
+type Run = (Dispatch, u32, Option<bool>);
 
 /// The gate's checks, with every run in `runs` a decoder of its own, over `n` forced positions
 /// next to one CPU reference (whose KV cache is `kv` too): at every position every run's pass
@@ -106,10 +111,11 @@ fn lockstep(model: &Model, n: usize, kv: KvType, runs: &[Run], what: &str) {
     let Some((ctx, _turn)) = device() else { return };
     let mut decs: Vec<VulkanDecoder> = runs
         .iter()
-        .map(|&(dispatch, grid)| {
+        .map(|&(dispatch, grid, att_prologue_combine)| {
             let opts = DecoderOptions {
                 dispatch,
                 grid: Some(grid),
+                att_prologue_combine,
                 max_seq: n,
                 read_logits: true,
                 kv,
@@ -122,7 +128,14 @@ fn lockstep(model: &Model, n: usize, kv: KvType, runs: &[Run], what: &str) {
             VulkanDecoder::new(ctx.clone(), model, opts).expect("decoder")
         })
         .collect();
-    let name = |(dispatch, grid): Run| format!("{} on grid {grid}", dispatch.name());
+    let name = |(dispatch, grid, pro): Run| {
+        let how = match pro {
+            Some(true) => ", chunks combined in the prologue",
+            Some(false) => ", chunks combined by the last unit",
+            None => "",
+        };
+        format!("{} on grid {grid}{how}", dispatch.name())
+    };
     let mut judges = vec![Judge::new(NEAR_TIE); runs.len()];
     let mut cpu = CpuDecoder::with_kv(&model.config, &model.weights, n, kv);
     let mut worst = 0f64;
@@ -226,9 +239,9 @@ fn a_head_group_is_up_to_att_heads_query_heads_of_one_kv_head() {
 fn chunked_attention_tracks_the_reference_past_256_positions_with_the_same_bits_mega_on_one_and_two_workgroups_and_multi_on_two(
 ) {
     let runs = [
-        (Dispatch::Mega, 1),
-        (Dispatch::Mega, 2),
-        (Dispatch::Multi, 2),
+        (Dispatch::Mega, 1, None),
+        (Dispatch::Mega, 2, None),
+        (Dispatch::Multi, 2, None),
     ];
     lockstep(&tiny_model(), N, KvType::F32, &runs, "tiny, f32 KV");
 }
@@ -237,9 +250,9 @@ fn chunked_attention_tracks_the_reference_past_256_positions_with_the_same_bits_
 fn gqa_past_the_chunk_cap_tracks_the_reference_with_the_same_bits_mega_on_one_and_two_workgroups_and_multi_on_three(
 ) {
     let runs = [
-        (Dispatch::Mega, 1),
-        (Dispatch::Mega, 2),
-        (Dispatch::Multi, 3),
+        (Dispatch::Mega, 1, None),
+        (Dispatch::Mega, 2, None),
+        (Dispatch::Multi, 3, None),
     ];
     lockstep(
         &gqa_model(),
@@ -252,7 +265,7 @@ fn gqa_past_the_chunk_cap_tracks_the_reference_with_the_same_bits_mega_on_one_an
 
 #[test]
 fn gqa_with_an_f16_cache_tracks_its_reference_and_mega_equals_multi() {
-    let runs = [(Dispatch::Mega, 2), (Dispatch::Multi, 2)];
+    let runs = [(Dispatch::Mega, 2, None), (Dispatch::Multi, 2, None)];
     lockstep(
         &gqa_model(),
         N,
@@ -266,9 +279,9 @@ fn gqa_with_an_f16_cache_tracks_its_reference_and_mega_equals_multi() {
 fn head_size_10_and_two_groups_per_kv_head_track_the_reference_with_the_same_bits_mega_on_one_and_two_workgroups_and_multi_on_three(
 ) {
     let runs = [
-        (Dispatch::Mega, 1),
-        (Dispatch::Mega, 2),
-        (Dispatch::Multi, 3),
+        (Dispatch::Mega, 1, None),
+        (Dispatch::Mega, 2, None),
+        (Dispatch::Multi, 3, None),
     ];
     lockstep(
         &odd_model(),
@@ -277,6 +290,79 @@ fn head_size_10_and_two_groups_per_kv_head_track_the_reference_with_the_same_bit
         &runs,
         "head size 10, 8 query heads per KV head",
     );
+}
+
+#[test]
+fn chunks_combined_in_the_output_projections_prologue_track_the_reference_with_the_last_units_bits_mega_and_multi(
+) {
+    // N positions: one chunk, then 2..=ATT_PRO_CHUNKS chunks (the prologue combines them),
+    // then more (the last unit does, whatever the option).
+    assert!(att_chunks(N as u32) > ATT_PRO_CHUNKS && ATT_PRO_CHUNKS > 1);
+    let runs = [
+        (Dispatch::Mega, 2, Some(false)),
+        (Dispatch::Mega, 2, Some(true)),
+        (Dispatch::Mega, 1, Some(true)),
+        (Dispatch::Multi, 2, Some(true)),
+    ];
+    lockstep(&tiny_model(), N, KvType::F32, &runs, "tiny, f32 KV");
+}
+
+#[test]
+fn q8_activations_quantise_the_same_bits_whether_the_prologue_or_the_last_unit_combines_the_chunks()
+{
+    // The q8 path's prologue quantises the combined output as it combines it (quant_act's
+    // QA_ATT source): its int8 blocks, and so every later value, must be the last unit's.
+    let Some((ctx, _turn)) = device() else { return };
+    let model = tiny_model();
+    let mut decs: Vec<VulkanDecoder> = [
+        (Dispatch::Mega, false),
+        (Dispatch::Mega, true),
+        (Dispatch::Multi, true),
+    ]
+    .iter()
+    .map(|&(dispatch, pro)| {
+        let opts = DecoderOptions {
+            dispatch,
+            grid: Some(2),
+            max_seq: N,
+            act: ActType::Q8,
+            att_prologue_combine: Some(pro),
+            spin_timeout: std::time::Duration::from_secs(10),
+            ..Default::default()
+        };
+        VulkanDecoder::new(ctx.clone(), &model, opts).expect("decoder")
+    })
+    .collect();
+    assert!(!decs[0].att_prologue_combine() && decs[1].att_prologue_combine());
+    for (pos, &token) in tokens(&model, N).iter().enumerate() {
+        for dec in decs.iter_mut() {
+            let p = dec.step(token, pos).expect("pass");
+            assert!(
+                p.fail.ok(),
+                "position {pos}: {}",
+                p.fail.line(|l| dec.level_name(l))
+            );
+        }
+        for (i, dec) in decs.iter().enumerate().skip(1) {
+            let same = decs[0]
+                .logits()
+                .iter()
+                .zip(dec.logits())
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(
+                same,
+                "position {pos} ({} chunks): run {i}'s logits differ from the last unit's",
+                att_chunks(pos as u32 + 1)
+            );
+        }
+    }
+}
+
+#[test]
+fn the_prologue_combines_the_chunks_by_default_only_at_1024_lanes_and_more() {
+    assert!(default_att_prologue_combine(1024));
+    assert!(!default_att_prologue_combine(512));
+    assert!(!default_att_prologue_combine(64));
 }
 
 #[test]

@@ -21,6 +21,14 @@ impl VulkanDecoder {
         self.opts.prefetch_mib.unwrap_or(0)
     }
 
+    /// Whether the output projection's prologue combines the attention's chunks
+    /// ([`DecoderOptions::att_prologue_combine`], the default resolved for this workgroup size).
+    pub fn att_prologue_combine(&self) -> bool {
+        self.opts
+            .att_prologue_combine
+            .unwrap_or_else(|| super::default_att_prologue_combine(self.wg_size))
+    }
+
     /// The idle workgroups' wait this decoder runs with, ns
     /// ([`DecoderOptions::idle_wait_ns`], the device's default resolved; 0: none). Multi has
     /// no barrier inside a dispatch, so it waits nowhere.

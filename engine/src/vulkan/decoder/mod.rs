@@ -186,6 +186,28 @@ pub struct DecoderOptions {
     /// stream). 0 (the default): the levels that come next. At most [`MAX_PREFETCH_SKEW`];
     /// a nonzero skew without a read-ahead is refused (it would move nothing).
     pub prefetch_skew: u32,
+    /// Where the attention's position chunks are combined, up to [`ATT_PRO_CHUNKS`] of them
+    /// (short contexts; more always go the second way): `true`, by every workgroup of the
+    /// output projection as its prologue loads the attention output (the attention stage
+    /// then ends at its chunks' records, and the combine is part of the output projection's
+    /// stage time); `false`, once per head group by its last-arriving unit, which the
+    /// prologue then loads. The same arithmetic either way, so every value of the pass is the
+    /// same (mega ≡ multi bitwise); only speed differs. `None` (the default):
+    /// [`default_att_prologue_combine`].
+    ///
+    /// [`ATT_PRO_CHUNKS`]: crate::vulkan::program::ATT_PRO_CHUNKS
+    pub att_prologue_combine: Option<bool>,
+}
+
+/// Where [`DecoderOptions::att_prologue_combine`] is `None`: in the prologue where a workgroup
+/// has 1,024 lanes or more, else by the last unit. At 1,024 lanes (64 registers a lane
+/// whatever the kernel holds) it takes the arrival, the fence and the last arriver's loads
+/// off the attention level's critical path; the 512-lane 1B q8 kernel holds 91 registers a
+/// lane, a budget that NVIDIA's driver gives up at the smallest change of its attention code,
+/// so it keeps main's (bench/rounds/51.md, H200, with wg_max4's 1,024-lane form: 1B f32
+/// +3.3 %, 8B q8 +1.3 %, 8B f32 +1.7 % at short context, 1B q8 ±0.5 %, nothing at depth 4096).
+pub fn default_att_prologue_combine(wg_size: u32) -> bool {
+    wg_size >= 1024
 }
 
 /// The read-ahead budget where [`DecoderOptions::prefetch_mib`] is `None`, on every device:
@@ -254,6 +276,7 @@ impl Default for DecoderOptions {
             idle_wait_ns: None,
             prefetch_mib: None,
             prefetch_skew: 0,
+            att_prologue_combine: None,
             no_device_clock: false,
             chain: 1,
             pass_loop: false,

@@ -96,6 +96,7 @@ impl VulkanDecoder {
                     (spec::SYNC_STRIDE, self.sync_slot_words() as u32),
                     (spec::OUT_STRIDE, self.out_slot_words() as u32),
                     (spec::ATT_FULL, self.program.att_full() as u32),
+                    (spec::ATT_PRO, self.att_prologue_combine() as u32),
                     (
                         spec::TYPES,
                         self.program
