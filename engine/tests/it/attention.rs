@@ -96,6 +96,11 @@ fn bound(kv: KvType) -> f64 {
     }
 }
 
+/// The two logit vectors hold the same bits, element for element.
+fn same_bits(a: &[f32], b: &[f32]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
 /// A dispatch style on a grid, and where a few chunks are combined
 /// ([`DecoderOptions::att_prologue_combine`]; `None`: the default, the last unit on lavapipe's
 /// 64 lanes). lavapipe runs 2 workgroups at a time (its pool threads), so larger grids run
@@ -171,12 +176,8 @@ fn lockstep(model: &Model, n: usize, kv: KvType, runs: &[Run], what: &str) {
         }
         let first = decs[0].logits();
         for (dec, &run) in decs.iter().zip(runs).skip(1) {
-            let same = first
-                .iter()
-                .zip(dec.logits())
-                .all(|(a, b)| a.to_bits() == b.to_bits());
             assert!(
-                same,
+                same_bits(first, dec.logits()),
                 "{what}: position {pos} ({} chunks): logits differ between {} and {}",
                 att_chunks(pos as u32 + 1),
                 name(runs[0]),
@@ -344,13 +345,8 @@ fn q8_activations_quantise_the_same_bits_whether_the_prologue_or_the_last_unit_c
             );
         }
         for (i, dec) in decs.iter().enumerate().skip(1) {
-            let same = decs[0]
-                .logits()
-                .iter()
-                .zip(dec.logits())
-                .all(|(a, b)| a.to_bits() == b.to_bits());
             assert!(
-                same,
+                same_bits(decs[0].logits(), dec.logits()),
                 "position {pos} ({} chunks): run {i}'s logits differ from the last unit's",
                 att_chunks(pos as u32 + 1)
             );
