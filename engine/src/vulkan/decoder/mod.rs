@@ -187,7 +187,8 @@ pub struct DecoderOptions {
     /// a nonzero skew without a read-ahead is refused (it would move nothing).
     pub prefetch_skew: u32,
     /// Where the attention's position chunks are combined, up to [`ATT_PRO_CHUNKS`] of them
-    /// (short contexts; more always go the second way): `true`, by every workgroup of the
+    /// (short contexts; more chunks, or a head size that is not a multiple of 4, always go
+    /// the second way): `true`, by every workgroup of the
     /// output projection as its prologue loads the attention output (the attention stage
     /// then ends at its chunks' records, and the combine is part of the output projection's
     /// stage time); `false`, once per head group by its last-arriving unit, which the
