@@ -198,22 +198,31 @@ uint att_chunks(uint n) {
 // loads its input; round 51) rather than each head group's last-arriving unit (once, into
 // OFF_ATTO): where the host asks (ATT_PRO), a few chunks whose outputs are whole quads.
 bool att_pro(uint nch) { return ATT_PRO && nch > 1u && nch <= ATT_PRO_CHUNKS && (HEAD_SIZE & 3u) == 0u; }
+// Chunk c's record of head h from pb = H_OFF_ATTP. Without ATT_PRO, main's layout: head
+// size + 2 floats a record, o_c then (m_c, l_c). With ATT_PRO, o_c in rows of head size from
+// pb (16-byte aligned: the prologue reads quads; round 51's s51f), every (m_c, l_c) pair
+// behind all of them: att_pro_o and att_pro_ml. unit_attn selects the layout at each use,
+// so that without ATT_PRO the folded code is main's word for word (the 512-lane q8 module
+// lost its register budget to the new layout's index arithmetic: round 51 calls 2–3).
+uint att_pro_o(uint pb, uint h, uint c) { return pb + (h * ATT_CHUNKS + c) * HEAD_SIZE; }
+uint att_pro_ml(uint pb, uint h, uint c) {
+    return pb + P(H_N_HEADS) * ATT_CHUNKS * HEAD_SIZE + (h * ATT_CHUNKS + c) * 2u;
+}
 // Elements 4i..4i+3 of the attention output (one head's: att_pro's head size is a multiple
-// of 4), combined from the nch chunks' records exactly as unit_attn's last arriver combines
-// each element (see there): every load first, then the same arithmetic per element. The last
-// arriver keeps its own copy of the arithmetic: routed through a shared function (call 2 of
-// round 51) or with its records rearranged, the 512-lane q8 module lost its register budget.
+// of 4), combined from the nch chunks' records (ATT_PRO's layout: a quad a load) exactly as
+// unit_attn's last arriver combines each element (see there): every load first, then the
+// same arithmetic per element. The last arriver keeps its own copy of the arithmetic: routed
+// through a shared function (call 2 of round 51), the 512-lane q8 module lost its registers.
 vec4 att_out4(uint i, uint nch) {
-    uint hs = HEAD_SIZE, pw = hs + 2u, h = 4u * i / hs, e = 4u * i % hs;
-    uint rec = P(H_OFF_ATTP) + h * ATT_CHUNKS * pw;
+    uint pb = P(H_OFF_ATTP), hs = HEAD_SIZE, h = 4u * i / hs, e = 4u * i % hs;
     float mc[ATT_PRO_CHUNKS], lc[ATT_PRO_CHUNKS];
     vec4 oc[ATT_PRO_CHUNKS];
     [[unroll]] for (uint cc = 0u; cc < ATT_PRO_CHUNKS; ++cc) {
         bool in_use = cc < nch;
-        uint r = rec + cc * pw;
-        mc[cc] = in_use ? st.s[r + hs] : 0.0;
-        lc[cc] = in_use ? st.s[r + hs + 1u] : 0.0;
-        oc[cc] = in_use ? vec4(st.s[r + e], st.s[r + e + 1u], st.s[r + e + 2u], st.s[r + e + 3u]) : vec4(0.0);
+        uint ml = att_pro_ml(pb, h, cc);
+        mc[cc] = in_use ? st.s[ml] : 0.0;
+        lc[cc] = in_use ? st.s[ml + 1u] : 0.0;
+        oc[cc] = in_use ? st4.s[(att_pro_o(pb, h, cc) + e) >> 2u] : vec4(0.0);
     }
     float mm = mc[0];
     [[unroll]] for (uint cc = 1u; cc < ATT_PRO_CHUNKS; ++cc) if (cc < nch) mm = max(mm, mc[cc]);
@@ -943,7 +952,8 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
             for (uint kk = 1u; kk < ns; ++kk) { TICK(); lv += sx4[kk * pw4 + hb * Q]; }
             uint i = x / Q, e0 = 4u * (x % Q), h = h0 + i;
             float lsum = lv[i];
-            uint rec = pb + (h * ATT_CHUNKS + c) * pw;
+            uint rec = ATT_PRO ? att_pro_o(pb, h, c) : pb + (h * ATT_CHUNKS + c) * pw;
+            uint ml = ATT_PRO ? att_pro_ml(pb, h, c) : rec + hs;
             [[unroll]] for (uint e = 0u; e < 4u; ++e) {
                 if (e0 + e < hs) {
                     if (nch == 1u) st.s[oo + h * hs + e0 + e] = o[e] / lsum;
@@ -951,8 +961,8 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
                 }
             }
             if (e0 == 0u && nch > 1u) {
-                st.s[rec + hs] = m[i];
-                st.s[rec + hs + 1u] = lsum;
+                st.s[ml] = m[i];
+                st.s[ml + 1u] = lsum;
             }
         }
         k0 = kn;
@@ -977,9 +987,11 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
                 float mc[ATT_CHUNKS], lc[ATT_CHUNKS], oc[ATT_CHUNKS];
                 [[unroll]] for (uint cc = 0u; cc < ATT_CHUNKS; ++cc) {
                     bool in_use = cc < nch;
-                    mc[cc] = in_use ? st.s[rec + cc * pw + hs] : 0.0;
-                    lc[cc] = in_use ? st.s[rec + cc * pw + hs + 1u] : 0.0;
-                    oc[cc] = in_use ? st.s[rec + cc * pw + e] : 0.0;
+                    uint ro = ATT_PRO ? att_pro_o(pb, h, cc) : rec + cc * pw;
+                    uint rm = ATT_PRO ? att_pro_ml(pb, h, cc) : ro + hs;
+                    mc[cc] = in_use ? st.s[rm] : 0.0;
+                    lc[cc] = in_use ? st.s[rm + 1u] : 0.0;
+                    oc[cc] = in_use ? st.s[ro + e] : 0.0;
                 }
                 float mm = mc[0];
                 [[unroll]] for (uint cc = 1u; cc < ATT_CHUNKS; ++cc) if (cc < nch) mm = max(mm, mc[cc]);

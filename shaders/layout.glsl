@@ -90,11 +90,10 @@ layout(set = 0, binding = B_KV_V) coherent buffer KvV16 { float16_t kv[]; } kvv1
 layout(set = 0, binding = B_KV) coherent buffer Kv16x4 { uvec2 kv[]; } kvc16x4;
 layout(set = 0, binding = B_KV_V) coherent buffer KvV16x4 { uvec2 kv[]; } kvv16x4;
 #endif
-#ifdef ACT_Q8
-// The state as 16-byte vectors: the q8 path quantises four consecutive floats per lane
-// (H_OFF_HB and H_OFF_ATTO are multiples of 4 floats).
+// The state as 16-byte vectors: the q8 path quantises four consecutive floats per lane, and
+// the output projection's prologue combines the attention's chunk records a quad at a time
+// (H_OFF_HB, H_OFF_ATTP and H_OFF_ATTO are multiples of 4 floats).
 layout(set = 0, binding = B_STATE) coherent buffer State4 { vec4 s[]; } st4;
-#endif
 layout(set = 0, binding = B_OUT) coherent buffer Out { uint o[]; } outb;
 layout(set = 0, binding = B_SYNC) coherent buffer Sync { uint w[]; } sy;
 layout(set = 0, binding = B_PROG) readonly buffer Prog { uint p[]; } prog;

@@ -183,8 +183,10 @@ interface! {
         RING_FRAME_WORDS = 27,
         /// Ring frame slots.
         RING_SLOTS = 28,
-        /// State offset of the attention's per-chunk partials (heads x `att::CHUNKS` records
-        /// of head_size + 2 floats: the chunk's unnormalised output, its max, its sum).
+        /// State offset of the attention's per-chunk partials, 16-byte aligned (heads x
+        /// `att::CHUNKS` records: the chunk's unnormalised output, head_size floats, its max
+        /// and its sum; with spec `ATT_PRO` the outputs in rows of head_size floats and the
+        /// (max, sum) pairs behind all of them, so that the prologue reads quads).
         OFF_ATTP = 29,
         /// State offset of the attention output (q_dim floats: every head's chunks combined,
         /// written by the attention level past `att::PRO_CHUNKS` chunks, loaded by the output

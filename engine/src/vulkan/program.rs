@@ -331,8 +331,9 @@ impl Program {
         let off_att = off_hb + hd as u64;
         let off_rope = off_att + c.n_heads as u64 * ms;
         let off_acc = off_rope + ms * (hs / 2 * 2);
-        let off_attp = off_acc + d as u64;
-        // 16-byte aligned: the q8 path reads the attention output four floats at a time.
+        // Both 16-byte aligned: the prologues read the attention output and the chunks'
+        // records four floats at a time.
+        let off_attp = (off_acc + d as u64).next_multiple_of(4);
         let off_atto =
             (off_attp + c.n_heads as u64 * ATT_CHUNKS as u64 * (hs + 2)).next_multiple_of(4);
         let state_floats = off_atto + qd as u64;

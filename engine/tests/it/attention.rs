@@ -283,6 +283,9 @@ fn head_size_10_and_two_groups_per_kv_head_track_the_reference_with_the_same_bit
         (Dispatch::Mega, 1, None),
         (Dispatch::Mega, 2, None),
         (Dispatch::Multi, 3, None),
+        // The records in the prologue's layout, combined by the last unit (head size 10
+        // is not whole quads).
+        (Dispatch::Mega, 2, Some(true)),
     ];
     lockstep(
         &odd_model(),
