@@ -23,8 +23,9 @@
 #   bench      baro-top `bench` (mega, f32 and q8) and llama-bench tg128 on every Q4_0 and
 #              Q4_K_M file, in the same call (after the peer build, when `peer` started one:
 #              nothing else runs beside a timed run)
-#   bench:DEPTHS[:ARGS]  the same at each depth of DEPTHS (commas: 0,4096; llama-bench -d
-#              beside baro-top --depth), ARGS added to every baro-top run (commas for spaces)
+#   bench:DEPTHS[:ARGS[:ACTS]]  the same at each depth of DEPTHS (commas: 0,4096; llama-bench
+#              -d beside baro-top --depth), ARGS added to every baro-top run (commas for
+#              spaces), ACTS the activation paths baro-top runs (commas; default f32,q8)
 #   ab:A:B:SHAPE:ARGS:PREDICT[:BARGS[:DEPTH]]   `bench ab` binary .bin/A vs .bin/B on SHAPE
 #              (llama-1b|llama-8b), both arms with ARGS (commas for spaces), or B with BARGS
 #              (A and B may be one binary then; empty: ARGS), PREDICT the frozen prediction,
@@ -202,20 +203,22 @@ kquant_step() {
   done; done
 }
 
-# bench_step [DEPTHS [ARGS]]: DEPTHS comma-separated (default 0; llama-bench's -d beside
-# baro-top's --depth), ARGS added to every baro-top run (commas for spaces). The headers name
+# bench_step [DEPTHS [ARGS [ACTS]]]: DEPTHS comma-separated (default 0; llama-bench's -d beside
+# baro-top's --depth), ARGS added to every baro-top run (commas for spaces), ACTS the
+# activation paths (default "f32 q8"; one path keeps a call with the peer build inside the
+# device's 600 s). The headers name
 # depth and arguments only when given, so older logs and new ones read the same way.
 # baro-top's rows first, then llama.cpp's. When `peer` started its build in this call, both
 # wait for it: a build on every core beside a timed run disturbs the run (round 48 call 3:
 # one of three 1b q8 runs at 989 tok/s, 36 of its passes in the slow mode, the others 1,175).
 bench_step() {
-  local s f a d depths=${1:-} xargs=${2:-}
+  local s f a d depths=${1:-} xargs=${2:-} acts=${3:-f32 q8}
   [ -e /tmp/peer/started ] && peer_wait
   for s in $SHAPES; do for f in $s $s-q4_k_m; do
     [ -s /tmp/$f.gguf ] || continue
     for d in ${depths:-0}; do
       local dl=${depths:+ d$d}
-      for a in f32 q8; do
+      for a in $acts; do
         t "baro-top $f act $a$dl${xargs:+ $xargs}"
         $B bench -m /tmp/$f.gguf --prompts /tmp/one.txt --tokens 128 --runs 3 --depth $d --dispatch mega --act $a $xargs 2>&1 | grep -E " tg|parity|compared|refus|error"
       done
@@ -240,7 +243,7 @@ for step in "$@"; do
     fixtures) fixtures_step ;;
     kquant) kquant_step ;;
     bench) bench_step ;;
-    bench:*) IFS=: read -r _ depths xargs <<< "$step"; bench_step "${depths//,/ }" "${xargs//,/ }" ;;
+    bench:*) IFS=: read -r _ depths xargs acts <<< "$step"; bench_step "${depths//,/ }" "${xargs//,/ }" "${acts//,/ }" ;;
     ab:*)
       IFS=: read -r _ a b shape args predict bargs depth <<< "$step"
       abx() { t "ab $1: $3 -> $4 '$5'${6:+ -> '$6'}${7:+ depth $7}"; $B bench ab -m /tmp/$1.gguf --prompts /tmp/one.txt --tokens 128 --pairs 2 \
