@@ -378,7 +378,7 @@ uint first_unit(uint b, uint n, out uint NT) {
     return w < nw ? team() * nw + w : n;
 }
 
-// ---- several rows at once (ROWS > 1) ----
+// ---- several rows at once (ROWS > 1; and every two-row unit: unit_rope, unit_ffn) ----
 // A team streams R rows together (R = 2 or 4, every row present: no predicated slots, which
 // measured 2x slower than one row at a time in round 7): every row's loads are issued before
 // any is used and each element of sx, read once, feeds every row. Per row the arithmetic is
@@ -620,9 +620,15 @@ void store_ffn(uint r, float g, float u) {
     st.s[P(H_OFF_HB) + r] = g;
 }
 
+// A unit of two rows (a rope pair; the FFN's gate and up) streams both together: every load
+// of both rows before either row's arithmetic (dot_rows2, each row bit-identical to dot_sx).
+// Two dot_sx calls compiled as one row's loads, its arithmetic, then the other's loads: two
+// round trips a unit (round 56: +5.1 % at 1b q8, +3.3 % at 8b q8; the f32 path unchanged).
 void unit_rope(uint kind, uint t, uint tb, uint layer, uint u) {
-    float v0 = dot_sx(t, rope_row(u, 0u)), v1 = dot_sx(t, rope_row(u, 1u));
-    if (tlane() == 0u) store_rope(kind, layer, u, v0, v1, tb);
+    uint ts[2] = uint[2](t, t), rs[2] = uint[2](rope_row(u, 0u), rope_row(u, 1u));
+    float v[2];
+    dot_rows2(ts, rs, v);
+    if (tlane() == 0u) store_rope(kind, layer, u, v[0], v[1], tb);
 }
 void unit_v(uint t, uint tb, uint layer, uint r) {
     float v = dot_sx(t, r);
@@ -633,8 +639,10 @@ void unit_residual(uint kind, uint t, uint layer, uint r) {
     if (tlane() == 0u) store_residual(kind, layer, r, v);
 }
 void unit_ffn(uint t0, uint t1, uint r) {
-    float g = dot_sx(t0, r), u = dot_sx(t1, r);
-    if (tlane() == 0u) store_ffn(r, g, u);
+    uint ts[2] = uint[2](t0, t1), rs[2] = uint[2](r, r);
+    float v[2];
+    dot_rows2(ts, rs, v);
+    if (tlane() == 0u) store_ffn(r, v[0], v[1]);
 }
 
 // ---- attention ----
@@ -1198,7 +1206,8 @@ void run_stage(uint si, bool first, bool last) {
             }
 #ifndef CPU_MODEL
         } else if (!CPU_PAUSE || MAT_TY != 0xFFFFu) {
-            // One inlined dot_sx per unit kind, its rows in straight-line code: what a GPU
+            // One inlined dot product per unit kind (a two-row unit's rows together through
+            // dot_rows2), its rows in straight-line code: what a GPU
             // runs (round 35: the one-site loop below cost the 8b q8 pipeline 7.5 % of its
             // plain GPU time at the 64-register cap). Not in the CPU modules: lavapipe inlines
             // all seven copies before it drops dead code, and its pipelines then took 1.5-2.5x
