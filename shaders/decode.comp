@@ -1207,11 +1207,11 @@ void run_stage(uint si, bool first, bool last) {
 #ifndef CPU_MODEL
         } else if (!CPU_PAUSE || MAT_TY != 0xFFFFu) {
             // One inlined dot product per unit kind (a two-row unit's rows together through
-            // dot_rows2), its rows in straight-line code: what a GPU
-            // runs (round 35: the one-site loop below cost the 8b q8 pipeline 7.5 % of its
-            // plain GPU time at the 64-register cap). Not in the CPU modules: lavapipe inlines
-            // all seven copies before it drops dead code, and its pipelines then took 1.5-2.5x
-            // as long to build (the suite's Vulkan tests with them).
+            // dot_rows2), its rows in straight-line code: what a GPU runs (round 35: the
+            // one-site loop below cost the 8b q8 pipeline 7.5 % of its plain GPU time at the
+            // 64-register cap). Not in the CPU modules of mixed-type models: lavapipe inlines
+            // every copy before it drops dead code, and its pipelines then took 1.5-2.5x as
+            // long to build (the suite's Vulkan tests with them).
             for (uint u = me; u < n; u += NT) {
                 TICK();
                 if (!budget_ok()) break;

@@ -188,11 +188,10 @@ pub struct DecoderOptions {
     pub prefetch_skew: u32,
     /// Where the attention's position chunks are combined, up to [`ATT_PRO_CHUNKS`] of them
     /// (short contexts; more chunks, or a head size that is not a multiple of 4, always go
-    /// the second way): `true`, by every workgroup of the
-    /// output projection as its prologue loads the attention output (the attention stage
-    /// then ends at its chunks' records, and the combine is part of the output projection's
-    /// stage time); `false`, once per head group by its last-arriving unit, which the
-    /// prologue then loads. The same arithmetic either way, so every value of the pass is the
+    /// the second way): `true`, by every workgroup of the output projection as its prologue
+    /// loads the attention output (the attention stage then ends at its chunks' records,
+    /// and the combine is part of the output projection's stage time); `false`, once per
+    /// head group by its last-arriving unit, which the prologue then loads. The same arithmetic either way, so every value of the pass is the
     /// same (mega ≡ multi bitwise); only speed differs. `None` (the default):
     /// [`default_att_prologue_combine`].
     ///
