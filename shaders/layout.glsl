@@ -108,9 +108,8 @@ layout(push_constant) uniform Push {
     uint timeout;   // spin timeout in device-clock ticks
     uint ring_slot; // chain slot of the (first) pass: its ring frame (PASS_LOOP: and its sync and output words)
     uint flags;
-#ifdef PASS_LOOP
-    uint npasses;   // megakernel: chained passes this dispatch runs (the pass loop; 0 is 1)
-#endif
+    uint npasses;   // megakernel: chained passes this dispatch runs (PASS_LOOP modules; 0 is 1)
+    uint zero;      // always 0: a zero the compiler cannot fold (decode.comp's qscale_after)
 } pc;
 
 // ---- program layout, stage kinds, tensor types, sync words, kernel fail bits ----

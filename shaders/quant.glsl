@@ -136,7 +136,7 @@ float kq_pair(uvec4 hd, uint p, float lo, float hi, vec4 slo, vec4 shi) {
             b[r] = wld4(ch[r], qo + 4u);                                                     \
             c[r] = wld4(ch[r], qo + 8u);                                                     \
             hd[r] = wld4(ch[r], hs[r] + sb * 4u);                                            \
-            d[r] = qscale(ch[r], xs[r], rs[r] * nsb + sb);                                   \
+            d[r] = qscale_after(ch[r], xs[r], rs[r] * nsb + sb, a[r].x);                     \
         }
 // R rows at once (R = 1, 2, 4; one column count): every row's loads are issued before any is
 // used and each element of sx, read once, feeds every row; per row the arithmetic is the

@@ -429,8 +429,10 @@ pub struct VulkanDecoder {
 }
 
 /// Words of the kernel's push constants (layout.glsl's `pc`): token, position, level, stage,
-/// pass id, spin timeout, chain slot, flags, passes.
-pub(super) const PUSH_WORDS: usize = 9;
+/// pass id, spin timeout, chain slot, flags, passes, and a zero (always 0: the shader ties its
+/// dot loops' scale unpacking to their quant loads with it, a value the driver's compiler
+/// cannot fold; decode.comp's `qscale_after`).
+pub(super) const PUSH_WORDS: usize = 10;
 
 /// The push constants of a clock calibration (and warm-up) dispatch: flag 1, the rest 0.
 pub(super) fn calibration_push() -> [u32; PUSH_WORDS] {

@@ -374,6 +374,7 @@ impl VulkanDecoder {
                 slot as u32,
                 flags,
                 count as u32,
+                0,
             ]
         };
         let mega = self.opts.dispatch == Dispatch::Mega;
