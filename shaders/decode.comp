@@ -158,7 +158,8 @@ float qscale(uint chunk, uint sc, uint blk) {
     vec2 h = unpackHalf2x16(wld(chunk, sc + (blk >> 1)));
     return (blk & 1u) == 0u ? h.x : h.y;
 }
-// The same scale, unpacked only once word q of the block's quants has arrived. Left free, the
+// The same scale, unpacked only once the quant words folded into q have arrived (a loop folds
+// every quant load of its iteration, so none can wait behind a scale). Left free, the
 // driver's scheduler may unpack a scale as soon as it lands, before it issues the block's quant
 // loads, and its allocator then puts the scale word inside the quants' destination registers:
 // two or three round trips an iteration where one was meant (bench/rounds/39.md, 61.md: a
@@ -293,7 +294,7 @@ vec4 att_out4(uint i, uint nch) {
 // against its int8 quantisation in sq.
 #ifdef ACT_Q8
 #define DOT_Q4_0(Q, B, D) { acc += q4_q8(Q, B, D); }
-#define DOT_Q8_0(QA, QB, B) { acc += q8_q8(QA, QB, B, qscale_after(ch, sc, row * nbt + g0 + (B), QA[0])); }
+#define DOT_Q8_0(QA, QB, B) { acc += q8_q8(QA, QB, B, qscale_after(ch, sc, row * nbt + g0 + (B), QA[0] ^ QB[0])); }
 #else
 #define DOT_Q4_0(Q, B, D) { float lo = 0.0, hi = 0.0; Q4_BLOCK(Q, B); acc += (lo + hi) * (D); }
 #define DOT_Q8_0(QA, QB, B)                                                                  \
@@ -306,7 +307,7 @@ vec4 att_out4(uint i, uint nch) {
                 s += Q8_VAL((word >> (e * 8u)) & 255u) * xv[e];                              \
             }                                                                                \
         }                                                                                    \
-        acc += s * qscale_after(ch, sc, row * nbt + g0 + (B), QA[0]);                        \
+        acc += s * qscale_after(ch, sc, row * nbt + g0 + (B), QA[0] ^ QB[0]);                \
     }
 #endif
 
@@ -352,8 +353,9 @@ float NAME(uint t, uint row, uint c0, uint cl) {                                
             bool ha = ba < nb, hb = bb < nb;                                                 \
             uvec4 qa = ha ? wld4(ch, base + (g0 + ba) * 4u) : uvec4(0u);                     \
             uvec4 qb = hb ? wld4(ch, base + (g0 + bb) * 4u) : uvec4(0u);                     \
-            float da = ha ? qscale_after(ch, sc, row * nbt + g0 + ba, qa.x) : 0.0;            \
-            float db = hb ? qscale_after(ch, sc, row * nbt + g0 + bb, qb.x) : 0.0;            \
+            uint dep = qa.x ^ qb.x;                                                          \
+            float da = ha ? qscale_after(ch, sc, row * nbt + g0 + ba, dep) : 0.0;             \
+            float db = hb ? qscale_after(ch, sc, row * nbt + g0 + bb, dep) : 0.0;             \
             TICK_N(40u);                                                                     \
             if (ha) DOT_Q4_0(qa, ba, da)                                                      \
             if (hb) DOT_Q4_0(qb, bb, db)                                                      \
@@ -454,11 +456,15 @@ void NAME(uint ts[R], uint rs[R], out float res[R]) {                           
         bool ha = ba < nb, hb = bb < nb;                                                     \
         uvec4 qa[R], qb[R];                                                                  \
         float da[R], db[R];                                                                  \
+        uint dep = 0u;                                                                       \
         [[unroll]] for (uint r = 0u; r < R; ++r) {                                           \
             qa[r] = ha ? wld4(ch[r], base[r] + ba * 4u) : uvec4(0u);                         \
             qb[r] = hb ? wld4(ch[r], base[r] + bb * 4u) : uvec4(0u);                         \
-            da[r] = ha ? qscale_after(ch[r], sc[r], rs[r] * nb + ba, qa[r].x) : 0.0;         \
-            db[r] = hb ? qscale_after(ch[r], sc[r], rs[r] * nb + bb, qb[r].x) : 0.0;         \
+            dep ^= qa[r].x ^ qb[r].x;                                                        \
+        }                                                                                    \
+        [[unroll]] for (uint r = 0u; r < R; ++r) {                                           \
+            da[r] = ha ? qscale_after(ch[r], sc[r], rs[r] * nb + ba, dep) : 0.0;             \
+            db[r] = hb ? qscale_after(ch[r], sc[r], rs[r] * nb + bb, dep) : 0.0;             \
         }                                                                                    \
         if (ha) Q4_ROWS_DOT(qa, da, ba, R)                                                   \
         if (hb) Q4_ROWS_DOT(qb, db, bb, R)                                                   \
