@@ -162,8 +162,9 @@ float qscale(uint chunk, uint sc, uint blk) {
 // every quant load of its iteration, so none can wait behind a scale). Left free, the
 // driver's scheduler may unpack a scale as soon as it lands, before it issues the block's quant
 // loads, and its allocator then puts the scale word inside the quants' destination registers:
-// two or three round trips an iteration where one was meant (bench/rounds/39.md, 61.md: a
-// module's speed hung on which of its inlined copies got that order, up to 17 % at 1b q8).
+// two or three round trips an iteration where one was meant. Which inlined copies got that
+// order hung on unrelated code: main's 1b q8 module ran 796 µs a pass as built and 941 with
+// a never-run block added; tied, 799-814 whatever the block (bench/rounds/39.md, 61-63.md).
 // pc.zero is 0 (the host always pushes 0) but opaque to the compiler, so `q & pc.zero` ties the
 // unpack to q's arrival without changing a bit.
 float qscale_after(uint chunk, uint sc, uint blk, uint q) {

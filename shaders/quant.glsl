@@ -139,7 +139,8 @@ float kq_pair(uvec4 hd, uint p, float lo, float hi, vec4 slo, vec4 shi) {
         }                                                                                    \
         uint dep = 0u;                                                                       \
         [[unroll]] for (uint r = 0u; r < R; ++r) dep ^= a[r].x ^ b[r].x ^ c[r].x ^ hd[r].x;  \
-        [[unroll]] for (uint r = 0u; r < R; ++r) d[r] = qscale_after(ch[r], xs[r], rs[r] * nsb + sb, dep);
+        [[unroll]] for (uint r = 0u; r < R; ++r)                                             \
+            d[r] = qscale_after(ch[r], xs[r], rs[r] * nsb + sb, dep);
 // R rows at once (R = 1, 2, 4; one column count): every row's loads are issued before any is
 // used and each element of sx, read once, feeds every row; per row the arithmetic is the
 // same sequence whatever R is, so R rows give R one-row results bit for bit. acc[r] gets a

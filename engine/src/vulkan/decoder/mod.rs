@@ -428,17 +428,53 @@ pub struct VulkanDecoder {
     last_count: usize,
 }
 
-/// Words of the kernel's push constants (layout.glsl's `pc`): token, position, level, stage,
-/// pass id, spin timeout, chain slot, flags, passes, and a zero (always 0: the shader ties its
-/// dot loops' scale unpacking to their quant loads with it, a value the driver's compiler
-/// cannot fold; decode.comp's `qscale_after`).
+/// Words of the kernel's push constants (layout.glsl's `pc`, member for member: `Push`).
 pub(super) const PUSH_WORDS: usize = 10;
+
+/// One dispatch's push constants: layout.glsl's `pc` in its members' order, and a last word
+/// that is always 0 — the shader ties its dot loops' scale unpacking to their quant loads
+/// with it (decode.comp's `qscale_after`), a zero the driver's compiler cannot fold.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Push {
+    pub token: u32,
+    pub pos: u32,
+    /// Multi: the level and stage this dispatch runs.
+    pub level: u32,
+    pub stage: u32,
+    pub pass_id: u32,
+    /// The spin timeout in device-clock ticks.
+    pub timeout: u32,
+    /// The (first) pass's chain slot.
+    pub ring_slot: u32,
+    pub flags: u32,
+    /// Passes this dispatch runs (the pass loop's modules).
+    pub npasses: u32,
+}
+
+impl Push {
+    pub(super) fn words(&self) -> [u32; PUSH_WORDS] {
+        [
+            self.token,
+            self.pos,
+            self.level,
+            self.stage,
+            self.pass_id,
+            self.timeout,
+            self.ring_slot,
+            self.flags,
+            self.npasses,
+            0,
+        ]
+    }
+}
 
 /// The push constants of a clock calibration (and warm-up) dispatch: flag 1, the rest 0.
 pub(super) fn calibration_push() -> [u32; PUSH_WORDS] {
-    let mut p = [0; PUSH_WORDS];
-    p[7] = 1;
-    p
+    Push {
+        flags: 1,
+        ..Push::default()
+    }
+    .words()
 }
 
 /// Passes the watchdog's expectation looks back over.

@@ -364,18 +364,18 @@ impl VulkanDecoder {
             flags |= 4;
         }
         let push = |level: u32, stage: u32| -> [u32; PUSH_WORDS] {
-            [
+            Push {
                 token,
-                pos as u32,
+                pos: pos as u32,
                 level,
                 stage,
                 pass_id,
-                timeout_ticks,
-                slot as u32,
+                timeout: timeout_ticks,
+                ring_slot: slot as u32,
                 flags,
-                count as u32,
-                0,
-            ]
+                npasses: count as u32,
+            }
+            .words()
         };
         let mega = self.opts.dispatch == Dispatch::Mega;
         let q0 = self.queries_per_pass * slot as u32;
@@ -719,6 +719,72 @@ fn stamped_runs(stamps: &[bool]) -> Vec<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// layout.glsl's `Push` block: its members' names, in order.
+    fn shader_push_members() -> Vec<String> {
+        let src = include_str!("../../../../shaders/layout.glsl");
+        let start = src
+            .find("uniform Push {")
+            .expect("layout.glsl declares the Push block");
+        let body = &src[start..src[start..].find('}').map(|e| start + e).unwrap()];
+        body.lines()
+            .skip(1)
+            .map(|l| l.split("//").next().unwrap().trim())
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                assert!(
+                    !l.starts_with('#'),
+                    "a Push member under a preprocessor branch: {l}"
+                );
+                let l = l
+                    .strip_prefix("uint ")
+                    .expect("every Push member is a uint");
+                l.trim_end_matches(';').trim().to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn push_words_follow_the_shader_block_member_for_member_and_end_in_zero() {
+        let members = shader_push_members();
+        assert_eq!(members.len(), PUSH_WORDS, "{members:?}");
+        let p = Push {
+            token: 1,
+            pos: 2,
+            level: 3,
+            stage: 4,
+            pass_id: 5,
+            timeout: 6,
+            ring_slot: 7,
+            flags: 8,
+            npasses: 9,
+        };
+        let by_name = [
+            ("token", 1),
+            ("pos", 2),
+            ("level", 3),
+            ("stage", 4),
+            ("pass_id", 5),
+            ("timeout", 6),
+            ("ring_slot", 7),
+            ("flags", 8),
+            ("npasses", 9),
+            ("zero", 0),
+        ];
+        let w = p.words();
+        for (i, name) in members.iter().enumerate() {
+            let want = by_name.iter().find(|(n, _)| n == name);
+            let want =
+                want.unwrap_or_else(|| panic!("a Push member the host does not fill: {name}"));
+            assert_eq!(w[i], want.1, "word {i} ({name})");
+        }
+        assert_eq!(
+            calibration_push()[PUSH_WORDS - 1],
+            0,
+            "the zero word of a calibration"
+        );
+        assert_eq!(calibration_push()[7], 1, "a calibration's flag");
+    }
 
     #[test]
     fn the_reset_copies_cover_every_slot_word_once_but_the_first_slots_token() {
