@@ -16,7 +16,12 @@ count, the opcode histogram (top 30), the memory and barrier instructions by kin
 whether the driver enforced warp reconvergence (WARPSYNC/MATCH.ANY checks; rounds/39.md) — the
 instruction-level view the driver's pipeline statistics do not give. `--loops` lists every
 loop with global loads in it (shortest first): its addresses, body length and opcode mix
-(the Q4_0 dot's loop has two LDG.E.128.CONSTANT: 354 instructions on main). With `--out DIR`
+(the Q4_0 dot's loop has two LDG.E.128.CONSTANT: 354 instructions on main). Every image
+also gets the count of its dot loops (innermost, at most 300 instructions, a 128-bit load in
+them) where a load must wait for an earlier load of the same iteration to land (its
+destination or address register is that load's destination): the serial order rounds 39 and
+61-63 found behind a module's 15-17 % swings at 1b q8 — a build worth timing shows 0 there.
+With `--out DIR`
 each image and its disassembly are written there as NAME.N.code (or .cubin) / NAME.N.sass.
 
 Exit 0 when at least one image was found and disassembled (or, without nvdisasm, found), 1
@@ -145,6 +150,9 @@ def summarise(sass, label):
     del conv["BRA"]
     mode = "enforced" if conv["WARPSYNC"] or conv["MATCH"] else "none"
     print("  warp reconvergence checks: %s (%s)" % (mode, ", ".join(f"{k} {v}" for k, v in conv.items())))
+    checked, bad = waiting_loads(sass)
+    where = ": " + ", ".join(f"{a:#x}..{e:#x}" for a, e in bad) if bad else ""
+    print(f"  dot loops with a load waiting on an earlier load's registers: {len(bad)} of {checked}{where}")
 
 
 def loops(sass, smallest=64):
@@ -166,6 +174,43 @@ def loops(sass, smallest=64):
         ldg = sum(1 for _, o, _ in body if o.startswith("LDG"))
         found.append((body[0][0], a, len(body), ldg, mix))
     return sorted(found, key=lambda f: f[2])
+
+
+LOAD = re.compile(r"LDG\.E(\.128|\.64)?\S*\s+R(\d+),\s*\[R(\d+)")
+
+
+def waiting_loads(sass, longest=300):
+    """Rounds 39 and 61-63: innermost loops (at most `longest` instructions, a 128-bit global
+    load in them: the dot products' loops) where a global load's destination or address register
+    is the destination of an earlier load of the same body. That load cannot issue before
+    the earlier one has landed and been consumed: two or three round trips an iteration where
+    one was meant (the allocator put a scale word inside the quants' registers). Returns
+    (loops checked, [(start, end) of the loops with such a load])."""
+    ins = instructions(sass)
+    at = {a: i for i, (a, _, _) in enumerate(ins)}
+    checked, bad = 0, []
+    found = loops(sass, smallest=8)
+    for start, end, n, ldg, _ in found:
+        body = ins[at[start]:at[end] + 1]
+        if n > longest or not any(o.startswith("LDG.E.128") for _, o, _ in body):
+            continue
+        # Innermost loops only: an enclosing unit loop's own loads (its records) are not
+        # the dot's iteration.
+        if any(start <= s2 and e2 <= end and (s2, e2) != (start, end) for s2, e2, *_ in found):
+            continue
+        checked += 1
+        pending = set()
+        for _, op, text in body:
+            m = LOAD.search(text) if op.startswith("LDG") else None
+            if not m:
+                continue
+            width = {".128": 4, ".64": 2}.get(m.group(1) or "", 1)
+            dest = set(range(int(m.group(2)), int(m.group(2)) + width))
+            if dest & pending or int(m.group(3)) in pending:
+                bad.append((start, end))
+                break
+            pending |= dest
+    return checked, bad
 
 
 def print_loops(sass, label):
