@@ -37,7 +37,8 @@
 #              spills) and stage sums (bench/stage_summary.py); the driver's pipeline cache to
 #              $OUT/BIN-SHAPE-ACT[-ARGS].cache (disassemble here: bench/sass.py)
 #   plain:BIN:SHAPE:ACT[:ARGS[:ENV]]  the same run with --no-instrument: the plain pipeline's
-#              statistics and cache ($OUT/BIN-SHAPE-ACT[-ARGS][-ENV]-plain.cache), the pipeline
+#              statistics, its passes' power modes and contention, and its cache
+#              ($OUT/BIN-SHAPE-ACT[-ARGS][-ENV]-plain.cache), the pipeline
 #              `bench` measures; ENV (commas for spaces): VAR=VALUE assignments for that run
 #              (a diagnostic build's hook, e.g. BARO_DIAG_SPIRV=.spv/v1.spv); 140 passes
 #              unless ARGS says (--ctx,4400,--passes,4300 also prints the passes at 4096..)
@@ -277,6 +278,10 @@ for p in d.get('pipelines',[]): print('  ', p['pipeline'], '; '.join('%s=%s'%(s[
       python3 -c "
 import json,statistics,sys
 f=[d for d in map(json.loads,open('/tmp/run.jsonl')) if d.get('type')=='frame' and d['pass']>=20]
+# The passes' power modes and contention (round 61: two plain runs' medians tripled while their
+# minima matched the others'; a disturbed run is labelled, not read as a result).
+m={k:sum(1 for d in f if (d.get('mode') or 'unknown')==k) for k in ('fast','slow','unknown')}
+print('   passes 20..: modes %d fast %d slow %d ?, contended %d'%(m['fast'],m['slow'],m['unknown'],sum(1 for d in f if (d.get('contention') or {}).get('reasons'))))
 for k in ('gpu_ns','wall_ns'):
   v=sorted(d[k]/1e3 for d in f if d.get(k))
   if v: print('   %s passes 20..: median %.1f us (min %.1f, max %.1f, n %d)'%(k,statistics.median(v),v[0],v[-1],len(v)))
