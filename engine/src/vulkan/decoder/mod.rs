@@ -191,8 +191,9 @@ pub struct DecoderOptions {
     /// the second way): `true`, by every workgroup of the output projection as its prologue
     /// loads the attention output (the attention stage then ends at its chunks' records,
     /// and the combine is part of the output projection's stage time); `false`, once per
-    /// head group by its last-arriving unit, which the prologue then loads. The same arithmetic either way, so every value of the pass is the
-    /// same (mega ≡ multi bitwise); only speed differs. `None` (the default):
+    /// head group by its last-arriving unit, which the prologue then loads. The same
+    /// arithmetic either way, so every value of the pass is the same (mega ≡ multi
+    /// bitwise); only speed differs. `None` (the default):
     /// [`default_att_prologue_combine`].
     ///
     /// [`ATT_PRO_CHUNKS`]: crate::vulkan::program::ATT_PRO_CHUNKS
@@ -428,55 +429,6 @@ pub struct VulkanDecoder {
     last_count: usize,
 }
 
-/// Words of the kernel's push constants (layout.glsl's `pc`, member for member: `Push`).
-pub(super) const PUSH_WORDS: usize = 10;
-
-/// One dispatch's push constants: layout.glsl's `pc` in its members' order, and a last word
-/// that is always 0 — the shader ties its dot loops' scale unpacking to their quant loads
-/// with it (decode.comp's `qscale_after`), a zero the driver's compiler cannot fold.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Push {
-    pub token: u32,
-    pub pos: u32,
-    /// Multi: the level and stage this dispatch runs.
-    pub level: u32,
-    pub stage: u32,
-    pub pass_id: u32,
-    /// The spin timeout in device-clock ticks.
-    pub timeout: u32,
-    /// The (first) pass's chain slot.
-    pub ring_slot: u32,
-    pub flags: u32,
-    /// Passes this dispatch runs (the pass loop's modules).
-    pub npasses: u32,
-}
-
-impl Push {
-    pub(super) fn words(&self) -> [u32; PUSH_WORDS] {
-        [
-            self.token,
-            self.pos,
-            self.level,
-            self.stage,
-            self.pass_id,
-            self.timeout,
-            self.ring_slot,
-            self.flags,
-            self.npasses,
-            0,
-        ]
-    }
-}
-
-/// The push constants of a clock calibration (and warm-up) dispatch: flag 1, the rest 0.
-pub(super) fn calibration_push() -> [u32; PUSH_WORDS] {
-    Push {
-        flags: 1,
-        ..Push::default()
-    }
-    .words()
-}
-
 /// Passes the watchdog's expectation looks back over.
 const RECENT_WALLS: usize = 32;
 
@@ -554,8 +506,10 @@ mod calibrate;
 mod frame;
 mod pass;
 mod pipeline;
+mod push;
 mod readback;
 mod setup;
+use push::{calibration_push, Push, PUSH_WORDS};
 use readback::ReadbackLayout;
 
 pub use calibrate::Calibration;
