@@ -109,7 +109,7 @@ fn target(out: &Path) -> anyhow::Result<Target> {
     let t = m.file_type();
     if t.is_dir() {
         bail!(
-            "{} is a directory: -o/--out names the file to write",
+            "{} is a directory: an output names a file to write",
             out.display()
         );
     }

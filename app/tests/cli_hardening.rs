@@ -289,6 +289,37 @@ fn a_checkpoint_whose_size_disagrees_with_its_header_is_refused_naming_the_heade
     );
 }
 
+#[test]
+fn a_checkpoint_with_one_bad_header_field_gets_the_loaders_error_naming_that_field() {
+    // One zeroed or negative field is a damaged checkpoint, not "not a model file": the error
+    // names the field and its byte (n_kv_heads at 0x10, seq_len at 0x18).
+    let dir = TempDir::new("hdr");
+    for (at, v, want) in [
+        (16usize, 0i32, "n_kv_heads at byte 0x10 is 0"),
+        (24, -5, "seq_len at byte 0x18 is -5"),
+    ] {
+        let p = dir.path(&format!("bad{at}.bin"));
+        let mut bytes = std::fs::read(STORIES).expect("stories");
+        bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        std::fs::write(&p, &bytes).expect("write");
+        for cmd in ["generate", "info"] {
+            let args: Vec<&str> = match cmd {
+                "info" => vec!["model", "info", s(&p), "-z", TOK],
+                _ => vec!["generate", "-m", s(&p), "-z", TOK, "-n", "2"],
+            };
+            let o = baro(&args);
+            refused(&o, &[want]);
+            assert!(!stderr(&o).contains("not a model file"), "{}", stderr(&o));
+        }
+    }
+    // Text given to `model info` is no model at all, as every other command says.
+    let readme = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+    refused(
+        &baro(&["model", "info", readme]),
+        &["not a model file", "starts with \"# baro-top"],
+    );
+}
+
 // ---- 6. leftovers ---------------------------------------------------------------------------
 
 #[test]
@@ -488,7 +519,7 @@ fn act_type_other_than_f32_or_q8_is_refused_naming_the_accepted_values() {
 }
 
 #[test]
-fn act_q8_gates_against_the_q8_reference_and_generates_on_the_cpu_too() {
+fn act_q8_gates_against_the_q8_reference_runs_on_the_cpu_and_is_refused_for_f32_matrices() {
     let dir = std::env::temp_dir().join(format!("baro-act-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp");
     let m = dir.join("tiny-q4.gguf");
@@ -503,6 +534,12 @@ fn act_q8_gates_against_the_q8_reference_and_generates_on_the_cpu_too() {
         stderr(&o).contains("backend cpu, KV cache f32, activations q8"),
         "{}",
         stderr(&o)
+    );
+    // The embedded stories260K is F32: a q8 run of it on the CPU would compute in f32 while
+    // saying q8, so it is refused as the Vulkan decoder refuses it, naming the matrix.
+    refused(
+        &baro(&["generate", "-n", "4", "--act", "q8"]),
+        &["activations q8", "blk.0.attn_q.weight is F32"],
     );
     let Some(_turn) = vulkan() else { return };
     let o = baro(&["gate", "-m", m, "--steps", "24", "--act", "q8"]);

@@ -165,6 +165,45 @@ fn export_writes_perfetto_json_and_csv_with_a_row_per_pass_per_stage() {
 }
 
 #[test]
+fn export_refuses_one_file_for_two_outputs_a_pass_range_without_a_trace_and_an_empty_range() {
+    let d = tmpdir("export-refusals");
+    let f = d.join("a.baro");
+    write_recording(&f, 5, 4, true);
+    let (f, csv, json) = (
+        f.to_str().expect("utf-8 path"),
+        d.join("t.csv"),
+        d.join("t.json"),
+    );
+    let (csv, json) = (csv.to_str().expect("utf-8"), json.to_str().expect("utf-8"));
+    // One path for two outputs: the second would silently replace the first.
+    let o = baro(&["export", f, "--csv", csv, "--csv-passes", csv]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--csv and --csv-passes both name"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!Path::new(csv).exists());
+    // --passes selects a trace's passes: with CSVs alone it would be ignored.
+    let o = baro(&["export", f, "--csv", csv, "--passes", "1-2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no trace is asked for"),
+        "{}",
+        stderr(&o)
+    );
+    // A range that holds no pass: refused with the passes the recording has, no empty trace.
+    let o = baro(&["export", f, "--perfetto", json, "--passes", "100-200"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("its passes are 0-4"), "{}", stderr(&o));
+    assert!(!Path::new(json).exists());
+    // A range inside it exports those passes.
+    let o = baro(&["export", f, "--perfetto", json, "--passes", "1-2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains(": 2 passes"), "{}", stderr(&o));
+}
+
+#[test]
 fn export_writes_a_gzipped_pftrace_and_json_a_per_pass_csv_and_says_what_sampling_left_out() {
     use std::io::Read;
     let d = tmpdir("export-proto");

@@ -114,6 +114,27 @@ pub fn takes_q8(ty: GgmlType) -> bool {
     !matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16)
 }
 
+/// Whether a model can run with q8 activations: every matrix a matvec reads (the layers'
+/// seven and the classifier) must be of a type [`takes_q8`] — the GPU's q8 path has no int8
+/// dot product for F32, F16 or BF16, and the CPU reference must not claim a q8 run it would
+/// compute in f32. The error names the first matrix that is not.
+pub fn check_q8_matrices(w: &crate::model::Weights) -> crate::Result<()> {
+    match w
+        .layers
+        .iter()
+        .flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down])
+        .chain([w.classifier()])
+        .find(|t| !takes_q8(t.ty))
+    {
+        Some(t) => Err(crate::Error::Invalid(format!(
+            "activations q8: every matrix must be of a quantised type (they meet int8 activations; F32, F16 and BF16 have no int8 dot product); {} is {}",
+            t.name,
+            t.ty.ggml_name()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `Σ w_j · q_j` over a run of integer weights and the input quants beside them.
 fn idot(w: &[i32], q: &[i8]) -> i32 {
     w.iter().zip(q).map(|(&a, &b)| a * b as i32).sum()

@@ -86,6 +86,15 @@ pub fn generate(
     )
 }
 
+/// `e` with the position it happened at in front of its message.
+fn at_position(e: Error, pos: usize) -> Error {
+    match e {
+        Error::Model(m) => Error::Model(format!("position {pos}: {m}")),
+        Error::Invalid(m) => Error::Invalid(format!("position {pos}: {m}")),
+        e => e,
+    }
+}
+
 /// [`generate`] with `opts` (which change nothing for a run.c vocabulary: it has no special
 /// tokens).
 pub fn generate_with(
@@ -121,11 +130,19 @@ pub fn generate_with(
     let mut pos = 0;
     while pos < steps {
         let logits = dec.forward(token, pos)?;
+        // Every pass's logits, the prompt's too (the GPU checks its own in the fail word; the
+        // CPU decoder has no other check): a NaN must not print as tokens.
+        if let Some(i) = logits.iter().position(|v| !v.is_finite()) {
+            return Err(Error::Model(format!(
+                "position {pos}: logit {i} is {}: the forward pass produced a non-finite value (broken weights or metadata)",
+                logits[i]
+            )));
+        }
         let forced = pos + 1 < prompt_tokens.len();
         let next = if forced {
             prompt_tokens[pos + 1]
         } else {
-            sampler.sample(logits)
+            sampler.sample(logits).map_err(|e| at_position(e, pos))?
         };
         pos += 1;
         // run.c ends on BOS wherever it comes from; a GGUF vocabulary ends on a sampled

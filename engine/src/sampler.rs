@@ -8,6 +8,8 @@
 
 use std::cmp::Ordering;
 
+use crate::{Error, Result};
+
 /// run.c's `random_u32`: xorshift64* on `state`, upper 32 bits of the product.
 fn random_u32(state: &mut u64) -> u32 {
     *state ^= *state >> 12;
@@ -95,22 +97,38 @@ impl Sampler {
     /// into probabilities in place, one random number is drawn, and top-p sampling is used when
     /// 0 < topp < 1, plain multinomial sampling otherwise. Only the first `vocab_size` logits
     /// take part.
-    pub fn sample(&mut self, logits: &mut [f32]) -> u32 {
+    ///
+    /// A logit that is not finite is an error (an argmax or a softmax over it would pick a
+    /// token that means nothing), and so is a temperature small enough that a logit divided
+    /// by it overflows f32 (run.c would sample from NaN probabilities there).
+    pub fn sample(&mut self, logits: &mut [f32]) -> Result<u32> {
         let n = self.vocab_size.min(logits.len());
         let logits = &mut logits[..n];
+        if let Some(i) = logits.iter().position(|v| !v.is_finite()) {
+            return Err(Error::Model(format!(
+                "logit {i} is {}: the forward pass produced a non-finite value (broken weights or metadata), so no token can be sampled",
+                logits[i]
+            )));
+        }
         if self.temperature == 0.0 {
-            return argmax(logits);
+            return Ok(argmax(logits));
         }
         for q in logits.iter_mut() {
             *q /= self.temperature;
         }
+        if let Some(i) = logits.iter().position(|v| !v.is_finite()) {
+            return Err(Error::Invalid(format!(
+                "temperature {:e}: logit {i} divided by it overflows f32 ({}); use a larger temperature, or 0 for the argmax",
+                self.temperature, logits[i]
+            )));
+        }
         softmax(logits);
         let coin = random_f32(&mut self.rng_state);
-        if self.topp <= 0.0 || self.topp >= 1.0 {
+        Ok(if self.topp <= 0.0 || self.topp >= 1.0 {
             sample_mult(logits, coin)
         } else {
             self.sample_topp(logits, coin)
-        }
+        })
     }
 
     /// run.c's `sample_topp`: keep the probabilities of at least `(1 - topp) / (n - 1)`, sort
@@ -245,27 +263,51 @@ mod tests {
         // Temperature 0: argmax, logits untouched, no RNG draw.
         let mut s = Sampler::new(4, 0.0, 0.9, 42);
         let mut l = [0.5f32, 2.0, 2.0, -1.0];
-        assert_eq!(s.sample(&mut l), 1);
+        assert_eq!(s.sample(&mut l).unwrap(), 1);
         assert_eq!(l, [0.5, 2.0, 2.0, -1.0]);
         // Uniform over 4: seed 42's coins 0.339, 0.782, 0.790, 0.944 pick 1, 3, 3, 3.
         for topp in [0.0, 1.0, 0.9] {
             let mut s = Sampler::new(4, 1.0, topp, 42);
-            let picks: Vec<u32> = (0..4).map(|_| s.sample(&mut [0.0f32; 4])).collect();
+            let picks: Vec<u32> = (0..4)
+                .map(|_| s.sample(&mut [0.0f32; 4]).unwrap())
+                .collect();
             assert_eq!(picks, [1, 3, 3, 3], "topp {topp}");
         }
         // Logits are divided by the temperature and softmaxed in place.
         let mut s = Sampler::new(2, 2.0, 0.0, 42);
         let mut l = [2.0f32, 4.0];
-        s.sample(&mut l);
+        s.sample(&mut l).unwrap();
         let mut want = [1.0f32, 2.0];
         softmax(&mut want);
         assert_eq!(l, want);
         // Only the first vocab_size logits take part.
         let mut s = Sampler::new(2, 0.0, 0.0, 42);
-        assert_eq!(s.sample(&mut [0.0, 1.0, 9.0]), 1);
+        assert_eq!(s.sample(&mut [0.0, 1.0, 9.0]).unwrap(), 1);
         let mut s = Sampler::new(2, 1.0, 0.0, 42);
         let mut l = [0.0f32, 0.0, 9.0];
-        s.sample(&mut l);
+        s.sample(&mut l).unwrap();
         assert_eq!(l, [0.5, 0.5, 9.0]);
+    }
+
+    #[test]
+    fn sample_refuses_non_finite_logits_and_a_temperature_that_overflows_them() {
+        // A NaN or an infinity among the logits: an error at any temperature, naming the logit.
+        for t in [0.0f32, 1.0] {
+            for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+                let mut s = Sampler::new(3, t, 0.9, 1);
+                let e = s.sample(&mut [0.0, bad, 1.0]).unwrap_err().to_string();
+                assert!(e.contains("logit 1 is"), "{e}");
+            }
+        }
+        // Past vocab_size the logits take no part, finite or not.
+        let mut s = Sampler::new(2, 0.0, 0.9, 1);
+        assert_eq!(s.sample(&mut [0.0, 1.0, f32::NAN]).unwrap(), 1);
+        // 30 / 1e-38 overflows f32: refused with the temperature named, not sampled from NaNs.
+        let mut s = Sampler::new(2, 1e-38, 0.9, 1);
+        let e = s.sample(&mut [0.0, 30.0]).unwrap_err().to_string();
+        assert!(e.contains("temperature 1e-38"), "{e}");
+        // The smallest temperature that keeps them finite still samples (the larger one).
+        let mut s = Sampler::new(2, 1e-37, 0.9, 1);
+        assert_eq!(s.sample(&mut [0.0, 30.0]).unwrap(), 1);
     }
 }

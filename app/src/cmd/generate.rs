@@ -114,6 +114,10 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             "baro-top: seed 0 = the current time: seed {seed} (pass -s {seed} to repeat this text)"
         );
     }
+    if a.backend == Backend::Cpu && a.gpu.act == Some(baro_engine::device::ActType::Q8) {
+        // As the Vulkan decoder refuses it: a q8 run of F32 matrices would be an f32 run.
+        baro_engine::act::check_q8_matrices(&model.weights)?;
+    }
     let mut sampler = Sampler::new(model.config.vocab_size, a.temp, a.topp, seed);
     let mut dec: Box<dyn Decode + '_> = match a.backend {
         Backend::Cpu => Box::new(CpuDecoder::with_types(

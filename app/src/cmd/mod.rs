@@ -39,17 +39,29 @@ pub fn load_model(a: &ModelArgs) -> anyhow::Result<Model> {
             }
             Ok(m)
         }
-        Some(p) => Model::open(p, a.tokenizer.as_deref()).map_err(|e| match not_a_model(p) {
-            Some(why) => anyhow::anyhow!("loading model {}: {why}", p.display()),
-            None => anyhow::Error::new(e).context(format!("loading model {}", p.display())),
-        }),
+        Some(p) => open_model_file(p, a.tokenizer.as_deref(), "loading model"),
     }
+}
+
+/// [`Model::open`] with the error every command gives: a file that is plainly no model says
+/// so (what it starts with), one that may be a damaged model gets the loader's own error;
+/// `doing` starts the message ("loading model", "reading").
+pub fn open_model_file(
+    p: &std::path::Path,
+    tokenizer: Option<&std::path::Path>,
+    doing: &str,
+) -> anyhow::Result<Model> {
+    Model::open(p, tokenizer).map_err(|e| match not_a_model(p) {
+        Some(why) => anyhow::anyhow!("{doing} {}: {why}", p.display()),
+        None => anyhow::Error::new(e).context(format!("{doing} {}", p.display())),
+    })
 }
 
 /// Why `p` (which failed to load) is no model file at all, where it plainly is not: neither
 /// GGUF (magic `GGUF`) nor a llama2.c checkpoint (seven small positive i32s: dim, hidden,
-/// layers, heads, kv heads, ±vocab, context). `None` where it may be one, damaged (the
-/// loader's own error says more then).
+/// layers, heads, kv heads, ±vocab, context). `None` where it may be one, damaged: GGUF, or
+/// a header of which at least five fields are plausible (one or two zeroed, negative or huge
+/// fields are a damaged checkpoint, and the loader's own error names the field).
 fn not_a_model(p: &std::path::Path) -> Option<String> {
     use std::io::Read;
     let mut head = [0u8; 28];
@@ -67,7 +79,9 @@ fn not_a_model(p: &std::path::Path) -> Option<String> {
         && ints
             .iter()
             .enumerate()
-            .all(|(i, &v)| (1..=1 << 24).contains(&if i == 5 { v.abs() } else { v }));
+            .filter(|&(i, &v)| (1..=1 << 24).contains(&if i == 5 { v.abs() } else { v }))
+            .count()
+            >= 5;
     if plausible {
         return None;
     }

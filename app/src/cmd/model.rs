@@ -275,8 +275,7 @@ fn parse_llama3(s: &str) -> anyhow::Result<Llama3Rope> {
 
 pub fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
     let ty = GgmlType::parse(&a.quant)?;
-    let model = Model::open(&a.input, Some(&a.tokenizer))
-        .with_context(|| format!("reading {}", a.input.display()))?;
+    let model = super::open_model_file(&a.input, Some(&a.tokenizer), "reading")?;
     let model = model.quantized(ty).context("quantising")?;
     let name = a
         .input
@@ -288,8 +287,7 @@ pub fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
-    let model = Model::open(&a.file, a.tokenizer.as_deref())
-        .with_context(|| format!("reading {}", a.file.display()))?;
+    let model = super::open_model_file(&a.file, a.tokenizer.as_deref(), "reading")?;
     outln!("model      {}", model.source)?;
     print_format(&a.file)?;
     print_shape(&model)?;

@@ -333,6 +333,30 @@ fn export_to(
     Ok(stats.expect("written"))
 }
 
+/// Two outputs of one command must not be one file (the second would silently replace the
+/// first). A path that exists and is not a regular file (`/dev/stdout`, a FIFO) may repeat:
+/// the outputs follow one another there.
+fn distinct_outputs(outs: &[(&str, &Option<PathBuf>)]) -> anyhow::Result<()> {
+    let key = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let given: Vec<(&str, &PathBuf)> = outs
+        .iter()
+        .filter_map(|(flag, p)| p.as_ref().map(|p| (*flag, p)))
+        .collect();
+    for (i, (fa, pa)) in given.iter().enumerate() {
+        let stream = std::fs::metadata(pa).is_ok_and(|m| !m.is_file());
+        if stream {
+            continue;
+        }
+        if let Some((fb, _)) = given[i + 1..].iter().find(|(_, pb)| key(pb) == key(pa)) {
+            bail!(
+                "{fa} and {fb} both name {}: each output needs a file of its own",
+                pa.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `export`: traces (JSON, protobuf) and/or CSVs, each written through a temporary file.
 pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     if a.perfetto.is_none()
@@ -342,6 +366,20 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     {
         bail!("export needs --perfetto OUT.json, --perfetto-proto OUT.pftrace, --csv OUT.csv and/or --csv-passes OUT.csv");
     }
+    let traces = a.perfetto.is_some() || a.perfetto_proto.is_some();
+    if let (Some(r), false) = (&a.passes, traces) {
+        bail!(
+            "--passes {}-{} selects a trace's passes, and no trace is asked for (--perfetto, --perfetto-proto); the CSVs hold every pass",
+            r.start(),
+            r.end()
+        );
+    }
+    distinct_outputs(&[
+        ("--perfetto", &a.perfetto),
+        ("--perfetto-proto", &a.perfetto_proto),
+        ("--csv", &a.csv),
+        ("--csv-passes", &a.csv_passes),
+    ])?;
     let mut damaged = false;
     let mut report = |out: &Path, s: &export::ExportStats, what: &str| {
         note!(
@@ -355,7 +393,7 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
             damaged = true;
         }
     };
-    if a.perfetto.is_some() || a.perfetto_proto.is_some() {
+    if traces {
         let opts = export::TraceOptions {
             spans_every: match a.spans_every {
                 SpansEveryArg::Auto => export::SpansEvery::Auto {
@@ -367,6 +405,18 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
             passes: a.passes.clone(),
         };
         let survey = export::survey(&mut open(&a.file)?, opts.passes.as_ref());
+        if let (Some(r), 0) = (&opts.passes, survey.passes) {
+            bail!(
+                "--passes {}-{}: no pass of {} is in that range ({})",
+                r.start(),
+                r.end(),
+                a.file.display(),
+                match survey.span_of_all {
+                    Some((f, l)) => format!("its passes are {f}-{l}"),
+                    None => "it holds no pass".into(),
+                }
+            );
+        }
         let opts = opts.resolve(&survey);
         let mut left_out = None;
         if let Some(out) = &a.perfetto {

@@ -49,6 +49,12 @@ pub const MAX_DIMS: usize = 4;
 /// 1). Bounds the reader's recursion so that no file can overflow the stack.
 pub const MAX_ARRAY_DEPTH: usize = 16;
 
+/// Most array elements a file's metadata may hold in all (2^24): each is decoded to a
+/// [`Value`] of 32 bytes, so this bounds the metadata's memory at about 512 MiB whatever the
+/// file claims. Real vocabularies hold well under a million (Llama 3: tokens, types and merges
+/// 0.54 million).
+pub const MAX_ARRAY_ELEMENTS: u64 = 1 << 24;
+
 // Value type ids.
 pub(super) const T_U8: u32 = 0;
 pub(super) const T_I8: u32 = 1;

@@ -12,6 +12,8 @@ use std::sync::Arc;
 pub(super) struct Cursor<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// Array elements read so far, over all metadata (bounded by [`MAX_ARRAY_ELEMENTS`]).
+    elements: u64,
 }
 
 impl<'a> Cursor<'a> {
@@ -145,6 +147,22 @@ impl<'a> Cursor<'a> {
                         ))
                     }
                 }
+                // Each element becomes a 32-byte Value whatever its size in the file (a u8
+                // array of 700 MB would take 22 GB): the elements of all arrays together are
+                // bounded, far above what real files hold.
+                self.elements = self.elements.saturating_add(count);
+                if self.elements > MAX_ARRAY_ELEMENTS {
+                    return Err(gguf_err(
+                        count_at,
+                        format!(
+                            "{}: array count {count} brings the metadata's array elements to {}, \
+                             more than baro-top reads ({MAX_ARRAY_ELEMENTS}; real vocabularies \
+                             hold well under a million)",
+                            what(),
+                            self.elements
+                        ),
+                    ));
+                }
                 // count <= left bytes, so it fits usize; cap the up-front reservation anyway.
                 let mut items = Vec::with_capacity(count.min(1 << 16) as usize);
                 for _ in 0..count {
@@ -173,7 +191,11 @@ pub(super) struct Header {
 }
 
 pub(super) fn parse_header(buf: &[u8]) -> Result<Header> {
-    let mut c = Cursor { buf, pos: 0 };
+    let mut c = Cursor {
+        buf,
+        pos: 0,
+        elements: 0,
+    };
     let (version, tensor_count, kv_count) = read_counts(&mut c)?;
     let (metadata, meta_offsets) = read_metadata(&mut c, kv_count)?;
     let alignment = alignment_of(&metadata, &meta_offsets)?;
@@ -447,8 +469,12 @@ pub struct GgufFile {
     pub alignment: u64,
     /// Metadata in file order.
     pub metadata: Vec<(String, Value)>,
-    /// Tensor directory in file order.
+    /// Tensor directory in file order (read-only after parsing: [`Self::tensor`] looks names
+    /// up through an index built then).
     pub tensors: Vec<TensorInfo>,
+    /// Each tensor's position in `tensors` by name: a model's loader asks for 9-14 tensors a
+    /// layer, and a linear search made a 20,000-layer file take 30 s to refuse.
+    tensor_index: HashMap<String, usize>,
     storage: Arc<Storage>,
     data_offset: u64,
     /// File offset of each metadata value, for error messages.
@@ -470,11 +496,19 @@ impl GgufFile {
     /// Parse GGUF bytes already in memory.
     pub fn from_storage(storage: Arc<Storage>) -> Result<Self> {
         let h = parse_header(&storage)?;
+        // Names are unique (read_tensor_infos refuses a duplicate).
+        let tensor_index = h
+            .tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect();
         Ok(GgufFile {
             version: h.version,
             alignment: h.alignment,
             metadata: h.metadata,
             tensors: h.tensors,
+            tensor_index,
             storage,
             data_offset: h.data_offset,
             meta_offsets: h.meta_offsets,
@@ -547,7 +581,8 @@ impl GgufFile {
 
     /// The tensor called `name`.
     pub fn tensor(&self, name: &str) -> Option<&TensorInfo> {
-        self.tensors.iter().find(|t| t.name == name)
+        let t = self.tensors.get(*self.tensor_index.get(name)?)?;
+        (t.name == name).then_some(t)
     }
 
     /// The data of `info` (one of this file's tensors): exactly `info.n_bytes()` bytes, checked

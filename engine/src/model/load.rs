@@ -6,7 +6,7 @@ use std::path::Path;
 use super::types::{Arch, Config, Layer, Tensor, Weights};
 use super::vocab::{synthetic_tokenizer, tokenizer_from_gguf};
 use super::{Model, STORIES260K_BIN, STORIES260K_TOK};
-use crate::gguf::GgufFile;
+use crate::gguf::{GgufFile, Value};
 use crate::input::{open_input, read_up_to};
 use crate::llama2c;
 use crate::tokenizer::Tokenizer;
@@ -346,6 +346,7 @@ fn config_from_gguf(file: &GgufFile, arch: Arch) -> Result<Config> {
         head_dim,
         rope_scale,
     };
+    check_keys(file, &config, &key)?;
     config.validate()?;
     if let Some(n) = get("rope.dimension_count")? {
         if n != config.head_size() {
@@ -357,6 +358,51 @@ fn config_from_gguf(file: &GgufFile, arch: Arch) -> Result<Config> {
         }
     }
     Ok(config)
+}
+
+/// [`Config::validate`]'s checks that one key of the file decides, naming the key and its
+/// value as the file holds it (an f64 beyond f32's range is shown as written, not as `inf`).
+fn check_keys(file: &GgufFile, c: &Config, key: &dyn Fn(&str) -> String) -> Result<()> {
+    let bad = |m: String| Err(Error::Model(m));
+    for (k, v) in [
+        ("embedding_length", c.dim),
+        ("feed_forward_length", c.hidden_dim),
+        ("block_count", c.n_layers),
+        ("context_length", c.seq_len),
+        ("attention.head_count", c.n_heads),
+    ] {
+        if v == 0 {
+            return bad(format!("{} is 0 (must be at least 1)", key(k)));
+        }
+    }
+    if c.n_kv_heads == 0 || !c.n_heads.is_multiple_of(c.n_kv_heads) {
+        return bad(format!(
+            "{} = {} does not divide {} = {} (grouped-query attention needs a whole number of query heads per key/value head)",
+            key("attention.head_count_kv"),
+            c.n_kv_heads,
+            key("attention.head_count"),
+            c.n_heads
+        ));
+    }
+    let shown = |k: &str, v: f32| match file.get(&key(k)) {
+        Some(Value::F64(x)) => format!("{x:?}"),
+        _ => format!("{v}"),
+    };
+    if !(c.rope_theta.is_finite() && c.rope_theta > 0.0) {
+        return bad(format!(
+            "{} = {}: the RoPE base frequency must be finite and positive (as f32)",
+            key("rope.freq_base"),
+            shown("rope.freq_base", c.rope_theta)
+        ));
+    }
+    if !(c.norm_eps.is_finite() && c.norm_eps >= 0.0) {
+        return bad(format!(
+            "{} = {}: the RMSNorm epsilon must be finite and at least 0 (as f32)",
+            key("attention.layer_norm_rms_epsilon"),
+            shown("attention.layer_norm_rms_epsilon", c.norm_eps)
+        ));
+    }
+    Ok(())
 }
 
 /// Any key under the architecture's prefix `p` that is neither read nor harmless may change

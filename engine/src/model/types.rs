@@ -186,6 +186,12 @@ impl Config {
                 self.rope_theta
             ));
         }
+        if !(self.norm_eps.is_finite() && self.norm_eps >= 0.0) {
+            return bad(format!(
+                "RMSNorm epsilon {} must be finite and at least 0",
+                self.norm_eps
+            ));
+        }
         // Guard against absurd shapes from crafted metadata before anything is allocated.
         const MAX: usize = 1 << 20;
         for (n, v) in [

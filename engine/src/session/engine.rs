@@ -416,7 +416,7 @@ impl Engine {
         } else if self.b.temperature == 0.0 {
             p.argmax
         } else {
-            self.sampler.sample(self.dec.logits_mut())
+            self.sampler.sample(self.dec.logits_mut())?
         };
         // The frame's head now; its ring is copied out (the next pass overwrites the
         // readback) and read, with the labels, on the frame builder while this thread goes on.

@@ -83,8 +83,11 @@ pub struct Tokenizer {
     vocab: Vec<Vec<u8>>,
     /// Merge scores, one per piece.
     scores: Vec<f32>,
-    /// The tokenizer file's `max_token_length` (or the longest piece).
+    /// The tokenizer file's `max_token_length` (or the longest piece): reported, never trusted.
     max_token_length: usize,
+    /// The longest piece in bytes: what the merge buffers are sized by (a header that claims
+    /// 2^31 must not allocate gigabytes).
+    longest_piece: usize,
     bos_id: u32,
     eos_id: u32,
     /// The id of the piece `<0xXX>` for each byte, where the vocabulary has it.
@@ -175,7 +178,7 @@ impl Tokenizer {
             Ok::<bool, Error>(buf.len() as u64 == want)
         };
         let mut complete = read(&mut f, &mut buf, 4)?;
-        for _ in 0..vocab_size {
+        for i in 0..vocab_size {
             if !complete || !read(&mut f, &mut buf, 8)? {
                 complete = false;
                 break;
@@ -184,7 +187,13 @@ impl Tokenizer {
             let len = i32::from_le_bytes([buf[n - 4], buf[n - 3], buf[n - 2], buf[n - 1]]);
             match u64::try_from(len) {
                 Ok(len) => complete = read(&mut f, &mut buf, len)?,
-                Err(_) => complete = false, // from_llama2c names the negative length
+                // Named here: the records read so far are not the file's size.
+                Err(_) => {
+                    return Err(Error::Tokenizer(format!(
+                        "llama2.c tokenizer file: record {i} at byte {:#x}: negative length {len}",
+                        n - 8
+                    )))
+                }
             }
         }
         if complete && read(&mut f, &mut buf, 1)? {
@@ -280,10 +289,12 @@ impl Tokenizer {
         let mut sorted: Vec<u32> = (0..vocab.len() as u32).collect();
         // Stable, like glibc's merge-sort qsort.
         sorted.sort_by(|&a, &b| c_str(&vocab[a as usize]).cmp(c_str(&vocab[b as usize])));
+        let longest_piece = vocab.iter().map(Vec::len).max().unwrap_or(0);
         let mut t = Tokenizer {
             vocab,
             scores,
             max_token_length,
+            longest_piece,
             bos_id,
             eos_id,
             byte_fallback: [None; 256],
@@ -394,7 +405,7 @@ impl Tokenizer {
         let mut next: Vec<usize> = (1..=n).collect();
         let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
         let mut alive = vec![true; n];
-        let mut buf = Vec::with_capacity(2 * self.max_token_length + 2);
+        let mut buf = Vec::with_capacity(2 * self.longest_piece + 2);
         let mut heap = BinaryHeap::new();
         let push = |heap: &mut BinaryHeap<Cand>, buf: &mut Vec<u8>, i: usize, a: u32, b: u32| {
             if let Some(id) = self.merge_of(a, b, buf) {
@@ -432,7 +443,7 @@ impl Tokenizer {
     /// run.c's merge loop as written: quadratic; the reference for [`Self::merge_all`].
     #[cfg(test)]
     fn merge_all_reference(&self, mut tokens: Vec<u32>) -> Vec<u32> {
-        let mut buf = Vec::with_capacity(2 * self.max_token_length + 2);
+        let mut buf = Vec::with_capacity(2 * self.longest_piece + 2);
         let mut pairs: Vec<Option<u32>> = tokens
             .windows(2)
             .map(|w| self.merge_of(w[0], w[1], &mut buf))

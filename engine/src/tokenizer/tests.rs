@@ -313,6 +313,43 @@ fn malformed_tokenizer_files_are_errors() {
     assert!(Tokenizer::from_llama2c(&bad, 512).is_err());
 }
 
+#[test]
+fn a_file_with_a_negative_record_length_is_refused_naming_that_record_and_its_byte() {
+    // Record 5's offset: past the header and records 0..5 (score, length, bytes each).
+    let mut at = 4usize;
+    for _ in 0..5 {
+        let len = i32::from_le_bytes(TOK512[at + 4..at + 8].try_into().unwrap());
+        at += 8 + len as usize;
+    }
+    let mut bad = TOK512.to_vec();
+    bad[at + 4..at + 8].copy_from_slice(&(-1i32).to_le_bytes());
+    let p = std::env::temp_dir().join(format!("baro-tok-neg-{}.bin", std::process::id()));
+    std::fs::write(&p, &bad).expect("write");
+    let e = Tokenizer::read_llama2c_file(&p, 512)
+        .expect_err("negative length")
+        .to_string();
+    let _ = std::fs::remove_file(&p);
+    assert!(
+        e.contains(&format!("record 5 at byte {at:#x}: negative length -1")),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_max_token_length_header_that_lies_is_reported_but_never_sizes_a_buffer() {
+    // 2^31 - 1 claimed: the merge buffers are sized by the longest real piece instead (the
+    // claim made `encode` ask for 4 GiB), and the text encodes as with the true header.
+    let mut lie = TOK512.to_vec();
+    lie[0..4].copy_from_slice(&i32::MAX.to_le_bytes());
+    let t = Tokenizer::from_llama2c(&lie, 512).expect("loads");
+    let truth = tok512();
+    assert_eq!(t.max_token_length(), i32::MAX as usize);
+    assert_eq!(t.longest_piece, truth.longest_piece);
+    assert!(t.longest_piece <= truth.max_token_length());
+    let text = b"Once upon a time, there was a little girl";
+    assert_eq!(t.encode(text, true, false), truth.encode(text, true, false));
+}
+
 /// The heap-ordered merge gives exactly run.c's quadratic loop's tokens: on texts of the
 /// vocabulary's own pieces and on bytes with ties of equal scores.
 #[test]

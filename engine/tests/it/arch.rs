@@ -351,6 +351,38 @@ fn metadata_that_changes_the_math_is_refused_by_name() {
 }
 
 #[test]
+fn metadata_values_outside_the_math_are_refused_naming_the_key_and_the_value() {
+    let d = dir("values");
+    let m = model(&shape(Arch::Llama, 1, None), GgmlType::F32, 16);
+    let eps = "llama.attention.layer_norm_rms_epsilon";
+    let base = "llama.rope.freq_base";
+    let cases: [(&str, Value, &str); 9] = [
+        (eps, Value::F32(f32::NAN), "= NaN"),
+        (eps, Value::F32(-1e-5), "= -0.00001"),
+        (eps, Value::F32(f32::INFINITY), "= inf"),
+        // An f64 beyond f32's range is shown as the file has it, not as the inf it becomes.
+        (eps, Value::F64(1e300), "= 1e300"),
+        (base, Value::F32(0.0), "= 0"),
+        (base, Value::F64(1e300), "= 1e300"),
+        ("llama.context_length", Value::U32(0), "is 0"),
+        ("llama.attention.head_count", Value::U32(0), "is 0"),
+        (
+            "llama.attention.head_count_kv",
+            Value::U32(3),
+            "does not divide",
+        ),
+    ];
+    for (k, v, want) in cases {
+        let p = crafted(&d, &m, |md, _| set(md, k, v));
+        refused(&p, &[k, want]);
+    }
+    // An epsilon of 0 is in ggml's domain (eps >= 0): it loads.
+    let p = crafted(&d, &m, |md, _| set(md, eps, Value::F32(0.0)));
+    let got = Model::open(&p, None).expect("epsilon 0 loads");
+    assert_eq!(got.config.norm_eps, 0.0);
+}
+
+#[test]
 fn a_head_size_apart_from_dim_over_heads_comes_from_key_length() {
     let d = dir("headdim");
     let m = model(&shape(Arch::Llama, 1, None), GgmlType::F32, 15);

@@ -172,6 +172,37 @@ fn huge_array_count_is_rejected_before_allocating() {
 }
 
 #[test]
+fn metadata_arrays_past_the_element_budget_are_refused_before_decoding() {
+    // Two u8 arrays whose counts fit the file but together pass MAX_ARRAY_ELEMENTS by one:
+    // the second count is refused where it stands (before its elements are decoded), naming
+    // the total. Below the budget they parse (the second array short of it: decoding 2^24
+    // Values would take 512 MiB here).
+    let first = 1000usize;
+    let file = |second: usize| {
+        Hand::new(3, 0, 2)
+            .str("a")
+            .u32(T_ARRAY)
+            .u32(T_U8)
+            .u64(first as u64)
+            .raw(&vec![7; first])
+            .str("b")
+            .u32(T_ARRAY)
+            .u32(T_U8)
+            .u64(second as u64)
+            .raw(&vec![7; second])
+    };
+    let over = MAX_ARRAY_ELEMENTS as usize - first + 1;
+    assert_contains(
+        &file(over).err(),
+        &format!(
+            "metadata 'b': array count {over} brings the metadata's array elements to {}",
+            MAX_ARRAY_ELEMENTS + 1
+        ),
+    );
+    assert!(parse(file(5000).0).is_ok());
+}
+
+#[test]
 fn unknown_value_type_is_rejected() {
     let e = Hand::new(3, 0, 1).str("k").u32(13).u32(0).err();
     assert_contains(&e, "metadata 'k': unknown value type 13");

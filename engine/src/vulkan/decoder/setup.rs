@@ -94,20 +94,7 @@ impl VulkanDecoder {
                     info.index, info.name
                 )));
             }
-            let w = &model.weights;
-            if let Some(t) = w
-                .layers
-                .iter()
-                .flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down])
-                .chain([w.classifier()])
-                .find(|t| !crate::act::takes_q8(t.ty))
-            {
-                return Err(Error::Invalid(format!(
-                    "activations q8: every matrix must be of a quantised type (they meet int8 activations; F32, F16 and BF16 have no int8 dot product); {} is {}",
-                    t.name,
-                    t.ty.ggml_name()
-                )));
-            }
+            crate::act::check_q8_matrices(&model.weights)?;
         }
         let rows = opts.rows.unwrap_or(DEFAULT_ROWS);
         if ![1, 2, 4].contains(&rows) {

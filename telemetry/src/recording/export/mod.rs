@@ -257,6 +257,9 @@ pub struct Survey {
     pub spans: u64,
     /// The run's grid.
     pub grid: u32,
+    /// The smallest and the largest pass number of every frame, in `passes` or not (`None`:
+    /// no frame at all): what a range that selects nothing can be told about.
+    pub span_of_all: Option<(u64, u64)>,
 }
 
 /// Read `reader` through and count what a trace of it would hold (up to any damage), over
@@ -270,6 +273,12 @@ pub fn survey<R: Read + Seek>(
         ..Default::default()
     };
     for msg in reader.by_ref() {
+        if let Ok(Telemetry::Frame(f)) = &msg {
+            s.span_of_all = Some(match s.span_of_all {
+                None => (f.pass, f.pass),
+                Some((a, b)) => (a.min(f.pass), b.max(f.pass)),
+            });
+        }
         match msg {
             Ok(Telemetry::Frame(f)) if passes.is_none_or(|r| r.contains(&f.pass)) => {
                 s.passes += 1;
