@@ -98,7 +98,9 @@ impl Write for Stdout {
 pub fn stdout_fmt(args: std::fmt::Arguments<'_>) -> io::Result<()> {
     let text = clean(&args.to_string());
     let mut o = Stdout::lock();
+    // Named: "No space left on device" alone does not say which file (`>/dev/full`).
     o.write_all(text.as_bytes())
+        .map_err(|e| io::Error::new(e.kind(), format!("writing to stdout: {e}")))
 }
 
 /// A writer of raw bytes from a file (a vocabulary's pieces: generated text, `tokenize`)

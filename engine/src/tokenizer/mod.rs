@@ -158,7 +158,7 @@ impl Tokenizer {
         }
         if at != total {
             return Err(err(format!(
-                "{} bytes after the last of {vocab_size} records (at byte {at:#x})",
+                "{} bytes after the last of {vocab_size} records (the model's vocabulary size) at byte {at:#x}",
                 total - at
             )));
         }
@@ -207,7 +207,7 @@ impl Tokenizer {
                     format!("{} bytes", m.len().saturating_sub(at as u64))
                 });
             return Err(Error::Tokenizer(format!(
-                "llama2.c tokenizer file: {total} after the last of {vocab_size} records (at byte {at:#x})"
+                "llama2.c tokenizer file: {total} after the last of {vocab_size} records (the model's vocabulary size) at byte {at:#x}"
             )));
         }
         Self::from_llama2c(&buf, vocab_size)
