@@ -411,13 +411,18 @@ impl Engine {
     /// Send the frame of pass `slot` of the submission just run and advance the sequence.
     fn finish_pass(&mut self, slot: usize, p: &crate::vulkan::Pass) -> Result<Flow> {
         let (pos, token, n) = (self.pos, self.token, self.n);
-        let next = if pos + 1 < self.prompt.len() {
-            self.prompt[pos + 1]
-        } else if self.b.temperature == 0.0 {
-            p.argmax
+        let ok = p.fail.ok();
+        // A failed pass feeds nothing back (the sequence restarts below) and its logits may be
+        // NaN: only a clean pass is sampled. A sampling error (a temperature that overflows
+        // the logits) ends the run once this pass's frame is out.
+        let sampled = if pos + 1 < self.prompt.len() {
+            Ok(self.prompt[pos + 1])
+        } else if self.b.temperature == 0.0 || !ok {
+            Ok(p.argmax)
         } else {
-            self.sampler.sample(self.dec.logits_mut())?
+            self.sampler.sample(self.dec.logits_mut())
         };
+        let next = *sampled.as_ref().unwrap_or(&p.argmax);
         // The frame's head now; its ring is copied out (the next pass overwrites the
         // readback) and read, with the labels, on the frame builder while this thread goes on.
         let mut f = self.dec.frame_head(&self.details, n, pos, token, next, p);
@@ -428,7 +433,6 @@ impl Engine {
             mega: self.dec.ring_barriers(),
         });
         f.host_start_ns = p.window.and_then(|(t0, _)| self.host_clock.host_ns(t0));
-        let ok = p.fail.ok();
         f.check = match (&mut self.shadow, self.plan) {
             (Some(sh), Some(plan)) if ok && plan.covers(pos as u32) => {
                 let sent = sh.tx.send(ToShadow::Pass {
@@ -467,6 +471,7 @@ impl Engine {
         if !alive {
             return Ok(Flow::End(EndReason::ConsumerGone));
         }
+        sampled?;
         if self.n.is_multiple_of(RESYNC_EVERY) {
             let c = self.sync(self.n)?;
             self.emit(Telemetry::Clock(c));

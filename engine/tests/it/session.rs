@@ -480,3 +480,32 @@ fn a_chained_greedy_session_streams_the_same_passes_as_one_pass_per_submission_a
     );
     assert_eq!(got, want);
 }
+
+#[test]
+fn a_temperature_that_overflows_the_logits_ends_the_run_in_an_error_after_its_pass_is_streamed() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = Model::embedded().expect("model");
+    // 1e-38: every logit of stories260K divided by it is ±inf. The pass itself is clean and
+    // reaches the sink; the run then ends in an error naming the temperature, not in tokens
+    // sampled from NaN probabilities.
+    let mut b = SessionBuilder::new(&ctx.into(), model, opts(Dispatch::Mega, 16))
+        .passes(Some(4))
+        .sampling(1e-38, 0.9, 7)
+        .check(Check::Off);
+    let rx = b.subscribe(SinkKind::Lossless);
+    let outcome = b.spawn().expect("session").wait().expect("outcome");
+    let all: Vec<Telemetry> = rx.iter().collect();
+    let frames: Vec<&Frame> = all
+        .iter()
+        .filter_map(|t| match t {
+            Telemetry::Frame(f) => Some(&**f),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(frames.len(), 1, "{all:?}");
+    assert!(frames[0].fail.word.ok(), "{}", frames[0].fail.line);
+    match &outcome.reason {
+        EndReason::Error { message } => assert!(message.contains("temperature 1e-38"), "{message}"),
+        r => panic!("ended {r:?}, expected the temperature's error"),
+    }
+}
