@@ -149,3 +149,81 @@ fn generate_chat_refuses_a_model_without_a_chat_template_naming_it() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("llama2.c tokenizer"));
 }
+
+/// `base`'s vocabulary with `tokenizer.ggml.add_bos_token` / `add_eos_token` set.
+fn with_adds(dir: &Path, base: &str, bos: bool, eos: bool) -> PathBuf {
+    use baro_engine::gguf::{GgufFile, Value};
+    let file = GgufFile::open(&vocab(dir, base)).expect("gguf parses");
+    let mut md = file.metadata.clone();
+    md.retain(|(k, _)| k != "tokenizer.ggml.add_bos_token" && k != "tokenizer.ggml.add_eos_token");
+    md.push(("tokenizer.ggml.add_bos_token".into(), Value::Bool(bos)));
+    md.push(("tokenizer.ggml.add_eos_token".into(), Value::Bool(eos)));
+    let out = dir.join(format!("{base}-bos{bos}-eos{eos}.gguf"));
+    baro_engine::gguf::write_file(&out, &md, &[]).expect("write");
+    out
+}
+
+#[test]
+fn tokenize_adds_eos_only_where_the_vocabulary_adds_bos_as_llama_tokenize_does() {
+    // llama-tokenize passes add_special = add_bos && !--no-bos: a vocabulary that adds EOS
+    // but no BOS gets neither, one that adds both gets both (ids from llama-tokenize).
+    let dir = Tmp::new("eos");
+    let cases = [
+        (false, true, "[5303]"),
+        (true, true, "[50256, 5303, 50256]"),
+    ];
+    for (bos, eos, want) in cases {
+        let p = with_adds(dir.path(), "gpt-2", bos, eos);
+        let got = ok(&baro(&[
+            "tokenize",
+            "-m",
+            p.to_str().expect("path"),
+            "--ids",
+            "hi",
+        ]));
+        assert_eq!(got.trim(), want, "add_bos {bos} add_eos {eos}");
+        let got = ok(&baro(&[
+            "tokenize",
+            "-m",
+            p.to_str().expect("path"),
+            "--ids",
+            "--no-bos",
+            "hi",
+        ]));
+        assert_eq!(got.trim(), "[5303]", "add_bos {bos} add_eos {eos} --no-bos");
+    }
+}
+
+#[test]
+fn tokenize_takes_the_text_byte_for_byte_invalid_utf8_and_a_leading_dash_after_double_dash() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = Tmp::new("bytes");
+    let p = vocab(dir.path(), "llama-bpe");
+    // b"a\xffb": llama.cpp decodes the invalid byte as U+FFFD (ids from llama-tokenize).
+    let o = Command::new(env!("CARGO_BIN_EXE_baro-top"))
+        .args(["tokenize", "-m", p.to_str().expect("path"), "--ids"])
+        .arg(std::ffi::OsStr::from_bytes(b"a\xffb"))
+        .output()
+        .expect("runs");
+    assert_eq!(ok(&o).trim(), "[128000, 64, 5809, 65]");
+    // No escapes: a backslash and an n are two characters (llama-tokenize --no-escape; with
+    // its escapes on, the two would be one newline, id 198).
+    let o = baro(&[
+        "tokenize",
+        "-m",
+        p.to_str().expect("path"),
+        "--ids",
+        "--no-bos",
+        "a\\nb",
+    ]);
+    assert_eq!(ok(&o).trim(), "[64, 1734, 65]");
+    let o = baro(&[
+        "tokenize",
+        "-m",
+        p.to_str().expect("path"),
+        "--ids",
+        "--",
+        "-x",
+    ]);
+    assert_eq!(ok(&o).trim(), "[128000, 6695]");
+}

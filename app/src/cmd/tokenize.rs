@@ -28,8 +28,10 @@ pub struct TokenizeArgs {
     /// Add no BOS (nor EOS) even where the vocabulary adds one.
     #[arg(long)]
     pub no_bos: bool,
-    /// The text to tokenize.
-    pub text: String,
+    /// The text to tokenize, byte for byte as given: no backslash escapes (llama-tokenize's
+    /// `--no-escape`); bytes that are not UTF-8 are tokenized as llama.cpp decodes them (each
+    /// invalid byte U+FFFD). A text that starts with `-` goes after `--`.
+    pub text: std::ffi::OsString,
 }
 
 /// The tokenizer of `path`: a GGUF file's vocabulary, with a clear error for a file that has
@@ -52,7 +54,11 @@ pub fn run(a: TokenizeArgs) -> anyhow::Result<ExitCode> {
         Some(p) => tokenizer_of(p)?,
         None => baro_engine::model::Model::embedded()?.tokenizer,
     };
-    let ids = tok.tokenize(a.text.as_bytes(), !a.no_bos, a.special);
+    // As llama-tokenize: special tokens are added only where the vocabulary adds BOS (then
+    // EOS too where it adds EOS); a vocabulary that adds EOS but no BOS gets neither.
+    let add_special = !a.no_bos && tok.llama_vocab().is_none_or(|l| l.add_bos);
+    let text = std::os::unix::ffi::OsStrExt::as_bytes(a.text.as_os_str());
+    let ids = tok.tokenize(text, add_special, a.special);
     // Pieces are bytes from the model file: raw into a pipe (as llama-tokenize prints them),
     // control bytes shown as \xNN on a terminal.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());

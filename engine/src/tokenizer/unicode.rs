@@ -3,7 +3,7 @@
 //! becomes U+FFFD and decoding resumes at the next byte), its code point classes (general
 //! category letter / number, the White_Space property) and GPT-2's byte ↔ unicode mapping.
 
-use unicode_general_category::{get_general_category, GeneralCategory as G};
+use unicode_properties::{GeneralCategoryGroup as G, UnicodeGeneralCategory};
 
 /// U+FFFD, what an undecodable byte becomes.
 pub const REPLACEMENT: u32 = 0xFFFD;
@@ -127,24 +127,17 @@ fn is_white_space(c: u32) -> bool {
     )
 }
 
-/// The classes of code point `c`.
+/// The Unicode version of [`flags`]' general categories: llama.cpp's tables are 15.1's, and a
+/// code point a later version assigns (U+1C89, U+10D40, ...) is neither letter nor number there
+/// — a pre-tokenizer splits it as punctuation, so the ids differ.
+pub const UNICODE_VERSION: (u64, u64, u64) = unicode_properties::UNICODE_VERSION;
+
+/// The classes of code point `c` (general category L* letter, N* number).
 pub fn flags(c: u32) -> Flags {
-    let cat = char::from_u32(c).map(get_general_category);
+    let group = char::from_u32(c).map(|ch| ch.general_category_group());
     Flags {
-        letter: matches!(
-            cat,
-            Some(
-                G::UppercaseLetter
-                    | G::LowercaseLetter
-                    | G::TitlecaseLetter
-                    | G::ModifierLetter
-                    | G::OtherLetter
-            )
-        ),
-        number: matches!(
-            cat,
-            Some(G::DecimalNumber | G::LetterNumber | G::OtherNumber)
-        ),
+        letter: group == Some(G::Letter),
+        number: group == Some(G::Number),
         whitespace: is_white_space(c),
         any: true,
     }
@@ -215,5 +208,17 @@ mod tests {
         }
         assert!(!flags(0x200B).whitespace); // zero width space is Cf, not White_Space
         assert!(flags(0xD800).any && !flags(0xD800).letter);
+    }
+
+    #[test]
+    fn classes_are_unicode_15_1_s_as_llama_cpp_s_tables() {
+        assert_eq!(UNICODE_VERSION, (15, 1, 0));
+        // Assigned in 15.1 (CJK Extension I): a letter, as in llama.cpp.
+        assert!(flags(0x2EBF0).letter);
+        // Assigned in 16.0 (a Cyrillic letter, Garay digits, Kirat Rai digits): neither
+        // letter nor number in llama.cpp's tables.
+        for c in [0x1C89, 0x10D40, 0x10D4A, 0x16D70, 0x1CCF0] {
+            assert!(!flags(c).letter && !flags(c).number, "{c:#x}");
+        }
     }
 }

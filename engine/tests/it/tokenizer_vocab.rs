@@ -150,6 +150,28 @@ fn llama_spm_vocabulary_reproduces_every_llama_cpp_case() {
 }
 
 #[test]
+fn code_points_that_unicode_16_assigns_split_as_in_llama_cpp_s_unicode_15_1_tables() {
+    // U+1C89 and U+10D40 are letters / numbers from Unicode 16 on; llama.cpp's tables (15.1)
+    // leave them undefined, so its pre-tokenizers split them as punctuation. Ids from
+    // llama.cpp's llama-tokenize (--no-bos) on these vocabularies.
+    let cases: [(&str, &str, &[u32]); 5] = [
+        ("llama-bpe", "\u{1c89}'s", &[157, 110, 231, 6, 82]),
+        ("qwen2", "\u{1c89}'s", &[128233, 231, 6, 82]),
+        ("gpt-2", "\u{1c89}'s", &[157, 110, 231, 6, 82]),
+        ("llama-bpe", " \u{10d40}", &[109697, 238, 113, 222]),
+        ("qwen2", "\u{10d40}'s", &[123934, 113, 222, 6, 82]),
+    ];
+    for (name, text, want) in cases {
+        let (_d, t) = vocab(name);
+        assert_eq!(
+            t.tokenize(text.as_bytes(), false, false),
+            want,
+            "{name} {text:?}"
+        );
+    }
+}
+
+#[test]
 fn control_tokens_come_from_prompt_text_only_with_parse_special() {
     let (_d, t) = vocab("llama-bpe");
     let eot = t.token_id("<|eot_id|>").expect("<|eot_id|>");
