@@ -782,3 +782,16 @@ fn gpu_commands_print_no_debug_values() {
         no_debug_values(&args.join(" "), &o);
     }
 }
+
+#[test]
+fn pass_loop_where_no_pass_loop_runs_is_refused_not_ignored() {
+    // generate runs one pass per submission; the multi dispatch has no pass loop.
+    refused(
+        &baro(&["generate", "--backend", "vulkan", "--pass-loop", "on"]),
+        &["--pass-loop", "one pass per submission"],
+    );
+    refused(
+        &baro(&["gate", "--dispatch", "multi", "--pass-loop", "on"]),
+        &["--pass-loop on", "multi dispatch has no pass loop"],
+    );
+}

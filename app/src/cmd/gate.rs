@@ -37,6 +37,11 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
             "--chain: the gate compares one pass per submission (bench, live, run, record and serve chain passes)"
         );
     }
+    if a.gpu.pass_loop == Some(true) && a.dispatch == DispatchSet::Multi {
+        anyhow::bail!(
+            "--pass-loop on: the multi dispatch has no pass loop (the gate checks the megakernel's with --dispatch mega or both)"
+        );
+    }
     let model = super::load_model(&a.model)?;
     crate::validate::positions_fit("--steps", a.steps, model.config.seq_len)?;
     let ctx = super::open_gpu(&a.gpu)?;

@@ -68,6 +68,11 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             "--chain: generate runs one pass per submission, printing each as run.c does (bench, live, run, record and serve chain passes)"
         );
     }
+    if a.gpu.pass_loop.is_some() {
+        anyhow::bail!(
+            "--pass-loop: generate runs one pass per submission, so no pass loop runs (it loops over a submission's chained passes: bench, live, run, record and serve chain them)"
+        );
+    }
     // --temp and --topp were validated by their parsers (crate::validate).
     if a.backend == Backend::Cpu {
         // --kv and --act apply to the CPU reference too (its cache rounded, its matvec inputs

@@ -456,3 +456,20 @@ fn qwen3_passes_the_gate_on_vulkan_with_f32_and_q8_activations() {
         "qwen3 q8: mega and multi differ"
     );
 }
+
+#[test]
+fn a_narrow_model_whose_vector_holds_fewer_slots_than_its_attention_runs_on_the_f32_path() {
+    // dim 64 and one head of 64: x and the FFN input (64 floats, 19 slots of sx) are smaller
+    // than one head group's queries and the team maxima (24 slots at 64 lanes on lavapipe).
+    // The f32 path sizes sx for the attention then, as the q8 path always did; it was refused.
+    let c = Config {
+        dim: 64,
+        hidden_dim: 64,
+        n_heads: 1,
+        n_kv_heads: 1,
+        vocab_size: 300,
+        ..shape(Arch::Llama, 1, None)
+    };
+    let m = model(&c, GgmlType::Q4_0, 19);
+    gate(&m, 4, None, "dim 64, one head of 64, f32 activations");
+}

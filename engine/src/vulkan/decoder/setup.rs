@@ -202,22 +202,42 @@ impl VulkanDecoder {
                 sq_fit
             };
             (sx, sq)
-        } else if c.hidden_dim <= shared_floats {
-            (c.hidden_dim.max(width), 32)
         } else {
-            ((shared_floats / blk * blk).max(width), 32)
+            let sx = if c.hidden_dim <= shared_floats {
+                c.hidden_dim.max(width)
+            } else {
+                (shared_floats / blk * blk).max(width)
+            };
+            // A narrow model's vector may hold fewer 16-byte slots than its attention needs
+            // (dim 64, one head of 64: 24 slots in 19): then sx grows to the attention's
+            // size, as the q8 path sizes it. Only then: SX_CAP is part of the attention's
+            // reduction order, so a shape that fitted keeps its bits.
+            // Whole blocks, so that a chunked FFN's chunks stay block-aligned; past the device's
+            // shared memory the check below refuses.
+            let need = (4 * att_slots).next_multiple_of(blk);
+            let sx = if vec4s(sx) < att_slots && need <= shared_floats {
+                sx.max(need)
+            } else {
+                sx
+            };
+            (sx, 32)
         };
         // The attention (decode.comp, unit_attn) keeps a head group's query vectors with its
         // subgroups' maxima, then a value cluster's partials, in the shared vector, and runs a
         // value row's quads (four elements each) on that many lanes: shapes where these do not
         // fit are refused here.
-        {
-            let sx_vec4s = sx_cap / 4 + sx_cap / 32 + 1;
-            if att_slots > sx_vec4s || quads > wg_size as usize {
-                return Err(Error::Invalid(format!(
-                    "head size {hs} with {att_heads} query heads per attention unit: the attention needs {att_slots} 16-byte slots of shared memory (has {sx_vec4s}) and at least {quads} lanes per workgroup (has {wg_size})"
-                )));
-            }
+        if att_slots > vec4s(sx_cap) {
+            return Err(Error::Invalid(format!(
+                "head size {hs} with {att_heads} query heads per attention unit: the attention needs {att_slots} 16-byte slots of shared memory (the queries' {quads} quads each and one per subgroup of the {wg_size}-lane workgroup: {} bytes with the rest); the device has {} bytes",
+                vec4s(4 * att_slots) * 16 + 1024,
+                info.max_shared
+            )));
+        }
+        if quads > wg_size as usize {
+            return Err(Error::Invalid(format!(
+                "head size {hs}: the attention runs a value row's {quads} quads on as many lanes, and the workgroup has {wg_size} (--wg-size {} or more)",
+                quads.div_ceil(sg as usize) * sg as usize
+            )));
         }
         let program = Program::new(model, max_seq);
 
@@ -677,4 +697,10 @@ impl VulkanDecoder {
         }
         Ok(())
     }
+}
+
+/// The 16-byte slots of a shared vector of `sx` floats (four pad floats per 32: SXI in
+/// decode.comp), as unit_attn counts them.
+fn vec4s(sx: usize) -> usize {
+    sx / 4 + sx / 32 + 1
 }
