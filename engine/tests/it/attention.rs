@@ -381,7 +381,8 @@ fn a_head_wider_than_the_workgroup_has_lanes_for_its_quads_is_refused_naming_the
         Err(e) => e.to_string(),
     };
     assert!(
-        e.contains("head size 1024") && e.contains("at least 256 lanes per workgroup (has 64)"),
+        e.contains("head size 1024")
+            && e.contains("256 quads on as many lanes, and the workgroup has 64 (--wg-size 256"),
         "{e}"
     );
 }
