@@ -132,12 +132,7 @@ pub fn generate_with(
         let logits = dec.forward(token, pos)?;
         // Every pass's logits, the prompt's too (the GPU checks its own in the fail word; the
         // CPU decoder has no other check): a NaN must not print as tokens.
-        if let Some(i) = logits.iter().position(|v| !v.is_finite()) {
-            return Err(Error::Model(format!(
-                "position {pos}: logit {i} is {}: the forward pass produced a non-finite value (broken weights or metadata)",
-                logits[i]
-            )));
-        }
+        crate::sampler::check_finite(logits).map_err(|e| at_position(e, pos))?;
         let forced = pos + 1 < prompt_tokens.len();
         let next = if forced {
             prompt_tokens[pos + 1]

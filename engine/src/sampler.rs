@@ -57,6 +57,18 @@ pub fn softmax(x: &mut [f32]) {
     }
 }
 
+/// An error naming the first logit that is not finite: an argmax or a softmax over it would
+/// pick a token that means nothing.
+pub fn check_finite(logits: &[f32]) -> Result<()> {
+    match logits.iter().position(|v| !v.is_finite()) {
+        Some(i) => Err(Error::Model(format!(
+            "logit {i} is {}: the forward pass produced a non-finite value (broken weights or metadata)",
+            logits[i]
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// run.c's `sample_mult`: the first index whose cumulative probability exceeds `coin`.
 fn sample_mult(probs: &[f32], coin: f32) -> u32 {
     let mut cdf = 0.0f32;
@@ -104,12 +116,7 @@ impl Sampler {
     pub fn sample(&mut self, logits: &mut [f32]) -> Result<u32> {
         let n = self.vocab_size.min(logits.len());
         let logits = &mut logits[..n];
-        if let Some(i) = logits.iter().position(|v| !v.is_finite()) {
-            return Err(Error::Model(format!(
-                "logit {i} is {}: the forward pass produced a non-finite value (broken weights or metadata), so no token can be sampled",
-                logits[i]
-            )));
-        }
+        check_finite(logits)?;
         if self.temperature == 0.0 {
             return Ok(argmax(logits));
         }

@@ -186,7 +186,7 @@ impl VulkanDecoder {
             // scratch); every matvec input lives quantised in sq (48 bytes per block, see
             // quant_act), the FFN width whole when it fits, else in chunks.
             let sx = c.dim.max(4 * att_slots);
-            let sx_bytes = (sx / 4 + sx / 32 + 1) * 16;
+            let sx_bytes = vec4s(sx) * 16;
             let left = (info.max_shared as usize).saturating_sub(1024 + sx_bytes);
             let sq_fit = (left / 48).saturating_sub(1) * 32 / blk * blk;
             if sq_fit < width {
