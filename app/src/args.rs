@@ -37,7 +37,8 @@ pub struct GpuArgs {
     #[arg(long, value_parser = validate::grid, allow_negative_numbers = true)]
     pub grid: Option<u32>,
     /// Workgroup size in lanes: a multiple of the device's subgroup size, at most 60 subgroups
-    /// (default on GPUs: 512 lanes for dim < 2048, else 1024; CPU devices 64).
+    /// (default on GPUs: 512 lanes for dim < 2048, else 1024; CPU devices 64, or more where a
+    /// pass would not fit their loop limit).
     #[arg(long, value_parser = validate::wg_size, allow_negative_numbers = true)]
     pub wg_size: Option<u32>,
     /// Weight rows each team (subgroup) streams at once in the matvec stages: 1, 2 or 4

@@ -134,15 +134,24 @@ impl GpuDecoder {
     }
 
     /// `dispatch mega grid 2 x 64 lanes, 27 levels, 45 stages`.
+    /// On a CPU device with its loop estimate: `…, 12 levels, 16 stages, ≈ 9,120 of 64,000
+    /// loop iterations an invocation`.
     pub fn layout_line(&self) -> String {
-        format!(
+        let mut line = format!(
             "dispatch {} grid {} x {} lanes, {} levels, {} stages",
             self.dec.opts.dispatch,
             self.dec.grid,
             self.dec.wg_size,
             self.dec.program.levels.len(),
             self.dec.program.stages.len()
-        )
+        );
+        if let Some(n) = self.dec.cpu_pass_loops() {
+            line += &format!(
+                ", ~{n} of {} loop iterations an invocation (CPU device)",
+                crate::vulkan::CPU_LOOP_BUDGET
+            );
+        }
+        line
     }
 
     /// Run `token` at `pos`; a failed pass is reported in [`PassSummary::fail`].

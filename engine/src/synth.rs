@@ -89,6 +89,11 @@ fn gen_tensor(
     mean: f32,
     std: f32,
 ) -> Result<Tensor> {
+    if !ty.has_quantizer() {
+        return Err(Error::Invalid(format!(
+            "{name}: baro-top cannot quantise to {ty} (it reads it from files llama-quantize wrote)"
+        )));
+    }
     if !cols.is_multiple_of(ty.block_len()) {
         return Err(Error::Invalid(format!(
             "{name}: row length {cols} is not a multiple of the {ty} block size {}; pick dimensions that are multiples of 32",

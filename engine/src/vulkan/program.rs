@@ -415,8 +415,41 @@ impl Program {
         }
     }
 
+    /// Every stage's workgroups `(first, count)` in the megakernel ([`stage_workgroups`]):
+    /// a stage's share of the grid follows the weight bytes it streams (a Q/K unit is a row
+    /// pair, a V unit one row), or its units where it streams none.
+    pub fn stage_shares(&self, grid: u32) -> Vec<(u32, u32)> {
+        let cost: Vec<u64> = (0..self.stages.len())
+            .map(|i| match self.stage_weight_bytes(i) {
+                0 => u64::from(self.stages[i].units),
+                b => b,
+            })
+            .collect();
+        let mut level_cost = vec![0u64; self.levels.len()];
+        for (s, c) in self.stages.iter().zip(&cost) {
+            level_cost[s.level as usize] += c;
+        }
+        let mut cost_off = 0u64;
+        let mut cur_level = u32::MAX;
+        let mut shares = Vec::with_capacity(self.stages.len());
+        for (i, s) in self.stages.iter().enumerate() {
+            if s.level != cur_level {
+                cur_level = s.level;
+                cost_off = 0;
+            }
+            shares.push(stage_workgroups(
+                grid,
+                cost_off,
+                cost[i],
+                level_cost[s.level as usize],
+            ));
+            cost_off += cost[i];
+        }
+        shares
+    }
+
     /// Stage `i`'s (t0, t1) tensor indices.
-    fn stage_tensors(&self, i: usize) -> (u32, u32) {
+    pub fn stage_tensors(&self, i: usize) -> (u32, u32) {
         (
             self.header[h::WORDS + 2 * i],
             self.header[h::WORDS + 2 * i + 1],
@@ -454,29 +487,15 @@ impl Program {
             w.extend(r);
         }
         w[h::STAGES] = w.len() as u32;
-        // A stage's share of the grid follows the weight bytes it streams (a Q/K unit is a
-        // row pair, a V unit one row), or its units where it streams none.
-        let cost: Vec<u64> = (0..self.stages.len())
-            .map(|i| match self.stage_weight_bytes(i) {
-                0 => u64::from(self.stages[i].units),
-                b => b,
-            })
-            .collect();
-        let mut level_cost = vec![0u64; self.levels.len()];
-        for (s, c) in self.stages.iter().zip(&cost) {
-            level_cost[s.level as usize] += c;
-        }
+        let shares = self.stage_shares(grid);
         let mut unit_off = 0u32;
-        let mut cost_off = 0u64;
         let mut cur_level = u32::MAX;
         for (i, s) in self.stages.iter().enumerate() {
             if s.level != cur_level {
                 cur_level = s.level;
                 unit_off = 0;
-                cost_off = 0;
             }
-            let (w0, nw) = stage_workgroups(grid, cost_off, cost[i], level_cost[s.level as usize]);
-            cost_off += cost[i];
+            let (w0, nw) = shares[i];
             let (t0, t1) = self.stage_tensors(i);
             let mut r = [0u32; srec::WORDS];
             r[srec::KIND] = s.kind.code();

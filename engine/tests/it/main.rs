@@ -13,6 +13,7 @@ mod arch;
 mod attention;
 mod chain;
 mod contention_burners;
+mod cpu_budget;
 mod golden;
 mod host_lock_label;
 mod idle_wait;

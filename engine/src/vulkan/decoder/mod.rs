@@ -102,6 +102,9 @@ pub struct DecoderOptions {
     pub test_slow_kind: Option<StageKind>,
     /// Test only: this workgroup never arrives at a barrier.
     pub test_stall_wg: Option<u32>,
+    /// Test only: a CPU device's back-edge budget instead of `budget::CPU_BUDGET` (the
+    /// estimate's tests bracket the kernel's own count with it; GPUs ignore it).
+    pub test_iter_budget: Option<u32>,
     /// Run the documented fallback for devices without VK_KHR_shader_clock even where the
     /// clock exists: spins are bounded by the iteration budget alone and stamps read 0.
     pub no_device_clock: bool,
@@ -273,6 +276,7 @@ impl Default for DecoderOptions {
             read_logits: true,
             test_slow_kind: None,
             test_stall_wg: None,
+            test_iter_budget: None,
             pipeline_cache_out: None,
             idle_wait_ns: None,
             prefetch_mib: None,
@@ -363,6 +367,9 @@ pub struct VulkanDecoder {
     pub wg_size: u32,
     /// Weight rows a team streams at once.
     pub rows: u32,
+    /// A CPU device's estimated back-edges per invocation of a pass's heaviest dispatch
+    /// (`budget::pass_loops`; 0 on a GPU): how many looped passes share a dispatch's budget.
+    cpu_pass_loops: u64,
     vocab: usize,
     mat_type: u32,
     /// Elements of the shared int8 input vector (the q8 activation path; 32 otherwise).
@@ -502,6 +509,8 @@ const STORAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
         | vk::BufferUsageFlags::TRANSFER_SRC.as_raw(),
 );
 
+mod budget;
+pub use budget::CPU_BUDGET as CPU_LOOP_BUDGET;
 mod calibrate;
 mod frame;
 mod pass;

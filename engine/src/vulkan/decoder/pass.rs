@@ -225,8 +225,12 @@ impl VulkanDecoder {
         // one pass: a CPU device caps an invocation's loop iterations over the dispatch
         // (lavapipe: 65,535, past which it ends loops silently; stories260K ran out at its
         // tenth looped pass), and a GPU without a device clock bounds its spins by that
-        // budget alone (≈ 1 s of polls). Both loop over a few passes at most.
-        let cap = if self.ctx.info.kind == DeviceKind::Cpu || !self.has_clock() {
+        // budget alone (≈ 1 s of polls). Both loop over a few passes at most; a CPU device
+        // over as many as its estimated pass fits in the budget's share (budget.rs).
+        let cap = if self.ctx.info.kind == DeviceKind::Cpu {
+            let fit = budget::CPU_FIT / self.cpu_pass_loops.max(1);
+            (fit as usize).clamp(1, MAX_CPU_LOOP)
+        } else if !self.has_clock() {
             MAX_CPU_LOOP
         } else {
             usize::MAX

@@ -58,7 +58,9 @@ impl VulkanDecoder {
             // conservatively (quantised blocks' inner loops included), so the budget can sit
             // just under the limit.
             let budget = if cpu {
-                64_000
+                self.opts
+                    .test_iter_budget
+                    .unwrap_or(budget::CPU_BUDGET as u32)
             } else if !self.has_clock() {
                 20_000_000
             } else {

@@ -144,102 +144,127 @@ impl VulkanDecoder {
         };
         let c = &model.config;
         let max_seq = opts.max_seq.clamp(1, c.seq_len);
-        // Shared memory: the input vector, plus small reduction arrays.
-        // Usable floats of the skewed input vector (four pad floats per 32, see SXI in
-        // decode.comp), beside the small arrays.
-        let shared_floats = ((info.max_shared as usize).saturating_sub(1024)) / 4 * 32 / 36;
-        // The input vectors: x (dim) and the attention output (n_heads · head_size, which
-        // qwen3 makes wider than dim).
-        let width = c.dim.max(c.q_dim());
-        if width > shared_floats {
-            return Err(Error::Invalid(format!(
-                "model width {width} (dim {}, n_heads x head size {}) needs {} bytes of shared memory; the device has {}",
-                c.dim,
-                c.q_dim(),
-                width.div_ceil(32) * 36 * 4 + 1024,
-                info.max_shared
-            )));
-        }
-        // The FFN input goes through shared memory whole when it fits, else in as few
-        // block-aligned chunks as the shared memory allows (see stage_down_chunked).
-        // The attention's 16-byte slots in sx (checked below): a head group's queries and the
-        // subgroups' maxima, which also hold one value cluster's partials (its heads' quads
-        // and the sums).
-        let (hs, att_heads) = (
-            c.head_size(),
-            (c.n_heads / c.n_kv_heads).min(super::super::program::ATT_HEADS as usize),
-        );
-        let quads = hs.div_ceil(4);
-        let att_slots = att_heads * quads + (wg_size / sg).max(1) as usize;
-        // A chunk of the FFN input holds whole blocks of the down projection (256 elements
-        // for the K-quants and IQ4_XS).
-        let blk = model
-            .weights
-            .layers
-            .iter()
-            .map(|l| l.w_down.ty.block_len())
-            .max()
-            .unwrap_or(32)
-            .max(32);
-        let (sx_cap, sq_cap) = if q8 {
-            // The q8 path: sx holds the dim-wide vector the norm reads (and the attention's
-            // scratch); every matvec input lives quantised in sq (48 bytes per block, see
-            // quant_act), the FFN width whole when it fits, else in chunks.
-            let sx = c.dim.max(4 * att_slots);
-            let sx_bytes = vec4s(sx) * 16;
-            let left = (info.max_shared as usize).saturating_sub(1024 + sx_bytes);
-            let sq_fit = (left / 48).saturating_sub(1) * 32 / blk * blk;
-            if sq_fit < width {
+        // Shared memory for a workgroup size: the input vector (SX_CAP) and the q8 path's
+        // quantised input (SQ_CAP), or why the shape does not fit.
+        let caps = |wg_size: u32| -> Result<(usize, usize)> {
+            // Shared memory: the input vector, plus small reduction arrays.
+            // Usable floats of the skewed input vector (four pad floats per 32, see SXI in
+            // decode.comp), beside the small arrays.
+            let shared_floats = ((info.max_shared as usize).saturating_sub(1024)) / 4 * 32 / 36;
+            // The input vectors: x (dim) and the attention output (n_heads · head_size, which
+            // qwen3 makes wider than dim).
+            let width = c.dim.max(c.q_dim());
+            if width > shared_floats {
                 return Err(Error::Invalid(format!(
-                    "activations q8: model width {width} needs {} bytes of shared memory; the device has {}",
-                    1024 + sx_bytes + (width / 32 + 1) * 48,
+                    "model width {width} (dim {}, n_heads x head size {}) needs {} bytes of shared memory; the device has {}",
+                    c.dim,
+                    c.q_dim(),
+                    width.div_ceil(32) * 36 * 4 + 1024,
                     info.max_shared
                 )));
             }
-            let sq = if c.hidden_dim <= sq_fit {
-                c.hidden_dim.max(width)
+            // The FFN input goes through shared memory whole when it fits, else in as few
+            // block-aligned chunks as the shared memory allows (see stage_down_chunked).
+            // The attention's 16-byte slots in sx (checked below): a head group's queries and the
+            // subgroups' maxima, which also hold one value cluster's partials (its heads' quads
+            // and the sums).
+            let (hs, att_heads) = (
+                c.head_size(),
+                (c.n_heads / c.n_kv_heads).min(super::super::program::ATT_HEADS as usize),
+            );
+            let quads = hs.div_ceil(4);
+            let att_slots = att_heads * quads + (wg_size / sg).max(1) as usize;
+            // A chunk of the FFN input holds whole blocks of the down projection (256 elements
+            // for the K-quants and IQ4_XS).
+            let blk = model
+                .weights
+                .layers
+                .iter()
+                .map(|l| l.w_down.ty.block_len())
+                .max()
+                .unwrap_or(32)
+                .max(32);
+            let (sx_cap, sq_cap) = if q8 {
+                // The q8 path: sx holds the dim-wide vector the norm reads (and the attention's
+                // scratch); every matvec input lives quantised in sq (48 bytes per block, see
+                // quant_act), the FFN width whole when it fits, else in chunks.
+                let sx = c.dim.max(4 * att_slots);
+                let sx_bytes = vec4s(sx) * 16;
+                let left = (info.max_shared as usize).saturating_sub(1024 + sx_bytes);
+                let sq_fit = (left / 48).saturating_sub(1) * 32 / blk * blk;
+                if sq_fit < width {
+                    return Err(Error::Invalid(format!(
+                        "activations q8: model width {width} needs {} bytes of shared memory; the device has {}",
+                        1024 + sx_bytes + (width / 32 + 1) * 48,
+                        info.max_shared
+                    )));
+                }
+                let sq = if c.hidden_dim <= sq_fit {
+                    c.hidden_dim.max(width)
+                } else {
+                    sq_fit
+                };
+                (sx, sq)
             } else {
-                sq_fit
+                let sx = if c.hidden_dim <= shared_floats {
+                    c.hidden_dim.max(width)
+                } else {
+                    (shared_floats / blk * blk).max(width)
+                };
+                // A narrow model's vector may hold fewer 16-byte slots than its attention needs
+                // (dim 64, one head of 64: 24 slots in 19): then sx grows to the attention's
+                // size, as the q8 path sizes it. Only then: SX_CAP is part of the attention's
+                // reduction order, so a shape that fitted keeps its bits.
+                // Whole blocks, so that a chunked FFN's chunks stay block-aligned; past the device's
+                // shared memory the check below refuses.
+                let need = (4 * att_slots).next_multiple_of(blk);
+                let sx = if vec4s(sx) < att_slots && need <= shared_floats {
+                    sx.max(need)
+                } else {
+                    sx
+                };
+                (sx, 32)
             };
-            (sx, sq)
-        } else {
-            let sx = if c.hidden_dim <= shared_floats {
-                c.hidden_dim.max(width)
-            } else {
-                (shared_floats / blk * blk).max(width)
-            };
-            // A narrow model's vector may hold fewer 16-byte slots than its attention needs
-            // (dim 64, one head of 64: 24 slots in 19): then sx grows to the attention's
-            // size, as the q8 path sizes it. Only then: SX_CAP is part of the attention's
-            // reduction order, so a shape that fitted keeps its bits.
-            // Whole blocks, so that a chunked FFN's chunks stay block-aligned; past the device's
-            // shared memory the check below refuses.
-            let need = (4 * att_slots).next_multiple_of(blk);
-            let sx = if vec4s(sx) < att_slots && need <= shared_floats {
-                sx.max(need)
-            } else {
-                sx
-            };
-            (sx, 32)
+            // The attention (decode.comp, unit_attn) keeps a head group's query vectors with its
+            // subgroups' maxima, then a value cluster's partials, in the shared vector, and runs a
+            // value row's quads (four elements each) on that many lanes: shapes where these do not
+            // fit are refused here.
+            if att_slots > vec4s(sx_cap) {
+                return Err(Error::Invalid(format!(
+                    "head size {hs} with {att_heads} query heads per attention unit: the attention needs {att_slots} 16-byte slots of shared memory (the queries' {quads} quads each and one per subgroup of the {wg_size}-lane workgroup: {} bytes with the rest); the device has {} bytes",
+                    vec4s(4 * att_slots) * 16 + 1024,
+                    info.max_shared
+                )));
+            }
+            if quads > wg_size as usize {
+                return Err(Error::Invalid(format!(
+                    "head size {hs}: the attention runs a value row's {quads} quads on as many lanes, and the workgroup has {wg_size} (--wg-size {} or more)",
+                    quads.div_ceil(sg as usize) * sg as usize
+                )));
+            }
+            Ok((sx_cap, sq_cap))
         };
-        // The attention (decode.comp, unit_attn) keeps a head group's query vectors with its
-        // subgroups' maxima, then a value cluster's partials, in the shared vector, and runs a
-        // value row's quads (four elements each) on that many lanes: shapes where these do not
-        // fit are refused here.
-        if att_slots > vec4s(sx_cap) {
-            return Err(Error::Invalid(format!(
-                "head size {hs} with {att_heads} query heads per attention unit: the attention needs {att_slots} 16-byte slots of shared memory (the queries' {quads} quads each and one per subgroup of the {wg_size}-lane workgroup: {} bytes with the rest); the device has {} bytes",
-                vec4s(4 * att_slots) * 16 + 1024,
-                info.max_shared
-            )));
-        }
-        if quads > wg_size as usize {
-            return Err(Error::Invalid(format!(
-                "head size {hs}: the attention runs a value row's {quads} quads on as many lanes, and the workgroup has {wg_size} (--wg-size {} or more)",
-                quads.div_ceil(sg as usize) * sg as usize
-            )));
-        }
         let program = Program::new(model, max_seq);
+        // A CPU device's loop budget (budget.rs): the defaults grow until a pass fits, and a
+        // pass that cannot fit is refused here rather than failing every pass.
+        let (wg_size, grid, pass_loops) = if cpu {
+            budget::fit_cpu(&budget::CpuFit {
+                program: &program,
+                config: c,
+                opts: &opts,
+                device: &info.name,
+                wg_size,
+                grid,
+                limit,
+                resident: default_grid(&ctx),
+                sg,
+                q8,
+                caps: &caps,
+            })?
+        } else {
+            (wg_size, grid, 0)
+        };
+        let (sx_cap, sq_cap) = caps(wg_size)?;
 
         let mut dec = VulkanDecoder {
             ctx: ctx.clone(),
@@ -250,6 +275,7 @@ impl VulkanDecoder {
             grid,
             wg_size,
             rows,
+            cpu_pass_loops: pass_loops,
             vocab: c.vocab_size,
             sq_cap: sq_cap as u32,
             mat_type: {

@@ -1,0 +1,208 @@
+//! A CPU device's loop budget (engine/src/vulkan/decoder/budget.rs): lavapipe ends an
+//! invocation's loops after 65,535 back-edges a dispatch, so the decoder estimates a pass's
+//! back-edges before it decodes, sizes its defaults to fit and refuses what cannot fit. These
+//! tests hold the estimate to the kernel's own count (the kernel fails a pass by name past
+//! its budget, which a test option sets) and the defaults to real vocabulary sizes. A GPU has
+//! no such budget: there the decoder must report no estimate.
+
+use crate::common::{device, device_alone};
+
+use baro_engine::model::Model;
+use baro_engine::quant::GgmlType;
+use baro_engine::synth::{self, Shape};
+use baro_engine::vulkan::{fail, ActType, DecoderOptions, DeviceKind, Dispatch, VulkanDecoder};
+
+/// Every pass of positions 0..max_seq under `budget` back-edges: the fail words' union.
+fn decode_all(
+    ctx: &std::sync::Arc<baro_engine::vulkan::GpuContext>,
+    model: &Model,
+    opts: &DecoderOptions,
+    budget: u32,
+) -> u32 {
+    let opts = DecoderOptions {
+        test_iter_budget: Some(budget),
+        ..opts.clone()
+    };
+    let mut dec = VulkanDecoder::new(ctx.clone(), model, opts).expect("decoder");
+    let mut bits = 0;
+    let mut tok = model.tokenizer.bos_id();
+    for pos in 0..dec.opts.max_seq {
+        let p = dec.step(tok, pos).expect("pass ran");
+        bits |= p.fail.bits;
+        if !p.fail.ok() {
+            break;
+        }
+        tok = p.argmax;
+    }
+    bits
+}
+
+fn vocab_model(vocab: usize, ty: GgmlType) -> Model {
+    let (mut cfg, tied) = Shape::Tiny.config();
+    cfg.n_layers = 1;
+    cfg.vocab_size = vocab;
+    synth::generate(&cfg, tied, ty, 7, |_, _| {}).expect("model")
+}
+
+#[test]
+fn the_cpu_loop_estimate_brackets_the_kernels_count_from_2_percent_under_a_stage_to_a_third_over() {
+    // Alone: a megakernel's count includes its barrier waits' polls (one back-edge per 32),
+    // which a busy machine lengthens.
+    let Some((ctx, _turn)) = device_alone() else {
+        return;
+    };
+    let stories = Model::embedded().expect("model");
+    let wide = vocab_model(40_000, GgmlType::Q8_0);
+    // llama.cpp's Q4_K_M file: Q4_K and Q6_K rows.
+    let (_tmp, kq) = crate::real_models::model("kq-q4_k_m");
+    // (case, model, dispatch, activations, positions, how far under the count the estimate
+    // may be): a stage dispatch (multi) has no barrier, so its count is the loops' alone;
+    // the megakernel's adds the waits at its grid barriers (the budget's last quarter is
+    // theirs).
+    let cases: [(&str, &Model, Dispatch, ActType, usize, u32); 4] = [
+        (
+            "40k-vocab Q8_0 multi q8",
+            &wide,
+            Dispatch::Multi,
+            ActType::Q8,
+            2,
+            50,
+        ),
+        (
+            "kq-q4_k_m multi q8",
+            &kq,
+            Dispatch::Multi,
+            ActType::Q8,
+            6,
+            50,
+        ),
+        // The attention's loops: 200 positions of stories260K's 8 heads.
+        (
+            "stories260K multi",
+            &stories,
+            Dispatch::Multi,
+            ActType::F32,
+            200,
+            50,
+        ),
+        (
+            "40k-vocab Q8_0 mega",
+            &wide,
+            Dispatch::Mega,
+            ActType::F32,
+            2,
+            7,
+        ),
+    ];
+    for (name, model, dispatch, act, positions, under) in cases {
+        if act == ActType::Q8 && !ctx.info.integer_dot {
+            panic!("{name}: the device lacks integer dot products, which CI's lavapipe has");
+        }
+        let opts = DecoderOptions {
+            dispatch,
+            act,
+            max_seq: positions,
+            ..Default::default()
+        };
+        let est = VulkanDecoder::new(ctx.clone(), model, opts.clone())
+            .expect("decoder")
+            .cpu_pass_loops();
+        if ctx.info.kind != DeviceKind::Cpu {
+            assert_eq!(est, None, "{name}: a GPU has no loop budget to estimate");
+            continue;
+        }
+        let est = est.expect("a CPU device's estimate") as u32;
+        assert!(est > 200, "{name}: estimate {est}");
+        eprintln!("{name}: estimate {est}");
+        // Not under the kernel's count by more than 1/under of it: every pass clean there.
+        let bits = decode_all(&ctx, model, &opts, est + est / under);
+        assert_eq!(
+            bits,
+            0,
+            "{name}: estimate {est}, fail bits {bits:#x} at {}",
+            est + est / under
+        );
+        // Not over it by more than a third: the kernel runs out at three quarters of it.
+        let bits = decode_all(&ctx, model, &opts, est / 4 * 3);
+        assert!(
+            bits & fail::BUDGET != 0,
+            "{name}: estimate {est}, yet every pass fit in {} (bits {bits:#x})",
+            est / 4 * 3
+        );
+    }
+}
+
+#[test]
+fn a_cpu_device_sizes_a_152k_vocabulary_to_fit_and_refuses_a_size_that_cannot() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = vocab_model(151_936, GgmlType::Q4_0);
+    let opts = |dispatch, wg_size| DecoderOptions {
+        dispatch,
+        wg_size,
+        max_seq: 3,
+        ..Default::default()
+    };
+    let mut mega = VulkanDecoder::new(ctx.clone(), &model, opts(Dispatch::Mega, None))
+        .expect("the default mega launch fits");
+    let mut multi = VulkanDecoder::new(ctx.clone(), &model, opts(Dispatch::Multi, None))
+        .expect("the default multi launch fits");
+    assert_eq!(
+        mega.wg_size, multi.wg_size,
+        "one default workgroup size for both dispatches (the norms sum over its lanes)"
+    );
+    let mut tok = model.tokenizer.bos_id();
+    for pos in 0..3 {
+        let a = mega.step(tok, pos).expect("mega pass");
+        let b = multi.step(tok, pos).expect("multi pass");
+        assert!(
+            a.fail.ok() && b.fail.ok(),
+            "pos {pos}: {:#x} {:#x}",
+            a.fail.bits,
+            b.fail.bits
+        );
+        let same = mega
+            .logits()
+            .iter()
+            .zip(multi.logits())
+            .all(|(x, y)| x.to_bits() == y.to_bits());
+        assert!(same, "pos {pos}: mega and multi logits differ");
+        tok = a.argmax;
+    }
+    if ctx.info.kind != DeviceKind::Cpu {
+        return;
+    }
+    // 64 lanes: 9,496 head rows a team at lavapipe's resident grid of 2, some 400,000
+    // back-edges, refused before anything runs, naming the stage and a size that fits.
+    let grid = mega.grid;
+    assert!(
+        mega.wg_size > 64,
+        "the default grew: {} lanes",
+        mega.wg_size
+    );
+    let err = VulkanDecoder::new(
+        ctx.clone(),
+        &model,
+        DecoderOptions {
+            grid: Some(grid),
+            ..opts(Dispatch::Mega, Some(64))
+        },
+    )
+    .err()
+    .expect("64 lanes refused")
+    .to_string();
+    assert!(
+        err.contains("(head)") || err.contains("in head"),
+        "names the stage: {err}"
+    );
+    assert!(
+        err.contains("65,535") && err.contains("--wg-size") && err.contains("fits"),
+        "says the limit and a remedy: {err}"
+    );
+    // The multi path at 64 lanes widens its grid instead (a grid changes no bits) and runs
+    // clean.
+    let mut narrow = VulkanDecoder::new(ctx.clone(), &model, opts(Dispatch::Multi, Some(64)))
+        .expect("multi at 64 lanes fits by its grid");
+    assert!(narrow.grid > grid, "grid {} (resident {grid})", narrow.grid);
+    let p = narrow.step(model.tokenizer.bos_id(), 0).expect("pass");
+    assert!(p.fail.ok(), "{:#x}", p.fail.bits);
+}
