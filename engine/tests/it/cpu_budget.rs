@@ -10,7 +10,9 @@ use crate::common::{device, device_alone};
 use baro_engine::model::Model;
 use baro_engine::quant::GgmlType;
 use baro_engine::synth::{self, Shape};
-use baro_engine::vulkan::{fail, ActType, DecoderOptions, DeviceKind, Dispatch, VulkanDecoder};
+use baro_engine::vulkan::{
+    default_grid, fail, ActType, DecoderOptions, DeviceKind, Dispatch, VulkanDecoder,
+};
 
 /// Every pass of positions 0..max_seq under `budget` back-edges: the fail words' union.
 fn decode_all(
@@ -133,23 +135,30 @@ fn the_cpu_loop_estimate_brackets_the_kernels_count_from_2_percent_under_a_stage
 }
 
 #[test]
-fn a_cpu_device_sizes_a_152k_vocabulary_to_fit_and_refuses_a_size_that_cannot() {
+fn a_cpu_device_grows_the_default_workgroup_alike_for_mega_and_multi_and_keeps_their_bits() {
     let Some((ctx, _turn)) = device() else { return };
-    let model = vocab_model(151_936, GgmlType::Q4_0);
-    let opts = |dispatch, wg_size| DecoderOptions {
+    // 60,000 rows of head: some 165,000 back-edges a pass at 64 lanes on lavapipe's grid of 2.
+    let model = vocab_model(60_000, GgmlType::Q4_0);
+    let opts = |dispatch| DecoderOptions {
         dispatch,
-        wg_size,
         max_seq: 3,
         ..Default::default()
     };
-    let mut mega = VulkanDecoder::new(ctx.clone(), &model, opts(Dispatch::Mega, None))
-        .expect("the default mega launch fits");
-    let mut multi = VulkanDecoder::new(ctx.clone(), &model, opts(Dispatch::Multi, None))
-        .expect("the default multi launch fits");
+    let mut mega = VulkanDecoder::new(ctx.clone(), &model, opts(Dispatch::Mega)).expect("mega");
+    let mut multi = VulkanDecoder::new(ctx.clone(), &model, opts(Dispatch::Multi)).expect("multi");
     assert_eq!(
         mega.wg_size, multi.wg_size,
         "one default workgroup size for both dispatches (the norms sum over its lanes)"
     );
+    if ctx.info.kind == DeviceKind::Cpu {
+        assert!(
+            mega.wg_size > 64,
+            "the default grew: {} lanes",
+            mega.wg_size
+        );
+        let est = mega.cpu_pass_loops().expect("estimate");
+        assert!(est <= 48_000, "a default mega pass leaves a quarter: {est}");
+    }
     let mut tok = model.tokenizer.bos_id();
     for pos in 0..3 {
         let a = mega.step(tok, pos).expect("mega pass");
@@ -168,41 +177,61 @@ fn a_cpu_device_sizes_a_152k_vocabulary_to_fit_and_refuses_a_size_that_cannot() 
         assert!(same, "pos {pos}: mega and multi logits differ");
         tok = a.argmax;
     }
+}
+
+#[test]
+fn a_152k_vocabulary_runs_multi_on_a_cpu_device_and_a_megakernel_that_cannot_fit_is_refused() {
+    let Some((ctx, _turn)) = device() else { return };
+    let model = vocab_model(151_936, GgmlType::Q4_0);
+    let opts = |dispatch, wg_size| DecoderOptions {
+        dispatch,
+        wg_size,
+        max_seq: 3,
+        ..Default::default()
+    };
     if ctx.info.kind != DeviceKind::Cpu {
+        let mut dec = VulkanDecoder::new(ctx.clone(), &model, opts(Dispatch::Mega, None))
+            .expect("a GPU runs it");
+        assert_eq!(dec.cpu_pass_loops(), None);
+        let p = dec.step(model.tokenizer.bos_id(), 0).expect("pass");
+        assert!(p.fail.ok(), "{:#x}", p.fail.bits);
         return;
     }
-    // 64 lanes: 9,496 head rows a team at lavapipe's resident grid of 2, some 400,000
-    // back-edges, refused before anything runs, naming the stage and a size that fits.
-    let grid = mega.grid;
+    // The megakernel by default: even the largest workgroup leaves the barriers' waits less
+    // than their quarter; refused before anything runs, naming the stage and the remedy.
+    let err = VulkanDecoder::new(ctx.clone(), &model, opts(Dispatch::Mega, None))
+        .err()
+        .expect("the default megakernel refused")
+        .to_string();
+    assert!(err.contains("in head"), "names the stage: {err}");
     assert!(
-        mega.wg_size > 64,
-        "the default grew: {} lanes",
-        mega.wg_size
+        err.contains("65,535") && err.contains("--dispatch multi"),
+        "says the limit and the remedy: {err}"
     );
-    let err = VulkanDecoder::new(
-        ctx.clone(),
-        &model,
-        DecoderOptions {
-            grid: Some(grid),
-            ..opts(Dispatch::Mega, Some(64))
-        },
-    )
-    .err()
-    .expect("64 lanes refused")
-    .to_string();
+    // 64 lanes asked for: some 400,000 back-edges, refused with a size that fits.
+    let err = VulkanDecoder::new(ctx.clone(), &model, opts(Dispatch::Mega, Some(64)))
+        .err()
+        .expect("64 lanes refused")
+        .to_string();
     assert!(
-        err.contains("(head)") || err.contains("in head"),
-        "names the stage: {err}"
+        err.contains("in head") && err.contains("--wg-size") && err.contains("fits"),
+        "{err}"
     );
-    assert!(
-        err.contains("65,535") && err.contains("--wg-size") && err.contains("fits"),
-        "says the limit and a remedy: {err}"
-    );
-    // The multi path at 64 lanes widens its grid instead (a grid changes no bits) and runs
-    // clean.
-    let mut narrow = VulkanDecoder::new(ctx.clone(), &model, opts(Dispatch::Multi, Some(64)))
-        .expect("multi at 64 lanes fits by its grid");
-    assert!(narrow.grid > grid, "grid {} (resident {grid})", narrow.grid);
-    let p = narrow.step(model.tokenizer.bos_id(), 0).expect("pass");
-    assert!(p.fail.ok(), "{:#x}", p.fail.bits);
+    // The multi path by default, and at 64 lanes, where its grid widens (a grid changes no
+    // bits): clean.
+    for wg in [None, Some(64)] {
+        let mut dec =
+            VulkanDecoder::new(ctx.clone(), &model, opts(Dispatch::Multi, wg)).expect("multi fits");
+        let est = dec.cpu_pass_loops().expect("estimate");
+        assert!(est <= 48_000, "{wg:?}: {est}");
+        if wg.is_some() {
+            assert!(dec.grid > default_grid(&ctx), "grid {}", dec.grid);
+        }
+        let mut tok = model.tokenizer.bos_id();
+        for pos in 0..3 {
+            let p = dec.step(tok, pos).expect("pass");
+            assert!(p.fail.ok(), "{wg:?} pos {pos}: {:#x}", p.fail.bits);
+            tok = p.argmax;
+        }
+    }
 }
