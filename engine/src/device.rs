@@ -134,8 +134,8 @@ impl GpuDecoder {
     }
 
     /// `dispatch mega grid 2 x 64 lanes, 27 levels, 45 stages`.
-    /// On a CPU device with its loop estimate: `…, 12 levels, 16 stages, ≈ 9,120 of 64,000
-    /// loop iterations an invocation`.
+    /// On a CPU device with its loop estimate: `…, 12 levels, 16 stages, ~9120 of 64000 loop
+    /// iterations an invocation (CPU device)`.
     pub fn layout_line(&self) -> String {
         let mut line = format!(
             "dispatch {} grid {} x {} lanes, {} levels, {} stages",

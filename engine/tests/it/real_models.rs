@@ -260,7 +260,10 @@ fn vulkan_with(name: &str, mega_refused_on_cpu: bool) {
         }
         Err(e) => panic!("{name}: mega: {e}"),
     };
-    if mega_refused_on_cpu && ctx.info.kind == DeviceKind::Cpu {
+    // At lavapipe's grid of 2 (CI: LP_NUM_THREADS=2) and the positions decoded here; more
+    // threads give the head more teams.
+    let grid2 = baro_engine::vulkan::default_grid(&ctx) <= 2 && !full();
+    if mega_refused_on_cpu && ctx.info.kind == DeviceKind::Cpu && grid2 {
         assert!(
             mega.is_none(),
             "{name}: expected the CPU device to refuse mega"

@@ -189,10 +189,12 @@ pub fn pass_loops(p: &Program, c: &Config, pos: u32, l: &Launch) -> PassLoops {
             StageKind::Q | StageKind::K => 2 * (1 + row(t0)),
             StageKind::Ffn => 2 + row(t0) + row(t1),
             StageKind::Down if hidden > u64::from(l.in_cap) => {
-                // The wide FFN input in chunks: every unit once a chunk.
+                // The wide FFN input in chunks: each chunk loaded once (its trip and sweep),
+                // then every unit once a chunk.
                 let cap = (u64::from(l.in_cap) / 32 * 32).max(32);
                 let chunks = hidden.div_ceil(cap);
-                chunks * (1 + rows(t0, cap)) + chunks * sweep(cap, wg)
+                let loads = chunks * (1 + sweep(cap, wg));
+                return loads + per_team * (1 + chunks * (1 + rows(t0, cap)));
             }
             StageKind::V | StageKind::Wo | StageKind::Down | StageKind::Head => 1 + row(t0),
             StageKind::Attn => {
@@ -294,7 +296,8 @@ pub(super) struct CpuFit<'a> {
 /// refused, saying what would fit.
 pub(super) fn fit_cpu(f: &CpuFit) -> Result<(u32, u32, u64)> {
     let mega = f.opts.dispatch == Dispatch::Mega;
-    // The run's last position: the attention's longest.
+    // The run's last position (its attention's chunks are at their longest there, give or
+    // take a chunk boundary's few positions).
     let pos = f.program.max_seq.saturating_sub(1);
     let launch = |wg: u32, grid: u32, mega: bool| -> Option<PassLoops> {
         // A size the shared memory refuses is no candidate (the caller reports the size it
@@ -353,12 +356,16 @@ pub(super) fn fit_cpu(f: &CpuFit) -> Result<(u32, u32, u64)> {
         return Ok((wg, grid, 0));
     };
     if cur.loops > CPU_FIT && !mega && f.opts.grid.is_none() {
+        // Until it fits, or a wider grid no longer helps (one unit alone past the line): then
+        // the narrowest grid at the least.
         for g in wider(grid) {
-            if let Some(x) = est(wg, g) {
-                (grid, cur) = (g, x);
-                if cur.loops <= CPU_FIT {
-                    break;
-                }
+            let Some(x) = est(wg, g) else { break };
+            if x.loops >= cur.loops {
+                break;
+            }
+            (grid, cur) = (g, x);
+            if cur.loops <= CPU_FIT {
+                break;
             }
         }
     }
@@ -373,15 +380,42 @@ pub(super) fn fit_cpu(f: &CpuFit) -> Result<(u32, u32, u64)> {
     }
     // What would fit, for the message: a larger workgroup (mega) or a wider grid (multi).
     let fits = |x: &Option<PassLoops>| x.as_ref().is_some_and(|x| x.loops <= CPU_BUDGET);
+    let roomy = |x: &Option<PassLoops>| x.as_ref().is_some_and(|x| x.loops <= CPU_FIT);
+    // Whether the multi path's default launch fits (its grid widened as above).
+    let multi_fits = || {
+        let mut m = launch(wg, f.resident, false);
+        let mut g = f.resident;
+        while !roomy(&m) && g < 65_535 {
+            g = g.saturating_mul(2).min(65_535);
+            let x = launch(wg, g, false);
+            if x.as_ref().map(|x| x.loops) >= m.as_ref().map(|m| m.loops) {
+                break;
+            }
+            m = x;
+        }
+        fits(&m)
+    };
+    let or_multi = if mega && multi_fits() {
+        ", or --dispatch multi (its default grid on a CPU device is sized to fit)"
+    } else {
+        ""
+    };
     let remedy = if default_mega && cur.loops <= CPU_BUDGET {
         format!(
             "run it with --dispatch multi, whose default grid on a CPU device is sized to fit (--wg-size {wg} runs the megakernel, leaving the barriers' waits {} back-edges: a busy CPU runs out)",
             CPU_BUDGET - cur.loops
         )
     } else if mega {
-        match larger(wg).into_iter().find(|&w| fits(&est(w, grid))) {
-            Some(w) => format!("--wg-size {w} fits, or --dispatch multi"),
-            None => "run it with --dispatch multi, whose default grid on a CPU device is sized to fit (or over fewer positions, if the attention is what grows)".into(),
+        // A size that leaves the waits their quarter, else one within the budget.
+        let sizes = larger(wg);
+        match sizes
+            .iter()
+            .find(|&&w| roomy(&est(w, grid)))
+            .or_else(|| sizes.iter().find(|&&w| fits(&est(w, grid))))
+        {
+            Some(&w) => format!("--wg-size {w} fits{or_multi}"),
+            None if !or_multi.is_empty() => format!("no workgroup size fits{or_multi}"),
+            None => "no launch fits this many positions on this device (fewer positions shorten the attention's)".into(),
         }
     } else {
         match wider(grid).find(|&g| fits(&est(wg, g))) {
@@ -390,13 +424,18 @@ pub(super) fn fit_cpu(f: &CpuFit) -> Result<(u32, u32, u64)> {
         }
     };
     Err(Error::Invalid(format!(
-        "{} on {}: {} at position {pos} (the run's last) needs about {} loop iterations per invocation at a grid of {grid} x {wg} lanes ({} of them in {}); this CPU device ends an invocation's loops after 65,535 a dispatch, the kernel fails the pass at {CPU_BUDGET}, and a default leaves a quarter of that to the barriers' waits: {remedy}",
+        "{} on {}: {} at position {pos} (the run's last) needs about {} loop iterations per invocation at a grid of {grid} x {wg} lanes ({} of them in {}); this CPU device ends an invocation's loops after 65,535 a dispatch and the kernel fails the pass at {CPU_BUDGET}{}: {remedy}",
         if mega { "mega" } else { "multi" },
         f.device,
         if mega { "a pass" } else { "a stage's dispatch" },
         cur.loops,
         cur.stage_loops,
         cur.stage,
+        if default_mega {
+            ", of which a default megakernel leaves a quarter to its barriers' waits"
+        } else {
+            ""
+        },
     )))
 }
 
