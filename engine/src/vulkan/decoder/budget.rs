@@ -395,14 +395,20 @@ pub(super) fn fit_cpu(f: &CpuFit) -> Result<(u32, u32, u64)> {
         }
         fits(&m)
     };
-    let or_multi = if mega && multi_fits() {
+    let multi = mega && multi_fits();
+    let or_multi = if multi {
         ", or --dispatch multi (its default grid on a CPU device is sized to fit)"
     } else {
         ""
     };
     let remedy = if default_mega && cur.loops <= CPU_BUDGET {
         format!(
-            "run it with --dispatch multi, whose default grid on a CPU device is sized to fit (--wg-size {wg} runs the megakernel, leaving the barriers' waits {} back-edges: a busy CPU runs out)",
+            "{}--wg-size {wg} runs the megakernel, leaving the barriers' waits {} back-edges: a busy CPU runs out",
+            if multi {
+                "run it with --dispatch multi, whose default grid on a CPU device is sized to fit; "
+            } else {
+                ""
+            },
             CPU_BUDGET - cur.loops
         )
     } else if mega {
@@ -414,7 +420,7 @@ pub(super) fn fit_cpu(f: &CpuFit) -> Result<(u32, u32, u64)> {
             .or_else(|| sizes.iter().find(|&&w| fits(&est(w, grid))))
         {
             Some(&w) => format!("--wg-size {w} fits{or_multi}"),
-            None if !or_multi.is_empty() => format!("no workgroup size fits{or_multi}"),
+            None if multi => "no workgroup size fits: run it with --dispatch multi, whose default grid on a CPU device is sized to fit".into(),
             None => "no launch fits this many positions on this device (fewer positions shorten the attention's)".into(),
         }
     } else {
