@@ -334,6 +334,23 @@ pub(super) fn fit_cpu(f: &CpuFit) -> Result<(u32, u32, u64)> {
         })
         .take_while(move |&x| x > g)
     };
+    // The multi path's grid from `g`, at `from` (its estimate there): doubled until the
+    // heaviest stage leaves the quarter, or until a wider grid no longer lowers it (one unit
+    // alone past the line), then the narrowest grid at the least.
+    let widen = |wg: u32, g: u32, from: PassLoops| {
+        let (mut grid, mut cur) = (g, from);
+        for g in wider(grid) {
+            let Some(x) = launch(wg, g, false) else { break };
+            if x.loops >= cur.loops {
+                break;
+            }
+            (grid, cur) = (g, x);
+            if cur.loops <= CPU_FIT {
+                break;
+            }
+        }
+        (grid, cur)
+    };
     let (mut wg, mut grid) = (f.wg_size, f.grid);
     // The default workgroup size is the megakernel's on the resident grid whichever the
     // dispatch, so that mega and multi keep their bits (the norms' sums are over the
@@ -356,18 +373,7 @@ pub(super) fn fit_cpu(f: &CpuFit) -> Result<(u32, u32, u64)> {
         return Ok((wg, grid, 0));
     };
     if cur.loops > CPU_FIT && !mega && f.opts.grid.is_none() {
-        // Until it fits, or a wider grid no longer helps (one unit alone past the line): then
-        // the narrowest grid at the least.
-        for g in wider(grid) {
-            let Some(x) = est(wg, g) else { break };
-            if x.loops >= cur.loops {
-                break;
-            }
-            (grid, cur) = (g, x);
-            if cur.loops <= CPU_FIT {
-                break;
-            }
-        }
+        (grid, cur) = widen(wg, grid, cur);
     }
     // A megakernel's default must leave the barriers' waits their quarter: a waiting
     // workgroup spends back-edges while the OS runs another thread (a gate's CPU reference
@@ -383,17 +389,8 @@ pub(super) fn fit_cpu(f: &CpuFit) -> Result<(u32, u32, u64)> {
     let roomy = |x: &Option<PassLoops>| x.as_ref().is_some_and(|x| x.loops <= CPU_FIT);
     // Whether the multi path's default launch fits (its grid widened as above).
     let multi_fits = || {
-        let mut m = launch(wg, f.resident, false);
-        let mut g = f.resident;
-        while !roomy(&m) && g < 65_535 {
-            g = g.saturating_mul(2).min(65_535);
-            let x = launch(wg, g, false);
-            if x.as_ref().map(|x| x.loops) >= m.as_ref().map(|m| m.loops) {
-                break;
-            }
-            m = x;
-        }
-        fits(&m)
+        launch(wg, f.resident, false)
+            .is_some_and(|m| widen(wg, f.resident, m).1.loops <= CPU_BUDGET)
     };
     let multi = mega && multi_fits();
     let or_multi = if multi {
