@@ -11,9 +11,9 @@
 # carried tree's 64 MiB cap).
 # Steps:
 #   peer       start llama.cpp's CUDA build (llama-bench, llama-quantize) in its own session;
-#              the steps that need it wait for it (none when .peer/llama.cpp-bin.tar.xz, a
+#              the steps that need it wait for it (none when .peer/llama.cpp-bin.tar.xz.NN, a
 #              build `peersave` brought back, is carried and runs)
-#   peersave   the peer's binaries and libraries to $OUT/llama.cpp-bin.tar.xz (after its build)
+#   peersave   the peer's binaries and libraries to $OUT/llama.cpp-bin.tar.xz.NN (after its build)
 #   models     the SHAPES' Q4_0 files (16k context) from `model gen`, once
 #   gates      stories260K goldens (mega, multi), stall injection, f32 and q8 gates per shape
 #   gates:BIN[:ARGS]  the same of .bin/BIN, ARGS (commas for spaces) added to every gate and
@@ -21,7 +21,7 @@
 #   fixtures   scripts/fixtures/check on every engine/tests/data/models fixture: Vulkan mega
 #              and multi ids against llama.cpp's goldens
 #   kquant     the SHAPES' Q4_K_M files made by llama-quantize from baro-top's f16 models;
-#              gates (f32, q8) on them
+#              gates (f32, q8) on them; kquant:ACTS the gates' paths (commas), kquant:none none
 #   bench      baro-top `bench` (mega, f32 and q8) and llama-bench tg128 on every Q4_0 and
 #              Q4_K_M file, in the same call (after the peer build, when `peer` started one:
 #              nothing else runs beside a timed run)
@@ -158,11 +158,11 @@ peer() {
   mkdir -p /tmp/peer && touch /tmp/peer/started
   # A build an earlier call brought back (`peersave`): the same tree's binaries, unpacked where
   # they were built (their run paths name build/bin), and no build in this call.
-  if [ -s .peer/llama.cpp-bin.tar.xz ]; then
-    mkdir -p $P && tar xJf .peer/llama.cpp-bin.tar.xz -C $P/..
+  if [ -s .peer/llama.cpp-bin.tar.xz.00 ]; then
+    mkdir -p $P && cat .peer/llama.cpp-bin.tar.xz.?? | tar xJf - -C $P/..
     if $P/llama-bench --help > /dev/null 2>&1; then
-      echo "peer build rc 0 (prebuilt: .peer/llama.cpp-bin.tar.xz)" > /tmp/peer/done
-      t "peer prebuilt from .peer/llama.cpp-bin.tar.xz"; return
+      echo "peer build rc 0 (prebuilt: .peer/llama.cpp-bin.tar.xz.*)" > /tmp/peer/done
+      t "peer prebuilt from .peer/llama.cpp-bin.tar.xz.*"; return
     fi
     echo "the prebuilt peer does not run here; building"; rm -rf /tmp/peer/llama.cpp
   fi
@@ -181,14 +181,15 @@ peer_wait() {
   grep -q "rc 0" /tmp/peer/done || { tail -5 /tmp/peer/cmake.log; grep -m5 -iE "error|killed" /tmp/peer/build.log; tail -3 /tmp/peer/build.log; return 1; }
 }
 
-# The peer's binaries and libraries to $OUT/llama.cpp-bin.tar.xz, to carry as
-# .peer/llama.cpp-bin.tar.xz: a later call skips the ~300 s build (one file back, under 16 MiB).
+# The peer's binaries and libraries to $OUT/llama.cpp-bin.tar.xz.00, .01, ... (15 MiB pieces:
+# a file comes back only under 16 MiB; round 64's build was 43 MB), to carry as .peer/: a
+# later call skips the ~300 s build.
 peersave_step() {
   [ -e /tmp/peer/started ] && peer_wait || return
   # Paths under build/ kept: the run paths name the libraries' folders, wherever CMake put them.
   (cd $P/.. && tar cf - bin/llama-bench bin/llama-quantize $(find . -not -path '*/CMakeFiles/*' \( -name '*.so' -o -name '*.so.*' \) -printf '%P\n')) |
-    xz -T16 -6 > "$O/llama.cpp-bin.tar.xz"
-  t "peer saved: $(stat -c %s "$O/llama.cpp-bin.tar.xz") bytes (back only under 16 MiB)"
+    xz -T16 -6 | split -b 15M -d - "$O/llama.cpp-bin.tar.xz."
+  t "peer saved: $(ls "$O"/llama.cpp-bin.tar.xz.* | wc -l) pieces, $(cat "$O"/llama.cpp-bin.tar.xz.* | wc -c) bytes"
 }
 
 gates_step() {
@@ -207,7 +208,10 @@ fixtures_step() {
   bash scripts/fixtures/check.sh "$B" 2>&1 | tail -40
 }
 
+# kquant_step [ACTS]: the gates' activation paths (default "f32 q8"; "none": no gates).
 kquant_step() {
+  local acts=${1:-f32 q8}
+  [ "$acts" = none ] && acts=
   # The f16 files while the peer builds (neither is timed), then llama-quantize.
   for s in $SHAPES; do
     [ -s /tmp/$s-q4_k_m.gguf ] || [ -s /tmp/$s-f16.gguf ] || \
@@ -221,7 +225,7 @@ kquant_step() {
     rm -f /tmp/$s-f16.gguf
     $B model info /tmp/$s-q4_k_m.gguf 2>&1 | grep -ciE "q4_k|q6_k" | sed 's/^/k-quant tensors: /'
   done
-  for s in $SHAPES; do for a in f32 q8; do
+  for s in $SHAPES; do for a in $acts; do
     echo "-- $s Q4_K_M act $a"; $B gate -m /tmp/$s-q4_k_m.gguf --steps 8 --act $a 2>&1 | grep -E "GATE|bit-identical|rel-L2|tokens vs|refus|error"
   done; done
 }
@@ -266,6 +270,7 @@ for step in "$@"; do
     gates:*) IFS=: read -r _ bin xargs <<< "$step"; gates_step ".bin/$bin" "${xargs//,/ }" ;;
     fixtures) fixtures_step ;;
     kquant) kquant_step ;;
+    kquant:*) kquant_step "$(echo "${step#kquant:}" | tr , ' ')" ;;
     bench) bench_step ;;
     bench:*) IFS=: read -r _ depths xargs acts <<< "$step"; bench_step "${depths//,/ }" "${xargs//,/ }" "${acts//,/ }" ;;
     ab:*)
