@@ -40,7 +40,7 @@
 #              $OUT/BIN-SHAPE-ACT[-ARGS].cache (disassemble here: bench/sass.py)
 #   plain:BIN:SHAPE:ACT[:ARGS[:ENV]]  the same run with --no-instrument: the plain pipeline's
 #              statistics, its passes' power modes and contention, and its cache
-#              ($OUT/BIN-SHAPE-ACT[-ARGS][-ENV]-plain.cache), the pipeline
+#              ($OUT/BIN-SHAPE-ACT[-ARGS][-ENV]-plain.cache; its lines as -plain.jsonl.xz), the pipeline
 #              `bench` measures; ENV (commas for spaces): VAR=VALUE assignments for that run
 #              (a diagnostic build's hook, e.g. BARO_DIAG_SPIRV=.spv/v1.spv); 140 passes
 #              unless ARGS says (--ctx,4400,--passes,4300 also prints the passes at 4096..)
@@ -299,6 +299,9 @@ for p in d.get('pipelines',[]): print('  ', p['pipeline'], '; '.join('%s=%s'%(s[
       np="--passes 140"; case ",$xargs," in *,--passes,*) np= ;; esac
       env ${envs//,/ } .bin/$bin run -m /tmp/$shape.gguf --json $np -i "Once upon a time" --check off --dispatch mega --act $act \
         ${xargs//,/ } --no-instrument --pipeline-cache-out "$O/$bin-$shape-$act${tag:+-$tag}-plain.cache" 2>/dev/null > /tmp/run.jsonl
+      # The run's lines too (round 64: a plain run three times its bench's pass time, every pass
+      # labelled fast and uncontended: the frames say what the labels saw).
+      xz -c /tmp/run.jsonl > "$O/$bin-$shape-$act${tag:+-$tag}-plain.jsonl.xz"
       head -1 /tmp/run.jsonl | python3 -c "
 import json,sys
 d=json.loads(sys.stdin.readline())
