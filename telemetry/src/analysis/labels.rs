@@ -20,7 +20,9 @@
 //!
 //! Until `warmup` passes have fed the baseline it is not trusted and the latency votes
 //! nothing; a pass the clock calls slow does not feed it (so a cold start does not become
-//! the "fast" baseline where the clocks are sampled). A clock hint (NVML's SM clock against its maximum) votes where latency does not:
+//! the "fast" baseline where the clocks are sampled). A baseline that passes with no clock
+//! sample fed (the sensor's first reading came after them) is dropped when the clock calls a
+//! pass slow, and warms up again: the same labels as if the sample had come first. A clock hint (NVML's SM clock against its maximum) votes where latency does not:
 //! below `clock_slow_fraction` of the maximum clock slow, from `clock_fast_fraction` up fast.
 //! So a cold start is labelled slow from its first pass where the clocks are sampled, and
 //! unknown until the baseline is trusted where they are not. Where both vote and disagree the
@@ -145,6 +147,10 @@ struct Baseline {
     /// Passes fed so far (the baseline is trusted from `warmup` on).
     fed: u32,
     fast: VecDeque<u64>,
+    /// A pass with no clock hint fed it (see [`PowerModeClassifier::classify_indicator`]).
+    unclocked: bool,
+    /// Given by [`PowerModeClassifier::with_baseline`]: trusted whatever the clock says.
+    given: bool,
 }
 
 impl Baseline {
@@ -156,6 +162,9 @@ impl Baseline {
             self.fast.pop_front();
         }
         self.fast.push_back(x);
+    }
+    fn reset(&mut self) {
+        *self = Baseline::default();
     }
 }
 
@@ -200,6 +209,7 @@ impl PowerModeClassifier {
         let b = &mut self.baselines[indicator as usize];
         b.push(fast_ns, self.cfg.window);
         b.fed = self.cfg.warmup;
+        b.given = true;
         self
     }
 
@@ -244,6 +254,18 @@ impl PowerModeClassifier {
         let mut ratio = None;
         let mut latency_vote = None;
         let clock_vote = clock.and_then(|c| c.vote(cfg));
+        if let Some((src, _)) = ind {
+            // A baseline learned from passes no clock sample covered (the clock source's
+            // first sample came after the warmup: on the H200 NVML's first reading lands
+            // ≈ 8 passes in) is a cold start's latency as often as a fast one's (round 64:
+            // 85 passes at 3.5 ms labelled fast at 405 of 1980 MHz): a clock that calls a
+            // pass slow discards it, and the warmup starts over as if the sample had come
+            // first.
+            let b = &mut self.baselines[src as usize];
+            if clock_vote == Some(PowerMode::Slow) && b.unclocked && !b.given {
+                b.reset();
+            }
+        }
         if let Some((src, x)) = ind {
             let b = &self.baselines[src as usize];
             if b.fed >= cfg.warmup {
@@ -300,6 +322,7 @@ impl PowerModeClassifier {
             if learn {
                 b.push(x, cfg.window);
                 b.fed = b.fed.saturating_add(1);
+                b.unclocked |= clock.is_none();
             }
         }
         ModeDecision {

@@ -222,6 +222,11 @@ fn cold_start_is_slow_while_clocks_ramp_then_fast() {
 }
 
 #[test]
+fn a_cold_start_whose_first_clock_sample_comes_late_is_relabelled_slow() {
+    run(&scenario("late_clock_cold_start"));
+}
+
+#[test]
 fn mode_switch_mid_run_is_labelled_after_the_hysteresis_both_ways() {
     run(&scenario("mode_switch"));
 }
