@@ -22,7 +22,10 @@
 //! nothing; a pass the clock calls slow does not feed it (so a cold start does not become
 //! the "fast" baseline where the clocks are sampled). A baseline that passes with no clock
 //! sample fed (the sensor's first reading came after them) is dropped when the clock calls a
-//! pass slow, and warms up again: the same labels as if the sample had come first. A clock hint (NVML's SM clock against its maximum) votes where latency does not:
+//! pass slow, and warms up again: the same labels as if the sample had come first. A slow
+//! clock sample is taken as stale for a pass at least `slow_ratio` times faster than every
+//! pass it called slow (the clocks rose since the sample: it votes nothing, and the pass
+//! can feed the baseline). A clock hint (NVML's SM clock against its maximum) votes where latency does not:
 //! below `clock_slow_fraction` of the maximum clock slow, from `clock_fast_fraction` up fast.
 //! So a cold start is labelled slow from its first pass where the clocks are sampled, and
 //! unknown until the baseline is trusted where they are not. Where both vote and disagree the
@@ -174,6 +177,8 @@ pub struct PowerModeClassifier {
     cfg: ModeConfig,
     excluded: Vec<StageId>,
     baselines: [Baseline; 3],
+    /// Per indicator, the lowest indicator of the passes the clock called slow.
+    slow_min: [Option<u64>; 3],
     held: PowerMode,
     pending: Option<(PowerMode, u32)>,
 }
@@ -185,6 +190,7 @@ impl PowerModeClassifier {
             cfg,
             excluded: Vec::new(),
             baselines: Default::default(),
+            slow_min: [None; 3],
             held: PowerMode::Unknown,
             pending: None,
         }
@@ -253,7 +259,16 @@ impl PowerModeClassifier {
         let cfg = &self.cfg;
         let mut ratio = None;
         let mut latency_vote = None;
-        let clock_vote = clock.and_then(|c| c.vote(cfg));
+        let mut clock_vote = clock.and_then(|c| c.vote(cfg));
+        if let (Some((src, x)), Some(PowerMode::Slow)) = (ind, clock_vote) {
+            // A sample is up to one sensor interval old (250 ms: a 1B run's whole ramp from
+            // 345 MHz can fit in it): a pass at least `slow_ratio` times faster than every
+            // pass the clock called slow ran after the clocks rose, and the sample predates it.
+            if self.slow_min[src as usize].is_some_and(|m| (x as f64) * cfg.slow_ratio <= m as f64)
+            {
+                clock_vote = None;
+            }
+        }
         if let Some((src, _)) = ind {
             // A baseline learned from passes no clock sample covered (the clock source's
             // first sample came after the warmup: on the H200 NVML's first reading lands
@@ -309,6 +324,10 @@ impl PowerModeClassifier {
             }
         };
 
+        if let (Some((src, x)), Some(PowerMode::Slow)) = (ind, clock_vote) {
+            let m = &mut self.slow_min[src as usize];
+            *m = Some(m.map_or(x, |m| m.min(x)));
+        }
         if let Some((src, x)) = ind {
             let b = &mut self.baselines[src as usize];
             // The baseline learns from warmup passes the clock does not call slow, then from

@@ -227,6 +227,11 @@ fn a_cold_start_whose_first_clock_sample_comes_late_is_relabelled_slow() {
 }
 
 #[test]
+fn passes_far_faster_than_a_slow_samples_passes_are_not_held_slow_by_it() {
+    run(&scenario("ramp_within_one_sample"));
+}
+
+#[test]
 fn mode_switch_mid_run_is_labelled_after_the_hysteresis_both_ways() {
     run(&scenario("mode_switch"));
 }
