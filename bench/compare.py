@@ -78,7 +78,9 @@ def label(r, seen, depths):
     if q in ORIGIN and q not in seen:
         seen.add(q)
         s += " (%s)" % ORIGIN[q]
-    if len(depths) > 1:
+    # A call of one depth names it unless it is 0 (round 64c: a table of depth-4096 rows read
+    # as depth 0).
+    if len(depths) > 1 or (r.get("depth") or 0) != 0:
         s += " d%s" % r.get("depth")
     return s
 
