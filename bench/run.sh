@@ -11,9 +11,8 @@
 # carried tree's 64 MiB cap).
 # Steps:
 #   peer       start llama.cpp's CUDA build (llama-bench, llama-quantize) in its own session;
-#              the steps that need it wait for it (none when .peer/llama.cpp-bin.tar.xz.NN, a
-#              build `peersave` brought back, is carried and runs)
-#   peersave   the peer's binaries and libraries to $OUT/llama.cpp-bin.tar.xz.NN (after its build)
+#              the steps that need it wait for it (its build cannot travel back in: the
+#              tracked tree is 47 MB of the carried 64 MiB and the build 43 MB; round 64)
 #   models     the SHAPES' Q4_0 files (16k context) from `model gen`, once
 #   gates      stories260K goldens (mega, multi), stall injection, f32 and q8 gates per shape
 #   gates:BIN[:ARGS]  the same of .bin/BIN, ARGS (commas for spaces) added to every gate and
@@ -156,16 +155,6 @@ models() {
 peer() {
   [ -e /tmp/peer/started ] && return
   mkdir -p /tmp/peer && touch /tmp/peer/started
-  # A build an earlier call brought back (`peersave`): the same tree's binaries, unpacked where
-  # they were built (their run paths name build/bin), and no build in this call.
-  if [ -s .peer/llama.cpp-bin.tar.xz.00 ]; then
-    mkdir -p $P && cat .peer/llama.cpp-bin.tar.xz.?? | tar xJf - -C $P/..
-    if $P/llama-bench --help > /dev/null 2>&1; then
-      echo "peer build rc 0 (prebuilt: .peer/llama.cpp-bin.tar.xz.*)" > /tmp/peer/done
-      t "peer prebuilt from .peer/llama.cpp-bin.tar.xz.*"; return
-    fi
-    echo "the prebuilt peer does not run here; building"; rm -rf /tmp/peer/llama.cpp
-  fi
   tar xJf .peer/llama.cpp.tar.xz -C /tmp/peer
   setsid bash -c 'cd /tmp/peer/llama.cpp && cmake -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
@@ -179,17 +168,6 @@ peer_wait() {
   while [ ! -e /tmp/peer/done ] && [ $SECONDS -lt 540 ]; do sleep 2; done
   cat /tmp/peer/done 2>/dev/null || { echo "peer build not finished"; tail -3 /tmp/peer/build.log; return 1; }
   grep -q "rc 0" /tmp/peer/done || { tail -5 /tmp/peer/cmake.log; grep -m5 -iE "error|killed" /tmp/peer/build.log; tail -3 /tmp/peer/build.log; return 1; }
-}
-
-# The peer's binaries and libraries to $OUT/llama.cpp-bin.tar.xz.00, .01, ... (15 MiB pieces:
-# a file comes back only under 16 MiB; round 64's build was 43 MB), to carry as .peer/: a
-# later call skips the ~300 s build.
-peersave_step() {
-  [ -e /tmp/peer/started ] && peer_wait || return
-  # Paths under build/ kept: the run paths name the libraries' folders, wherever CMake put them.
-  (cd $P/.. && tar cf - bin/llama-bench bin/llama-quantize $(find . -not -path '*/CMakeFiles/*' \( -name '*.so' -o -name '*.so.*' \) -printf '%P\n')) |
-    xz -T16 -6 | split -b 15M -d - "$O/llama.cpp-bin.tar.xz."
-  t "peer saved: $(ls "$O"/llama.cpp-bin.tar.xz.* | wc -l) pieces, $(cat "$O"/llama.cpp-bin.tar.xz.* | wc -c) bytes"
 }
 
 gates_step() {
@@ -264,7 +242,6 @@ bench_step() {
 for step in "$@"; do
   case $step in
     peer) peer ;;
-    peersave) peersave_step ;;
     models) t models; models ;;
     gates) gates_step ;;
     gates:*) IFS=: read -r _ bin xargs <<< "$step"; gates_step ".bin/$bin" "${xargs//,/ }" ;;
