@@ -84,9 +84,6 @@ use sinks::Shared;
 
 /// Passes between clock re-calibrations (drift tracking).
 const RESYNC_EVERY: u64 = 256;
-/// How long a session waits for the sensors' first round before its first pass (NVML's
-/// start-up took ≈ 36 ms on the H200).
-const FIRST_SENSOR_ROUND: Duration = Duration::from_millis(500);
 /// [`Check::Auto`] checks every pass of models whose weights, as f32, are at most this many
 /// bytes (the f32 reference keeps up with the GPU on a small CPU), and a prefix of every
 /// sequence above it.

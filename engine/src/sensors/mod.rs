@@ -27,7 +27,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use baro_telemetry::{GpuClient, LockHolder, SensorReading, SensorSample};
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{RecvTimeoutError, Sender};
 
 use crate::vulkan::context::host_monotonic_ns;
 
@@ -240,7 +240,6 @@ impl Sensors {
 pub struct SensorThread {
     stop: Option<Sender<()>>,
     handle: Option<JoinHandle<()>>,
-    first: Option<Receiver<()>>,
 }
 
 impl SensorThread {
@@ -264,7 +263,6 @@ impl SensorThread {
         sink: impl Fn(SensorSample) + Send + 'static,
     ) -> std::io::Result<Self> {
         let (tx, rx) = crossbeam_channel::bounded::<()>(1);
-        let (first_tx, first_rx) = crossbeam_channel::bounded::<()>(1);
         let handle = std::thread::Builder::new()
             .name("baro-sensors".into())
             .spawn(move || {
@@ -277,12 +275,8 @@ impl SensorThread {
                     })
                 };
                 off.into_iter().for_each(emit);
-                let mut first = Some(first_tx);
                 loop {
                     sensors.sample().into_iter().for_each(emit);
-                    if let Some(t) = first.take() {
-                        let _ = t.send(());
-                    }
                     match rx.recv_timeout(interval) {
                         Err(RecvTimeoutError::Timeout) => {}
                         Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
@@ -292,19 +286,7 @@ impl SensorThread {
         Ok(SensorThread {
             stop: Some(tx),
             handle: Some(handle),
-            first: Some(first_rx),
         })
-    }
-
-    /// Wait, at most `timeout`, until the thread has handed its first round of readings to
-    /// the sink (the sources' start-up included: NVML's took ≈ 36 ms on the H200). A session
-    /// waits here before its first pass, so that pass is labelled with the clocks it ran at
-    /// (round 64: NVML's first reading came eight passes in, and a cold start's passes
-    /// became the fast baseline). Whether the round came; a later call returns at once.
-    pub fn wait_first_round(&mut self, timeout: Duration) -> bool {
-        self.first
-            .take()
-            .is_none_or(|rx| rx.recv_timeout(timeout).is_ok())
     }
 
     /// Stop and join (returns within one interval plus one sample's time).

@@ -351,28 +351,3 @@ fn cpu_burner_threads_of_our_own_are_counted_as_ours_not_others() {
         "{during:?}"
     );
 }
-
-#[test]
-fn the_first_round_is_in_the_sink_when_wait_first_round_returns() {
-    // A session waits for this before its first pass: what it waited for must be there.
-    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let sink = got.clone();
-    let mut t = SensorThread::spawn(Duration::from_secs(3600), move |s| {
-        sink.lock().unwrap().push(s);
-    })
-    .unwrap();
-    assert!(t.wait_first_round(Duration::from_secs(30)));
-    let n = got.lock().unwrap().len();
-    assert!(
-        got.lock()
-            .unwrap()
-            .iter()
-            .any(|s| matches!(s.reading, SensorReading::GpuClients { .. })),
-        "the first round's /proc scan was not in the sink ({n} readings)"
-    );
-    // Once only: a later call does not wait (the interval is an hour).
-    let t0 = Instant::now();
-    assert!(t.wait_first_round(Duration::from_secs(30)));
-    assert!(t0.elapsed() < Duration::from_secs(5));
-    t.stop();
-}

@@ -25,7 +25,7 @@ pub(super) struct Engine {
     pub(super) failed_checks: u64,
     pub(super) checked: u64,
     /// The sensor thread (CPU busy, other GPU clients, clocks; low rate) and its samples.
-    pub(super) sensors: Option<crate::sensors::SensorThread>,
+    pub(super) _sensors: Option<crate::sensors::SensorThread>,
     pub(super) sensor_rx: Receiver<baro_telemetry::SensorSample>,
     /// The frame builder: finishes each frame (ring, labels) and emits every message, in
     /// the order queued, while this thread runs the next pass.
@@ -128,18 +128,13 @@ impl Engine {
             failed_passes: 0,
             failed_checks: 0,
             checked: 0,
-            sensors,
+            _sensors: sensors,
             sensor_rx,
             frames,
         };
         e.emit(Telemetry::Start((*e.details).clone()));
         let c = e.sync(0)?;
         e.emit(Telemetry::Clock(c));
-        // The sensors' first readings before the first pass, so its labels see the clocks it
-        // runs at. Bounded: a source that hangs delays the run, never stops it.
-        if let Some(s) = e.sensors.as_mut() {
-            s.wait_first_round(FIRST_SENSOR_ROUND);
-        }
         Ok(e)
     }
 
