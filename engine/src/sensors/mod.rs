@@ -70,6 +70,12 @@ pub enum GpuSensor {
 pub struct SensorConfig {
     /// Time between samples (default 250 ms).
     pub interval: Duration,
+    /// The first rounds' spacing (default 25 ms) and how many (default 20): a GPU's clocks
+    /// ramp in its first few hundred ms of work (round 64 on the H200: 345 → 1980 MHz over
+    /// ≈ 0.3 s), and a sample stands for the passes until the next one.
+    pub start_interval: Duration,
+    /// Rounds at `start_interval` before `interval`.
+    pub start_rounds: u32,
     /// Scan `/proc` for GPU clients every this many samples (default 4).
     pub clients_every: u32,
     /// The `/proc` root (default `/proc`).
@@ -88,6 +94,8 @@ impl Default for SensorConfig {
     fn default() -> Self {
         SensorConfig {
             interval: Duration::from_millis(250),
+            start_interval: Duration::from_millis(25),
+            start_rounds: 20,
             clients_every: 4,
             proc_root: PathBuf::from("/proc"),
             sys_root: PathBuf::from("/sys"),
@@ -266,7 +274,8 @@ impl SensorThread {
         let handle = std::thread::Builder::new()
             .name("baro-sensors".into())
             .spawn(move || {
-                let interval = cfg.interval;
+                let (interval, mut fast) = (cfg.interval, cfg.start_rounds);
+                let start = cfg.start_interval.min(interval);
                 let (mut sensors, off) = Sensors::open(cfg);
                 let emit = |reading| {
                     sink(SensorSample {
@@ -277,7 +286,9 @@ impl SensorThread {
                 off.into_iter().for_each(emit);
                 loop {
                     sensors.sample().into_iter().for_each(emit);
-                    match rx.recv_timeout(interval) {
+                    let wait = if fast > 0 { start } else { interval };
+                    fast = fast.saturating_sub(1);
+                    match rx.recv_timeout(wait) {
                         Err(RecvTimeoutError::Timeout) => {}
                         Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
                     }

@@ -351,3 +351,47 @@ fn cpu_burner_threads_of_our_own_are_counted_as_ours_not_others() {
         "{during:?}"
     );
 }
+
+#[test]
+fn the_first_rounds_come_at_the_start_interval_then_at_the_interval() {
+    // A GPU's clocks ramp in its first few hundred ms of work: the thread samples
+    // start_rounds more times at start_interval after its first round, then every interval
+    // (an hour here: no further round comes while the test waits).
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let t = SensorThread::spawn_with(
+        SensorConfig {
+            interval: Duration::from_secs(3600),
+            start_interval: Duration::from_millis(10),
+            start_rounds: 5,
+            clients_every: 1,
+            ..Default::default()
+        },
+        move |s| {
+            let _ = tx.send(s);
+        },
+    )
+    .unwrap();
+    // Rounds (one /proc scan each) until `want` have come or `wait` is over.
+    let rounds = |want: usize, wait: Duration| {
+        let deadline = Instant::now() + wait;
+        let mut n = 0;
+        while n < want {
+            let Ok(s) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) else {
+                break;
+            };
+            n += usize::from(matches!(s.reading, SensorReading::GpuClients { .. }));
+        }
+        n
+    };
+    assert_eq!(
+        rounds(6, Duration::from_secs(30)),
+        6,
+        "the first round and five fast ones"
+    );
+    assert_eq!(
+        rounds(1, Duration::from_secs(1)),
+        0,
+        "none before the hour's interval"
+    );
+    t.stop();
+}

@@ -20,12 +20,14 @@
 //!
 //! Until `warmup` passes have fed the baseline it is not trusted and the latency votes
 //! nothing; a pass the clock calls slow does not feed it (so a cold start does not become
-//! the "fast" baseline where the clocks are sampled). A baseline that passes with no clock
-//! sample fed (the sensor's first reading came after them) is dropped when the clock calls a
-//! pass slow, and warms up again: the same labels as if the sample had come first. A slow
-//! clock sample is taken as stale for a pass at least `slow_ratio` times faster than every
-//! pass it called slow (the clocks rose since the sample: it votes nothing, and the pass
-//! can feed the baseline). A clock hint (NVML's SM clock against its maximum) votes where latency does not:
+//! the "fast" baseline where the clocks are sampled). A baseline that only passes with no
+//! clock sample fed (the sensor's first reading came after them) is dropped, with the held
+//! mode, when the clock calls a pass slow, and warms up again: the same labels as if the
+//! sample had come first. A slow clock sample is taken as stale for a pass at least
+//! `slow_ratio` times faster than every pass that sample called slow (the clocks rose since
+//! it: it votes nothing, and the pass can feed the baseline). A GPU held below
+//! `clock_slow_fraction` of its maximum clock for the whole run (clocks locked low, a hard
+//! power cap) is labelled slow throughout: its clocks are not at speed. A clock hint (NVML's SM clock against its maximum) votes where latency does not:
 //! below `clock_slow_fraction` of the maximum clock slow, from `clock_fast_fraction` up fast.
 //! So a cold start is labelled slow from its first pass where the clocks are sampled, and
 //! unknown until the baseline is trusted where they are not. Where both vote and disagree the
@@ -150,8 +152,8 @@ struct Baseline {
     /// Passes fed so far (the baseline is trusted from `warmup` on).
     fed: u32,
     fast: VecDeque<u64>,
-    /// A pass with no clock hint fed it (see [`PowerModeClassifier::classify_indicator`]).
-    unclocked: bool,
+    /// A pass with a clock hint fed it (see [`PowerModeClassifier::classify_indicator`]).
+    clocked: bool,
     /// Given by [`PowerModeClassifier::with_baseline`]: trusted whatever the clock says.
     given: bool,
 }
@@ -177,8 +179,9 @@ pub struct PowerModeClassifier {
     cfg: ModeConfig,
     excluded: Vec<StageId>,
     baselines: [Baseline; 3],
-    /// Per indicator, the lowest indicator of the passes the clock called slow.
-    slow_min: [Option<u64>; 3],
+    /// Per indicator, the clock sample that last called a pass slow and the lowest indicator
+    /// of the passes it called slow.
+    slow_min: [Option<(ClockHint, u64)>; 3],
     held: PowerMode,
     pending: Option<(PowerMode, u32)>,
 }
@@ -260,25 +263,28 @@ impl PowerModeClassifier {
         let mut ratio = None;
         let mut latency_vote = None;
         let mut clock_vote = clock.and_then(|c| c.vote(cfg));
-        if let (Some((src, x)), Some(PowerMode::Slow)) = (ind, clock_vote) {
-            // A sample is up to one sensor interval old (250 ms: a 1B run's whole ramp from
-            // 345 MHz can fit in it): a pass at least `slow_ratio` times faster than every
-            // pass the clock called slow ran after the clocks rose, and the sample predates it.
-            if self.slow_min[src as usize].is_some_and(|m| (x as f64) * cfg.slow_ratio <= m as f64)
+        if let (Some((src, x)), Some(PowerMode::Slow), Some(h)) = (ind, clock_vote, clock) {
+            // A sample stands for the passes until the next one (a 1B run's whole ramp from
+            // 345 MHz can fit between two): a pass at least `slow_ratio` times faster than
+            // every pass this same sample called slow ran after the clocks rose.
+            if self.slow_min[src as usize]
+                .is_some_and(|(s, m)| s == h && (x as f64) * cfg.slow_ratio <= m as f64)
             {
                 clock_vote = None;
             }
         }
         if let Some((src, _)) = ind {
-            // A baseline learned from passes no clock sample covered (the clock source's
-            // first sample came after the warmup: on the H200 NVML's first reading lands
-            // ≈ 8 passes in) is a cold start's latency as often as a fast one's (round 64:
-            // 85 passes at 3.5 ms labelled fast at 405 of 1980 MHz): a clock that calls a
-            // pass slow discards it, and the warmup starts over as if the sample had come
-            // first.
+            // A baseline learned only from passes no clock sample covered (the source's first
+            // sample came after the warmup: on the H200 NVML's first reading lands ≈ 8 passes
+            // in) is a cold start's latency as often as a fast one's (round 64: 85 passes at
+            // 3.5 ms labelled fast at 405 of 1980 MHz): a clock that calls a pass slow
+            // discards it and the held mode, and the warmup starts over as if the sample had
+            // come first.
             let b = &mut self.baselines[src as usize];
-            if clock_vote == Some(PowerMode::Slow) && b.unclocked && !b.given {
+            if clock_vote == Some(PowerMode::Slow) && b.fed > 0 && !b.clocked && !b.given {
                 b.reset();
+                self.held = PowerMode::Unknown;
+                self.pending = None;
             }
         }
         if let Some((src, x)) = ind {
@@ -324,9 +330,12 @@ impl PowerModeClassifier {
             }
         };
 
-        if let (Some((src, x)), Some(PowerMode::Slow)) = (ind, clock_vote) {
+        if let (Some((src, x)), Some(PowerMode::Slow), Some(h)) = (ind, clock_vote, clock) {
             let m = &mut self.slow_min[src as usize];
-            *m = Some(m.map_or(x, |m| m.min(x)));
+            *m = Some(match *m {
+                Some((s, v)) if s == h => (h, v.min(x)),
+                _ => (h, x),
+            });
         }
         if let Some((src, x)) = ind {
             let b = &mut self.baselines[src as usize];
@@ -341,7 +350,7 @@ impl PowerModeClassifier {
             if learn {
                 b.push(x, cfg.window);
                 b.fed = b.fed.saturating_add(1);
-                b.unclocked |= clock.is_none();
+                b.clocked |= clock.is_some();
             }
         }
         ModeDecision {

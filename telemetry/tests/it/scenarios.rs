@@ -222,12 +222,12 @@ fn cold_start_is_slow_while_clocks_ramp_then_fast() {
 }
 
 #[test]
-fn a_cold_start_whose_first_clock_sample_comes_late_is_relabelled_slow() {
+fn a_cold_start_is_slow_from_a_clock_sample_that_comes_after_the_warmup() {
     run(&scenario("late_clock_cold_start"));
 }
 
 #[test]
-fn passes_far_faster_than_a_slow_samples_passes_are_not_held_slow_by_it() {
+fn a_slow_sample_is_stale_for_passes_far_faster_than_those_it_called_slow() {
     run(&scenario("ramp_within_one_sample"));
 }
 

@@ -200,3 +200,44 @@ fn our_own_lock_is_not_contention_anothers_is() {
         "another timing run holds the GPU lock: pid 7 (baro-top bench)"
     );
 }
+
+fn clocked(c: &mut PowerModeClassifier, gpu_us: u64, sm_mhz: u32, n: usize) -> Vec<PowerMode> {
+    let hint = ClockHint {
+        sm_mhz,
+        max_sm_mhz: 1980,
+    };
+    (0..n)
+        .map(|_| c.classify(&pass(gpu_us), Some(hint)).mode)
+        .collect()
+}
+
+#[test]
+fn a_clock_in_the_slow_band_still_calls_slow_after_a_deep_cold_start() {
+    // The stale rule compares a pass with the passes of the same sample only: 4.1 ms passes
+    // at 345 MHz must not make a 1,100 MHz sample stale for passes 1.35x the fast baseline.
+    let mut c = PowerModeClassifier::new(ModeConfig::default());
+    clocked(&mut c, 4100, 345, 10);
+    assert!(clocked(&mut c, 810, 1980, 40).ends_with(&[F, F, F]));
+    assert_eq!(clocked(&mut c, 1090, 1100, 5), [U, U, S, S, S]);
+}
+
+#[test]
+fn a_baseline_that_clocked_passes_fed_survives_a_slow_sample() {
+    // One pass without a hint (a late first sample, a failed read) must not make 200 clocked
+    // passes' baseline disposable.
+    let mut c = PowerModeClassifier::new(ModeConfig::default());
+    c.classify(&pass(1000), None);
+    clocked(&mut c, 1000, 1980, 200);
+    assert_eq!(clocked(&mut c, 1600, 1100, 5), [U, U, S, S, S]);
+    assert_eq!(clocked(&mut c, 1450, 1400, 12), [S; 12]);
+}
+
+#[test]
+fn a_discarded_baseline_takes_the_held_mode_with_it() {
+    // Labels as if the sample had come first: the passes under the low clock are slow from
+    // it on, not held fast by the baseline it discarded.
+    let mut c = PowerModeClassifier::new(ModeConfig::default());
+    assert_eq!(modes(&mut c, &[3300; 8]), [U, U, U, U, U, F, F, F]);
+    assert_eq!(clocked(&mut c, 3310, 405, 1), [S]);
+    assert_eq!(clocked(&mut c, 2000, 405, 1), [S]);
+}
