@@ -293,6 +293,9 @@ print('   passes 20..: modes %d fast %d slow %d ?, contended %d'%(m['fast'],m['s
 for k in ('gpu_ns','wall_ns'):
   v=sorted(d[k]/1e3 for d in f if d.get(k))
   if v: print('   %s passes 20..: median %.1f us (min %.1f, max %.1f, n %d)'%(k,statistics.median(v),v[0],v[-1],len(v)))
+# The fast passes alone where some were not (round 64: a cold GPU's first 0.3 s at 345-540 MHz).
+v=sorted(d['gpu_ns']/1e3 for d in f if d.get('gpu_ns') and d.get('mode')=='fast')
+if v and m['fast']<len(f): print('   gpu_ns fast passes 20..: median %.1f us (min %.1f, max %.1f, n %d)'%(statistics.median(v),v[0],v[-1],len(v)))
 # A run past position 4096 (ARGS --ctx,4400,--passes,4300): the passes at depth on their own.
 v=sorted(d['gpu_ns']/1e3 for d in f if d.get('gpu_ns') and d.get('pos',0)>=4096)
 if v: print('   gpu_ns positions 4096..: median %.1f us (min %.1f, max %.1f, n %d)'%(statistics.median(v),v[0],v[-1],len(v)))
