@@ -20,18 +20,23 @@
 //!
 //! Until `warmup` passes have fed the baseline it is not trusted and the latency votes
 //! nothing; a pass the clock calls slow does not feed it (so a cold start does not become
-//! the "fast" baseline where the clocks are sampled). A baseline that only passes with no
-//! clock sample fed (the sensor's first reading came after them) is dropped, with the held
-//! mode, when the clock calls a pass slow, and warms up again: the same labels as if the
-//! sample had come first. A slow clock sample is taken as stale for a pass at least
-//! `slow_ratio` times faster than every pass that sample called slow (the clocks rose since
-//! it: it votes nothing, and the pass can feed the baseline). A GPU held below
-//! `clock_slow_fraction` of its maximum clock for the whole run (clocks locked low, a hard
-//! power cap) is labelled slow throughout: its clocks are not at speed. A clock hint (NVML's SM clock against its maximum) votes where latency does not:
-//! below `clock_slow_fraction` of the maximum clock slow, from `clock_fast_fraction` up fast.
-//! So a cold start is labelled slow from its first pass where the clocks are sampled, and
-//! unknown until the baseline is trusted where they are not. Where both vote and disagree the
-//! latency wins (modes are not DPM clock levels) and [`ModeDecision::clock_agrees`] says so.
+//! the "fast" baseline where the clocks are sampled). A clock hint (NVML's SM clock against
+//! its maximum) votes where latency does not: below `clock_slow_fraction` of the maximum
+//! clock slow, from `clock_fast_fraction` up fast. So a cold start is labelled slow from its
+//! first pass where the clocks are sampled, and unknown until the baseline is trusted where
+//! they are not. Where both vote and disagree the latency wins (modes are not DPM clock
+//! levels) and [`ModeDecision::clock_agrees`] says so, with two exceptions for the clock
+//! samples' timing (round 64 on the H200):
+//!
+//! - a baseline that only passes with no clock sample fed (the sensor's first reading came
+//!   after them) is dropped, with the held mode, when the clock calls a pass slow, and warms
+//!   up again: the same labels as if the sample had come first;
+//! - a slow sample is stale for a pass at least `slow_ratio` times faster than every pass
+//!   that same sample called slow (the clocks rose since it): it votes nothing there, and the
+//!   pass can feed the baseline.
+//!
+//! A GPU held below `clock_slow_fraction` of its maximum clock for the whole run (clocks
+//! locked low, a hard power cap) is labelled slow throughout: its clocks are not at speed.
 //!
 //! Hysteresis: leaving the held mode takes `switch_after` consecutive passes voting for the
 //! other one; the passes before the switch are labelled [`PowerMode::Unknown`] (not the held
