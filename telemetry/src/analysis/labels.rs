@@ -269,24 +269,21 @@ impl PowerModeClassifier {
         let mut latency_vote = None;
         let mut clock_vote = clock.and_then(|c| c.vote(cfg));
         if let (Some((src, x)), Some(PowerMode::Slow), Some(h)) = (ind, clock_vote, clock) {
-            // A sample stands for the passes until the next one (a 1B run's whole ramp from
-            // 345 MHz can fit between two): a pass at least `slow_ratio` times faster than
-            // every pass this same sample called slow ran after the clocks rose.
+            let b = &mut self.baselines[src as usize];
             if self.slow_min[src as usize]
                 .is_some_and(|(s, m)| s == h && (x as f64) * cfg.slow_ratio <= m as f64)
             {
+                // A sample stands for the passes until the next one (a 1B run's whole ramp
+                // from 345 MHz can fit between two): a pass at least `slow_ratio` times faster
+                // than every pass this same sample called slow ran after the clocks rose.
                 clock_vote = None;
-            }
-        }
-        if let Some((src, _)) = ind {
-            // A baseline learned only from passes no clock sample covered (the source's first
-            // sample came after the warmup: on the H200 NVML's first reading lands ≈ 8 passes
-            // in) is a cold start's latency as often as a fast one's (round 64: 85 passes at
-            // 3.5 ms labelled fast at 405 of 1980 MHz): a clock that calls a pass slow
-            // discards it and the held mode, and the warmup starts over as if the sample had
-            // come first.
-            let b = &mut self.baselines[src as usize];
-            if clock_vote == Some(PowerMode::Slow) && b.fed > 0 && !b.clocked && !b.given {
+            } else if b.fed > 0 && !b.clocked && !b.given {
+                // A baseline learned only from passes no clock sample covered (the source's
+                // first sample came after the warmup: on the H200 NVML's first reading lands
+                // ≈ 8 passes in) is a cold start's latency as often as a fast one's (round 64:
+                // 85 passes at 3.5 ms labelled fast at 405 of 1980 MHz): a clock that calls a
+                // pass slow discards it and the held mode, and the warmup starts over as if
+                // the sample had come first.
                 b.reset();
                 self.held = PowerMode::Unknown;
                 self.pending = None;
