@@ -10,7 +10,7 @@
 # test (.bin/COMMIT names it); other binaries travel as .bin/*.xz and are unpacked first (the
 # carried tree's 64 MiB cap).
 # Steps:
-#   peer       start llama.cpp's CUDA build (llama-bench, llama-quantize) in its own session;
+#   peer       start llama.cpp's CUDA build (llama-bench) in its own session;
 #              the steps that need it wait for it (its build cannot travel back in: the
 #              tracked tree is 47 MB of the carried 64 MiB and the build 43 MB; round 64)
 #   models     the SHAPES' Q4_0 files (16k context) from `model gen`, once
@@ -19,8 +19,9 @@
 #              golden run (e.g. --prefetch-mib,16)
 #   fixtures   scripts/fixtures/check on every engine/tests/data/models fixture: Vulkan mega
 #              and multi ids against llama.cpp's goldens
-#   kquant     the SHAPES' Q4_K_M files made by llama-quantize from baro-top's f16 models;
-#              gates (f32, q8) on them; kquant:ACTS the gates' paths (commas), kquant:none none
+#   kquant     the SHAPES' Q4_K_M files (`model gen --quant q4_k_m`: llama-quantize's mix and
+#              bytes, no peer needed); gates (f32, q8) on them; kquant:ACTS the gates' paths
+#              (commas), kquant:none none
 #   bench      baro-top `bench` (mega, f32 and q8) and llama-bench tg128 on every Q4_0 and
 #              Q4_K_M file, in the same call (after the peer build, when `peer` started one:
 #              nothing else runs beside a timed run)
@@ -159,7 +160,7 @@ peer() {
   setsid bash -c 'cd /tmp/peer/llama.cpp && cmake -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
     -DCMAKE_BUILD_TYPE=Release > /tmp/peer/cmake.log 2>&1 && nice cmake --build build \
-    --target llama-bench llama-quantize -j 16 > /tmp/peer/build.log 2>&1; echo "peer build rc $?" > /tmp/peer/done' \
+    --target llama-bench -j 16 > /tmp/peer/build.log 2>&1; echo "peer build rc $?" > /tmp/peer/done' \
     < /dev/null > /dev/null 2>&1 &
   t "peer build started"
 }
@@ -186,21 +187,20 @@ fixtures_step() {
   bash scripts/fixtures/check.sh "$B" 2>&1 | tail -40
 }
 
-# kquant_step [ACTS]: the gates' activation paths (default "f32 q8"; "none": no gates).
+# kquant_step [ACTS]: the Q4_K_M files and the gates' activation paths (default "f32 q8";
+# "none": the files without gates). The files are `model gen --quant q4_k_m`: llama-quantize's
+# mix with ggml's reference quantisers, byte for byte the file llama-quantize writes from
+# `model gen --quant f32` of the same seed (engine/src/model/mix.rs; since 2026-12-05, before
+# that llama-quantize of the f16 file: the same types and shapes, so the same speed), so no
+# call waits for the peer's build to make them.
 kquant_step() {
   local acts=${1:-f32 q8}
   [ "$acts" = none ] && acts=
-  # The f16 files while the peer builds (neither is timed), then llama-quantize.
-  for s in $SHAPES; do
-    [ -s /tmp/$s-q4_k_m.gguf ] || [ -s /tmp/$s-f16.gguf ] || \
-      $B model gen --shape $s --quant f16 --seq 16384 --margin-steps 0 -o /tmp/$s-f16.gguf > /dev/null 2>&1
-  done
-  peer_wait || return
   for s in $SHAPES; do
     [ -s /tmp/$s-q4_k_m.gguf ] && continue
-    t "$s Q4_K_M by llama-quantize"
-    $P/llama-quantize /tmp/$s-f16.gguf /tmp/$s-q4_k_m.gguf Q4_K_M 14 2>&1 | grep -E "type|size" | tail -12
-    rm -f /tmp/$s-f16.gguf
+    t "$s Q4_K_M by model gen"
+    $B model gen --shape $s --quant q4_k_m --seq 16384 --margin-steps 0 -o /tmp/$s-q4_k_m.gguf 2>&1 | grep -E "error|refus|generated"
+    $B model info /tmp/$s-q4_k_m.gguf 2>&1 | grep -E "file type"
     $B model info /tmp/$s-q4_k_m.gguf 2>&1 | grep -ciE "q4_k|q6_k" | sed 's/^/k-quant tensors: /'
   done
   for s in $SHAPES; do for a in $acts; do

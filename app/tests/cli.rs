@@ -116,3 +116,79 @@ fn model_gen_import_and_info_round_trip() {
     assert!(!q.exists(), "no partial output left behind");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn model_gen_writes_a_q4_k_m_mix_that_info_names_and_the_reference_decodes() {
+    let dir = std::env::temp_dir().join(format!("baro-cli-kmix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let p = dir.join("k.gguf");
+    let ps = p.to_str().expect("utf8 path");
+    let out = baro(&[
+        "model",
+        "gen",
+        "--dim",
+        "256",
+        "--hidden",
+        "512",
+        "--layers",
+        "2",
+        "--heads",
+        "4",
+        "--kv-heads",
+        "2",
+        "--vocab",
+        "512",
+        "--quant",
+        "q4_k_m",
+        "-o",
+        ps,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let info = baro(&["model", "info", ps]);
+    let text = String::from_utf8_lossy(&info.stdout);
+    assert!(
+        text.contains("file type  Q4_K_M (general.file_type 15)"),
+        "{text}"
+    );
+    // Layer 1 of 2 gets more bits (attn_v, ffn_down Q6_K), as llama-quantize gives it; the
+    // tied embedding is the classifier: Q6_K.
+    for (tensor, ty) in [
+        ("token_embd.weight", "q6_k"),
+        ("blk.0.attn_v.weight", "q4_k"),
+        ("blk.1.attn_v.weight", "q6_k"),
+        ("blk.1.ffn_down.weight", "q6_k"),
+        ("blk.1.ffn_up.weight", "q4_k"),
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(tensor))
+            .unwrap_or_else(|| panic!("{tensor} not listed: {text}"));
+        assert!(line.contains(ty), "{tensor}: {line}");
+    }
+    let gen = baro(&["generate", "-m", ps, "-n", "4", "--backend", "cpu"]);
+    assert!(
+        gen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+
+    // IQ4_XS is read, not made: refused by name before anything is written.
+    let q = dir.join("iq.gguf");
+    let out = baro(&[
+        "model",
+        "gen",
+        "--quant",
+        "iq4_xs",
+        "-o",
+        q.to_str().expect("utf8 path"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("IQ4_XS") && err.contains("q4_k_m"), "{err}");
+    assert!(!q.exists());
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -11,6 +11,7 @@
 //! [`median_margin`]), which keeps GPU-vs-reference comparisons meaningful.
 
 use crate::blob::Blob;
+use crate::model::mix::{Quant, Role};
 use crate::model::types::{Arch, Config, Layer, Tensor, Weights};
 use crate::model::vocab::synthetic_tokenizer;
 use crate::model::Model;
@@ -96,7 +97,7 @@ fn gen_tensor(
     }
     if !cols.is_multiple_of(ty.block_len()) {
         return Err(Error::Invalid(format!(
-            "{name}: row length {cols} is not a multiple of the {ty} block size {}; pick dimensions that are multiples of 32",
+            "{name}: row length {cols} is not a multiple of the {ty} block size {}; pick dimensions that are multiples of it (or a K-quant mix such as q4_k_m, which falls back where rows are not whole super-blocks)",
             ty.block_len()
         )));
     }
@@ -135,11 +136,14 @@ fn gen_tensor(
 pub fn generate(
     cfg: &Config,
     tied: bool,
-    ty: GgmlType,
+    quant: impl Into<Quant>,
     seed: u64,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Model> {
+    let quant = quant.into();
     cfg.validate()?;
+    let ty =
+        |role: Role, layer: usize, cols: usize| quant.tensor_type(role, layer, cols, cfg, tied);
     let (d, h, kv, v) = (cfg.dim, cfg.hidden_dim, cfg.kv_dim(), cfg.vocab_size);
     let q = cfg.q_dim();
     let n_steps = cfg.n_layers + 2;
@@ -148,15 +152,23 @@ pub fn generate(
     let head_std = 4.0 * inv(d);
     let norm = |name: String| gen_tensor(seed, &name, GgmlType::F32, 1, d, 1.0, 0.05);
     progress(0, n_steps);
-    let token_embd = gen_tensor(seed, "token_embd.weight", ty, v, d, 0.0, head_std)?;
+    let token_embd = gen_tensor(
+        seed,
+        "token_embd.weight",
+        ty(Role::TokenEmbd, 0, d),
+        v,
+        d,
+        0.0,
+        head_std,
+    )?;
     progress(1, n_steps);
     let mut layers = Vec::with_capacity(cfg.n_layers);
     for l in 0..cfg.n_layers {
-        let m = |s: &str, rows, cols, std| {
+        let m = |s: &str, role: Role, rows, cols, std| {
             gen_tensor(
                 seed,
                 &format!("blk.{l}.{s}.weight"),
-                ty,
+                ty(role, l, cols),
                 rows,
                 cols,
                 0.0,
@@ -190,21 +202,29 @@ pub fn generate(
             q_norm: vec("attn_q_norm.weight", hs, 1.0, 0.3, qkn)?,
             k_norm: vec("attn_k_norm.weight", hs, 1.0, 0.3, qkn)?,
             attn_norm: norm(format!("blk.{l}.attn_norm.weight"))?,
-            wq: m("attn_q", q, d, inv(d))?,
-            wk: m("attn_k", kv, d, inv(d))?,
-            wv: m("attn_v", kv, d, inv(d))?,
-            wo: m("attn_output", d, q, inv(q) * branch * 4.0)?,
+            wq: m("attn_q", Role::AttnQ, q, d, inv(d))?,
+            wk: m("attn_k", Role::AttnK, kv, d, inv(d))?,
+            wv: m("attn_v", Role::AttnV, kv, d, inv(d))?,
+            wo: m("attn_output", Role::AttnOutput, d, q, inv(q) * branch * 4.0)?,
             ffn_norm: norm(format!("blk.{l}.ffn_norm.weight"))?,
-            w_gate: m("ffn_gate", h, d, inv(d))?,
-            w_down: m("ffn_down", d, h, inv(h) * branch * 4.0)?,
-            w_up: m("ffn_up", h, d, inv(d))?,
+            w_gate: m("ffn_gate", Role::FfnGate, h, d, inv(d))?,
+            w_down: m("ffn_down", Role::FfnDown, d, h, inv(h) * branch * 4.0)?,
+            w_up: m("ffn_up", Role::FfnUp, h, d, inv(d))?,
         });
         progress(2 + l, n_steps);
     }
     let output = if tied {
         None
     } else {
-        Some(gen_tensor(seed, "output.weight", ty, v, d, 0.0, head_std)?)
+        Some(gen_tensor(
+            seed,
+            "output.weight",
+            ty(Role::Output, 0, d),
+            v,
+            d,
+            0.0,
+            head_std,
+        )?)
     };
     let weights = Weights {
         token_embd,
@@ -219,27 +239,28 @@ pub fn generate(
         config: cfg.clone(),
         weights,
         tokenizer: synthetic_tokenizer(v, seed)?,
-        source: format!("synthetic {ty} seed {seed}"),
+        source: format!("synthetic {quant} seed {seed}"),
     })
 }
 
 /// Bytes of weight data [`generate`] would allocate for this shape (exact, in u128 so no
 /// shape overflows it). Check it against the memory available before calling [`generate`]:
 /// the model is built in memory.
-pub fn weight_bytes(cfg: &Config, tied: bool, ty: GgmlType) -> u128 {
-    let (d, h, kv, v, l) = (
+pub fn weight_bytes(cfg: &Config, tied: bool, quant: impl Into<Quant>) -> u128 {
+    let quant = quant.into();
+    let (d, h, kv, v) = (
         cfg.dim as u128,
         cfg.hidden_dim as u128,
         cfg.kv_dim() as u128,
         cfg.vocab_size as u128,
-        cfg.n_layers as u128,
     );
     let (q, hs) = (cfg.q_dim() as u128, cfg.head_size() as u128);
-    // Rounded up to whole blocks: a shape that is not whole blocks is refused later anyway.
-    let bl = ty.block_len() as u128;
-    let mat = |n: u128| n.div_ceil(bl) * ty.block_bytes() as u128;
+    // Rows rounded up to whole blocks: a shape that is not whole blocks is refused later anyway.
+    let mat = |role: Role, layer: usize, rows: u128, cols: u128| {
+        let ty = quant.tensor_type(role, layer, cols as usize, cfg, tied);
+        rows * cols.div_ceil(ty.block_len() as u128) * ty.block_bytes() as u128
+    };
     let f32s = |n: u128| 4 * n;
-    let classifiers = if tied { 1 } else { 2 };
     let biases = if cfg.arch.has_qkv_bias() {
         f32s(q + 2 * kv)
     } else {
@@ -250,9 +271,22 @@ pub fn weight_bytes(cfg: &Config, tied: bool, ty: GgmlType) -> u128 {
     } else {
         0
     };
-    classifiers * mat(v * d)
-        + l * (2 * mat(q * d) + 2 * mat(kv * d) + 3 * mat(h * d) + 2 * f32s(d) + biases + norms)
-        + f32s(d)
+    let output = if tied { 0 } else { mat(Role::Output, 0, v, d) };
+    let layers: u128 = (0..cfg.n_layers)
+        .map(|l| {
+            mat(Role::AttnQ, l, q, d)
+                + mat(Role::AttnK, l, kv, d)
+                + mat(Role::AttnV, l, kv, d)
+                + mat(Role::AttnOutput, l, d, q)
+                + mat(Role::FfnGate, l, h, d)
+                + mat(Role::FfnDown, l, d, h)
+                + mat(Role::FfnUp, l, h, d)
+                + 2 * f32s(d)
+                + biases
+                + norms
+        })
+        .sum();
+    mat(Role::TokenEmbd, 0, v, d) + output + layers + f32s(d)
 }
 
 /// Llama 3.1+ RoPE scaling ("llama3" in a Hugging Face config's `rope_scaling`), which a

@@ -7,8 +7,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use baro_engine::gguf::GgufFile;
 use baro_engine::model::types::{Arch, RopeStyle};
-use baro_engine::model::{gguf_info, Config, Model};
-use baro_engine::quant::GgmlType;
+use baro_engine::model::{file_type_name, gguf_info, Config, Model, Quant};
 use baro_engine::synth::{self, Llama3Rope, Shape};
 use clap::Args;
 
@@ -59,8 +58,10 @@ pub struct GenArgs {
     /// Untie the classifier from the embedding (default: as the shape has it).
     #[arg(long)]
     pub untied: bool,
-    /// Matrix type: f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 (ggml's reference
-    /// quantisers, bit for bit; Q4_K, Q5_K, Q6_K and IQ4_XS files are read, not made).
+    /// Matrix types: one type for every matrix, f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 |
+    /// q5_1 | q4_k | q5_k, or llama-quantize's K-quant mix tensor by tensor, q4_k_s | q4_k_m |
+    /// q5_k_s | q5_k_m | q6_k (ggml's reference quantisers, bit for bit: the file
+    /// llama-quantize writes from the same F32 values; IQ4_XS files are read, not made).
     #[arg(long, default_value = "q4_0")]
     pub quant: String,
     /// Seed of the random weights, any 64-bit value (the same seed makes the same file).
@@ -83,8 +84,10 @@ pub struct ImportArgs {
     /// llama2.c tokenizer (tok*.bin).
     #[arg(long, short = 'z')]
     pub tokenizer: PathBuf,
-    /// Matrix type: f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 (ggml's reference
-    /// quantisers, bit for bit; Q4_K, Q5_K, Q6_K and IQ4_XS files are read, not made).
+    /// Matrix types: one type for every matrix, f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 |
+    /// q5_1 | q4_k | q5_k, or llama-quantize's K-quant mix tensor by tensor, q4_k_s | q4_k_m |
+    /// q5_k_s | q5_k_m | q6_k (ggml's reference quantisers, bit for bit: the file
+    /// llama-quantize writes from the same F32 values; IQ4_XS files are read, not made).
     #[arg(long, default_value = "f32")]
     pub quant: String,
     #[arg(long, short = 'o')]
@@ -124,12 +127,13 @@ fn progress_bar(label: &str) -> impl FnMut(u64, u64) {
     }
 }
 
-fn write(model: &Model, out: &Path, name: &str) -> anyhow::Result<()> {
+fn write(model: &Model, out: &Path, name: &str, quant: Quant) -> anyhow::Result<()> {
     crate::files::write_atomic(out, |tmp| {
         model
             .write_gguf(
                 tmp,
                 name,
+                Some(quant),
                 progress_bar(&format!("writing {}", out.display())),
             )
             .map_err(anyhow::Error::from)
@@ -155,7 +159,7 @@ fn gigabytes(b: u128) -> String {
 }
 
 pub fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
-    let ty = GgmlType::parse(&a.quant)?;
+    let ty = Quant::parse(&a.quant)?;
     let (base, tied) = Shape::parse(&a.shape)?.config();
     let cfg = Config {
         dim: a.dim.unwrap_or(base.dim),
@@ -241,7 +245,7 @@ pub fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let name = format!("baro-top synthetic {} {ty} seed {}", a.shape, a.seed);
-    write(&model, &a.out, &name)?;
+    write(&model, &a.out, &name, ty)?;
     note!("wrote {}", a.out.display());
     Ok(ExitCode::SUCCESS)
 }
@@ -274,14 +278,14 @@ fn parse_llama3(s: &str) -> anyhow::Result<Llama3Rope> {
 }
 
 pub fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
-    let ty = GgmlType::parse(&a.quant)?;
+    let ty = Quant::parse(&a.quant)?;
     let model = super::open_model_file(&a.input, Some(&a.tokenizer), "reading")?;
     let model = model.quantized(ty).context("quantising")?;
     let name = a
         .input
         .file_stem()
         .map_or("imported".into(), |s| s.to_string_lossy().into_owned());
-    write(&model, &a.out, &name)?;
+    write(&model, &a.out, &name, ty)?;
     note!("wrote {} ({ty})", a.out.display());
     Ok(ExitCode::SUCCESS)
 }
@@ -310,6 +314,13 @@ fn print_format(file: &Path) -> std::io::Result<()> {
         )?;
         if let Ok(Some(n)) = f.get_str("general.name") {
             outln!("name       {n}")?;
+        }
+        if let Ok(Some(t)) = f.get_u64("general.file_type") {
+            let name = u32::try_from(t).ok().and_then(file_type_name);
+            outln!(
+                "file type  {} (general.file_type {t})",
+                name.unwrap_or("unknown to this build")
+            )?;
         }
     } else {
         outln!("format     llama2.c checkpoint")?;

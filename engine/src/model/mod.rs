@@ -9,13 +9,16 @@
 //!
 //! Modules: [`types`] (the shape, tensors and weights: a leaf the format readers and the
 //! decoders build on), `load` (embedded model, GGUF and llama2.c files), `write` (GGUF out,
-//! requantising), [`vocab`] (the tokenizer ↔ GGUF metadata bridge, synthetic vocabularies).
+//! requantising), [`mix`] (which type each matrix gets: one type or llama-quantize's K-quant
+//! mixes), [`vocab`] (the tokenizer ↔ GGUF metadata bridge, synthetic vocabularies).
 
 mod load;
+pub mod mix;
 pub mod types;
 pub mod vocab;
 mod write;
 
+pub use mix::{file_type_name, KMix, Quant, Role};
 pub use types::{Config, Layer, Tensor, Weights};
 pub use vocab::{synthetic_tokenizer, tokenizer_from_gguf, tokenizer_gguf_metadata};
 pub use write::gguf_info;

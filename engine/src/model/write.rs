@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use super::mix::{Quant, Role};
 use super::types::{Layer, Tensor, Weights};
 use super::vocab::tokenizer_gguf_metadata;
 use super::Model;
@@ -48,13 +49,20 @@ impl Model {
     }
 
     /// Write the model as GGUF v3, tensor by tensor (`progress(bytes_done, bytes_total)`).
+    /// `quant`, when the caller encoded the matrices, is recorded as llama.cpp records it:
+    /// `general.file_type` and `general.quantization_version` 2.
     pub fn write_gguf(
         &self,
         path: &Path,
         name: &str,
+        quant: Option<Quant>,
         mut progress: impl FnMut(u64, u64),
     ) -> Result<()> {
-        let md = self.gguf_metadata(name)?;
+        let mut md = self.gguf_metadata(name)?;
+        if let Some(q) = quant {
+            md.insert(3, ("general.file_type".into(), Value::U32(q.file_type())));
+            md.insert(4, ("general.quantization_version".into(), Value::U32(2)));
+        }
         let tensors = self.weights.tensors();
         let infos: Vec<(String, Vec<u64>, GgmlType)> =
             tensors.iter().map(|t| gguf_info(t)).collect();
@@ -72,27 +80,34 @@ impl Model {
         Ok(())
     }
 
-    /// The same model with every matrix re-encoded as `ty` (norm vectors stay F32, as
-    /// llama.cpp keeps them). Fails, naming the tensor, when a row is not whole blocks.
-    pub fn quantized(&self, ty: GgmlType) -> Result<Model> {
-        let conv = |t: &Tensor| t.convert(ty);
+    /// The same model with every matrix re-encoded as `quant` says (one type, or a K-quant
+    /// mix tensor by tensor: [`super::mix`]); norm vectors stay F32, as llama.cpp keeps them.
+    /// Fails, naming the tensor, when a row is not whole blocks of its type.
+    pub fn quantized(&self, quant: impl Into<Quant>) -> Result<Model> {
+        let quant = quant.into();
+        let cfg = &self.config;
+        let w = &self.weights;
+        let tied = w.output.is_none();
+        let conv = |t: &Tensor, role: Role, layer: usize| {
+            t.convert(quant.tensor_type(role, layer, t.cols, cfg, tied))
+        };
         // Vectors (biases, norms, RoPE factors) stay F32.
         let f32v = |t: &Option<Tensor>| t.as_ref().map(|t| t.convert(GgmlType::F32)).transpose();
-        let w = &self.weights;
         let layers = w
             .layers
             .iter()
-            .map(|l| {
+            .enumerate()
+            .map(|(i, l)| {
                 Ok(Layer {
                     attn_norm: l.attn_norm.convert(GgmlType::F32)?,
-                    wq: conv(&l.wq)?,
-                    wk: conv(&l.wk)?,
-                    wv: conv(&l.wv)?,
-                    wo: conv(&l.wo)?,
+                    wq: conv(&l.wq, Role::AttnQ, i)?,
+                    wk: conv(&l.wk, Role::AttnK, i)?,
+                    wv: conv(&l.wv, Role::AttnV, i)?,
+                    wo: conv(&l.wo, Role::AttnOutput, i)?,
                     ffn_norm: l.ffn_norm.convert(GgmlType::F32)?,
-                    w_gate: conv(&l.w_gate)?,
-                    w_down: conv(&l.w_down)?,
-                    w_up: conv(&l.w_up)?,
+                    w_gate: conv(&l.w_gate, Role::FfnGate, i)?,
+                    w_down: conv(&l.w_down, Role::FfnDown, i)?,
+                    w_up: conv(&l.w_up, Role::FfnUp, i)?,
                     q_bias: f32v(&l.q_bias)?,
                     k_bias: f32v(&l.k_bias)?,
                     v_bias: f32v(&l.v_bias)?,
@@ -104,14 +119,18 @@ impl Model {
         Ok(Model {
             config: self.config.clone(),
             weights: Weights {
-                token_embd: conv(&w.token_embd)?,
+                token_embd: conv(&w.token_embd, Role::TokenEmbd, 0)?,
                 rope_freqs: f32v(&w.rope_freqs)?,
                 layers,
                 output_norm: w.output_norm.convert(GgmlType::F32)?,
-                output: w.output.as_ref().map(conv).transpose()?,
+                output: w
+                    .output
+                    .as_ref()
+                    .map(|t| conv(t, Role::Output, 0))
+                    .transpose()?,
             },
             tokenizer: self.tokenizer.clone(),
-            source: format!("{} as {ty}", self.source),
+            source: format!("{} as {quant}", self.source),
         })
     }
 

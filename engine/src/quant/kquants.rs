@@ -2,8 +2,8 @@
 //! their dequantisation, written from the definitions in ggml-common.h / ggml-quants.c. Every
 //! float operation is the one ggml (and gguf-py) performs, in the same order (a sub-block's
 //! scale `d · sc` first, then times the quant, minus `dmin · m`), so results agree bit for
-//! bit. baro-top has no quantiser for these types: ggml's are search-based (`make_qkx2_quants`
-//! and friends), and a quantiser that is not ggml's bit for bit is not offered.
+//! bit. The quantisers of Q4_K, Q5_K and Q6_K (ggml's reference searches, bit for bit) are in
+//! [`super::kquantize`]; IQ4_XS is read, not made.
 
 use super::legacy::half_at;
 use half::f16;

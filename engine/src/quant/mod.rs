@@ -20,6 +20,7 @@
 //! Every other ggml type is named ([`ggml_type_name`]) so a file that uses one is refused by
 //! name, never by number.
 
+pub mod kquantize;
 pub mod kquants;
 pub mod legacy;
 
@@ -174,12 +175,9 @@ impl GgmlType {
     }
 
     /// Whether baro-top can quantise to this type with ggml's reference algorithm bit for bit
-    /// (the K-quants' and IQ4_XS's are search-based and not offered).
+    /// (IQ4_XS's quantiser is not offered: it is read, not made).
     pub fn has_quantizer(self) -> bool {
-        !matches!(
-            self,
-            GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K | GgmlType::IQ4_XS
-        )
+        self != GgmlType::IQ4_XS
     }
 
     /// Parse a command-line name of a type baro-top can quantise to.
@@ -345,7 +343,10 @@ pub fn quantize(ty: GgmlType, src: &[f32], out: &mut Vec<u8>) -> Result<()> {
         GgmlType::Q5_0 => blocks.for_each(|x| legacy::quantize_q5_0(x, out)),
         GgmlType::Q5_1 => blocks.for_each(|x| legacy::quantize_q5_1(x, out)),
         GgmlType::Q8_0 => blocks.for_each(|x| legacy::quantize_q8_0(x, out)),
-        GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K | GgmlType::IQ4_XS => {
+        GgmlType::Q4_K => blocks.for_each(|x| kquantize::quantize_q4_k(x, out)),
+        GgmlType::Q5_K => blocks.for_each(|x| kquantize::quantize_q5_k(x, out)),
+        GgmlType::Q6_K => blocks.for_each(|x| kquantize::quantize_q6_k(x, out)),
+        GgmlType::IQ4_XS => {
             return Err(Error::Invalid(format!(
                 "baro-top has no quantiser for {} (it only reads it)",
                 ty.ggml_name()
@@ -379,8 +380,8 @@ mod tests {
         assert_eq!(GgmlType::from_id(16), None);
         assert_eq!(ggml_type_name(16), Some("IQ2_XXS"));
         assert_eq!(ggml_type_name(43), None);
-        let e = GgmlType::parse("q5_k").unwrap_err().to_string();
-        assert!(e.contains("Q5_K") && e.contains("no quantiser"), "{e}");
+        let e = GgmlType::parse("iq4_xs").unwrap_err().to_string();
+        assert!(e.contains("IQ4_XS") && e.contains("no quantiser"), "{e}");
         assert!(GgmlType::parse("q3_k")
             .unwrap_err()
             .to_string()
@@ -431,6 +432,11 @@ mod tests {
                     GgmlType::Q5_0 => amax / 16.0,
                     GgmlType::Q4_1 => (hi - lo) / 15.0,
                     GgmlType::Q5_1 => (hi - lo) / 31.0,
+                    // A sub-block's fitted scale may exceed range / nmax (the search trades
+                    // the extremes' error for the bulk's); a whole step bounds it here.
+                    GgmlType::Q4_K => 2.0 * (hi - lo) / 15.0,
+                    GgmlType::Q5_K => 2.0 * (hi - lo) / 31.0,
+                    GgmlType::Q6_K => 2.0 * amax / 32.0,
                     _ => unreachable!("types without a quantiser are filtered out"),
                 };
                 // Half a quantisation step, plus the f16 rounding of the scale (2^-11 relative).

@@ -57,7 +57,7 @@ fn golden_holds_after_conversion_to_gguf_f32() {
     std::fs::create_dir_all(&dir).expect("tmp dir");
     let path = dir.join("stories260K.f32.gguf");
     model
-        .write_gguf(&path, "stories260K", |_, _| {})
+        .write_gguf(&path, "stories260K", None, |_, _| {})
         .expect("write gguf");
     let back = Model::open(&path, None).expect("open gguf");
     assert_eq!(back.config, model.config);

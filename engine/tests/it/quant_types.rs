@@ -1,11 +1,15 @@
-//! Every tensor type baro-top reads, against gguf-py: `tests/data/quant/goldens.bin`
+//! Every tensor type baro-top reads, against gguf-py and ggml: `tests/data/quant/goldens.bin`
 //! (written by `scripts/quant_goldens.py` with `gguf.quants`) holds random-but-valid blocks of
 //! each type with gguf-py's dequantisation, and f32 inputs with gguf-py's quantisation for the
-//! types baro-top quantises. baro-top must reproduce every bit.
+//! types gguf-py quantises; `tests/data/quant/kquant_goldens.bin` (written by
+//! `scripts/fixtures/kquant_goldens.c` with ggml's own `ggml_quantize_chunk`, what
+//! llama-quantize runs) f32 rows with ggml's Q4_K, Q5_K and Q6_K encodings, the search
+//! algorithms' corner cases included. baro-top must reproduce every bit.
 
-use baro_engine::quant::{self, GgmlType};
+use baro_engine::quant::{self, GgmlType, QK_K};
 
 const GOLDENS: &[u8] = include_bytes!("../data/quant/goldens.bin");
+const KQUANT_GOLDENS: &[u8] = include_bytes!("../data/quant/kquant_goldens.bin");
 
 /// One golden record.
 struct Record {
@@ -23,19 +27,25 @@ fn u32_at(b: &[u8], at: &mut usize) -> u32 {
 }
 
 fn records() -> Vec<Record> {
-    assert_eq!(&GOLDENS[..4], b"BTQG", "golden magic");
+    let mut out = parse(GOLDENS);
+    out.extend(parse(KQUANT_GOLDENS));
+    out
+}
+
+fn parse(goldens: &[u8]) -> Vec<Record> {
+    assert_eq!(&goldens[..4], b"BTQG", "golden magic");
     let mut at = 4;
-    assert_eq!(u32_at(GOLDENS, &mut at), 1, "golden version");
-    let n = u32_at(GOLDENS, &mut at);
+    assert_eq!(u32_at(goldens, &mut at), 1, "golden version");
+    let n = u32_at(goldens, &mut at);
     let mut out = vec![];
     for _ in 0..n {
-        let kind = u32_at(GOLDENS, &mut at);
-        let ty = u32_at(GOLDENS, &mut at);
-        let elems = u32_at(GOLDENS, &mut at) as usize;
-        let nbytes = u32_at(GOLDENS, &mut at) as usize;
-        let bytes = GOLDENS[at..at + nbytes].to_vec();
+        let kind = u32_at(goldens, &mut at);
+        let ty = u32_at(goldens, &mut at);
+        let elems = u32_at(goldens, &mut at) as usize;
+        let nbytes = u32_at(goldens, &mut at) as usize;
+        let bytes = goldens[at..at + nbytes].to_vec();
         at += nbytes;
-        let floats = GOLDENS[at..at + 4 * elems]
+        let floats = goldens[at..at + 4 * elems]
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
@@ -47,7 +57,7 @@ fn records() -> Vec<Record> {
             floats,
         });
     }
-    assert_eq!(at, GOLDENS.len(), "trailing bytes in the goldens");
+    assert_eq!(at, goldens.len(), "trailing bytes in the goldens");
     out
 }
 
@@ -91,7 +101,8 @@ fn dequantises_bit_exactly(ty: GgmlType) {
     assert!(r.floats.iter().any(|v| *v != 0.0));
 }
 
-/// baro-top's quantisation of the golden inputs equals gguf-py's byte for byte.
+/// baro-top's quantisation of the golden inputs equals the golden's (gguf-py's, or for the
+/// K types ggml's) byte for byte.
 fn quantises_bit_exactly(ty: GgmlType) {
     let r = record(1, ty);
     let mut got = vec![];
@@ -101,7 +112,7 @@ fn quantises_bit_exactly(ty: GgmlType) {
     let first = got.iter().zip(&r.bytes).position(|(a, b)| a != b);
     if let Some(i) = first {
         panic!(
-            "{}: block {} differs from gguf-py: {:02x?} vs {:02x?}",
+            "{}: block {} differs from the golden: {:02x?} vs {:02x?}",
             ty.ggml_name(),
             i / bb,
             &got[i / bb * bb..(i / bb + 1) * bb],
@@ -182,6 +193,18 @@ fn q5_1_quantises_as_gguf_py() {
 #[test]
 fn q8_0_quantises_as_gguf_py() {
     quantises_bit_exactly(GgmlType::Q8_0);
+}
+#[test]
+fn q4_k_quantises_as_ggml() {
+    quantises_bit_exactly(GgmlType::Q4_K);
+}
+#[test]
+fn q5_k_quantises_as_ggml() {
+    quantises_bit_exactly(GgmlType::Q5_K);
+}
+#[test]
+fn q6_k_quantises_as_ggml() {
+    quantises_bit_exactly(GgmlType::Q6_K);
 }
 
 #[test]
@@ -306,7 +329,9 @@ fn random_tensor(t: &Tensor, ty: GgmlType, seed: u64) -> Tensor {
 
 /// A tiny model whose K-quant rows fit (dim 256, FFN 256), every matrix and the embedding
 /// of the type `pick(layer, index)` gives (index: wq, wk, wv, wo, gate, down, up; the
-/// embedding is layer usize::MAX index 0, the classifier index 1).
+/// embedding is layer usize::MAX index 0, the classifier index 1). The super-block types get
+/// random valid blocks (every scale bit pattern, which a quantiser's output may never reach);
+/// the others are quantised.
 fn typed_model(layers: usize, pick: impl Fn(usize, usize) -> GgmlType) -> Model {
     let (mut cfg, _) = Shape::Tiny.config();
     cfg.dim = 256;
@@ -321,7 +346,7 @@ fn typed_model(layers: usize, pick: impl Fn(usize, usize) -> GgmlType) -> Model 
         seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        *t = if ty.has_quantizer() {
+        *t = if ty.has_quantizer() && ty.block_len() != QK_K {
             t.convert(ty).expect("quantises")
         } else {
             random_tensor(t, ty, seed)

@@ -421,3 +421,51 @@ fn every_golden_prompt_tokenizes_as_llama_cpp_tokenized_it() {
         }
     }
 }
+
+/// `model gen --quant q4_k_m` (and q5_k_m, q6_k) give every tensor of these files the type
+/// llama-quantize gave it (read back from llama-quantize's own files), so the synthetic K-quant
+/// files bench/ measures are the mixes people download.
+#[test]
+fn k_quant_mixes_type_every_tensor_as_llama_quantize_typed_the_fixtures() {
+    use baro_engine::model::{KMix, Quant, Role, Tensor};
+    use baro_engine::quant::GgmlType;
+    for (name, mix) in [
+        ("kq-q4_k_m", KMix::Q4KM),
+        ("kq-q5_k_m", KMix::Q5KM),
+        ("kq-q6_k", KMix::Q6K),
+    ] {
+        let (_tmp, m) = model(name);
+        let (w, cfg) = (&m.weights, &m.config);
+        let tied = w.output.is_none();
+        let mut seen = vec![];
+        let mut check = |t: &Tensor, role: Role, layer: usize| {
+            let want = Quant::Mix(mix).tensor_type(role, layer, t.cols, cfg, tied);
+            assert_eq!(want, t.ty, "{name}: {} ({role:?}, layer {layer})", t.name);
+            seen.push(t.ty);
+        };
+        check(&w.token_embd, Role::TokenEmbd, 0);
+        if let Some(o) = &w.output {
+            check(o, Role::Output, 0);
+        }
+        for (i, l) in w.layers.iter().enumerate() {
+            for (t, role) in [
+                (&l.wq, Role::AttnQ),
+                (&l.wk, Role::AttnK),
+                (&l.wv, Role::AttnV),
+                (&l.wo, Role::AttnOutput),
+                (&l.w_gate, Role::FfnGate),
+                (&l.w_up, Role::FfnUp),
+                (&l.w_down, Role::FfnDown),
+            ] {
+                check(t, role, i);
+            }
+        }
+        assert_eq!(seen.len(), 1 + usize::from(!tied) + 7 * cfg.n_layers);
+        assert!(seen.contains(&GgmlType::Q6_K), "{name}: no Q6_K tensor");
+        assert!(
+            seen.contains(&mix.base()),
+            "{name}: no {} tensor",
+            mix.base()
+        );
+    }
+}

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use baro_engine::gate::{rel_l2, run_gate, GateConfig};
 use baro_engine::generate::generate;
-use baro_engine::model::Model;
-use baro_engine::quant::GgmlType;
+use baro_engine::model::{Config, KMix, Model, Quant};
+use baro_engine::quant::{GgmlType, QK_K};
 use baro_engine::sampler::Sampler;
 use baro_engine::synth::{self, Shape};
 use baro_engine::vulkan::{fail, DecoderOptions, DeviceKind, Dispatch, GpuContext, VulkanDecoder};
@@ -64,17 +64,36 @@ fn mega_equals_multi_bitwise_and_tracks_the_reference_in_every_quant_type() {
     let Some((ctx, _turn)) = device() else { return };
     let (mut cfg, tied) = Shape::Tiny.config();
     cfg.n_layers = 2;
-    // The GPU decoder has every type baro-top reads. Every type `model gen` can write gates
-    // here; the K-quants and IQ4_XS (no quantiser) gate on random valid blocks in
-    // quant_types.rs and on llama-quantize's files in real_models.rs.
+    // The GPU decoder has every type baro-top reads. Every type and mix `model gen` can write
+    // gates here (the super-block types on a model whose rows are whole super-blocks); IQ4_XS
+    // (no quantiser) gates on random valid blocks in quant_types.rs and on llama-quantize's
+    // files in real_models.rs.
     for ty in GgmlType::ALL {
         assert!(
             baro_engine::vulkan::program::gpu_supports(ty),
             "{ty}: not on the GPU"
         );
     }
-    for ty in GgmlType::ALL.into_iter().filter(|t| t.has_quantizer()) {
-        let model = synth::generate(&cfg, tied, ty, 3, |_, _| {}).expect("model");
+    let wide = Config {
+        dim: 256,
+        hidden_dim: 512,
+        n_heads: 4,
+        n_kv_heads: 2,
+        ..cfg.clone()
+    };
+    let mut cases: Vec<(Quant, &Config)> = GgmlType::ALL
+        .into_iter()
+        .filter(|t| t.has_quantizer())
+        .map(|t| {
+            (
+                Quant::Uniform(t),
+                if t.block_len() < QK_K { &cfg } else { &wide },
+            )
+        })
+        .collect();
+    cases.push((Quant::Mix(KMix::Q4KM), &wide));
+    for (ty, cfg) in cases {
+        let model = synth::generate(cfg, tied, ty, 3, |_, _| {}).expect("model");
         let gate = GateConfig::new(
             12,
             vec![Dispatch::Mega, Dispatch::Multi],

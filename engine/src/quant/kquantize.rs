@@ -1,0 +1,355 @@
+//! ggml's reference quantisers of the K super-blocks (`quantize_row_q4_K_ref`,
+//! `quantize_row_q5_K_ref`, `quantize_row_q6_K_ref`): what `llama-quantize` runs on every
+//! tensor when it has no importance matrix, so a `Q4_K_M` file baro-top writes is the file
+//! llama-quantize writes from the same F32 values, byte for byte.
+//!
+//! The algorithms are searches (a scale, and for Q4_K/Q5_K a min, fitted per sub-block by
+//! trying a few candidate scales and keeping the one with the least weighted squared error),
+//! so bit-exactness needs ggml's arithmetic exactly: every sum accumulated in f32 in index
+//! order, every product evaluated left to right as written (`w · x · l` is `(w · x) · l`),
+//! no fused multiply-add (Rust never contracts; ggml-base is compiled without FMA on x86-64),
+//! ggml's `nearest_int` (round half to even through the 1.5 · 2^23 trick, which wraps for
+//! |x| ≥ 2^22 as ggml's does) and the same integer truncations (a rounded scale is taken as a
+//! `u8` or an `i8` before it is clamped, as ggml assigns it). `tests/it/quant_types.rs` checks
+//! every bit against goldens ggml itself wrote (`scripts/fixtures/kquant_goldens.c`).
+
+use super::kquants::{scale_min_k4, QK_K};
+use half::f16;
+
+/// Sub-blocks of 32 in a Q4_K/Q5_K super-block.
+const SUBS: usize = QK_K / 32;
+
+/// ggml's `nearest_int`: `x` rounded to the nearest integer, ties to even (the f32 sum with
+/// 1.5 · 2^23 leaves the integer in the low mantissa bits).
+fn nearest_int(x: f32) -> i32 {
+    let bits = (x + 12_582_912.0f32).to_bits() as i32;
+    (bits & 0x007f_ffff) - 0x0040_0000
+}
+
+/// ggml's `make_qkx2_quants` for one sub-block of 32: quants `l` in `0..=nmax` with
+/// `x ≈ scale · l - min`, fitted by weighted least squares over `nstep + 1` candidate scales
+/// `(nmax + rmin + rdelta · k) / (max - min)`. Returns `(scale, min)`, `min ≥ 0` (the negated
+/// offset: a sub-block whose values are all positive gets min 0).
+#[allow(clippy::too_many_arguments)]
+fn fit_scale_min(
+    x: &[f32],
+    w: &[f32; 32],
+    nmax: i32,
+    rmin: f32,
+    rdelta: f32,
+    nstep: i32,
+    l: &mut [u8],
+) -> (f32, f32) {
+    let n = x.len();
+    let (mut lo, mut hi) = (x[0], x[0]);
+    let mut sum_w = w[0];
+    let mut sum_x = sum_w * x[0];
+    for i in 1..n {
+        if x[i] < lo {
+            lo = x[i];
+        }
+        if x[i] > hi {
+            hi = x[i];
+        }
+        sum_w += w[i];
+        sum_x += w[i] * x[i];
+    }
+    if lo > 0.0 {
+        lo = 0.0;
+    }
+    if hi == lo {
+        l[..n].fill(0);
+        return (0.0, -lo);
+    }
+    let quant = |iscale: f32, v: f32, lo: f32| nearest_int(iscale * (v - lo)).clamp(0, nmax);
+    let mut iscale = nmax as f32 / (hi - lo);
+    let mut scale = 1.0 / iscale;
+    let mut best_error = 0.0f32;
+    for i in 0..n {
+        let q = quant(iscale, x[i], lo);
+        l[i] = q as u8;
+        let diff = scale * q as f32 + lo - x[i];
+        best_error += w[i] * (diff * diff);
+    }
+    let mut aux = [0u8; 32];
+    for step in 0..=nstep {
+        iscale = (rmin + rdelta * step as f32 + nmax as f32) / (hi - lo);
+        let (mut sum_l, mut sum_l2, mut sum_xl) = (0.0f32, 0.0f32, 0.0f32);
+        for i in 0..n {
+            let q = quant(iscale, x[i], lo);
+            aux[i] = q as u8;
+            let qf = q as f32;
+            sum_l += w[i] * qf;
+            sum_l2 += w[i] * qf * qf;
+            sum_xl += w[i] * qf * x[i];
+        }
+        let det = sum_w * sum_l2 - sum_l * sum_l;
+        if det > 0.0 {
+            let mut this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
+            let mut this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+            if this_min > 0.0 {
+                this_min = 0.0;
+                this_scale = sum_xl / sum_l2;
+            }
+            let mut err = 0.0f32;
+            for i in 0..n {
+                let diff = this_scale * aux[i] as f32 + this_min - x[i];
+                err += w[i] * (diff * diff);
+            }
+            if err < best_error {
+                l[..n].copy_from_slice(&aux[..n]);
+                best_error = err;
+                scale = this_scale;
+                lo = this_min;
+            }
+        }
+    }
+    (scale, -lo)
+}
+
+/// ggml's `make_qx_quants` with `rmse_type` 1 and no importance weights, as Q6_K calls it:
+/// signed quants `l - nmax` in `-nmax..nmax` (stored as `l` in `0..2·nmax`) with
+/// `x ≈ scale · (l - nmax)`, the scale chosen among 19 candidates `-(nmax + k/10) / max`
+/// (`max` the value of largest magnitude) by the x²-weighted least-squares fit.
+fn fit_scale_signed(x: &[f32], nmax: i32, l: &mut [i8]) -> f32 {
+    let (mut max, mut amax) = (0.0f32, 0.0f32);
+    for &v in x {
+        let a = v.abs();
+        if a > amax {
+            amax = a;
+            max = v;
+        }
+    }
+    if amax < 1e-15 {
+        l[..x.len()].fill(0);
+        return 0.0;
+    }
+    let quant = |iscale: f32, v: f32| nearest_int(iscale * v).clamp(-nmax, nmax - 1);
+    // (Σ w·x·l, Σ w·l²) with w = x², the quants of `iscale`.
+    let sums = |iscale: f32| {
+        let (mut sumlx, mut suml2) = (0.0f32, 0.0f32);
+        for &v in x {
+            let q = quant(iscale, v) as f32;
+            let w = v * v;
+            sumlx += w * v * q;
+            suml2 += w * q * q;
+        }
+        (sumlx, suml2)
+    };
+    let store = |iscale: f32, l: &mut [i8]| {
+        for (o, &v) in l.iter_mut().zip(x) {
+            *o = (quant(iscale, v) + nmax) as i8;
+        }
+    };
+    let iscale = -(nmax as f32) / max;
+    store(iscale, l);
+    let (sumlx, suml2) = sums(iscale);
+    let mut scale = if suml2 != 0.0 { sumlx / suml2 } else { 0.0 };
+    let mut best = scale * sumlx;
+    for k in (-9..=9).filter(|&k| k != 0) {
+        let iscale = -(nmax as f32 + 0.1f32 * k as f32) / max;
+        let (sumlx, suml2) = sums(iscale);
+        if suml2 > 0.0 && sumlx * sumlx > best * suml2 {
+            store(iscale, l);
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    scale
+}
+
+/// The shared first half of Q4_K and Q5_K: per sub-block scale and min fitted with weights
+/// `rms(x) + |x|`, both quantised to six bits against the super-block's largest, then every
+/// element re-quantised against the rounded scale and min. Returns (d, dmin, packed scales,
+/// quants in `0..=nmax`).
+fn scale_min_block(
+    x: &[f32],
+    nmax: i32,
+    rmin: f32,
+    nstep: i32,
+) -> (f16, f16, [u8; 12], [u8; QK_K]) {
+    let mut l = [0u8; QK_K];
+    let mut scales = [0.0f32; SUBS];
+    let mut mins = [0.0f32; SUBS];
+    let (mut max_scale, mut max_min) = (0.0f32, 0.0f32);
+    for j in 0..SUBS {
+        let xs = &x[32 * j..32 * j + 32];
+        let mut sum_x2 = 0.0f32;
+        for &v in xs {
+            sum_x2 += v * v;
+        }
+        let av_x = (sum_x2 / 32.0).sqrt();
+        let mut w = [0.0f32; 32];
+        for (wi, &v) in w.iter_mut().zip(xs) {
+            *wi = av_x + v.abs();
+        }
+        let (s, m) = fit_scale_min(xs, &w, nmax, rmin, 0.1, nstep, &mut l[32 * j..32 * j + 32]);
+        scales[j] = s;
+        mins[j] = m;
+        if s > max_scale {
+            max_scale = s;
+        }
+        if m > max_min {
+            max_min = m;
+        }
+    }
+    let inv_scale = if max_scale > 0.0 {
+        63.0 / max_scale
+    } else {
+        0.0
+    };
+    let inv_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
+    let mut packed = [0u8; 12];
+    for j in 0..SUBS {
+        // ggml stores the rounded value in a u8 before clamping it to 63.
+        let ls = (nearest_int(inv_scale * scales[j]) as u8).min(63);
+        let lm = (nearest_int(inv_min * mins[j]) as u8).min(63);
+        if j < 4 {
+            packed[j] = ls;
+            packed[j + 4] = lm;
+        } else {
+            packed[j + 4] = (ls & 0xF) | ((lm & 0xF) << 4);
+            packed[j - 4] |= (ls >> 4) << 6;
+            packed[j] |= (lm >> 4) << 6;
+        }
+    }
+    let d = f16::from_f32(max_scale / 63.0);
+    let dmin = f16::from_f32(max_min / 63.0);
+    for j in 0..SUBS {
+        let (sc, m) = scale_min_k4(j, &packed);
+        let dj = d.to_f32() * sc as f32;
+        if dj == 0.0 {
+            continue; // keeps the fit's quants, as ggml does
+        }
+        let dm = dmin.to_f32() * m as f32;
+        for i in 32 * j..32 * j + 32 {
+            l[i] = nearest_int((x[i] + dm) / dj).clamp(0, nmax) as u8;
+        }
+    }
+    (d, dmin, packed, l)
+}
+
+/// ggml's `quantize_row_q4_K_ref`, one super-block of [`QK_K`] values (144 bytes appended).
+pub fn quantize_q4_k(x: &[f32], out: &mut Vec<u8>) {
+    let (d, dmin, scales, l) = scale_min_block(x, 15, -1.0, 20);
+    out.extend_from_slice(&d.to_le_bytes());
+    out.extend_from_slice(&dmin.to_le_bytes());
+    out.extend_from_slice(&scales);
+    // 64 elements per 32 bytes: the first 32 in the low nibbles, the next 32 in the high.
+    for base in (0..QK_K).step_by(64) {
+        out.extend((0..32).map(|i| l[base + i] | (l[base + i + 32] << 4)));
+    }
+}
+
+/// ggml's `quantize_row_q5_K_ref`, one super-block of [`QK_K`] values (176 bytes appended).
+pub fn quantize_q5_k(x: &[f32], out: &mut Vec<u8>) {
+    let (d, dmin, scales, l) = scale_min_block(x, 31, -0.5, 15);
+    let mut qh = [0u8; 32];
+    let mut qs = [0u8; QK_K / 2];
+    for (pair, base) in (0..QK_K).step_by(64).enumerate() {
+        let (lo_bit, hi_bit) = (1u8 << (2 * pair), 2u8 << (2 * pair));
+        for i in 0..32 {
+            let (mut a, mut b) = (l[base + i], l[base + i + 32]);
+            if a > 15 {
+                a -= 16;
+                qh[i] |= lo_bit;
+            }
+            if b > 15 {
+                b -= 16;
+                qh[i] |= hi_bit;
+            }
+            qs[base / 2 + i] = a | (b << 4);
+        }
+    }
+    out.extend_from_slice(&d.to_le_bytes());
+    out.extend_from_slice(&dmin.to_le_bytes());
+    out.extend_from_slice(&scales);
+    out.extend_from_slice(&qh);
+    out.extend_from_slice(&qs);
+}
+
+/// ggml's `quantize_row_q6_K_ref`, one super-block of [`QK_K`] values (210 bytes appended).
+pub fn quantize_q6_k(x: &[f32], out: &mut Vec<u8>) {
+    let mut l = [0i8; QK_K];
+    let mut scales = [0.0f32; QK_K / 16];
+    let (mut max_scale, mut max_abs) = (0.0f32, 0.0f32);
+    for (j, s) in scales.iter_mut().enumerate() {
+        *s = fit_scale_signed(&x[16 * j..16 * j + 16], 32, &mut l[16 * j..16 * j + 16]);
+        if s.abs() > max_abs {
+            max_abs = s.abs();
+            max_scale = *s;
+        }
+    }
+    if max_abs < 1e-15 {
+        // An all-zero block (its d is f16 zero, so every byte is 0).
+        out.extend_from_slice(&[0u8; 210]);
+        return;
+    }
+    let iscale = -128.0f32 / max_scale;
+    let d = f16::from_f32(1.0 / iscale);
+    let mut sc = [0i8; QK_K / 16];
+    for (o, &s) in sc.iter_mut().zip(&scales) {
+        // ggml clamps to 127, then stores into an int8 (truncating what is below -128).
+        *o = nearest_int(iscale * s).min(127) as i8;
+    }
+    for (j, &s) in sc.iter().enumerate() {
+        let dj = d.to_f32() * s as f32;
+        if dj == 0.0 {
+            continue;
+        }
+        for i in 16 * j..16 * j + 16 {
+            l[i] = (nearest_int(x[i] / dj).clamp(-32, 31) + 32) as i8;
+        }
+    }
+    let mut ql = [0u8; QK_K / 2];
+    let mut qh = [0u8; QK_K / 4];
+    for half in 0..2 {
+        let (lb, qlb, qhb) = (128 * half, 64 * half, 32 * half);
+        for i in 0..32 {
+            let q = |g: usize| l[lb + i + 32 * g] as u8;
+            ql[qlb + i] = (q(0) & 0xF) | ((q(2) & 0xF) << 4);
+            ql[qlb + i + 32] = (q(1) & 0xF) | ((q(3) & 0xF) << 4);
+            qh[qhb + i] =
+                (q(0) >> 4) | ((q(1) >> 4) << 2) | ((q(2) >> 4) << 4) | ((q(3) >> 4) << 6);
+        }
+    }
+    out.extend_from_slice(&ql);
+    out.extend_from_slice(&qh);
+    out.extend(sc.iter().map(|&s| s as u8));
+    out.extend_from_slice(&d.to_le_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_int_rounds_half_to_even_like_ggml() {
+        for (x, want) in [
+            (0.5f32, 0),
+            (1.5, 2),
+            (2.5, 2),
+            (-0.5, 0),
+            (-1.5, -2),
+            (3.49, 3),
+            (-7.51, -8),
+            (4_194_303.0, 4_194_303),
+        ] {
+            assert_eq!(nearest_int(x), want, "{x}");
+        }
+    }
+
+    #[test]
+    fn an_all_zero_super_block_encodes_as_zero_bytes() {
+        let x = [0.0f32; QK_K];
+        for (f, len) in [
+            (quantize_q4_k as fn(&[f32], &mut Vec<u8>), 144),
+            (quantize_q5_k, 176),
+            (quantize_q6_k, 210),
+        ] {
+            let mut out = vec![];
+            f(&x, &mut out);
+            assert_eq!(out, vec![0u8; len]);
+        }
+    }
+}
