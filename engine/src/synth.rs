@@ -385,12 +385,35 @@ mod tests {
 
     #[test]
     fn weight_bytes_is_what_generate_allocates() {
-        for (shape, ty) in [(Shape::Tiny, GgmlType::Q4_0), (Shape::Tiny, GgmlType::F16)] {
-            let (cfg, tied) = shape.config();
-            let cfg = Config { n_layers: 2, ..cfg };
+        use crate::model::mix::KMix;
+        let (tiny, tied) = Shape::Tiny.config();
+        let tiny = Config {
+            n_layers: 2,
+            ..tiny
+        };
+        // A K-quant mix on rows of 256 (whole super-blocks) and on the tiny shape's 128 and
+        // 384 (every matrix falls back, to Q5_0, Q8_0, Q5_1): each tensor's own type counts.
+        let wide = Config {
+            dim: 256,
+            hidden_dim: 768,
+            n_layers: 3,
+            ..tiny.clone()
+        };
+        for (cfg, quant) in [
+            (&tiny, Quant::Uniform(GgmlType::Q4_0)),
+            (&tiny, Quant::Uniform(GgmlType::F16)),
+            (&tiny, Quant::Mix(KMix::Q4KM)),
+            (&tiny, Quant::Mix(KMix::Q5KS)),
+            (&wide, Quant::Mix(KMix::Q4KM)),
+            (&wide, Quant::Uniform(GgmlType::Q6_K)),
+        ] {
             for tied in [tied, !tied] {
-                let m = generate(&cfg, tied, ty, 1, |_, _| {}).unwrap();
-                assert_eq!(weight_bytes(&cfg, tied, ty), u128::from(m.weight_bytes()));
+                let m = generate(cfg, tied, quant, 1, |_, _| {}).unwrap();
+                assert_eq!(
+                    weight_bytes(cfg, tied, quant),
+                    u128::from(m.weight_bytes()),
+                    "{quant} tied {tied}"
+                );
             }
         }
     }
