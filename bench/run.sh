@@ -201,7 +201,7 @@ kquant_step() {
     t "$s Q4_K_M by model gen"
     $B model gen --shape $s --quant q4_k_m --seq 16384 --margin-steps 0 -o /tmp/$s-q4_k_m.gguf 2>&1 | grep -E "error|refus|generated"
     $B model info /tmp/$s-q4_k_m.gguf 2>&1 | grep -E "file type"
-    $B model info /tmp/$s-q4_k_m.gguf 2>&1 | grep -ciE "q4_k|q6_k" | sed 's/^/k-quant tensors: /'
+    $B model info /tmp/$s-q4_k_m.gguf 2>&1 | grep -ciE "\b(q4_k|q6_k)\b" | sed 's/^/k-quant tensors: /'
   done
   for s in $SHAPES; do for a in $acts; do
     echo "-- $s Q4_K_M act $a"; $B gate -m /tmp/$s-q4_k_m.gguf --steps 8 --act $a 2>&1 | grep -E "GATE|bit-identical|rel-L2|tokens vs|refus|error"

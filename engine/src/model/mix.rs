@@ -106,11 +106,32 @@ impl Quant {
         {
             return Ok(Quant::Mix(m));
         }
-        match GgmlType::parse(s) {
-            Ok(t) => Ok(Quant::Uniform(t)),
-            Err(e) => Err(Error::Invalid(format!(
-                "{e}; or a llama-quantize mix: {}",
+        let choices = || {
+            let one: Vec<_> = GgmlType::ALL
+                .into_iter()
+                .filter(|t| t.has_quantizer() && *t != GgmlType::Q6_K)
+                .map(GgmlType::name)
+                .collect();
+            format!(
+                "one type for every matrix: {}; or a llama-quantize mix: {}",
+                one.join("|"),
                 KMix::ALL.map(KMix::name).join("|")
+            )
+        };
+        match GgmlType::ALL
+            .into_iter()
+            .find(|t| t.name().eq_ignore_ascii_case(s))
+        {
+            Some(t) if t.has_quantizer() => Ok(Quant::Uniform(t)),
+            Some(t) => Err(Error::Invalid(format!(
+                "quantisation '{s}': baro-top reads {} but has no quantiser for it that is \
+                 ggml's reference bit for bit ({})",
+                t.ggml_name(),
+                choices()
+            ))),
+            None => Err(Error::Invalid(format!(
+                "unknown quantisation '{s}' ({})",
+                choices()
             ))),
         }
     }
@@ -432,7 +453,12 @@ mod tests {
             Quant::Uniform(GgmlType::Q8_0)
         );
         let e = Quant::parse("q3_k_m").unwrap_err().to_string();
-        assert!(e.contains("q4_k_m") && e.contains("q8_0"), "{e}");
+        assert_eq!(
+            e,
+            "invalid argument: unknown quantisation 'q3_k_m' (one type for every matrix: \
+             f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k; or a llama-quantize mix: \
+             q4_k_s|q4_k_m|q5_k_s|q5_k_m|q6_k)"
+        );
         let e = Quant::parse("iq4_xs").unwrap_err().to_string();
         assert!(e.contains("IQ4_XS") && e.contains("no quantiser"), "{e}");
     }

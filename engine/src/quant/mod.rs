@@ -317,7 +317,9 @@ pub fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<()> {
 
 /// Quantise `src` to type `ty`, appending the encoded bytes to `out`. `src.len()` must be a
 /// whole number of blocks. This is ggml's reference rounding (`quantize_row_*_ref`); a type
-/// without one ([`GgmlType::has_quantizer`]) is refused.
+/// without one ([`GgmlType::has_quantizer`]) is refused, and so is what the type cannot hold,
+/// as llama-quantize refuses it (its `ggml_validate_row_data`): a value that is not finite,
+/// and a block whose scale overflows half precision (nothing is appended then).
 pub fn quantize(ty: GgmlType, src: &[f32], out: &mut Vec<u8>) -> Result<()> {
     if !src.len().is_multiple_of(ty.block_len()) {
         return Err(Error::Invalid(format!(
@@ -326,6 +328,35 @@ pub fn quantize(ty: GgmlType, src: &[f32], out: &mut Vec<u8>) -> Result<()> {
             ty.block_len()
         )));
     }
+    if let Some(i) = src.iter().position(|v| !v.is_finite()) {
+        return Err(Error::Invalid(format!(
+            "element {i} is {}: only finite values can be encoded",
+            src[i]
+        )));
+    }
+    let start = out.len();
+    encode(ty, src, out)?;
+    if ty != GgmlType::F32 {
+        let mut back = vec![0.0f32; src.len()];
+        dequantize(ty, &out[start..], &mut back)?;
+        if let Some(i) = back.iter().position(|v| !v.is_finite()) {
+            out.truncate(start);
+            let b = i / ty.block_len() * ty.block_len();
+            let amax = src[b..b + ty.block_len()]
+                .iter()
+                .fold(0.0f32, |m, v| m.max(v.abs()));
+            return Err(Error::Invalid(format!(
+                "element {i} ({}) cannot be encoded as {ty}: it or its block's scale is past \
+                 the 16-bit float's range (the block's largest magnitude is {amax:e})",
+                src[i]
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// [`quantize`]'s encoding, unchecked.
+fn encode(ty: GgmlType, src: &[f32], out: &mut Vec<u8>) -> Result<()> {
     out.reserve(src.len() / ty.block_len() * ty.block_bytes());
     let blocks = src.chunks_exact(ty.block_len());
     match ty {
@@ -410,7 +441,7 @@ mod tests {
     }
 
     #[test]
-    fn quantisation_error_is_bounded_by_half_a_step() {
+    fn quantisation_error_is_bounded_by_each_types_step() {
         let x = ramp(256);
         for ty in GgmlType::ALL.into_iter().filter(|t| t.has_quantizer()) {
             let mut q = Vec::new();
@@ -453,6 +484,34 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn what_a_type_cannot_hold_is_refused_and_nothing_appended() {
+        let mut out = vec![7u8];
+        let mut x = ramp(256);
+        x[100] = f32::NAN;
+        for ty in GgmlType::ALL.into_iter().filter(|t| t.has_quantizer()) {
+            let e = quantize(ty, &x, &mut out).unwrap_err().to_string();
+            assert!(
+                e.contains("element 100") && e.contains("finite"),
+                "{ty}: {e}"
+            );
+        }
+        // A block whose scale (or, for F16, whose value) is past half precision's 65504:
+        // ggml would write an infinite scale, llama-quantize refuses the row. BF16 holds 1e9
+        // (and refuses only values that round past f32's range).
+        let mut big = ramp(256);
+        big[37] = 1e9;
+        for ty in GgmlType::ALL
+            .into_iter()
+            .filter(|t| t.has_quantizer() && !matches!(t, GgmlType::F32 | GgmlType::BF16))
+        {
+            let e = quantize(ty, &big, &mut out).unwrap_err().to_string();
+            assert!(e.contains("16-bit float's range"), "{ty}: {e}");
+        }
+        assert_eq!(out, [7], "a refused quantisation appends nothing");
+        quantize(GgmlType::BF16, &big, &mut out).unwrap();
     }
 
     #[test]
