@@ -90,11 +90,6 @@ fn gen_tensor(
     mean: f32,
     std: f32,
 ) -> Result<Tensor> {
-    if !ty.has_quantizer() {
-        return Err(Error::Invalid(format!(
-            "{name}: baro-top cannot quantise to {ty} (it reads it from files llama-quantize wrote)"
-        )));
-    }
     if !cols.is_multiple_of(ty.block_len()) {
         return Err(Error::Invalid(format!(
             "{name}: row length {cols} is not a multiple of the {ty} block size {}; pick dimensions that are multiples of it (or a K-quant mix such as q4_k_m, which falls back where rows are not whole super-blocks)",
@@ -155,7 +150,7 @@ pub fn generate(
     let token_embd = gen_tensor(
         seed,
         "token_embd.weight",
-        ty(Role::TokenEmbd, 0, d),
+        ty(Role::TokenEmbd, 0, d)?,
         v,
         d,
         0.0,
@@ -168,7 +163,7 @@ pub fn generate(
             gen_tensor(
                 seed,
                 &format!("blk.{l}.{s}.weight"),
-                ty(role, l, cols),
+                ty(role, l, cols)?,
                 rows,
                 cols,
                 0.0,
@@ -219,7 +214,7 @@ pub fn generate(
         Some(gen_tensor(
             seed,
             "output.weight",
-            ty(Role::Output, 0, d),
+            ty(Role::Output, 0, d)?,
             v,
             d,
             0.0,
@@ -244,9 +239,10 @@ pub fn generate(
 }
 
 /// Bytes of weight data [`generate`] would allocate for this shape (exact, in u128 so no
-/// shape overflows it). Check it against the memory available before calling [`generate`]:
+/// shape overflows it; fails where the mix needs a type baro-top does not write). Check it
+/// against the memory available before calling [`generate`]:
 /// the model is built in memory.
-pub fn weight_bytes(cfg: &Config, tied: bool, quant: impl Into<Quant>) -> u128 {
+pub fn weight_bytes(cfg: &Config, tied: bool, quant: impl Into<Quant>) -> Result<u128> {
     let quant = quant.into();
     let (d, h, kv, v) = (
         cfg.dim as u128,
@@ -256,9 +252,9 @@ pub fn weight_bytes(cfg: &Config, tied: bool, quant: impl Into<Quant>) -> u128 {
     );
     let (q, hs) = (cfg.q_dim() as u128, cfg.head_size() as u128);
     // Rows rounded up to whole blocks: a shape that is not whole blocks is refused later anyway.
-    let mat = |role: Role, layer: usize, rows: u128, cols: u128| {
-        let ty = quant.tensor_type(role, layer, cols as usize, cfg, tied);
-        rows * cols.div_ceil(ty.block_len() as u128) * ty.block_bytes() as u128
+    let mat = |role: Role, layer: usize, rows: u128, cols: u128| -> Result<u128> {
+        let ty = quant.tensor_type(role, layer, cols as usize, cfg, tied)?;
+        Ok(rows * cols.div_ceil(ty.block_len() as u128) * ty.block_bytes() as u128)
     };
     let f32s = |n: u128| 4 * n;
     let biases = if cfg.arch.has_qkv_bias() {
@@ -271,22 +267,21 @@ pub fn weight_bytes(cfg: &Config, tied: bool, quant: impl Into<Quant>) -> u128 {
     } else {
         0
     };
-    let output = if tied { 0 } else { mat(Role::Output, 0, v, d) };
-    let layers: u128 = (0..cfg.n_layers)
-        .map(|l| {
-            mat(Role::AttnQ, l, q, d)
-                + mat(Role::AttnK, l, kv, d)
-                + mat(Role::AttnV, l, kv, d)
-                + mat(Role::AttnOutput, l, d, q)
-                + mat(Role::FfnGate, l, h, d)
-                + mat(Role::FfnDown, l, d, h)
-                + mat(Role::FfnUp, l, h, d)
-                + 2 * f32s(d)
-                + biases
-                + norms
-        })
-        .sum();
-    mat(Role::TokenEmbd, 0, v, d) + output + layers + f32s(d)
+    let output = if tied { 0 } else { mat(Role::Output, 0, v, d)? };
+    let mut layers = 0u128;
+    for l in 0..cfg.n_layers {
+        layers += mat(Role::AttnQ, l, q, d)?
+            + mat(Role::AttnK, l, kv, d)?
+            + mat(Role::AttnV, l, kv, d)?
+            + mat(Role::AttnOutput, l, d, q)?
+            + mat(Role::FfnGate, l, h, d)?
+            + mat(Role::FfnDown, l, d, h)?
+            + mat(Role::FfnUp, l, h, d)?
+            + 2 * f32s(d)
+            + biases
+            + norms;
+    }
+    Ok(mat(Role::TokenEmbd, 0, v, d)? + output + layers + f32s(d))
 }
 
 /// Llama 3.1+ RoPE scaling ("llama3" in a Hugging Face config's `rope_scaling`), which a
@@ -410,7 +405,7 @@ mod tests {
             for tied in [tied, !tied] {
                 let m = generate(cfg, tied, quant, 1, |_, _| {}).unwrap();
                 assert_eq!(
-                    weight_bytes(cfg, tied, quant),
+                    weight_bytes(cfg, tied, quant).unwrap(),
                     u128::from(m.weight_bytes()),
                     "{quant} tied {tied}"
                 );

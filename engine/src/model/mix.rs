@@ -13,9 +13,12 @@
 //!   with grouped-query attention, or any qwen2);
 //! - `ffn_down` of layer i: Q6_K in `Q4_K_M`/`Q5_K_M` where [`more_bits`]`(i)`; Q5_K in
 //!   `Q4_K_S` for i < n/8;
+//! - `IQ4_XS`: `attn_v` Q5_K where a KV head serves 4 or more query heads, `ffn_down` Q5_K in
+//!   the first n/8 layers;
 //! - every other matrix (an untied `token_embd` included) the mix's base type;
 //! - a matrix whose rows are not whole blocks of its type falls back: Q4_K → Q5_0, Q5_K → Q5_1,
-//!   Q6_K → Q8_0, and to F16 where even that does not fit.
+//!   Q6_K → Q8_0, and to F16 where even that does not fit; IQ4_XS would fall back to IQ4_NL,
+//!   which baro-top does not read: such a model is refused, naming the tensor.
 
 use super::types::{Arch, Config};
 use crate::quant::GgmlType;
@@ -34,6 +37,8 @@ pub enum KMix {
     Q5KM,
     /// `Q6_K`: Q6_K throughout.
     Q6K,
+    /// `IQ4_XS`: IQ4_XS, Q5_K for some `attn_v` and `ffn_down`, the classifier Q6_K.
+    IQ4XS,
 }
 
 /// How a model's matrices are encoded.
@@ -65,6 +70,24 @@ pub enum Role {
     FfnDown,
 }
 
+impl Role {
+    /// The tensor's GGUF name in layer `layer`.
+    pub fn tensor_name(self, layer: usize) -> String {
+        let in_layer = |s: &str| format!("blk.{layer}.{s}.weight");
+        match self {
+            Role::TokenEmbd => "token_embd.weight".into(),
+            Role::Output => "output.weight".into(),
+            Role::AttnQ => in_layer("attn_q"),
+            Role::AttnK => in_layer("attn_k"),
+            Role::AttnV => in_layer("attn_v"),
+            Role::AttnOutput => in_layer("attn_output"),
+            Role::FfnGate => in_layer("ffn_gate"),
+            Role::FfnUp => in_layer("ffn_up"),
+            Role::FfnDown => in_layer("ffn_down"),
+        }
+    }
+}
+
 /// llama-quantize's `use_more_bits(i, n)`: the first and last eighth of the layers and every
 /// third layer between.
 pub fn more_bits(i: usize, n: usize) -> bool {
@@ -72,7 +95,14 @@ pub fn more_bits(i: usize, n: usize) -> bool {
 }
 
 impl KMix {
-    const ALL: [KMix; 5] = [KMix::Q4KS, KMix::Q4KM, KMix::Q5KS, KMix::Q5KM, KMix::Q6K];
+    const ALL: [KMix; 6] = [
+        KMix::Q4KS,
+        KMix::Q4KM,
+        KMix::Q5KS,
+        KMix::Q5KM,
+        KMix::Q6K,
+        KMix::IQ4XS,
+    ];
 
     /// The command-line name (`q4_k_m`).
     pub fn name(self) -> &'static str {
@@ -82,6 +112,7 @@ impl KMix {
             KMix::Q5KS => "q5_k_s",
             KMix::Q5KM => "q5_k_m",
             KMix::Q6K => "q6_k",
+            KMix::IQ4XS => "iq4_xs",
         }
     }
 
@@ -91,14 +122,16 @@ impl KMix {
             KMix::Q4KS | KMix::Q4KM => GgmlType::Q4_K,
             KMix::Q5KS | KMix::Q5KM => GgmlType::Q5_K,
             KMix::Q6K => GgmlType::Q6_K,
+            KMix::IQ4XS => GgmlType::IQ4_XS,
         }
     }
 }
 
 impl Quant {
-    /// Parse a `--quant` value: a type baro-top quantises to (every matrix that type) or a
-    /// K-quant mix (`q4_k_s|q4_k_m|q5_k_s|q5_k_m|q6_k`). `q6_k` is the mix (what llama-quantize
-    /// makes of it: Q6_K throughout, Q8_0 where rows are not whole super-blocks).
+    /// Parse a `--quant` value: a type (every matrix that type) or one of llama-quantize's
+    /// mixes (`q4_k_s|q4_k_m|q5_k_s|q5_k_m|q6_k|iq4_xs`). `q6_k` and `iq4_xs` are the mixes
+    /// (what llama-quantize makes of them: the classifier Q6_K, Q8_0 where rows are not whole
+    /// super-blocks; IQ4_XS's Q5_K tensors).
     pub fn parse(s: &str) -> Result<Quant> {
         if let Some(m) = KMix::ALL
             .into_iter()
@@ -106,33 +139,24 @@ impl Quant {
         {
             return Ok(Quant::Mix(m));
         }
-        let choices = || {
-            let one: Vec<_> = GgmlType::ALL
-                .into_iter()
-                .filter(|t| t.has_quantizer() && *t != GgmlType::Q6_K)
-                .map(GgmlType::name)
-                .collect();
-            format!(
-                "one type for every matrix: {}; or a llama-quantize mix: {}",
-                one.join("|"),
-                KMix::ALL.map(KMix::name).join("|")
-            )
-        };
         match GgmlType::ALL
             .into_iter()
             .find(|t| t.name().eq_ignore_ascii_case(s))
         {
-            Some(t) if t.has_quantizer() => Ok(Quant::Uniform(t)),
-            Some(t) => Err(Error::Invalid(format!(
-                "quantisation '{s}': baro-top reads {} but has no quantiser for it that is \
-                 ggml's reference bit for bit ({})",
-                t.ggml_name(),
-                choices()
-            ))),
-            None => Err(Error::Invalid(format!(
-                "unknown quantisation '{s}' ({})",
-                choices()
-            ))),
+            Some(t) => Ok(Quant::Uniform(t)),
+            None => {
+                let one: Vec<_> = GgmlType::ALL
+                    .into_iter()
+                    .map(GgmlType::name)
+                    .filter(|n| !KMix::ALL.iter().any(|m| m.name() == *n))
+                    .collect();
+                Err(Error::Invalid(format!(
+                    "unknown quantisation '{s}' (one type for every matrix: {}; or a \
+                     llama-quantize mix: {})",
+                    one.join("|"),
+                    KMix::ALL.map(KMix::name).join("|")
+                )))
+            }
         }
     }
 
@@ -153,6 +177,7 @@ impl Quant {
             Quant::Mix(KMix::Q5KS) => 16,
             Quant::Mix(KMix::Q5KM) => 17,
             Quant::Mix(KMix::Q6K) => 18,
+            Quant::Mix(KMix::IQ4XS) => 30,
             Quant::Uniform(t) => match t {
                 GgmlType::F32 => 0,
                 GgmlType::F16 => 1,
@@ -172,7 +197,8 @@ impl Quant {
 
     /// The type of the matrix `role` of layer `layer` (0 for the embedding and classifier)
     /// with rows of `cols` elements, in a model of configuration `cfg` whose classifier is
-    /// tied to the embedding when `tied`.
+    /// tied to the embedding when `tied`. Fails where the mix needs a type baro-top does not
+    /// write (IQ4_XS's fallback).
     pub fn tensor_type(
         self,
         role: Role,
@@ -180,9 +206,9 @@ impl Quant {
         cols: usize,
         cfg: &Config,
         tied: bool,
-    ) -> GgmlType {
+    ) -> Result<GgmlType> {
         let m = match self {
-            Quant::Uniform(t) => return t,
+            Quant::Uniform(t) => return Ok(t),
             Quant::Mix(m) => m,
         };
         let n = cfg.n_layers;
@@ -195,7 +221,9 @@ impl Quant {
                 GgmlType::Q8_0
             };
         } else if role == Role::AttnV {
-            if matches!(m, KMix::Q4KM | KMix::Q5KM) && more_bits(layer, n) {
+            if m == KMix::IQ4XS && cfg.n_heads / cfg.n_kv_heads >= 4 {
+                ty = GgmlType::Q5_K;
+            } else if matches!(m, KMix::Q4KM | KMix::Q5KM) && more_bits(layer, n) {
                 ty = GgmlType::Q6_K;
             } else if m == KMix::Q4KS && layer < 4 {
                 ty = GgmlType::Q5_K;
@@ -212,24 +240,31 @@ impl Quant {
         } else if role == Role::FfnDown {
             if matches!(m, KMix::Q4KM | KMix::Q5KM) && more_bits(layer, n) {
                 ty = GgmlType::Q6_K;
-            } else if m == KMix::Q4KS && layer < n / 8 {
+            } else if matches!(m, KMix::Q4KS | KMix::IQ4XS) && layer < n / 8 {
                 ty = GgmlType::Q5_K;
             }
         }
         if cols.is_multiple_of(ty.block_len()) {
-            return ty;
+            return Ok(ty);
         }
         let fallback = match ty {
             GgmlType::Q4_K => GgmlType::Q5_0,
             GgmlType::Q5_K => GgmlType::Q5_1,
             GgmlType::Q6_K => GgmlType::Q8_0,
+            GgmlType::IQ4_XS => {
+                return Err(Error::Invalid(format!(
+                    "{}: rows of {cols} are not whole IQ4_XS super-blocks of 256, and \
+                     llama-quantize's fallback there, IQ4_NL, is a type baro-top does not read",
+                    role.tensor_name(layer)
+                )))
+            }
             t => t,
         };
-        if cols.is_multiple_of(fallback.block_len()) {
+        Ok(if cols.is_multiple_of(fallback.block_len()) {
             fallback
         } else {
             GgmlType::F16
-        }
+        })
     }
 }
 
@@ -330,11 +365,12 @@ mod tests {
         let q = Quant::Mix(KMix::Q4KM);
         let q6 = [0, 1, 4, 7, 10, 13, 14, 15];
         assert_eq!(
-            q.tensor_type(Role::TokenEmbd, 0, 2048, &cfg, true),
+            q.tensor_type(Role::TokenEmbd, 0, 2048, &cfg, true).unwrap(),
             GgmlType::Q6_K
         );
         assert_eq!(
-            q.tensor_type(Role::TokenEmbd, 0, 2048, &cfg, false),
+            q.tensor_type(Role::TokenEmbd, 0, 2048, &cfg, false)
+                .unwrap(),
             GgmlType::Q4_K
         );
         for l in 0..16 {
@@ -343,8 +379,14 @@ mod tests {
             } else {
                 GgmlType::Q4_K
             };
-            assert_eq!(q.tensor_type(Role::AttnV, l, 2048, &cfg, true), want);
-            assert_eq!(q.tensor_type(Role::FfnDown, l, 8192, &cfg, true), want);
+            assert_eq!(
+                q.tensor_type(Role::AttnV, l, 2048, &cfg, true).unwrap(),
+                want
+            );
+            assert_eq!(
+                q.tensor_type(Role::FfnDown, l, 8192, &cfg, true).unwrap(),
+                want
+            );
             for (r, cols) in [
                 (Role::AttnQ, 2048),
                 (Role::AttnK, 2048),
@@ -352,7 +394,10 @@ mod tests {
                 (Role::FfnGate, 2048),
                 (Role::FfnUp, 2048),
             ] {
-                assert_eq!(q.tensor_type(r, l, cols, &cfg, true), GgmlType::Q4_K);
+                assert_eq!(
+                    q.tensor_type(r, l, cols, &cfg, true).unwrap(),
+                    GgmlType::Q4_K
+                );
             }
         }
     }
@@ -363,49 +408,49 @@ mod tests {
         let q4 = Quant::Mix(KMix::Q4KM);
         // 128 columns: Q4_K -> Q5_0, Q6_K -> Q8_0, the classifier Q8_0.
         assert_eq!(
-            q4.tensor_type(Role::AttnQ, 1, 128, &cfg, false),
+            q4.tensor_type(Role::AttnQ, 1, 128, &cfg, false).unwrap(),
             GgmlType::Q5_0
         );
         assert_eq!(
-            q4.tensor_type(Role::AttnV, 0, 128, &cfg, false),
+            q4.tensor_type(Role::AttnV, 0, 128, &cfg, false).unwrap(),
             GgmlType::Q8_0
         );
         assert_eq!(
-            q4.tensor_type(Role::Output, 0, 128, &cfg, false),
+            q4.tensor_type(Role::Output, 0, 128, &cfg, false).unwrap(),
             GgmlType::Q8_0
         );
         let q5 = Quant::Mix(KMix::Q5KS);
         assert_eq!(
-            q5.tensor_type(Role::FfnUp, 0, 160, &cfg, false),
+            q5.tensor_type(Role::FfnUp, 0, 160, &cfg, false).unwrap(),
             GgmlType::Q5_1
         );
         // 48 columns are not even whole 32-blocks: F16.
         assert_eq!(
-            q4.tensor_type(Role::AttnQ, 1, 48, &cfg, false),
+            q4.tensor_type(Role::AttnQ, 1, 48, &cfg, false).unwrap(),
             GgmlType::F16
         );
         // Q4_K_S: Q5_K for the first four attn_v and the first n/8 ffn_down.
         let s = Quant::Mix(KMix::Q4KS);
         assert_eq!(
-            s.tensor_type(Role::AttnV, 3, 256, &cfg, false),
+            s.tensor_type(Role::AttnV, 3, 256, &cfg, false).unwrap(),
             GgmlType::Q5_K
         );
         assert_eq!(
-            s.tensor_type(Role::AttnV, 4, 256, &cfg, false),
+            s.tensor_type(Role::AttnV, 4, 256, &cfg, false).unwrap(),
             GgmlType::Q4_K
         );
         assert_eq!(
-            s.tensor_type(Role::FfnDown, 0, 256, &cfg, false),
+            s.tensor_type(Role::FfnDown, 0, 256, &cfg, false).unwrap(),
             GgmlType::Q5_K
         );
         assert_eq!(
-            s.tensor_type(Role::FfnDown, 1, 256, &cfg, false),
+            s.tensor_type(Role::FfnDown, 1, 256, &cfg, false).unwrap(),
             GgmlType::Q4_K
         );
         // An 80-layer llama with grouped-query attention ("70B"): attn_v at least Q5_K.
         let big = config(80, 64, 8);
         assert_eq!(
-            s.tensor_type(Role::AttnV, 40, 256, &big, false),
+            s.tensor_type(Role::AttnV, 40, 256, &big, false).unwrap(),
             GgmlType::Q5_K
         );
         let mha = config(80, 64, 64);
@@ -414,11 +459,11 @@ mod tests {
             ..mha.clone()
         };
         assert_eq!(
-            s.tensor_type(Role::AttnV, 40, 256, &qwen2, false),
+            s.tensor_type(Role::AttnV, 40, 256, &qwen2, false).unwrap(),
             GgmlType::Q5_K
         );
         assert_eq!(
-            s.tensor_type(Role::AttnV, 40, 256, &mha, false),
+            s.tensor_type(Role::AttnV, 40, 256, &mha, false).unwrap(),
             GgmlType::Q4_K
         );
     }
@@ -440,6 +485,35 @@ mod tests {
         assert_eq!(file_type_name(42), None);
     }
 
+    /// llama-quantize's IQ4_XS without an importance matrix: attn_v Q5_K where a KV head
+    /// serves 4 or more query heads (Llama 3: 32 / 8), ffn_down Q5_K in the first n/8
+    /// layers, the classifier Q6_K; rows that are not whole super-blocks are refused (its
+    /// fallback, IQ4_NL, is not a type baro-top reads), naming the tensor.
+    #[test]
+    fn iq4_xs_types_its_tensors_as_llama_quantize_and_refuses_its_iq4_nl_fallback() {
+        let q = Quant::Mix(KMix::IQ4XS);
+        let gqa4 = config(16, 32, 8);
+        let gqa2 = config(16, 32, 16);
+        let t = |role, layer, cols, cfg: &Config, tied| {
+            q.tensor_type(role, layer, cols, cfg, tied).unwrap()
+        };
+        assert_eq!(t(Role::AttnV, 5, 2048, &gqa4, true), GgmlType::Q5_K);
+        assert_eq!(t(Role::AttnV, 5, 2048, &gqa2, true), GgmlType::IQ4_XS);
+        assert_eq!(t(Role::FfnDown, 1, 8192, &gqa2, true), GgmlType::Q5_K);
+        assert_eq!(t(Role::FfnDown, 2, 8192, &gqa2, true), GgmlType::IQ4_XS);
+        assert_eq!(t(Role::TokenEmbd, 0, 2048, &gqa2, true), GgmlType::Q6_K);
+        assert_eq!(t(Role::TokenEmbd, 0, 2048, &gqa2, false), GgmlType::IQ4_XS);
+        assert_eq!(t(Role::Output, 0, 128, &gqa2, false), GgmlType::Q8_0);
+        let e = q
+            .tensor_type(Role::FfnUp, 3, 160, &gqa2, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("blk.3.ffn_up.weight") && e.contains("IQ4_NL"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn parse_reads_mixes_and_single_types_and_names_the_choices() {
         assert_eq!(Quant::parse("q4_k_m").unwrap(), Quant::Mix(KMix::Q4KM));
@@ -457,9 +531,8 @@ mod tests {
             e,
             "invalid argument: unknown quantisation 'q3_k_m' (one type for every matrix: \
              f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k; or a llama-quantize mix: \
-             q4_k_s|q4_k_m|q5_k_s|q5_k_m|q6_k)"
+             q4_k_s|q4_k_m|q5_k_s|q5_k_m|q6_k|iq4_xs)"
         );
-        let e = Quant::parse("iq4_xs").unwrap_err().to_string();
-        assert!(e.contains("IQ4_XS") && e.contains("no quantiser"), "{e}");
+        assert_eq!(Quant::parse("IQ4_XS").unwrap(), Quant::Mix(KMix::IQ4XS));
     }
 }

@@ -89,7 +89,7 @@ impl Model {
         let w = &self.weights;
         let tied = w.output.is_none();
         let conv = |t: &Tensor, role: Role, layer: usize| {
-            t.convert(quant.tensor_type(role, layer, t.cols, cfg, tied))
+            t.convert(quant.tensor_type(role, layer, t.cols, cfg, tied)?)
         };
         // Vectors (biases, norms, RoPE factors) stay F32.
         let f32v = |t: &Option<Tensor>| t.as_ref().map(|t| t.convert(GgmlType::F32)).transpose();

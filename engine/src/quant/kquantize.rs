@@ -1,7 +1,8 @@
-//! ggml's reference quantisers of the K super-blocks (`quantize_row_q4_K_ref`,
-//! `quantize_row_q5_K_ref`, `quantize_row_q6_K_ref`): what `llama-quantize` runs on every
-//! tensor when it has no importance matrix, so a `Q4_K_M` file baro-top writes is the file
-//! llama-quantize writes from the same F32 values, byte for byte.
+//! ggml's reference quantisers of the 256-element super-blocks (`quantize_row_q4_K_ref`,
+//! `quantize_row_q5_K_ref`, `quantize_row_q6_K_ref`, and IQ4_XS's `quantize_iq4_xs` without
+//! weights): what `llama-quantize` runs on every tensor when it has no importance matrix, so
+//! a `Q4_K_M` file baro-top writes is the file llama-quantize writes from the same F32 values,
+//! byte for byte.
 //!
 //! The algorithms are searches (a scale, and for Q4_K/Q5_K a min, fitted per sub-block by
 //! trying a few candidate scales and keeping the one with the least weighted squared error),
@@ -13,7 +14,7 @@
 //! `u8` or an `i8` before it is clamped, as ggml assigns it). `tests/it/quant_types.rs` checks
 //! every bit against goldens ggml itself wrote (`scripts/fixtures/kquant_goldens.c`).
 
-use super::kquants::{scale_min_k4, QK_K};
+use super::kquants::{scale_min_k4, KVALUES_IQ4NL, QK_K};
 use half::f16;
 
 /// Sub-blocks of 32 in a Q4_K/Q5_K super-block.
@@ -317,6 +318,114 @@ pub fn quantize_q6_k(x: &[f32], out: &mut Vec<u8>) {
     out.extend_from_slice(&qh);
     out.extend(sc.iter().map(|&s| s as u8));
     out.extend_from_slice(&d.to_le_bytes());
+}
+
+/// ggml's `best_index_int8`: the index of the code book value nearest `x` (the lower one where
+/// `x` is exactly between two), by bisection, as ggml compares.
+fn nearest_code(x: f32) -> u8 {
+    let v = |i: usize| KVALUES_IQ4NL[i] as f32;
+    if x <= v(0) {
+        return 0;
+    }
+    if x >= v(15) {
+        return 15;
+    }
+    let (mut lo, mut hi) = (0usize, 15usize);
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if x < v(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    if x - v(hi - 1) < v(hi) - x {
+        (hi - 1) as u8
+    } else {
+        hi as u8
+    }
+}
+
+/// ggml's `quantize_iq4_xs` of one super-block without an importance matrix
+/// (`quantize_row_iq4_nl_impl` with weights x², 7 tries each side): per sub-block of 32 a
+/// code-book scale chosen among 15 candidates `(k - 127) / max` by the x²-weighted fit, the
+/// eight scales then quantised to six bits against the largest, every element re-coded
+/// against its rounded scale (136 bytes appended).
+pub fn quantize_iq4_xs(x: &[f32], out: &mut Vec<u8>) {
+    const NTRY: i32 = 7;
+    let v0 = KVALUES_IQ4NL[0] as f32;
+    let mut l = [0u8; QK_K];
+    let mut scales = [0.0f32; SUBS];
+    let (mut max_scale, mut amax_scale) = (0.0f32, 0.0f32);
+    for (ib, scale) in scales.iter_mut().enumerate() {
+        let xb = &x[32 * ib..32 * ib + 32];
+        let (mut amax, mut max) = (0.0f32, 0.0f32);
+        for &v in xb {
+            if v.abs() > amax {
+                amax = v.abs();
+                max = v;
+            }
+        }
+        if amax < 1e-15 {
+            *scale = 0.0;
+            continue;
+        }
+        // (Σ w·q·x, Σ w·q²) with w = x² for the codes of `id`.
+        let sums = |id: f32, lb: Option<&mut [u8]>| {
+            let (mut sumqx, mut sumq2) = (0.0f32, 0.0f32);
+            let mut lb = lb;
+            for (j, &v) in xb.iter().enumerate() {
+                let c = nearest_code(id * v);
+                if let Some(lb) = lb.as_deref_mut() {
+                    lb[j] = c;
+                }
+                let q = KVALUES_IQ4NL[c as usize] as f32;
+                let w = v * v;
+                sumqx += w * q * v;
+                sumq2 += w * q * q;
+            }
+            (sumqx, sumq2)
+        };
+        let d = -max / v0;
+        let (sumqx, sumq2) = sums(1.0 / d, Some(&mut l[32 * ib..32 * ib + 32]));
+        let mut d = if sumq2 > 0.0 { sumqx / sumq2 } else { 0.0 };
+        let mut best = d * sumqx;
+        for itry in -NTRY..=NTRY {
+            let id = (itry as f32 + v0) / max;
+            let (sumqx, sumq2) = sums(id, None);
+            if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
+                d = sumqx / sumq2;
+                best = d * sumqx;
+            }
+        }
+        *scale = d;
+        if d.abs() > amax_scale {
+            amax_scale = d.abs();
+            max_scale = d;
+        }
+    }
+    let d = -max_scale / 32.0;
+    let dh = f16::from_f32(d);
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    let mut scales_h = 0u16;
+    let mut scales_l = [0u8; SUBS / 2];
+    for (ib, &s) in scales.iter().enumerate() {
+        let ls = nearest_int(id * s).clamp(-32, 31);
+        let dl = d * ls as f32;
+        let idl = if dl != 0.0 { 1.0 / dl } else { 0.0 };
+        for j in 32 * ib..32 * ib + 32 {
+            l[j] = nearest_code(idl * x[j]);
+        }
+        let u = (ls + 32) as u8;
+        scales_l[ib / 2] |= (u & 0xF) << (4 * (ib % 2));
+        scales_h |= u16::from(u >> 4) << (2 * ib);
+    }
+    out.extend_from_slice(&dh.to_le_bytes());
+    out.extend_from_slice(&scales_h.to_le_bytes());
+    out.extend_from_slice(&scales_l);
+    for i in 0..QK_K / 32 {
+        out.extend((0..16).map(|j| l[32 * i + j] | (l[32 * i + 16 + j] << 4)));
+    }
 }
 
 #[cfg(test)]

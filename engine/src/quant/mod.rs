@@ -174,38 +174,18 @@ impl GgmlType {
         }
     }
 
-    /// Whether baro-top can quantise to this type with ggml's reference algorithm bit for bit
-    /// (IQ4_XS's quantiser is not offered: it is read, not made).
-    pub fn has_quantizer(self) -> bool {
-        self != GgmlType::IQ4_XS
-    }
-
-    /// Parse a command-line name of a type baro-top can quantise to.
+    /// Parse a type's command-line name (every type baro-top reads it also writes, with
+    /// ggml's reference quantiser bit for bit).
     pub fn parse(s: &str) -> Result<Self> {
-        let choices = || {
-            Self::ALL
-                .into_iter()
-                .filter(|t| t.has_quantizer())
-                .map(|t| t.name())
-                .collect::<Vec<_>>()
-                .join("|")
-        };
-        match Self::ALL
+        Self::ALL
             .into_iter()
             .find(|t| t.name().eq_ignore_ascii_case(s))
-        {
-            Some(t) if t.has_quantizer() => Ok(t),
-            Some(t) => Err(Error::Invalid(format!(
-                "quantisation '{s}': baro-top reads {} but has no quantiser for it that is ggml's \
-                 reference bit for bit (use llama-quantize; choices: {})",
-                t.ggml_name(),
-                choices()
-            ))),
-            None => Err(Error::Invalid(format!(
-                "unknown quantisation '{s}' ({})",
-                choices()
-            ))),
-        }
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "unknown quantisation '{s}' ({})",
+                    Self::ALL.map(GgmlType::name).join("|")
+                ))
+            })
     }
 
     /// Elements per block.
@@ -316,8 +296,8 @@ pub fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<()> {
 }
 
 /// Quantise `src` to type `ty`, appending the encoded bytes to `out`. `src.len()` must be a
-/// whole number of blocks. This is ggml's reference rounding (`quantize_row_*_ref`); a type
-/// without one ([`GgmlType::has_quantizer`]) is refused, and so is what the type cannot hold,
+/// whole number of blocks. This is ggml's reference rounding (`quantize_row_*_ref`, and for
+/// IQ4_XS `quantize_iq4_xs` without weights). What the type cannot hold is refused,
 /// as llama-quantize refuses it (its `ggml_validate_row_data`): a value that is not finite,
 /// and a block whose scale overflows half precision (nothing is appended then).
 pub fn quantize(ty: GgmlType, src: &[f32], out: &mut Vec<u8>) -> Result<()> {
@@ -377,12 +357,7 @@ fn encode(ty: GgmlType, src: &[f32], out: &mut Vec<u8>) -> Result<()> {
         GgmlType::Q4_K => blocks.for_each(|x| kquantize::quantize_q4_k(x, out)),
         GgmlType::Q5_K => blocks.for_each(|x| kquantize::quantize_q5_k(x, out)),
         GgmlType::Q6_K => blocks.for_each(|x| kquantize::quantize_q6_k(x, out)),
-        GgmlType::IQ4_XS => {
-            return Err(Error::Invalid(format!(
-                "baro-top has no quantiser for {} (it only reads it)",
-                ty.ggml_name()
-            )));
-        }
+        GgmlType::IQ4_XS => blocks.for_each(|x| kquantize::quantize_iq4_xs(x, out)),
     }
     Ok(())
 }
@@ -403,16 +378,11 @@ mod tests {
             assert_eq!(GgmlType::from_id(t.id()), Some(t));
             assert_eq!(ggml_type_name(t.id()), Some(t.ggml_name()));
             assert!(t.ggml_name().eq_ignore_ascii_case(t.name()), "{t}");
-            assert_eq!(
-                GgmlType::parse(t.name()).ok(),
-                t.has_quantizer().then_some(t)
-            );
+            assert_eq!(GgmlType::parse(t.name()).ok(), Some(t));
         }
         assert_eq!(GgmlType::from_id(16), None);
         assert_eq!(ggml_type_name(16), Some("IQ2_XXS"));
         assert_eq!(ggml_type_name(43), None);
-        let e = GgmlType::parse("iq4_xs").unwrap_err().to_string();
-        assert!(e.contains("IQ4_XS") && e.contains("no quantiser"), "{e}");
         assert!(GgmlType::parse("q3_k")
             .unwrap_err()
             .to_string()
@@ -443,7 +413,7 @@ mod tests {
     #[test]
     fn quantisation_error_is_bounded_by_each_types_step() {
         let x = ramp(256);
-        for ty in GgmlType::ALL.into_iter().filter(|t| t.has_quantizer()) {
+        for ty in GgmlType::ALL {
             let mut q = Vec::new();
             quantize(ty, &x, &mut q).unwrap();
             assert_eq!(q.len() as u64, ty.bytes_for(256).unwrap());
@@ -468,7 +438,8 @@ mod tests {
                     GgmlType::Q4_K => 2.0 * (hi - lo) / 15.0,
                     GgmlType::Q5_K => 2.0 * (hi - lo) / 31.0,
                     GgmlType::Q6_K => 2.0 * amax / 32.0,
-                    _ => unreachable!("types without a quantiser are filtered out"),
+                    // The code book's widest gap (24 of 127) at the block's scale.
+                    GgmlType::IQ4_XS => 2.0 * amax * 24.0 / 127.0,
                 };
                 // Half a quantisation step, plus the f16 rounding of the scale (2^-11 relative).
                 // Q4_0/Q5_0 map the signed extreme to the most negative quant, so the opposite
@@ -491,7 +462,7 @@ mod tests {
         let mut out = vec![7u8];
         let mut x = ramp(256);
         x[100] = f32::NAN;
-        for ty in GgmlType::ALL.into_iter().filter(|t| t.has_quantizer()) {
+        for ty in GgmlType::ALL {
             let e = quantize(ty, &x, &mut out).unwrap_err().to_string();
             assert!(
                 e.contains("element 100") && e.contains("finite"),
@@ -505,7 +476,7 @@ mod tests {
         big[37] = 1e9;
         for ty in GgmlType::ALL
             .into_iter()
-            .filter(|t| t.has_quantizer() && !matches!(t, GgmlType::F32 | GgmlType::BF16))
+            .filter(|t| !matches!(t, GgmlType::F32 | GgmlType::BF16))
         {
             let e = quantize(ty, &big, &mut out).unwrap_err().to_string();
             assert!(e.contains("16-bit float's range"), "{ty}: {e}");
