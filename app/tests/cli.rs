@@ -118,7 +118,8 @@ fn model_gen_import_and_info_round_trip() {
 }
 
 #[test]
-fn model_gen_writes_a_q4_k_m_mix_that_info_names_and_the_reference_decodes() {
+fn model_gen_writes_a_q4_k_m_mix_that_info_names_and_the_reference_decodes_and_refuses_what_it_cannot_write(
+) {
     let dir = std::env::temp_dir().join(format!("baro-cli-kmix-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp");
     let p = dir.join("k.gguf");

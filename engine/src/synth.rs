@@ -92,7 +92,7 @@ fn gen_tensor(
 ) -> Result<Tensor> {
     if !cols.is_multiple_of(ty.block_len()) {
         return Err(Error::Invalid(format!(
-            "{name}: row length {cols} is not a multiple of the {ty} block size {}; pick dimensions that are multiples of it (or a K-quant mix such as q4_k_m, which falls back where rows are not whole super-blocks)",
+            "{name}: row length {cols} is not a multiple of the {ty} block size {}; pick dimensions that are multiples of it (or a mix such as q4_k_m, which falls back where rows are not whole super-blocks)",
             ty.block_len()
         )));
     }
@@ -401,6 +401,7 @@ mod tests {
             (&tiny, Quant::Mix(KMix::Q5KS)),
             (&wide, Quant::Mix(KMix::Q4KM)),
             (&wide, Quant::Uniform(GgmlType::Q6_K)),
+            (&wide, Quant::Mix(KMix::IQ4XS)),
         ] {
             for tied in [tied, !tied] {
                 let m = generate(cfg, tied, quant, 1, |_, _| {}).unwrap();
@@ -411,6 +412,14 @@ mod tests {
                 );
             }
         }
+        // Rows of 128 need IQ4_XS's IQ4_NL fallback: both refuse, before allocating anything.
+        let q = Quant::Mix(KMix::IQ4XS);
+        let e = weight_bytes(&tiny, tied, q).unwrap_err().to_string();
+        assert!(e.contains("IQ4_NL"), "{e}");
+        let e = generate(&tiny, tied, q, 1, |_, _| {})
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("IQ4_NL"), "{e}");
     }
 
     #[test]

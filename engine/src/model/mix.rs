@@ -17,8 +17,9 @@
 //!   the first n/8 layers;
 //! - every other matrix (an untied `token_embd` included) the mix's base type;
 //! - a matrix whose rows are not whole blocks of its type falls back: Q4_K → Q5_0, Q5_K → Q5_1,
-//!   Q6_K → Q8_0, and to F16 where even that does not fit; IQ4_XS would fall back to IQ4_NL,
-//!   which baro-top does not read: such a model is refused, naming the tensor.
+//!   Q6_K → Q8_0, IQ4_XS → IQ4_NL, and to F16 where even that does not fit (rows not whole
+//!   32-blocks). IQ4_NL is a type baro-top does not read: a model that needs it is refused,
+//!   naming the tensor.
 
 use super::types::{Arch, Config};
 use crate::quant::GgmlType;
@@ -251,10 +252,11 @@ impl Quant {
             GgmlType::Q4_K => GgmlType::Q5_0,
             GgmlType::Q5_K => GgmlType::Q5_1,
             GgmlType::Q6_K => GgmlType::Q8_0,
-            GgmlType::IQ4_XS => {
+            GgmlType::IQ4_XS if cols.is_multiple_of(32) => {
                 return Err(Error::Invalid(format!(
                     "{}: rows of {cols} are not whole IQ4_XS super-blocks of 256, and \
-                     llama-quantize's fallback there, IQ4_NL, is a type baro-top does not read",
+                     llama-quantize's fallback there, IQ4_NL, is a type baro-top does not read \
+                     (rows that are not whole 32-blocks fall back to F16, which it does)",
                     role.tensor_name(layer)
                 )))
             }
@@ -488,7 +490,8 @@ mod tests {
     /// llama-quantize's IQ4_XS without an importance matrix: attn_v Q5_K where a KV head
     /// serves 4 or more query heads (Llama 3: 32 / 8), ffn_down Q5_K in the first n/8
     /// layers, the classifier Q6_K; rows that are not whole super-blocks are refused (its
-    /// fallback, IQ4_NL, is not a type baro-top reads), naming the tensor.
+    /// fallback, IQ4_NL, is not a type baro-top reads), naming the tensor, unless they are not
+    /// even whole 32-blocks: those fall back to F16, as llama-quantize's do.
     #[test]
     fn iq4_xs_types_its_tensors_as_llama_quantize_and_refuses_its_iq4_nl_fallback() {
         let q = Quant::Mix(KMix::IQ4XS);
@@ -512,6 +515,7 @@ mod tests {
             e.contains("blk.3.ffn_up.weight") && e.contains("IQ4_NL"),
             "{e}"
         );
+        assert_eq!(t(Role::FfnUp, 3, 200, &gqa2, false), GgmlType::F16);
     }
 
     #[test]

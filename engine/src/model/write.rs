@@ -80,9 +80,10 @@ impl Model {
         Ok(())
     }
 
-    /// The same model with every matrix re-encoded as `quant` says (one type, or a K-quant
-    /// mix tensor by tensor: [`super::mix`]); norm vectors stay F32, as llama.cpp keeps them.
-    /// Fails, naming the tensor, when a row is not whole blocks of its type.
+    /// The same model with every matrix re-encoded as `quant` says (one type, or one of
+    /// llama-quantize's mixes tensor by tensor: [`super::mix`]); norm vectors stay F32, as
+    /// llama.cpp keeps them. Fails, naming the tensor, when a row is not whole blocks of its
+    /// type, holds what the type cannot encode, or needs a type baro-top does not write.
     pub fn quantized(&self, quant: impl Into<Quant>) -> Result<Model> {
         let quant = quant.into();
         let cfg = &self.config;

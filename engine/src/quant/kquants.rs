@@ -3,7 +3,7 @@
 //! float operation is the one ggml (and gguf-py) performs, in the same order (a sub-block's
 //! scale `d · sc` first, then times the quant, minus `dmin · m`), so results agree bit for
 //! bit. The quantisers of Q4_K, Q5_K and Q6_K (ggml's reference searches, bit for bit) are in
-//! [`super::kquantize`]; IQ4_XS is read, not made.
+//! [`super::kquantize`], and IQ4_XS's too.
 
 use super::legacy::half_at;
 use half::f16;
