@@ -318,7 +318,7 @@ impl Tensor {
         let chunk_rows = self.rows.div_ceil(threads).max(1);
         let first_error = std::thread::scope(|s| {
             let jobs: Vec<_> = bytes
-                .chunks_mut(chunk_rows * row_bytes)
+                .chunks_mut((chunk_rows * row_bytes).max(1))
                 .enumerate()
                 .map(|(ci, chunk)| {
                     s.spawn(move || -> std::result::Result<(), (usize, Error)> {
