@@ -96,34 +96,15 @@ fn gen_tensor(
             ty.block_len()
         )));
     }
-    let row_bytes = cols / ty.block_len() * ty.block_bytes();
-    let mut out = vec![0u8; rows * row_bytes];
     let base = seed ^ name_hash(name);
     let amp = std * 3f32.sqrt();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(32);
-    let chunk_rows = rows.div_ceil(threads).max(1);
-    std::thread::scope(|s| {
-        for (ci, chunk) in out.chunks_mut(chunk_rows * row_bytes).enumerate() {
-            s.spawn(move || {
-                let mut vals = vec![0.0f32; cols];
-                let mut enc = Vec::with_capacity(row_bytes);
-                for (ri, dst) in chunk.chunks_exact_mut(row_bytes).enumerate() {
-                    let r = ci * chunk_rows + ri;
-                    let mut rng =
-                        Rng::new(base.wrapping_add((r as u64).wrapping_mul(0xA24B_AED4_963E_E407)));
-                    for v in vals.iter_mut() {
-                        *v = mean + amp * rng.next_signed();
-                    }
-                    enc.clear();
-                    // Cannot fail: cols is a whole number of blocks (checked above).
-                    let _ = quant::quantize(ty, &vals, &mut enc);
-                    dst.copy_from_slice(&enc);
-                }
-            });
+    let out = quant::quantize_rows(ty, rows, cols, |r, row| {
+        let mut rng = Rng::new(base.wrapping_add((r as u64).wrapping_mul(0xA24B_AED4_963E_E407)));
+        for v in row.iter_mut() {
+            *v = mean + amp * rng.next_signed();
         }
-    });
+    })
+    .map_err(|(r, e)| Error::Model(format!("{name} row {r}: {e}")))?;
     Tensor::new(name, ty, rows, cols, Blob::owned(out))
 }
 

@@ -303,49 +303,23 @@ impl Tensor {
         if ty == self.ty {
             return Ok(self.clone());
         }
-        let row_bytes = ty.bytes_for(self.cols as u64).ok_or_else(|| {
-            Error::Model(format!(
+        if !self.cols.is_multiple_of(ty.block_len()) {
+            return Err(Error::Model(format!(
                 "{}: {} columns is not a whole number of {ty} blocks of {}",
                 self.name,
                 self.cols,
                 ty.block_len()
-            ))
-        })? as usize;
-        let mut bytes = vec![0u8; self.rows * row_bytes];
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(32);
-        let chunk_rows = self.rows.div_ceil(threads).max(1);
-        let first_error = std::thread::scope(|s| {
-            let jobs: Vec<_> = bytes
-                .chunks_mut((chunk_rows * row_bytes).max(1))
-                .enumerate()
-                .map(|(ci, chunk)| {
-                    s.spawn(move || -> std::result::Result<(), (usize, Error)> {
-                        let mut vals = vec![0.0f32; self.cols];
-                        let mut enc = Vec::with_capacity(row_bytes);
-                        for (ri, dst) in chunk.chunks_exact_mut(row_bytes).enumerate() {
-                            let r = ci * chunk_rows + ri;
-                            self.dequant_row(r, &mut vals);
-                            enc.clear();
-                            quant::quantize(ty, &vals, &mut enc).map_err(|e| (r, e))?;
-                            dst.copy_from_slice(&enc);
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            jobs.into_iter()
-                .filter_map(|j| j.join().expect("a quantising thread panicked").err())
-                .min_by_key(|(r, _)| *r)
-        });
-        if let Some((r, e)) = first_error {
-            let why = match e {
-                Error::Invalid(m) => m,
-                e => e.to_string(),
-            };
-            return Err(Error::Model(format!("{} row {r}: {why}", self.name)));
+            )));
         }
+        let bytes =
+            quant::quantize_rows(ty, self.rows, self.cols, |r, row| self.dequant_row(r, row))
+                .map_err(|(r, e)| {
+                    let why = match e {
+                        Error::Invalid(m) => m,
+                        e => e.to_string(),
+                    };
+                    Error::Model(format!("{} row {r}: {why}", self.name))
+                })?;
         Tensor::new(
             self.name.clone(),
             ty,

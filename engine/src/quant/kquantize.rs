@@ -371,9 +371,8 @@ pub fn quantize_iq4_xs(x: &[f32], out: &mut Vec<u8>) {
             continue;
         }
         // (Σ w·q·x, Σ w·q²) with w = x² for the codes of `id`.
-        let sums = |id: f32, lb: Option<&mut [u8]>| {
+        let sums = |id: f32, mut lb: Option<&mut [u8]>| {
             let (mut sumqx, mut sumq2) = (0.0f32, 0.0f32);
-            let mut lb = lb;
             for (j, &v) in xb.iter().enumerate() {
                 let c = nearest_code(id * v);
                 if let Some(lb) = lb.as_deref_mut() {

@@ -335,6 +335,56 @@ pub fn quantize(ty: GgmlType, src: &[f32], out: &mut Vec<u8>) -> Result<()> {
     Ok(())
 }
 
+/// `rows` rows of `cols` values encoded as `ty`, rows in parallel (up to 32 threads):
+/// `fill(r, row)` writes row r's values, then [`quantize`] encodes it. `cols` must be a whole
+/// number of blocks. The first failing row (the lowest index) is returned with its error.
+pub fn quantize_rows(
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+    fill: impl Fn(usize, &mut [f32]) + Sync,
+) -> std::result::Result<Vec<u8>, (usize, Error)> {
+    let row_bytes = ty.bytes_for(cols as u64).ok_or_else(|| {
+        (
+            0,
+            Error::Invalid(format!("{cols} columns is not whole {ty} blocks")),
+        )
+    })? as usize;
+    let mut out = vec![0u8; rows * row_bytes];
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(32);
+    let chunk_rows = rows.div_ceil(threads).max(1);
+    let fill = &fill;
+    let first_error = std::thread::scope(|s| {
+        let jobs: Vec<_> = out
+            .chunks_mut((chunk_rows * row_bytes).max(1))
+            .enumerate()
+            .map(|(ci, chunk)| {
+                s.spawn(move || -> std::result::Result<(), (usize, Error)> {
+                    let mut vals = vec![0.0f32; cols];
+                    let mut enc = Vec::with_capacity(row_bytes);
+                    for (ri, dst) in chunk.chunks_exact_mut(row_bytes).enumerate() {
+                        let r = ci * chunk_rows + ri;
+                        fill(r, &mut vals);
+                        enc.clear();
+                        quantize(ty, &vals, &mut enc).map_err(|e| (r, e))?;
+                        dst.copy_from_slice(&enc);
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        jobs.into_iter()
+            .filter_map(|j| j.join().expect("a quantising thread panicked").err())
+            .min_by_key(|(r, _)| *r)
+    });
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
 /// [`quantize`]'s encoding, unchecked.
 fn encode(ty: GgmlType, src: &[f32], out: &mut Vec<u8>) -> Result<()> {
     out.reserve(src.len() / ty.block_len() * ty.block_bytes());
