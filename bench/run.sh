@@ -135,8 +135,11 @@ export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 B=.bin/baro-top
 exec > >(tee -a "$O/call.log") 2>&1
 # Refuse to measure anything but the H200 (a missing ICD silently falls back to a CPU device).
-if ! $B devices 2>&1 | grep -q "H200"; then
-  echo "NOT THE H200: the Vulkan loader sees:"; $B devices 2>&1 | head -5
+# BARO_CARD=H100 names another card for a call that found no H200 (its rows carry the card's
+# name from nvidia-smi; compare only rows of one card).
+CARD=${BARO_CARD:-H200}
+if ! $B devices 2>&1 | grep -q "$CARD"; then
+  echo "NOT THE $CARD: the Vulkan loader sees:"; $B devices 2>&1 | head -5
   exit 3
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,pstate --format=csv,noheader 2>/dev/null
