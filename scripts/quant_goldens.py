@@ -45,7 +45,7 @@ def rand_f16(n):
 # Byte offsets of the f16 fields of each block type (ggml-common.h).
 F16_FIELDS = {
     T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0],
-    T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208], T.IQ4_XS: [0],
+    T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208], T.IQ4_XS: [0], T.IQ4_NL: [0],
 }
 
 
@@ -122,6 +122,10 @@ for ty in [T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0]:
         ties = np.array([0x3F808000, 0x3F818000, 0x7F7FFFFF, 0xBF808000, 0x00008000], dtype=np.uint32)
         x = np.concatenate([x, np.resize(ties.view(np.float32), 32)])
     quant_record(ty, x)
+
+# IQ4_NL (added 2026-12-05, last, so every record above keeps its random draws): 128 blocks.
+# Its quantisation golden is ggml's own (scripts/fixtures/kquant_goldens.c): gguf-py has none.
+dequant_record(T.IQ4_NL, blocks_of(T.IQ4_NL, 128))
 
 out = pathlib.Path(__file__).resolve().parent.parent / "engine/tests/data/quant/goldens.bin"
 out.parent.mkdir(parents=True, exist_ok=True)

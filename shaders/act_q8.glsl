@@ -237,6 +237,24 @@ float dot_iq4_xs_q8(uint t, uint row, uint c0, uint cl) {
     return acc;
 }
 
+// IQ4_NL: unit = one block (block b of sq; Q4_0's layout, see quant.glsl's dot_iq4_nl);
+// term (d · f32(s)) · 2^e, s = Σ kv[n]·x.
+float dot_iq4_nl_q8(uint t, uint row, uint c0, uint cl) {
+    uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), sc = T(t, T_SC);
+    uint nb = cl / 32u, nbt = T(t, T_COLS) / 32u, g0 = c0 / 32u, S = gl_SubgroupSize;
+    float acc = 0.0;
+    FOR_LANE_UNITS(b, nb, 40u) {
+        uvec4 W = wld4(ch, base + (g0 + b) * 4u);
+        int v = 0;
+        [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+            v += dotPacked4x8EXT(iq4_bytes(W[k] & 0x0F0F0F0Fu), sqw(b, k));
+            v += dotPacked4x8EXT(iq4_bytes((W[k] >> 4u) & 0x0F0F0F0Fu), sqw(b, k + 4u));
+        }
+        acc += q8_term(qscale_after(ch, sc, row * nbt + g0 + b, W.x), v, 0.0, 0, b);
+    }
+    return acc;
+}
+
 // quant.glsl's quant_dot in the ACT_Q8 modules. A BF16 matrix has no int8 dot product (the
 // host refuses it on this path, as F32 and F16): were one to come here, NaN fails the pass.
 float quant_dot_q8(uint ty, uint t, uint row, uint c0, uint cl) {
@@ -245,6 +263,7 @@ float quant_dot_q8(uint ty, uint t, uint row, uint c0, uint cl) {
     if (IS_TY(ty, TY_Q4_K) || IS_TY(ty, TY_Q5_K)) { q45k_q8_rows1(IS_TY(ty, TY_Q5_K), ts, rs, c0, cl, a); return a[0]; }
     if (IS_TY(ty, TY_Q6_K)) { q6k_q8_rows1(ts, rs, c0, cl, a); return a[0]; }
     if (IS_TY(ty, TY_IQ4_XS)) return dot_iq4_xs_q8(t, row, c0, cl);
+    if (IS_TY(ty, TY_IQ4_NL)) return dot_iq4_nl_q8(t, row, c0, cl);
     if (IS_TY(ty, TY_Q4_1) || IS_TY(ty, TY_Q5_0) || IS_TY(ty, TY_Q5_1)) return dot_q32_q8(ty, t, row, c0, cl);
     return uintBitsToFloat(0x7FC00000u);
 }

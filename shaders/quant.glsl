@@ -6,7 +6,7 @@
 //
 // A lane's unit of work is 64 elements for the K-quants (a Q4_K/Q5_K sub-block pair, a Q6_K
 // pair of sub-blocks), so a row of 2048 is one unit per lane of a 32-lane team, as Q4_0's two
-// blocks per lane are; a 32-element block for Q4_1/Q5_0/Q5_1 and IQ4_XS; a word (two
+// blocks per lane are; a 32-element block for Q4_1/Q5_0/Q5_1, IQ4_NL and IQ4_XS; a word (two
 // elements) for BF16. Lane l adds
 // units l, l + S, l + 2S, ... in ascending order (the op's order: a function of the type and
 // the row alone, never of the schedule), then DEFINE_DOT's subgroupAdd. The elements come
@@ -334,6 +334,38 @@ float welem_iq4_xs(uint t, uint row, uint j) {
     return iq4_dl(wld(ch, hb), wld(ch, hb + 1u), s) * float(iq4_kv(n));
 }
 
+// ---- IQ4_NL ----
+// Q4_0's layout (repack): four quant words per block in the row, nibbles laid out as Q4_0's,
+// the block scales as packed halves at T_SC. Unit = one block (g = c0/32 + b): d · Σ kv[n]·x
+// (lo + hi, each in element order), IQ4_XS's sub-block term with the block's own scale.
+float dot_iq4_nl(uint t, uint row, uint c0, uint cl) {
+    uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), sc = T(t, T_SC);
+    uint nb = cl / 32u, nbt = T(t, T_COLS) / 32u, g0 = c0 / 32u, S = gl_SubgroupSize;
+    float acc = 0.0;
+    FOR_LANE_UNITS(b, nb, 40u) {
+        uvec4 W = wld4(ch, base + (g0 + b) * 4u);
+        float lo = 0.0, hi = 0.0;
+        [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+            vec4 xl = sx4[b * 9u + k], xh = sx4[b * 9u + 4u + k];
+            [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+                uint byte = W[k] >> (8u * i);
+                lo += float(iq4_kv(byte & 15u)) * xl[i];
+                hi += float(iq4_kv((byte >> 4u) & 15u)) * xh[i];
+            }
+        }
+        acc += qscale_after(ch, sc, row * nbt + g0 + b, W.x) * (lo + hi);
+    }
+    return acc;
+}
+// Element j: d · kv[n], as the CPU reference computes it.
+float welem_iq4_nl(uint t, uint row, uint j) {
+    uint ch = T(t, T_CHUNK), b = j / 32u, e = j % 32u, k = e % 16u;
+    uint word = wld(ch, T(t, T_QS) + row * T(t, T_ROWW) + b * 4u + k / 4u);
+    uint byte = (word >> ((k % 4u) * 8u)) & 255u;
+    uint n = e < 16u ? (byte & 15u) : (byte >> 4u);
+    return qscale(ch, T(t, T_SC), row * (T(t, T_COLS) / 32u) + b) * float(iq4_kv(n));
+}
+
 // ---- BF16 ----
 // Two elements per word (rows padded to whole words, as F16's): lane l takes words l, l + S, ...
 vec2 bf16_pair(uint w) { return vec2(uintBitsToFloat(w << 16u), uintBitsToFloat(w & 0xFFFF0000u)); }
@@ -359,13 +391,14 @@ float welem_bf16(uint t, uint row, uint j) {
 // ---- dispatch (decode.comp's type branches) ----
 bool quant_type(uint ty) {
     return IS_TY(ty, TY_Q4_K) || IS_TY(ty, TY_Q5_K) || IS_TY(ty, TY_Q6_K) || IS_TY(ty, TY_IQ4_XS) || IS_TY(ty, TY_Q4_1)
-        || IS_TY(ty, TY_Q5_0) || IS_TY(ty, TY_Q5_1) || IS_TY(ty, TY_BF16);
+        || IS_TY(ty, TY_Q5_0) || IS_TY(ty, TY_Q5_1) || IS_TY(ty, TY_BF16) || IS_TY(ty, TY_IQ4_NL);
 }
 // One element of a tensor of a type this file defines.
 float quant_welem(uint ty, uint t, uint row, uint j) {
     if (IS_TY(ty, TY_Q4_K) || IS_TY(ty, TY_Q5_K)) return welem_q45_k(ty, t, row, j);
     if (IS_TY(ty, TY_Q6_K)) return welem_q6_k(t, row, j);
     if (IS_TY(ty, TY_IQ4_XS)) return welem_iq4_xs(t, row, j);
+    if (IS_TY(ty, TY_IQ4_NL)) return welem_iq4_nl(t, row, j);
     if (IS_TY(ty, TY_BF16)) return welem_bf16(t, row, j);
     if (IS_TY(ty, TY_Q4_1) || IS_TY(ty, TY_Q5_0) || IS_TY(ty, TY_Q5_1)) return welem_q32(ty, t, row, j);
     return uintBitsToFloat(0x7FC00000u);  // unreachable (quant_type): NaN, never a quiet 0
@@ -386,6 +419,7 @@ bool quant_dot(uint ty, uint t, uint row, uint c0, uint cl, inout float acc) {
     else if (IS_TY(ty, TY_Q5_K)) acc = dot_q5_k(t, row, c0, cl);
     else if (IS_TY(ty, TY_Q6_K)) acc = dot_q6_k(t, row, c0, cl);
     else if (IS_TY(ty, TY_IQ4_XS)) acc = dot_iq4_xs(t, row, c0, cl);
+    else if (IS_TY(ty, TY_IQ4_NL)) acc = dot_iq4_nl(t, row, c0, cl);
     else if (IS_TY(ty, TY_BF16)) acc = dot_bf16(t, row, c0, cl);
     else if (IS_TY(ty, TY_Q4_1) || IS_TY(ty, TY_Q5_0) || IS_TY(ty, TY_Q5_1)) acc = dot_q32(ty, t, row, c0, cl);
     else acc = uintBitsToFloat(0x7FC00000u);  // unreachable (quant_type)

@@ -177,21 +177,57 @@ fn model_gen_writes_a_q4_k_m_mix_that_info_names_and_the_reference_decodes_and_r
         String::from_utf8_lossy(&gen.stderr)
     );
 
-    // A mix baro-top does not write is refused with the choices, before anything is written;
-    // so is IQ4_XS where its rows are not whole super-blocks (llama-quantize's fallback there
-    // is IQ4_NL, a type baro-top does not read), naming the tensor.
+    // A mix baro-top does not write is refused with the choices, before anything is written.
     let q = dir.join("q3.gguf");
     let qs = q.to_str().expect("utf8 path");
     let out = baro(&["model", "gen", "--quant", "q3_k_m", "-o", qs]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("q3_k_m") && err.contains("q4_k_m|"), "{err}");
-    let out = baro(&[
-        "model", "gen", "--shape", "tiny", "--quant", "iq4_xs", "-o", qs,
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("attn_q") && err.contains("IQ4_NL"), "{err}");
     assert!(!q.exists());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn model_gen_iq4_xs_on_rows_not_whole_super_blocks_writes_iq4_nl_tensors_and_iq4_nl_files_decode() {
+    let dir = std::env::temp_dir().join(format!("baro-cli-iq4nl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    // The tiny shape's rows of 128 and 384 are whole 32-blocks, not whole super-blocks:
+    // llama-quantize's IQ4_XS falls back to IQ4_NL there (the tied classifier to Q8_0).
+    for (quant, file_type) in [
+        ("iq4_xs", "IQ4_XS (general.file_type 30)"),
+        ("iq4_nl", "IQ4_NL (general.file_type 25)"),
+    ] {
+        let p = dir.join(format!("{quant}.gguf"));
+        let ps = p.to_str().expect("utf8 path");
+        let out = baro(&[
+            "model", "gen", "--shape", "tiny", "--quant", quant, "-o", ps,
+        ]);
+        assert!(
+            out.status.success(),
+            "{quant}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let info = baro(&["model", "info", ps]);
+        let text = String::from_utf8_lossy(&info.stdout);
+        assert!(text.contains(&format!("file type  {file_type}")), "{text}");
+        for (tensor, ty) in [
+            ("token_embd.weight", "q8_0"),
+            ("blk.0.attn_q.weight", "iq4_nl"),
+            ("blk.0.ffn_down.weight", "iq4_nl"),
+        ] {
+            let line = text
+                .lines()
+                .find(|l| l.contains(tensor))
+                .unwrap_or_else(|| panic!("{tensor} not listed: {text}"));
+            assert!(line.contains(ty), "{quant} {tensor}: {line}");
+        }
+        let gen = baro(&["generate", "-m", ps, "-n", "4", "--backend", "cpu"]);
+        assert!(
+            gen.status.success(),
+            "{quant}: {}",
+            String::from_utf8_lossy(&gen.stderr)
+        );
+    }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -30,6 +30,8 @@
 //!   `(d · f32(sc0 · s0 + sc1 · s1) + 0 · 0) · 2^e`, `s_i = Σ (q − 32) · q_j` over half i.
 //! - IQ4_XS, per sub-block of 32: `(d · f32((ls − 32) · s) + 0 · 0) · 2^e`,
 //!   `s = Σ kvalues[n_j] · q_j`.
+//! - IQ4_NL, per block of 32 (IQ4_XS's sub-block with the block's own f16 `d` as its scale):
+//!   `(d · f32(s) + 0 · 0) · 2^e`, `s = Σ kvalues[n_j] · q_j`.
 //!
 //! Every integer above stays below 2^24, so each `f32(·)` is exact. A row's value is its terms
 //! added in ascending block order in f32. F32, F16 and BF16 matrices have no int8 dot product:
@@ -41,8 +43,8 @@ use crate::model::types::Tensor;
 use crate::quant::kquants::{scale_min_k4, KVALUES_IQ4NL};
 use crate::quant::legacy::q5;
 use crate::quant::{
-    BlockIq4Xs, BlockQ4K, BlockQ4_0, BlockQ4_1, BlockQ5K, BlockQ5_0, BlockQ5_1, BlockQ6K,
-    BlockQ8_0, GgmlType, QK,
+    BlockIq4Nl, BlockIq4Xs, BlockQ4K, BlockQ4_0, BlockQ4_1, BlockQ5K, BlockQ5_0, BlockQ5_1,
+    BlockQ6K, BlockQ8_0, GgmlType, QK,
 };
 use half::f16;
 
@@ -237,6 +239,12 @@ fn block_terms(ty: GgmlType, wb: &[u8], x: &[ActBlock], acc: &mut f32) {
                 *acc += term(d16(b.d), a, 0.0, 0, xb);
             }
         }
+        GgmlType::IQ4_NL => {
+            let b = BlockIq4Nl::read(wb);
+            let w: [i32; QK] =
+                std::array::from_fn(|j| i32::from(KVALUES_IQ4NL[b.nibble(j) as usize]));
+            *acc += term(d16(b.d), idot(&w, &x[0].q), 0.0, 0, &x[0]);
+        }
         GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => {
             unreachable!("takes_q8 decides which matrices come here")
         }
@@ -335,7 +343,7 @@ mod tests {
             .map(|j| rnd() * if j % 61 == 0 { 20.0 } else { 1.0 })
             .collect();
         let xq = quantize(&x);
-        for ty in [GgmlType::Q4_0, GgmlType::Q8_0] {
+        for ty in [GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL] {
             let mut bytes = Vec::new();
             quantize_weights(ty, &w, &mut bytes).unwrap();
             let t = Tensor::new("w", ty, rows, cols, crate::blob::Blob::owned(bytes)).unwrap();

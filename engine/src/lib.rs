@@ -1,7 +1,7 @@
 //! baro-engine: everything baro-top knows about models and the GPU, and nothing about terminals.
 //!
 //! - [`quant`]: ggml tensor types and block layouts (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
-//!   Q8_0, Q4_K, Q5_K, Q6_K, IQ4_XS) with reference dequantize (and quantize where ggml's
+//!   Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS) with reference dequantize (and quantize where ggml's
 //!   reference algorithm is reproduced bit for bit).
 //! - [`gguf`]: strict GGUF v2/v3 reader (mmap) and writer.
 //! - [`tokenizer`]: SentencePiece-style BPE as llama2.c's run.c does it, from GGUF metadata or

@@ -131,7 +131,7 @@ pub fn generate(
     let token_embd = gen_tensor(
         seed,
         "token_embd.weight",
-        ty(Role::TokenEmbd, 0, d)?,
+        ty(Role::TokenEmbd, 0, d),
         v,
         d,
         0.0,
@@ -144,7 +144,7 @@ pub fn generate(
             gen_tensor(
                 seed,
                 &format!("blk.{l}.{s}.weight"),
-                ty(role, l, cols)?,
+                ty(role, l, cols),
                 rows,
                 cols,
                 0.0,
@@ -195,7 +195,7 @@ pub fn generate(
         Some(gen_tensor(
             seed,
             "output.weight",
-            ty(Role::Output, 0, d)?,
+            ty(Role::Output, 0, d),
             v,
             d,
             0.0,
@@ -220,10 +220,9 @@ pub fn generate(
 }
 
 /// Bytes of weight data [`generate`] would allocate for this shape (exact, in u128 so no
-/// shape overflows it; fails where the mix needs a type baro-top does not write). Check it
-/// against the memory available before calling [`generate`]:
+/// shape overflows it). Check it against the memory available before calling [`generate`]:
 /// the model is built in memory.
-pub fn weight_bytes(cfg: &Config, tied: bool, quant: impl Into<Quant>) -> Result<u128> {
+pub fn weight_bytes(cfg: &Config, tied: bool, quant: impl Into<Quant>) -> u128 {
     let quant = quant.into();
     let (d, h, kv, v) = (
         cfg.dim as u128,
@@ -233,9 +232,9 @@ pub fn weight_bytes(cfg: &Config, tied: bool, quant: impl Into<Quant>) -> Result
     );
     let (q, hs) = (cfg.q_dim() as u128, cfg.head_size() as u128);
     // Rows rounded up to whole blocks: a shape that is not whole blocks is refused later anyway.
-    let mat = |role: Role, layer: usize, rows: u128, cols: u128| -> Result<u128> {
-        let ty = quant.tensor_type(role, layer, cols as usize, cfg, tied)?;
-        Ok(rows * cols.div_ceil(ty.block_len() as u128) * ty.block_bytes() as u128)
+    let mat = |role: Role, layer: usize, rows: u128, cols: u128| -> u128 {
+        let ty = quant.tensor_type(role, layer, cols as usize, cfg, tied);
+        rows * cols.div_ceil(ty.block_len() as u128) * ty.block_bytes() as u128
     };
     let f32s = |n: u128| 4 * n;
     let biases = if cfg.arch.has_qkv_bias() {
@@ -248,21 +247,21 @@ pub fn weight_bytes(cfg: &Config, tied: bool, quant: impl Into<Quant>) -> Result
     } else {
         0
     };
-    let output = if tied { 0 } else { mat(Role::Output, 0, v, d)? };
+    let output = if tied { 0 } else { mat(Role::Output, 0, v, d) };
     let mut layers = 0u128;
     for l in 0..cfg.n_layers {
-        layers += mat(Role::AttnQ, l, q, d)?
-            + mat(Role::AttnK, l, kv, d)?
-            + mat(Role::AttnV, l, kv, d)?
-            + mat(Role::AttnOutput, l, d, q)?
-            + mat(Role::FfnGate, l, h, d)?
-            + mat(Role::FfnDown, l, d, h)?
-            + mat(Role::FfnUp, l, h, d)?
+        layers += mat(Role::AttnQ, l, q, d)
+            + mat(Role::AttnK, l, kv, d)
+            + mat(Role::AttnV, l, kv, d)
+            + mat(Role::AttnOutput, l, d, q)
+            + mat(Role::FfnGate, l, h, d)
+            + mat(Role::FfnDown, l, d, h)
+            + mat(Role::FfnUp, l, h, d)
             + 2 * f32s(d)
             + biases
             + norms;
     }
-    Ok(mat(Role::TokenEmbd, 0, v, d)? + output + layers + f32s(d))
+    mat(Role::TokenEmbd, 0, v, d) + output + layers + f32s(d)
 }
 
 /// Llama 3.1+ RoPE scaling ("llama3" in a Hugging Face config's `rope_scaling`), which a
@@ -368,7 +367,8 @@ mod tests {
             ..tiny
         };
         // A K-quant mix on rows of 256 (whole super-blocks) and on the tiny shape's 128 and
-        // 384 (every matrix falls back, to Q5_0, Q8_0, Q5_1): each tensor's own type counts.
+        // 384 (every matrix falls back, to Q5_0, Q8_0, Q5_1, IQ4_NL): each tensor's own type
+        // counts.
         let wide = Config {
             dim: 256,
             hidden_dim: 768,
@@ -383,24 +383,23 @@ mod tests {
             (&wide, Quant::Mix(KMix::Q4KM)),
             (&wide, Quant::Uniform(GgmlType::Q6_K)),
             (&wide, Quant::Mix(KMix::IQ4XS)),
+            // Rows of 128 and 384: IQ4_XS falls back to IQ4_NL (its Q5_K ffn_down to Q5_1).
+            (&tiny, Quant::Mix(KMix::IQ4XS)),
+            (&tiny, Quant::Mix(KMix::IQ4NL)),
+            (&wide, Quant::Uniform(GgmlType::IQ4_NL)),
         ] {
             for tied in [tied, !tied] {
                 let m = generate(cfg, tied, quant, 1, |_, _| {}).unwrap();
                 assert_eq!(
-                    weight_bytes(cfg, tied, quant).unwrap(),
+                    weight_bytes(cfg, tied, quant),
                     u128::from(m.weight_bytes()),
                     "{quant} tied {tied}"
                 );
             }
         }
-        // Rows of 128 need IQ4_XS's IQ4_NL fallback: both refuse, before allocating anything.
-        let q = Quant::Mix(KMix::IQ4XS);
-        let e = weight_bytes(&tiny, tied, q).unwrap_err().to_string();
-        assert!(e.contains("IQ4_NL"), "{e}");
-        let e = generate(&tiny, tied, q, 1, |_, _| {})
-            .err()
-            .expect("refused");
-        assert!(e.to_string().contains("IQ4_NL"), "{e}");
+        // Rows of 128 are not whole IQ4_XS super-blocks: its fallback, IQ4_NL, is written.
+        let m = generate(&tiny, tied, Quant::Mix(KMix::IQ4XS), 1, |_, _| {}).unwrap();
+        assert_eq!(m.weights.layers[1].wq.ty, GgmlType::IQ4_NL);
     }
 
     #[test]

@@ -60,7 +60,7 @@ pub struct GenArgs {
     pub untied: bool,
     /// Matrix types: one type for every matrix, f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 |
     /// q5_1 | q4_k | q5_k, or llama-quantize's mix tensor by tensor, q4_k_s | q4_k_m | q5_k_s |
-    /// q5_k_m | q6_k | iq4_xs (ggml's reference quantisers, bit for bit: the file
+    /// q5_k_m | q6_k | iq4_xs | iq4_nl (ggml's reference quantisers, bit for bit: the file
     /// llama-quantize writes from the same F32 values, without an importance matrix).
     #[arg(long, default_value = "q4_0")]
     pub quant: String,
@@ -86,7 +86,7 @@ pub struct ImportArgs {
     pub tokenizer: PathBuf,
     /// Matrix types: one type for every matrix, f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 |
     /// q5_1 | q4_k | q5_k, or llama-quantize's mix tensor by tensor, q4_k_s | q4_k_m | q5_k_s |
-    /// q5_k_m | q6_k | iq4_xs (ggml's reference quantisers, bit for bit: the file
+    /// q5_k_m | q6_k | iq4_xs | iq4_nl (ggml's reference quantisers, bit for bit: the file
     /// llama-quantize writes from the same F32 values, without an importance matrix).
     #[arg(long, default_value = "f32")]
     pub quant: String,
@@ -186,7 +186,7 @@ pub fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
     let tied = tied && !a.untied;
     // The model is built in memory before it is written: refuse a shape that cannot fit
     // before allocating any of it.
-    let need = synth::weight_bytes(&cfg, tied, ty)?;
+    let need = synth::weight_bytes(&cfg, tied, ty);
     if let Some(avail) = memory_available() {
         if need > u128::from(avail) {
             bail!(

@@ -13,13 +13,12 @@
 //!   with grouped-query attention, or any qwen2);
 //! - `ffn_down` of layer i: Q6_K in `Q4_K_M`/`Q5_K_M` where [`more_bits`]`(i)`; Q5_K in
 //!   `Q4_K_S` for i < n/8;
-//! - `IQ4_XS`: `attn_v` Q5_K where a KV head serves 4 or more query heads, `ffn_down` Q5_K in
-//!   the first n/8 layers;
+//! - `IQ4_XS` and `IQ4_NL`: `attn_v` Q5_K where a KV head serves 4 or more query heads,
+//!   `ffn_down` Q5_K in the first n/8 layers;
 //! - every other matrix (an untied `token_embd` included) the mix's base type;
 //! - a matrix whose rows are not whole blocks of its type falls back: Q4_K → Q5_0, Q5_K → Q5_1,
 //!   Q6_K → Q8_0, IQ4_XS → IQ4_NL, and to F16 where even that does not fit (rows not whole
-//!   32-blocks). IQ4_NL is a type baro-top does not read: a model that needs it is refused,
-//!   naming the tensor.
+//!   32-blocks; the 32-block types Q8_0 and IQ4_NL go to F16 directly).
 
 use super::types::{Arch, Config};
 use crate::quant::GgmlType;
@@ -40,6 +39,9 @@ pub enum KMix {
     Q6K,
     /// `IQ4_XS`: IQ4_XS, Q5_K for some `attn_v` and `ffn_down`, the classifier Q6_K.
     IQ4XS,
+    /// `IQ4_NL`: IQ4_NL (IQ4_XS's 32-element sibling), Q5_K for some `attn_v` and `ffn_down`,
+    /// the classifier Q6_K.
+    IQ4NL,
 }
 
 /// How a model's matrices are encoded.
@@ -96,13 +98,14 @@ pub fn more_bits(i: usize, n: usize) -> bool {
 }
 
 impl KMix {
-    const ALL: [KMix; 6] = [
+    const ALL: [KMix; 7] = [
         KMix::Q4KS,
         KMix::Q4KM,
         KMix::Q5KS,
         KMix::Q5KM,
         KMix::Q6K,
         KMix::IQ4XS,
+        KMix::IQ4NL,
     ];
 
     /// The command-line name (`q4_k_m`).
@@ -114,6 +117,7 @@ impl KMix {
             KMix::Q5KM => "q5_k_m",
             KMix::Q6K => "q6_k",
             KMix::IQ4XS => "iq4_xs",
+            KMix::IQ4NL => "iq4_nl",
         }
     }
 
@@ -124,15 +128,16 @@ impl KMix {
             KMix::Q5KS | KMix::Q5KM => GgmlType::Q5_K,
             KMix::Q6K => GgmlType::Q6_K,
             KMix::IQ4XS => GgmlType::IQ4_XS,
+            KMix::IQ4NL => GgmlType::IQ4_NL,
         }
     }
 }
 
 impl Quant {
     /// Parse a `--quant` value: a type (every matrix that type) or one of llama-quantize's
-    /// mixes (`q4_k_s|q4_k_m|q5_k_s|q5_k_m|q6_k|iq4_xs`). `q6_k` and `iq4_xs` are the mixes
-    /// (what llama-quantize makes of them: the classifier Q6_K, Q8_0 where rows are not whole
-    /// super-blocks; IQ4_XS's Q5_K tensors).
+    /// mixes (`q4_k_s|q4_k_m|q5_k_s|q5_k_m|q6_k|iq4_xs|iq4_nl`). `q6_k`, `iq4_xs` and `iq4_nl`
+    /// are the mixes (what llama-quantize makes of them: the classifier Q6_K, Q8_0 where rows
+    /// are not whole super-blocks; the IQ4 mixes' Q5_K tensors).
     pub fn parse(s: &str) -> Result<Quant> {
         if let Some(m) = KMix::ALL
             .into_iter()
@@ -179,6 +184,7 @@ impl Quant {
             Quant::Mix(KMix::Q5KM) => 17,
             Quant::Mix(KMix::Q6K) => 18,
             Quant::Mix(KMix::IQ4XS) => 30,
+            Quant::Mix(KMix::IQ4NL) => 25,
             Quant::Uniform(t) => match t {
                 GgmlType::F32 => 0,
                 GgmlType::F16 => 1,
@@ -190,6 +196,7 @@ impl Quant {
                 GgmlType::Q4_K => 15,
                 GgmlType::Q5_K => 17,
                 GgmlType::Q6_K => 18,
+                GgmlType::IQ4_NL => 25,
                 GgmlType::IQ4_XS => 30,
                 GgmlType::BF16 => 32,
             },
@@ -198,8 +205,7 @@ impl Quant {
 
     /// The type of the matrix `role` of layer `layer` (0 for the embedding and classifier)
     /// with rows of `cols` elements, in a model of configuration `cfg` whose classifier is
-    /// tied to the embedding when `tied`. Fails where the mix needs a type baro-top does not
-    /// write (IQ4_XS's fallback).
+    /// tied to the embedding when `tied`. Every type a mix picks is one baro-top writes.
     pub fn tensor_type(
         self,
         role: Role,
@@ -207,9 +213,9 @@ impl Quant {
         cols: usize,
         cfg: &Config,
         tied: bool,
-    ) -> Result<GgmlType> {
+    ) -> GgmlType {
         let m = match self {
-            Quant::Uniform(t) => return Ok(t),
+            Quant::Uniform(t) => return t,
             Quant::Mix(m) => m,
         };
         let n = cfg.n_layers;
@@ -222,7 +228,7 @@ impl Quant {
                 GgmlType::Q8_0
             };
         } else if role == Role::AttnV {
-            if m == KMix::IQ4XS && cfg.n_heads / cfg.n_kv_heads >= 4 {
+            if matches!(m, KMix::IQ4XS | KMix::IQ4NL) && cfg.n_heads / cfg.n_kv_heads >= 4 {
                 ty = GgmlType::Q5_K;
             } else if matches!(m, KMix::Q4KM | KMix::Q5KM) && more_bits(layer, n) {
                 ty = GgmlType::Q6_K;
@@ -241,32 +247,27 @@ impl Quant {
         } else if role == Role::FfnDown {
             if matches!(m, KMix::Q4KM | KMix::Q5KM) && more_bits(layer, n) {
                 ty = GgmlType::Q6_K;
-            } else if matches!(m, KMix::Q4KS | KMix::IQ4XS) && layer < n / 8 {
+            } else if matches!(m, KMix::Q4KS | KMix::IQ4XS | KMix::IQ4NL) && layer < n / 8 {
                 ty = GgmlType::Q5_K;
             }
         }
         if cols.is_multiple_of(ty.block_len()) {
-            return Ok(ty);
+            return ty;
         }
+        // llama-quantize's tensor_type_fallback: a 32-block type (Q8_0, IQ4_NL) has no smaller
+        // block to fall back to, so the F16 test below takes it.
         let fallback = match ty {
             GgmlType::Q4_K => GgmlType::Q5_0,
             GgmlType::Q5_K => GgmlType::Q5_1,
             GgmlType::Q6_K => GgmlType::Q8_0,
-            GgmlType::IQ4_XS if cols.is_multiple_of(32) => {
-                return Err(Error::Invalid(format!(
-                    "{}: rows of {cols} are not whole IQ4_XS super-blocks of 256, and \
-                     llama-quantize's fallback there, IQ4_NL, is a type baro-top does not read \
-                     (rows that are not whole 32-blocks fall back to F16, which it does)",
-                    role.tensor_name(layer)
-                )))
-            }
+            GgmlType::IQ4_XS => GgmlType::IQ4_NL,
             t => t,
         };
-        Ok(if cols.is_multiple_of(fallback.block_len()) {
+        if cols.is_multiple_of(fallback.block_len()) {
             fallback
         } else {
             GgmlType::F16
-        })
+        }
     }
 }
 
@@ -367,12 +368,11 @@ mod tests {
         let q = Quant::Mix(KMix::Q4KM);
         let q6 = [0, 1, 4, 7, 10, 13, 14, 15];
         assert_eq!(
-            q.tensor_type(Role::TokenEmbd, 0, 2048, &cfg, true).unwrap(),
+            q.tensor_type(Role::TokenEmbd, 0, 2048, &cfg, true),
             GgmlType::Q6_K
         );
         assert_eq!(
-            q.tensor_type(Role::TokenEmbd, 0, 2048, &cfg, false)
-                .unwrap(),
+            q.tensor_type(Role::TokenEmbd, 0, 2048, &cfg, false),
             GgmlType::Q4_K
         );
         for l in 0..16 {
@@ -381,14 +381,8 @@ mod tests {
             } else {
                 GgmlType::Q4_K
             };
-            assert_eq!(
-                q.tensor_type(Role::AttnV, l, 2048, &cfg, true).unwrap(),
-                want
-            );
-            assert_eq!(
-                q.tensor_type(Role::FfnDown, l, 8192, &cfg, true).unwrap(),
-                want
-            );
+            assert_eq!(q.tensor_type(Role::AttnV, l, 2048, &cfg, true), want);
+            assert_eq!(q.tensor_type(Role::FfnDown, l, 8192, &cfg, true), want);
             for (r, cols) in [
                 (Role::AttnQ, 2048),
                 (Role::AttnK, 2048),
@@ -396,10 +390,7 @@ mod tests {
                 (Role::FfnGate, 2048),
                 (Role::FfnUp, 2048),
             ] {
-                assert_eq!(
-                    q.tensor_type(r, l, cols, &cfg, true).unwrap(),
-                    GgmlType::Q4_K
-                );
+                assert_eq!(q.tensor_type(r, l, cols, &cfg, true), GgmlType::Q4_K);
             }
         }
     }
@@ -410,49 +401,49 @@ mod tests {
         let q4 = Quant::Mix(KMix::Q4KM);
         // 128 columns: Q4_K -> Q5_0, Q6_K -> Q8_0, the classifier Q8_0.
         assert_eq!(
-            q4.tensor_type(Role::AttnQ, 1, 128, &cfg, false).unwrap(),
+            q4.tensor_type(Role::AttnQ, 1, 128, &cfg, false),
             GgmlType::Q5_0
         );
         assert_eq!(
-            q4.tensor_type(Role::AttnV, 0, 128, &cfg, false).unwrap(),
+            q4.tensor_type(Role::AttnV, 0, 128, &cfg, false),
             GgmlType::Q8_0
         );
         assert_eq!(
-            q4.tensor_type(Role::Output, 0, 128, &cfg, false).unwrap(),
+            q4.tensor_type(Role::Output, 0, 128, &cfg, false),
             GgmlType::Q8_0
         );
         let q5 = Quant::Mix(KMix::Q5KS);
         assert_eq!(
-            q5.tensor_type(Role::FfnUp, 0, 160, &cfg, false).unwrap(),
+            q5.tensor_type(Role::FfnUp, 0, 160, &cfg, false),
             GgmlType::Q5_1
         );
         // 48 columns are not even whole 32-blocks: F16.
         assert_eq!(
-            q4.tensor_type(Role::AttnQ, 1, 48, &cfg, false).unwrap(),
+            q4.tensor_type(Role::AttnQ, 1, 48, &cfg, false),
             GgmlType::F16
         );
         // Q4_K_S: Q5_K for the first four attn_v and the first n/8 ffn_down.
         let s = Quant::Mix(KMix::Q4KS);
         assert_eq!(
-            s.tensor_type(Role::AttnV, 3, 256, &cfg, false).unwrap(),
+            s.tensor_type(Role::AttnV, 3, 256, &cfg, false),
             GgmlType::Q5_K
         );
         assert_eq!(
-            s.tensor_type(Role::AttnV, 4, 256, &cfg, false).unwrap(),
+            s.tensor_type(Role::AttnV, 4, 256, &cfg, false),
             GgmlType::Q4_K
         );
         assert_eq!(
-            s.tensor_type(Role::FfnDown, 0, 256, &cfg, false).unwrap(),
+            s.tensor_type(Role::FfnDown, 0, 256, &cfg, false),
             GgmlType::Q5_K
         );
         assert_eq!(
-            s.tensor_type(Role::FfnDown, 1, 256, &cfg, false).unwrap(),
+            s.tensor_type(Role::FfnDown, 1, 256, &cfg, false),
             GgmlType::Q4_K
         );
         // An 80-layer llama with grouped-query attention ("70B"): attn_v at least Q5_K.
         let big = config(80, 64, 8);
         assert_eq!(
-            s.tensor_type(Role::AttnV, 40, 256, &big, false).unwrap(),
+            s.tensor_type(Role::AttnV, 40, 256, &big, false),
             GgmlType::Q5_K
         );
         let mha = config(80, 64, 64);
@@ -461,11 +452,11 @@ mod tests {
             ..mha.clone()
         };
         assert_eq!(
-            s.tensor_type(Role::AttnV, 40, 256, &qwen2, false).unwrap(),
+            s.tensor_type(Role::AttnV, 40, 256, &qwen2, false),
             GgmlType::Q5_K
         );
         assert_eq!(
-            s.tensor_type(Role::AttnV, 40, 256, &mha, false).unwrap(),
+            s.tensor_type(Role::AttnV, 40, 256, &mha, false),
             GgmlType::Q4_K
         );
     }
@@ -489,17 +480,14 @@ mod tests {
 
     /// llama-quantize's IQ4_XS without an importance matrix: attn_v Q5_K where a KV head
     /// serves 4 or more query heads (Llama 3: 32 / 8), ffn_down Q5_K in the first n/8
-    /// layers, the classifier Q6_K; rows that are not whole super-blocks are refused (its
-    /// fallback, IQ4_NL, is not a type baro-top reads), naming the tensor, unless they are not
-    /// even whole 32-blocks: those fall back to F16, as llama-quantize's do.
+    /// layers, the classifier Q6_K; rows that are not whole super-blocks fall back to IQ4_NL
+    /// (Qwen2-0.5B's 896), and rows that are not even whole 32-blocks to F16.
     #[test]
-    fn iq4_xs_types_its_tensors_as_llama_quantize_and_refuses_its_iq4_nl_fallback() {
+    fn iq4_xs_types_its_tensors_as_llama_quantize_with_iq4_nl_for_rows_of_whole_32_blocks() {
         let q = Quant::Mix(KMix::IQ4XS);
         let gqa4 = config(16, 32, 8);
         let gqa2 = config(16, 32, 16);
-        let t = |role, layer, cols, cfg: &Config, tied| {
-            q.tensor_type(role, layer, cols, cfg, tied).unwrap()
-        };
+        let t = |role, layer, cols, cfg: &Config, tied| q.tensor_type(role, layer, cols, cfg, tied);
         assert_eq!(t(Role::AttnV, 5, 2048, &gqa4, true), GgmlType::Q5_K);
         assert_eq!(t(Role::AttnV, 5, 2048, &gqa2, true), GgmlType::IQ4_XS);
         assert_eq!(t(Role::FfnDown, 1, 8192, &gqa2, true), GgmlType::Q5_K);
@@ -507,15 +495,43 @@ mod tests {
         assert_eq!(t(Role::TokenEmbd, 0, 2048, &gqa2, true), GgmlType::Q6_K);
         assert_eq!(t(Role::TokenEmbd, 0, 2048, &gqa2, false), GgmlType::IQ4_XS);
         assert_eq!(t(Role::Output, 0, 128, &gqa2, false), GgmlType::Q8_0);
-        let e = q
-            .tensor_type(Role::FfnUp, 3, 160, &gqa2, false)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("blk.3.ffn_up.weight") && e.contains("IQ4_NL"),
-            "{e}"
-        );
+        assert_eq!(t(Role::FfnUp, 3, 160, &gqa2, false), GgmlType::IQ4_NL);
+        assert_eq!(t(Role::AttnQ, 3, 896, &gqa2, false), GgmlType::IQ4_NL);
+        assert_eq!(t(Role::TokenEmbd, 0, 896, &gqa2, false), GgmlType::IQ4_NL);
+        // The Q5_K ones fall back to Q5_1, not IQ4_NL.
+        assert_eq!(t(Role::AttnV, 5, 896, &gqa4, false), GgmlType::Q5_1);
         assert_eq!(t(Role::FfnUp, 3, 200, &gqa2, false), GgmlType::F16);
+    }
+
+    /// llama-quantize's IQ4_NL (`LLAMA_FTYPE_MOSTLY_IQ4_NL`) without an importance matrix:
+    /// IQ4_XS's rules with IQ4_NL as the base type, so rows of whole 32-blocks keep it; the
+    /// classifier Q6_K (Q8_0 where its rows are not whole super-blocks, F16 where not whole
+    /// 32-blocks), Q5_K attn_v and first-n/8 ffn_down falling back to Q5_1.
+    #[test]
+    fn iq4_nl_types_its_tensors_as_llama_quantize() {
+        let q = Quant::Mix(KMix::IQ4NL);
+        let gqa4 = config(16, 32, 8);
+        let gqa2 = config(16, 32, 16);
+        let t = |role, layer, cols, cfg: &Config, tied| q.tensor_type(role, layer, cols, cfg, tied);
+        assert_eq!(t(Role::AttnV, 5, 2048, &gqa4, true), GgmlType::Q5_K);
+        assert_eq!(t(Role::AttnV, 5, 896, &gqa4, true), GgmlType::Q5_1);
+        assert_eq!(t(Role::AttnV, 5, 2048, &gqa2, true), GgmlType::IQ4_NL);
+        assert_eq!(t(Role::FfnDown, 1, 8192, &gqa2, true), GgmlType::Q5_K);
+        assert_eq!(t(Role::FfnDown, 2, 8192, &gqa2, true), GgmlType::IQ4_NL);
+        assert_eq!(t(Role::TokenEmbd, 0, 2048, &gqa2, true), GgmlType::Q6_K);
+        assert_eq!(t(Role::TokenEmbd, 0, 896, &gqa2, true), GgmlType::Q8_0);
+        assert_eq!(t(Role::TokenEmbd, 0, 896, &gqa2, false), GgmlType::IQ4_NL);
+        assert_eq!(t(Role::Output, 0, 200, &gqa2, false), GgmlType::F16);
+        for (r, cols) in [
+            (Role::AttnQ, 896),
+            (Role::FfnGate, 160),
+            (Role::AttnOutput, 4864),
+        ] {
+            assert_eq!(t(r, 3, cols, &gqa2, false), GgmlType::IQ4_NL, "{r:?}");
+        }
+        assert_eq!(t(Role::FfnUp, 3, 200, &gqa2, false), GgmlType::F16);
+        assert_eq!(Quant::Mix(KMix::IQ4NL).file_type(), 25);
+        assert_eq!(file_type_name(25), Some("IQ4_NL"));
     }
 
     #[test]
@@ -535,8 +551,9 @@ mod tests {
             e,
             "invalid argument: unknown quantisation 'q3_k_m' (one type for every matrix: \
              f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k; or a llama-quantize mix: \
-             q4_k_s|q4_k_m|q5_k_s|q5_k_m|q6_k|iq4_xs)"
+             q4_k_s|q4_k_m|q5_k_s|q5_k_m|q6_k|iq4_xs|iq4_nl)"
         );
         assert_eq!(Quant::parse("IQ4_XS").unwrap(), Quant::Mix(KMix::IQ4XS));
+        assert_eq!(Quant::parse("iq4_nl").unwrap(), Quant::Mix(KMix::IQ4NL));
     }
 }

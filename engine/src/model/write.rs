@@ -83,14 +83,14 @@ impl Model {
     /// The same model with every matrix re-encoded as `quant` says (one type, or one of
     /// llama-quantize's mixes tensor by tensor: [`super::mix`]); norm vectors stay F32, as
     /// llama.cpp keeps them. Fails, naming the tensor, when a row is not whole blocks of its
-    /// type, holds what the type cannot encode, or needs a type baro-top does not write.
+    /// type or holds what the type cannot encode.
     pub fn quantized(&self, quant: impl Into<Quant>) -> Result<Model> {
         let quant = quant.into();
         let cfg = &self.config;
         let w = &self.weights;
         let tied = w.output.is_none();
         let conv = |t: &Tensor, role: Role, layer: usize| {
-            t.convert(quant.tensor_type(role, layer, t.cols, cfg, tied)?)
+            t.convert(quant.tensor_type(role, layer, t.cols, cfg, tied))
         };
         // Vectors (biases, norms, RoPE factors) stay F32.
         let f32v = |t: &Option<Tensor>| t.as_ref().map(|t| t.convert(GgmlType::F32)).transpose();

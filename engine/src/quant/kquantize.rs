@@ -1,8 +1,8 @@
 //! ggml's reference quantisers of the 256-element super-blocks (`quantize_row_q4_K_ref`,
-//! `quantize_row_q5_K_ref`, `quantize_row_q6_K_ref`, and IQ4_XS's `quantize_iq4_xs` without
-//! weights): what `llama-quantize` runs on every tensor when it has no importance matrix, so
-//! a `Q4_K_M` file baro-top writes is the file llama-quantize writes from the same F32 values,
-//! byte for byte.
+//! `quantize_row_q5_K_ref`, `quantize_row_q6_K_ref`, `quantize_iq4_xs` without weights) and
+//! of IQ4_XS's 32-element sibling (`quantize_iq4_nl` without weights): what `llama-quantize`
+//! runs on every tensor when it has no importance matrix, so a `Q4_K_M` file baro-top writes
+//! is the file llama-quantize writes from the same F32 values, byte for byte.
 //!
 //! The algorithms are searches (a scale, and for Q4_K/Q5_K a min, fitted per sub-block by
 //! trying a few candidate scales and keeping the one with the least weighted squared error),
@@ -320,7 +320,7 @@ pub fn quantize_q6_k(x: &[f32], out: &mut Vec<u8>) {
     out.extend_from_slice(&d.to_le_bytes());
 }
 
-/// ggml's `best_index_int8`: the index of the code book value nearest `x` (the lower one where
+/// ggml's `best_index_int8`: the index of the code book value nearest `x` (the upper one where
 /// `x` is exactly between two), by bisection, as ggml compares.
 fn nearest_code(x: f32) -> u8 {
     let v = |i: usize| KVALUES_IQ4NL[i] as f32;
@@ -346,57 +346,62 @@ fn nearest_code(x: f32) -> u8 {
     }
 }
 
+/// The x²-weighted code-book fit of one block of 32 (`quantize_row_iq4_nl_impl`'s per-block
+/// search without an importance matrix, 7 tries each side): the scale `d` with
+/// `x ≈ d · KVALUES[n]`: the least-squares scale of the codes of `x · 127 / max`, replaced by
+/// that of the codes of `x · id` for each of the 15 candidates `id = (k - 127) / max`
+/// (k = -7..=7) whose fit is better (a larger `(Σ w·q·x)² / Σ w·q²`); 0 for a block whose
+/// largest magnitude is below 1e-15. (ggml also records the first candidate's codes here;
+/// both callers re-code every element afterwards, so they are not kept.)
+fn fit_iq4_scale(xb: &[f32]) -> f32 {
+    const NTRY: i32 = 7;
+    let v0 = KVALUES_IQ4NL[0] as f32;
+    let (mut amax, mut max) = (0.0f32, 0.0f32);
+    for &v in xb {
+        if v.abs() > amax {
+            amax = v.abs();
+            max = v;
+        }
+    }
+    if amax < 1e-15 {
+        return 0.0;
+    }
+    // (Σ w·q·x, Σ w·q²) with w = x² for the codes of `id`.
+    let sums = |id: f32| {
+        let (mut sumqx, mut sumq2) = (0.0f32, 0.0f32);
+        for &v in xb {
+            let q = KVALUES_IQ4NL[nearest_code(id * v) as usize] as f32;
+            let w = v * v;
+            sumqx += w * q * v;
+            sumq2 += w * q * q;
+        }
+        (sumqx, sumq2)
+    };
+    let d = -max / v0;
+    let (sumqx, sumq2) = sums(1.0 / d);
+    let mut d = if sumq2 > 0.0 { sumqx / sumq2 } else { 0.0 };
+    let mut best = d * sumqx;
+    for itry in -NTRY..=NTRY {
+        let id = (itry as f32 + v0) / max;
+        let (sumqx, sumq2) = sums(id);
+        if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
+            d = sumqx / sumq2;
+            best = d * sumqx;
+        }
+    }
+    d
+}
+
 /// ggml's `quantize_iq4_xs` of one super-block without an importance matrix
 /// (`quantize_row_iq4_nl_impl` with weights x², 7 tries each side): per sub-block of 32 a
 /// code-book scale chosen among 15 candidates `(k - 127) / max` by the x²-weighted fit, the
 /// eight scales then quantised to six bits against the largest, every element re-coded
 /// against its rounded scale (136 bytes appended).
 pub fn quantize_iq4_xs(x: &[f32], out: &mut Vec<u8>) {
-    const NTRY: i32 = 7;
-    let v0 = KVALUES_IQ4NL[0] as f32;
-    let mut l = [0u8; QK_K];
     let mut scales = [0.0f32; SUBS];
     let (mut max_scale, mut amax_scale) = (0.0f32, 0.0f32);
     for (ib, scale) in scales.iter_mut().enumerate() {
-        let xb = &x[32 * ib..32 * ib + 32];
-        let (mut amax, mut max) = (0.0f32, 0.0f32);
-        for &v in xb {
-            if v.abs() > amax {
-                amax = v.abs();
-                max = v;
-            }
-        }
-        if amax < 1e-15 {
-            *scale = 0.0;
-            continue;
-        }
-        // (Σ w·q·x, Σ w·q²) with w = x² for the codes of `id`.
-        let sums = |id: f32, mut lb: Option<&mut [u8]>| {
-            let (mut sumqx, mut sumq2) = (0.0f32, 0.0f32);
-            for (j, &v) in xb.iter().enumerate() {
-                let c = nearest_code(id * v);
-                if let Some(lb) = lb.as_deref_mut() {
-                    lb[j] = c;
-                }
-                let q = KVALUES_IQ4NL[c as usize] as f32;
-                let w = v * v;
-                sumqx += w * q * v;
-                sumq2 += w * q * q;
-            }
-            (sumqx, sumq2)
-        };
-        let d = -max / v0;
-        let (sumqx, sumq2) = sums(1.0 / d, Some(&mut l[32 * ib..32 * ib + 32]));
-        let mut d = if sumq2 > 0.0 { sumqx / sumq2 } else { 0.0 };
-        let mut best = d * sumqx;
-        for itry in -NTRY..=NTRY {
-            let id = (itry as f32 + v0) / max;
-            let (sumqx, sumq2) = sums(id, None);
-            if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
-                d = sumqx / sumq2;
-                best = d * sumqx;
-            }
-        }
+        let d = fit_iq4_scale(&x[32 * ib..32 * ib + 32]);
         *scale = d;
         if d.abs() > amax_scale {
             amax_scale = d.abs();
@@ -406,6 +411,7 @@ pub fn quantize_iq4_xs(x: &[f32], out: &mut Vec<u8>) {
     let d = -max_scale / 32.0;
     let dh = f16::from_f32(d);
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    let mut l = [0u8; QK_K];
     let mut scales_h = 0u16;
     let mut scales_l = [0u8; SUBS / 2];
     for (ib, &s) in scales.iter().enumerate() {
@@ -425,6 +431,20 @@ pub fn quantize_iq4_xs(x: &[f32], out: &mut Vec<u8>) {
     for i in 0..QK_K / 32 {
         out.extend((0..16).map(|j| l[32 * i + j] | (l[32 * i + 16 + j] << 4)));
     }
+}
+
+/// ggml's `quantize_iq4_nl` of one block of 32 without an importance matrix (what
+/// llama-quantize runs: `quantize_row_iq4_nl_impl` with the block its own super-block,
+/// weights x², 7 tries each side): the block's fitted code-book scale ([`fit_iq4_scale`])
+/// rounded to the f16 `d`, every element coded against the unrounded scale (18 bytes
+/// appended). A block below 1e-15 gets d = 0 and every code 8 (ggml codes 0 · x, and the
+/// code book's value nearest 0 is its 1).
+pub fn quantize_iq4_nl(x: &[f32], out: &mut Vec<u8>) {
+    let d = fit_iq4_scale(&x[..32]);
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    let l: [u8; 32] = std::array::from_fn(|j| nearest_code(id * x[j]));
+    out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+    out.extend((0..16).map(|j| l[j] | (l[16 + j] << 4)));
 }
 
 #[cfg(test)]
@@ -459,5 +479,42 @@ mod tests {
             f(&x, &mut out);
             assert_eq!(out, vec![0u8; len]);
         }
+    }
+
+    #[test]
+    fn code_book_ties_go_to_the_upper_value_as_ggml_compares() {
+        // -10 and 1 are neighbours: -4.5 is between them, 0 nearer 1, -5 nearer -10.
+        assert_eq!(nearest_code(-4.5), 8);
+        assert_eq!(nearest_code(0.0), 8);
+        assert_eq!(nearest_code(-5.0), 7);
+        assert_eq!((nearest_code(-1e9), nearest_code(1e9)), (0, 15));
+    }
+
+    #[test]
+    fn an_iq4_nl_block_below_1e_15_is_scale_0_with_every_code_8() {
+        // ggml codes 0 · x: the code book's value nearest 0 is 1 (index 8).
+        for v in [0.0f32, 9e-16, -9e-16] {
+            let mut out = vec![];
+            quantize_iq4_nl(&[v; 32], &mut out);
+            let mut want = vec![0u8, 0];
+            want.extend([0x88u8; 16]);
+            assert_eq!(out, want, "{v}");
+        }
+    }
+
+    #[test]
+    fn an_iq4_nl_block_of_code_book_values_encodes_exactly() {
+        // x = 0.5 · KVALUES[j % 16] for every j: some scale fits it exactly; the fit and the
+        // re-coding must find it (d = 0.5, codes j % 16).
+        let x: Vec<f32> = (0..32)
+            .map(|j| 0.5 * KVALUES_IQ4NL[j % 16] as f32)
+            .collect();
+        let mut out = vec![];
+        quantize_iq4_nl(&x, &mut out);
+        assert_eq!(f16::from_le_bytes([out[0], out[1]]).to_f32(), 0.5);
+        let codes: Vec<u8> = (0..16)
+            .map(|j| (j as u8 % 16) | ((j as u8 % 16) << 4))
+            .collect();
+        assert_eq!(&out[2..], &codes[..]);
     }
 }

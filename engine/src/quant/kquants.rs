@@ -1,9 +1,9 @@
-//! ggml's 256-element "K" super-blocks (Q4_K, Q5_K, Q6_K) and IQ4_XS: the block structs and
-//! their dequantisation, written from the definitions in ggml-common.h / ggml-quants.c. Every
+//! ggml's 256-element "K" super-blocks (Q4_K, Q5_K, Q6_K), IQ4_XS and its 32-element sibling
+//! IQ4_NL: the block structs and their dequantisation, written from the definitions in ggml-common.h / ggml-quants.c. Every
 //! float operation is the one ggml (and gguf-py) performs, in the same order (a sub-block's
 //! scale `d · sc` first, then times the quant, minus `dmin · m`), so results agree bit for
 //! bit. The quantisers of Q4_K, Q5_K and Q6_K (ggml's reference searches, bit for bit) are in
-//! [`super::kquantize`], and IQ4_XS's too.
+//! [`super::kquantize`], and IQ4_XS's and IQ4_NL's too.
 
 use super::legacy::half_at;
 use half::f16;
@@ -79,6 +79,19 @@ pub struct BlockIq4Xs {
     pub qs: [u8; QK_K / 2],
 }
 
+/// One IQ4_NL block of 32: element j is `d · KVALUES[n]`, n the nibble laid out as Q4_0's
+/// (the low nibble of `qs[j]` for j < 16, the high nibble of `qs[j - 16]` after). Q4_0's 18
+/// bytes with the code book in place of `n - 8`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BlockIq4Nl {
+    /// Scale.
+    pub d: f16,
+    /// Nibbles: indices into [`KVALUES_IQ4NL`].
+    pub qs: [u8; 16],
+}
+
+const _: () = assert!(std::mem::size_of::<BlockIq4Nl>() == 18);
 const _: () = assert!(std::mem::size_of::<BlockQ4K>() == 144);
 const _: () = assert!(std::mem::size_of::<BlockQ5K>() == 176);
 const _: () = assert!(std::mem::size_of::<BlockQ6K>() == 210);
@@ -218,6 +231,31 @@ impl BlockIq4Xs {
                 y[32 * s + j] = dl * KVALUES_IQ4NL[(b & 15) as usize] as f32;
                 y[32 * s + j + 16] = dl * KVALUES_IQ4NL[(b >> 4) as usize] as f32;
             }
+        }
+    }
+}
+
+impl BlockIq4Nl {
+    /// The block from its 18 bytes.
+    pub fn read(b: &[u8]) -> Self {
+        BlockIq4Nl {
+            d: half_at(b, 0),
+            qs: arr(&b[2..]),
+        }
+    }
+    /// Nibble `j` (element j's code book index).
+    pub fn nibble(&self, j: usize) -> u8 {
+        if j < 16 {
+            self.qs[j] & 15
+        } else {
+            self.qs[j - 16] >> 4
+        }
+    }
+    /// Its 32 elements.
+    pub fn dequant(&self, y: &mut [f32]) {
+        let d = self.d.to_f32();
+        for (j, o) in y[..32].iter_mut().enumerate() {
+            *o = d * KVALUES_IQ4NL[self.nibble(j) as usize] as f32;
         }
     }
 }

@@ -15,6 +15,7 @@
 //! | Q4_K | 12 | 256 | 144 | `(d · sc) · n - dmin · m` per sub-block of 32 ([`kquants::BlockQ4K`]) |
 //! | Q5_K | 13 | 256 | 176 | as Q4_K with a fifth bit |
 //! | Q6_K | 14 | 256 | 210 | `(d · sc) · (q - 32)` per sub-block of 16 |
+//! | IQ4_NL | 20 | 32  | 18  | `d · KVALUES[n]` ([`kquants::BlockIq4Nl`]) |
 //! | IQ4_XS | 23 | 256 | 136 | `(d · (ls - 32)) · KVALUES[n]` per sub-block of 32 |
 //!
 //! Every other ggml type is named ([`ggml_type_name`]) so a file that uses one is refused by
@@ -24,7 +25,7 @@ pub mod kquantize;
 pub mod kquants;
 pub mod legacy;
 
-pub use kquants::{BlockIq4Xs, BlockQ4K, BlockQ5K, BlockQ6K, QK_K};
+pub use kquants::{BlockIq4Nl, BlockIq4Xs, BlockQ4K, BlockQ5K, BlockQ6K, QK_K};
 pub use legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, QK};
 
 use crate::{Error, Result};
@@ -107,13 +108,15 @@ pub enum GgmlType {
     Q5_K,
     /// 6-bit super-blocks of 256: sixteen sub-blocks with 8-bit scales.
     Q6_K,
+    /// 4-bit non-linear blocks of 32 with an f16 scale (the code book of IQ4_XS).
+    IQ4_NL,
     /// 4-bit non-linear super-blocks of 256 with 6-bit sub-block scales.
     IQ4_XS,
 }
 
 impl GgmlType {
     /// All supported types.
-    pub const ALL: [GgmlType; 12] = [
+    pub const ALL: [GgmlType; 13] = [
         GgmlType::F32,
         GgmlType::F16,
         GgmlType::BF16,
@@ -125,6 +128,7 @@ impl GgmlType {
         GgmlType::Q4_K,
         GgmlType::Q5_K,
         GgmlType::Q6_K,
+        GgmlType::IQ4_NL,
         GgmlType::IQ4_XS,
     ];
 
@@ -141,6 +145,7 @@ impl GgmlType {
             GgmlType::Q4_K => 12,
             GgmlType::Q5_K => 13,
             GgmlType::Q6_K => 14,
+            GgmlType::IQ4_NL => 20,
             GgmlType::IQ4_XS => 23,
             GgmlType::BF16 => 30,
         }
@@ -170,6 +175,7 @@ impl GgmlType {
             GgmlType::Q4_K => "q4_k",
             GgmlType::Q5_K => "q5_k",
             GgmlType::Q6_K => "q6_k",
+            GgmlType::IQ4_NL => "iq4_nl",
             GgmlType::IQ4_XS => "iq4_xs",
         }
     }
@@ -192,9 +198,12 @@ impl GgmlType {
     pub fn block_len(self) -> usize {
         match self {
             GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => 1,
-            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::Q8_0 => {
-                QK
-            }
+            GgmlType::Q4_0
+            | GgmlType::Q4_1
+            | GgmlType::Q5_0
+            | GgmlType::Q5_1
+            | GgmlType::Q8_0
+            | GgmlType::IQ4_NL => QK,
             GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K | GgmlType::IQ4_XS => QK_K,
         }
     }
@@ -213,6 +222,7 @@ impl GgmlType {
             GgmlType::Q4_K => size_of::<BlockQ4K>(),
             GgmlType::Q5_K => size_of::<BlockQ5K>(),
             GgmlType::Q6_K => size_of::<BlockQ6K>(),
+            GgmlType::IQ4_NL => size_of::<BlockIq4Nl>(),
             GgmlType::IQ4_XS => size_of::<BlockIq4Xs>(),
         }
     }
@@ -290,6 +300,7 @@ pub fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<()> {
         GgmlType::Q4_K => blocks.for_each(|(o, b)| BlockQ4K::read(b).dequant(o)),
         GgmlType::Q5_K => blocks.for_each(|(o, b)| BlockQ5K::read(b).dequant(o)),
         GgmlType::Q6_K => blocks.for_each(|(o, b)| BlockQ6K::read(b).dequant(o)),
+        GgmlType::IQ4_NL => blocks.for_each(|(o, b)| BlockIq4Nl::read(b).dequant(o)),
         GgmlType::IQ4_XS => blocks.for_each(|(o, b)| BlockIq4Xs::read(b).dequant(o)),
     }
     Ok(())
@@ -297,7 +308,8 @@ pub fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<()> {
 
 /// Quantise `src` to type `ty`, appending the encoded bytes to `out`. `src.len()` must be a
 /// whole number of blocks. This is ggml's reference rounding (`quantize_row_*_ref`, and for
-/// IQ4_XS `quantize_iq4_xs` without weights). What the type cannot hold is refused,
+/// IQ4_NL and IQ4_XS `quantize_iq4_nl` and `quantize_iq4_xs` without weights, what
+/// llama-quantize runs). What the type cannot hold is refused,
 /// as llama-quantize refuses it (its `ggml_validate_row_data`): a value that is not finite,
 /// and a block whose scale overflows half precision (nothing is appended then).
 pub fn quantize(ty: GgmlType, src: &[f32], out: &mut Vec<u8>) -> Result<()> {
@@ -407,6 +419,7 @@ fn encode(ty: GgmlType, src: &[f32], out: &mut Vec<u8>) -> Result<()> {
         GgmlType::Q4_K => blocks.for_each(|x| kquantize::quantize_q4_k(x, out)),
         GgmlType::Q5_K => blocks.for_each(|x| kquantize::quantize_q5_k(x, out)),
         GgmlType::Q6_K => blocks.for_each(|x| kquantize::quantize_q6_k(x, out)),
+        GgmlType::IQ4_NL => blocks.for_each(|x| kquantize::quantize_iq4_nl(x, out)),
         GgmlType::IQ4_XS => blocks.for_each(|x| kquantize::quantize_iq4_xs(x, out)),
     }
     Ok(())
@@ -489,7 +502,7 @@ mod tests {
                     GgmlType::Q5_K => 2.0 * (hi - lo) / 31.0,
                     GgmlType::Q6_K => 2.0 * amax / 32.0,
                     // The code book's widest gap (24 of 127) at the block's scale.
-                    GgmlType::IQ4_XS => 2.0 * amax * 24.0 / 127.0,
+                    GgmlType::IQ4_NL | GgmlType::IQ4_XS => 2.0 * amax * 24.0 / 127.0,
                 };
                 // Half a quantisation step, plus the f16 rounding of the scale (2^-11 relative).
                 // Q4_0/Q5_0 map the signed extreme to the most negative quant, so the opposite

@@ -354,6 +354,8 @@ interface! {
         Q5_K = 13,
         /// Q6_K.
         Q6_K = 14,
+        /// IQ4_NL.
+        IQ4_NL = 20,
         /// IQ4_XS.
         IQ4_XS = 23,
         /// BF16.

@@ -3,8 +3,9 @@
 //! each type with gguf-py's dequantisation, and f32 inputs with gguf-py's quantisation for the
 //! types gguf-py quantises; `tests/data/quant/kquant_goldens.bin` (written by
 //! `scripts/fixtures/kquant_goldens.c` with ggml's own `ggml_quantize_chunk`, what
-//! llama-quantize runs) f32 rows with ggml's Q4_K, Q5_K, Q6_K and IQ4_XS encodings, the
-//! search algorithms' corner cases included. baro-top must reproduce every bit.
+//! llama-quantize runs) f32 rows with ggml's Q4_K, Q5_K, Q6_K, IQ4_XS and IQ4_NL encodings,
+//! the search algorithms' corner cases included, and random IQ4_NL blocks with ggml's
+//! dequantisation of them. baro-top must reproduce every bit.
 
 use baro_engine::quant::{self, GgmlType, QK_K};
 
@@ -70,7 +71,11 @@ fn record(kind: u32, ty: GgmlType) -> Record {
 
 /// baro-top's dequantisation of the golden blocks equals gguf-py's in every element's bits.
 fn dequantises_bit_exactly(ty: GgmlType) {
-    let r = record(0, ty);
+    dequantises_as(ty, record(0, ty));
+}
+
+/// baro-top's dequantisation of `r`'s blocks equals the golden's floats in every bit.
+fn dequantises_as(ty: GgmlType, r: Record) {
     let mut got = vec![0.0f32; r.floats.len()];
     quant::dequantize(ty, &r.bytes, &mut got).expect("whole blocks");
     let bl = ty.block_len();
@@ -181,6 +186,18 @@ fn iq4_xs_dequantises_as_gguf_py() {
     dequantises_bit_exactly(GgmlType::IQ4_XS);
 }
 #[test]
+fn iq4_nl_dequantises_as_gguf_py() {
+    dequantises_bit_exactly(GgmlType::IQ4_NL);
+}
+#[test]
+fn iq4_nl_dequantises_as_ggml() {
+    let r = parse(KQUANT_GOLDENS)
+        .into_iter()
+        .find(|r| r.kind == 0 && r.ty == GgmlType::IQ4_NL.id())
+        .expect("ggml's IQ4_NL dequantisation golden");
+    dequantises_as(GgmlType::IQ4_NL, r);
+}
+#[test]
 fn f16_dequantises_as_gguf_py() {
     dequantises_bit_exactly(GgmlType::F16);
 }
@@ -232,6 +249,10 @@ fn q6_k_quantises_as_ggml() {
 #[test]
 fn iq4_xs_quantises_as_ggml() {
     quantises_bit_exactly(GgmlType::IQ4_XS);
+}
+#[test]
+fn iq4_nl_quantises_as_ggml() {
+    quantises_bit_exactly(GgmlType::IQ4_NL);
 }
 
 #[test]
@@ -501,6 +522,11 @@ gpu_type!(
     iq4_xs_with_q8_activations_decodes_as_the_q8_reference_with_mega_equal_to_multi
 );
 gpu_type!(
+    IQ4_NL,
+    iq4_nl_decodes_on_the_gpu_as_the_reference_with_mega_equal_to_multi,
+    iq4_nl_with_q8_activations_decodes_as_the_q8_reference_with_mega_equal_to_multi
+);
+gpu_type!(
     Q4_1,
     q4_1_decodes_on_the_gpu_as_the_reference_with_mega_equal_to_multi,
     q4_1_with_q8_activations_decodes_as_the_q8_reference_with_mega_equal_to_multi
@@ -544,10 +570,11 @@ fn bf16_matrices_are_refused_on_the_q8_path_naming_the_tensor_and_type() {
 
 /// Every type in one model, a different one per matrix and layer (the shader reads each
 /// tensor's type: no single-type specialisation).
-const MIX: [GgmlType; 12] = [
+const MIX: [GgmlType; 13] = [
     GgmlType::Q4_K,
     GgmlType::Q5_K,
     GgmlType::IQ4_XS,
+    GgmlType::IQ4_NL,
     GgmlType::Q4_1,
     GgmlType::Q5_0,
     GgmlType::Q5_1,
@@ -561,7 +588,7 @@ const MIX: [GgmlType; 12] = [
 
 #[test]
 fn a_model_mixing_every_type_per_tensor_and_layer_decodes_as_the_reference() {
-    // Layer l's matrix i is MIX[(7 l + i) % 12]; the embedding BF16, the classifier Q6_K.
+    // Layer l's matrix i is MIX[(7 l + i) % 13]; the embedding BF16, the classifier Q6_K.
     let model = typed_model(2, |l, i| match l {
         usize::MAX => [GgmlType::BF16, GgmlType::Q6_K][i],
         _ => MIX[(7 * l + i) % MIX.len()],
@@ -571,13 +598,47 @@ fn a_model_mixing_every_type_per_tensor_and_layer_decodes_as_the_reference() {
 
 #[test]
 fn a_model_mixing_every_quantised_type_decodes_with_q8_activations_as_the_q8_reference() {
-    // The nine quantised types over the seven matrices of two layers and the classifier; the
+    // The ten quantised types over the seven matrices of two layers and the classifier; the
     // embedding (a lookup, no matvec) BF16.
     let model = typed_model(2, |l, i| match l {
         usize::MAX => [GgmlType::BF16, GgmlType::Q5_K][i],
-        _ => MIX[(7 * l + i) % 9],
+        _ => MIX[(7 * l + i) % 10],
     });
     gate_passes(&model, ActType::Q8, "mix");
+}
+
+/// llama-quantize's IQ4_XS mix on a model whose FFN is 288 wide: the down projection's rows
+/// are whole 32-blocks but not whole super-blocks, so it is IQ4_NL (its fallback) beside
+/// IQ4_XS matrices (and the Q6_K classifier), as in a Qwen2-0.5B IQ4_XS file (rows of 896).
+fn iq4_xs_mix_with_iq4_nl_fallback() -> Model {
+    use baro_engine::model::{KMix, Quant};
+    let (mut cfg, _) = Shape::Tiny.config();
+    cfg.dim = 256;
+    cfg.hidden_dim = 288;
+    cfg.n_layers = 1;
+    cfg.n_heads = 4;
+    cfg.n_kv_heads = 2;
+    cfg.seq_len = 64;
+    let mut m = synth::generate(&cfg, true, Quant::Mix(KMix::IQ4XS), 13, |_, _| {}).expect("model");
+    let l = &m.weights.layers[0];
+    assert_eq!((l.wq.ty, l.w_up.ty), (GgmlType::IQ4_XS, GgmlType::IQ4_XS));
+    assert_eq!(l.w_down.ty, GgmlType::IQ4_NL);
+    m.source = "quant_types IQ4_XS model with IQ4_NL fallback".into();
+    m
+}
+
+#[test]
+fn an_iq4_xs_model_with_iq4_nl_fallback_tensors_decodes_on_the_gpu_as_the_reference() {
+    gate_passes(
+        &iq4_xs_mix_with_iq4_nl_fallback(),
+        ActType::F32,
+        "IQ4_XS+NL",
+    );
+}
+
+#[test]
+fn an_iq4_xs_model_with_iq4_nl_fallback_tensors_decodes_with_q8_activations_as_the_q8_reference() {
+    gate_passes(&iq4_xs_mix_with_iq4_nl_fallback(), ActType::Q8, "IQ4_XS+NL");
 }
 
 /// Logits bits of `steps` passes over forced tokens.

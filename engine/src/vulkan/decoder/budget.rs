@@ -79,9 +79,12 @@ fn row_loops(ty: GgmlType, cols: u64, sg: u64) -> u64 {
         GgmlType::F16 | GgmlType::BF16 => trips(cols.div_ceil(2)),
         // Two blocks a lane a trip.
         GgmlType::Q4_0 => (cols / 32).div_ceil(2 * sg) * (1 + BLOCK_TICKS),
-        GgmlType::Q8_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::IQ4_XS => {
-            trips(cols / 32) * (1 + BLOCK_TICKS)
-        }
+        GgmlType::Q8_0
+        | GgmlType::Q4_1
+        | GgmlType::Q5_0
+        | GgmlType::Q5_1
+        | GgmlType::IQ4_NL
+        | GgmlType::IQ4_XS => trips(cols / 32) * (1 + BLOCK_TICKS),
         // 64-element units (a sub-block pair).
         GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => trips(cols / 64) * (1 + BLOCK_TICKS),
     }

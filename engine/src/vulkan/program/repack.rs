@@ -90,8 +90,8 @@ fn streams(t: &Tensor, l: Streams, f: BlockFn) -> Packed {
 
 /// GPU words of a tensor in its repacked layout (read by `shaders/decode.comp` and
 /// `shaders/quant.glsl`): F32 as is; F16 and BF16 as half pairs per word with rows padded to
-/// whole words; Q8_0/Q4_0 as per-row quant words (8 resp. 4 per block) followed by all block
-/// scales as packed halves. The other types, 16-byte streams that hold each block losslessly:
+/// whole words; Q8_0/Q4_0/IQ4_NL as per-row quant words (8 resp. 4 per block; IQ4_NL's
+/// nibbles laid out as Q4_0's) followed by all block scales as packed halves. The other types, 16-byte streams that hold each block losslessly:
 /// - Q4_1, Q5_0, Q5_1: quants, the 16 nibble bytes (4 words per block, laid out as Q4_0's);
 ///   header, one word per block: `d | m << 16` (Q5_0: `d`); `x` (Q5 types): `qh`, one word.
 /// - Q4_K: quants, the 128 bytes of `qs` as they are (32 words per block; pair p of
@@ -130,7 +130,7 @@ pub fn repack(t: &Tensor) -> Packed {
                 ..Packed::default()
             }
         }
-        GgmlType::Q8_0 | GgmlType::Q4_0 => {
+        GgmlType::Q8_0 | GgmlType::Q4_0 | GgmlType::IQ4_NL => {
             let qw = if t.ty == GgmlType::Q8_0 { 8 } else { 4 };
             let p = streams(
                 t,
