@@ -336,6 +336,7 @@ on!(cpu, "kq-q5_k_m", cpu_reference_matches_llama_cpp_on_q5_k_m);
 on!(cpu, "kq-q6_k", cpu_reference_matches_llama_cpp_on_q6_k);
 on!(cpu, "kq-q8_0", cpu_reference_matches_llama_cpp_on_q8_0);
 on!(cpu, "kq-iq4_xs", cpu_reference_matches_llama_cpp_on_iq4_xs);
+on!(cpu, "kq-iq4_nl", cpu_reference_matches_llama_cpp_on_iq4_nl);
 on!(
     cpu,
     "kq-q4_0",
@@ -391,6 +392,11 @@ on!(
 );
 on!(
     vulkan,
+    "kq-iq4_nl",
+    vulkan_mega_and_multi_match_llama_cpp_on_iq4_nl
+);
+on!(
+    vulkan,
     "kq-mix-q5_0-q5_1-q4_1-bf16",
     vulkan_mega_and_multi_match_llama_cpp_on_q5_0_q5_1_q4_1_bf16_mix
 );
@@ -434,6 +440,7 @@ fn k_quant_mixes_type_every_tensor_as_llama_quantize_typed_the_fixtures() {
         ("kq-q5_k_m", KMix::Q5KM),
         ("kq-q6_k", KMix::Q6K),
         ("kq-iq4_xs", KMix::IQ4XS),
+        ("kq-iq4_nl", KMix::IQ4NL),
     ] {
         let (_tmp, m) = model(name);
         let (w, cfg) = (&m.weights, &m.config);
