@@ -534,6 +534,55 @@ mod tests {
         assert_eq!(file_type_name(25), Some("IQ4_NL"));
     }
 
+    /// What llama-quantize (llama.cpp 0c1e57098bba, CPU build) wrote for `model gen --arch
+    /// qwen2 --dim 896 --hidden 4864 --heads 14 --kv-heads 2 --layers 24 --vocab 151936 --quant
+    /// f32` (Qwen2-0.5B's shape, tied) as IQ4_XS and as IQ4_NL, 2026-12-05, counted by type
+    /// (and baro-top's `--quant iq4_xs` / `iq4_nl` of the same shape and seed were those files
+    /// byte for byte): rows of 896 are whole 32-blocks only.
+    #[test]
+    fn the_iq4_mixes_of_qwen2_0_5b_are_typed_as_llama_quantize_typed_them() {
+        let cfg = Config {
+            dim: 896,
+            hidden_dim: 4864,
+            arch: Arch::Qwen2,
+            ..config(24, 14, 2)
+        };
+        let count = |m: KMix| {
+            let q = Quant::Mix(m);
+            let mut n = std::collections::BTreeMap::new();
+            let mut add = |t: GgmlType| *n.entry(t.ggml_name()).or_insert(0) += 1;
+            add(q.tensor_type(Role::TokenEmbd, 0, 896, &cfg, true));
+            for l in 0..24 {
+                for r in [
+                    Role::AttnQ,
+                    Role::AttnK,
+                    Role::AttnV,
+                    Role::AttnOutput,
+                    Role::FfnGate,
+                    Role::FfnUp,
+                ] {
+                    add(q.tensor_type(r, l, 896, &cfg, true));
+                }
+                add(q.tensor_type(Role::FfnDown, l, 4864, &cfg, true));
+            }
+            n.into_iter().collect::<Vec<_>>()
+        };
+        assert_eq!(
+            count(KMix::IQ4XS),
+            [
+                ("IQ4_NL", 120),
+                ("IQ4_XS", 21),
+                ("Q5_1", 24),
+                ("Q5_K", 3),
+                ("Q8_0", 1)
+            ]
+        );
+        assert_eq!(
+            count(KMix::IQ4NL),
+            [("IQ4_NL", 141), ("Q5_1", 24), ("Q5_K", 3), ("Q8_0", 1)]
+        );
+    }
+
     #[test]
     fn parse_reads_mixes_and_single_types_and_names_the_choices() {
         assert_eq!(Quant::parse("q4_k_m").unwrap(), Quant::Mix(KMix::Q4KM));
