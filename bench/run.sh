@@ -21,7 +21,8 @@
 #              and multi ids against llama.cpp's goldens
 #   kquant     the SHAPES' Q4_K_M files (`model gen --quant q4_k_m`: llama-quantize's mix and
 #              bytes, no peer needed); gates (f32, q8) on them; kquant:ACTS the gates' paths
-#              (commas), kquant:none none
+#              (commas), kquant:none none; mix:MIX[:SHAPES[:ACTS]] another mix's files and
+#              gates (e.g. mix:iq4_nl:llama-1b)
 #   bench      baro-top `bench` (mega, f32 and q8) and llama-bench tg128 on every Q4_0 and
 #              Q4_K_M file, in the same call (after the peer build, when `peer` started one:
 #              nothing else runs beside a timed run)
@@ -196,18 +197,20 @@ fixtures_step() {
 # `model gen --quant f32` of the same seed (engine/src/model/mix.rs; since 2026-12-05, before
 # that llama-quantize of the f16 file: the same types and shapes, so the same speed), so no
 # call waits for the peer's build to make them.
+# mix:MIX[:SHAPES[:ACTS]] the same for another `model gen --quant` mix (iq4_xs, iq4_nl, q5_k_m,
+# ...; SHAPES commas, default the round's), e.g. mix:iq4_nl:llama-1b.
 kquant_step() {
-  local acts=${1:-f32 q8}
+  local acts=${1:-f32 q8} mix=${2:-q4_k_m} shapes=${3:-$SHAPES}
   [ "$acts" = none ] && acts=
-  for s in $SHAPES; do
-    [ -s /tmp/$s-q4_k_m.gguf ] && continue
-    t "$s Q4_K_M by model gen"
-    $B model gen --shape $s --quant q4_k_m --seq 16384 --margin-steps 0 -o /tmp/$s-q4_k_m.gguf 2>&1 | grep -E "error|refus|generated"
-    $B model info /tmp/$s-q4_k_m.gguf 2>&1 | grep -E "file type"
-    $B model info /tmp/$s-q4_k_m.gguf 2>&1 | grep -ciE "\b(q4_k|q6_k)\b" | sed 's/^/k-quant tensors: /'
+  for s in $shapes; do
+    [ -s /tmp/$s-$mix.gguf ] && continue
+    t "$s $mix by model gen"
+    $B model gen --shape $s --quant $mix --seq 16384 --margin-steps 0 -o /tmp/$s-$mix.gguf 2>&1 | grep -E "error|refus|generated"
+    $B model info /tmp/$s-$mix.gguf 2>&1 | grep -E "file type"
+    $B model info /tmp/$s-$mix.gguf 2>&1 | grep -oiE "\b(q4_k|q5_k|q6_k|iq4_xs|iq4_nl|q5_0|q5_1|q8_0)\b" | sort | uniq -c | tr '\n' ' '; echo
   done
-  for s in $SHAPES; do for a in $acts; do
-    echo "-- $s Q4_K_M act $a"; $B gate -m /tmp/$s-q4_k_m.gguf --steps 8 --act $a 2>&1 | grep -E "GATE|bit-identical|rel-L2|tokens vs|refus|error"
+  for s in $shapes; do for a in $acts; do
+    echo "-- $s $mix act $a"; $B gate -m /tmp/$s-$mix.gguf --steps 8 --act $a 2>&1 | grep -E "GATE|bit-identical|rel-L2|tokens vs|refus|error"
   done; done
 }
 
@@ -251,6 +254,7 @@ for step in "$@"; do
     fixtures) fixtures_step ;;
     kquant) kquant_step ;;
     kquant:*) kquant_step "$(echo "${step#kquant:}" | tr , ' ')" ;;
+    mix:*) IFS=: read -r _ mx shp acts <<< "$step"; acts=${acts:-f32,q8}; kquant_step "${acts//,/ }" "$mx" "${shp//,/ }" ;;
     bench) bench_step ;;
     bench:*) IFS=: read -r _ depths xargs acts <<< "$step"; bench_step "${depths//,/ }" "${xargs//,/ }" "${acts//,/ }" ;;
     ab:*)
