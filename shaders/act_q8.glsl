@@ -216,6 +216,15 @@ int iq4_bytes(uint w) {
     }
     return int(r);
 }
+// One 32-element block of code-book nibbles (Q4_0's layout) against block u of sq: Σ kv[n]·x.
+int iq4_block_q8(uvec4 W, uint u) {
+    int v = 0;
+    [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+        v += dotPacked4x8EXT(iq4_bytes(W[k] & 0x0F0F0F0Fu), sqw(u, k));
+        v += dotPacked4x8EXT(iq4_bytes((W[k] >> 4u) & 0x0F0F0F0Fu), sqw(u, k + 4u));
+    }
+    return v;
+}
 // IQ4_XS: unit = one sub-block (block u of sq); term (d · f32((ls − 32) · s)) · 2^e,
 // s = Σ kv[n]·x.
 float dot_iq4_xs_q8(uint t, uint row, uint c0, uint cl) {
@@ -225,11 +234,7 @@ float dot_iq4_xs_q8(uint t, uint row, uint c0, uint cl) {
     FOR_LANE_UNITS(u, nu, 40u) {
         uint g = u0 + u, sb = g >> 3u, s = g & 7u, hb = hs + (row * nsb + sb) * 2u;
         uvec4 W = wld4(ch, base + sb * 32u + s * 4u);
-        int v = 0;
-        [[unroll]] for (uint k = 0u; k < 4u; ++k) {
-            v += dotPacked4x8EXT(iq4_bytes(W[k] & 0x0F0F0F0Fu), sqw(u, k));
-            v += dotPacked4x8EXT(iq4_bytes((W[k] >> 4u) & 0x0F0F0F0Fu), sqw(u, k + 4u));
-        }
+        int v = iq4_block_q8(W, u);
         uint h0 = wld(ch, hb), h1 = wld(ch, hb + 1u);
         int ls = int(((h1 >> (4u * s)) & 15u) | (((h0 >> (16u + 2u * s)) & 3u) << 4u)) - 32;
         acc += q8_term(unpackHalf2x16(h0).x, ls * v, 0.0, 0, u);
@@ -245,11 +250,7 @@ float dot_iq4_nl_q8(uint t, uint row, uint c0, uint cl) {
     float acc = 0.0;
     FOR_LANE_UNITS(b, nb, 40u) {
         uvec4 W = wld4(ch, base + (g0 + b) * 4u);
-        int v = 0;
-        [[unroll]] for (uint k = 0u; k < 4u; ++k) {
-            v += dotPacked4x8EXT(iq4_bytes(W[k] & 0x0F0F0F0Fu), sqw(b, k));
-            v += dotPacked4x8EXT(iq4_bytes((W[k] >> 4u) & 0x0F0F0F0Fu), sqw(b, k + 4u));
-        }
+        int v = iq4_block_q8(W, b);
         acc += q8_term(qscale_after(ch, sc, row * nbt + g0 + b, W.x), v, 0.0, 0, b);
     }
     return acc;

@@ -303,6 +303,20 @@ float iq4_dl(uint h0, uint h1, uint s) {
     uint ls = ((h1 >> (4u * s)) & 15u) | (((h0 >> (16u + 2u * s)) & 3u) << 4u);
     return unpackHalf2x16(h0).x * float(int(ls) - 32);
 }
+// One 32-element block of code-book nibbles (Q4_0's layout: the low nibbles are elements
+// 0..15, the high 16..31) against block u of sx: lo + hi, each summed in element order.
+float iq4_block_sx(uvec4 W, uint u) {
+    float lo = 0.0, hi = 0.0;
+    [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+        vec4 xl = sx4[u * 9u + k], xh = sx4[u * 9u + 4u + k];
+        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+            uint byte = W[k] >> (8u * i);
+            lo += float(iq4_kv(byte & 15u)) * xl[i];
+            hi += float(iq4_kv((byte >> 4u) & 15u)) * xh[i];
+        }
+    }
+    return lo + hi;
+}
 // Unit = one sub-block of 32 (g = c0/32 + u = 8 sb + s): (d·(ls − 32)) · Σ kv[n]·x, the
 // nibbles laid out as Q4_0's (lo + hi, each in element order).
 float dot_iq4_xs(uint t, uint row, uint c0, uint cl) {
@@ -312,16 +326,7 @@ float dot_iq4_xs(uint t, uint row, uint c0, uint cl) {
     FOR_LANE_UNITS(u, nu, 40u) {
         uint g = u0 + u, sb = g >> 3u, s = g & 7u, hb = hs + (row * nsb + sb) * 2u;
         uvec4 W = wld4(ch, base + sb * 32u + s * 4u);
-        float lo = 0.0, hi = 0.0;
-        [[unroll]] for (uint k = 0u; k < 4u; ++k) {
-            vec4 xl = sx4[u * 9u + k], xh = sx4[u * 9u + 4u + k];
-            [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-                uint byte = W[k] >> (8u * i);
-                lo += float(iq4_kv(byte & 15u)) * xl[i];
-                hi += float(iq4_kv((byte >> 4u) & 15u)) * xh[i];
-            }
-        }
-        acc += iq4_dl(wld(ch, hb), wld(ch, hb + 1u), s) * (lo + hi);
+        acc += iq4_dl(wld(ch, hb), wld(ch, hb + 1u), s) * iq4_block_sx(W, u);
     }
     return acc;
 }
@@ -344,16 +349,7 @@ float dot_iq4_nl(uint t, uint row, uint c0, uint cl) {
     float acc = 0.0;
     FOR_LANE_UNITS(b, nb, 40u) {
         uvec4 W = wld4(ch, base + (g0 + b) * 4u);
-        float lo = 0.0, hi = 0.0;
-        [[unroll]] for (uint k = 0u; k < 4u; ++k) {
-            vec4 xl = sx4[b * 9u + k], xh = sx4[b * 9u + 4u + k];
-            [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-                uint byte = W[k] >> (8u * i);
-                lo += float(iq4_kv(byte & 15u)) * xl[i];
-                hi += float(iq4_kv((byte >> 4u) & 15u)) * xh[i];
-            }
-        }
-        acc += qscale_after(ch, sc, row * nbt + g0 + b, W.x) * (lo + hi);
+        acc += qscale_after(ch, sc, row * nbt + g0 + b, W.x) * iq4_block_sx(W, b);
     }
     return acc;
 }
