@@ -174,9 +174,12 @@ def caption(rows):
 
 
 def quant_of(name):
-    """`bench` step file names: llama-1b (Q4_0 from `model gen`), llama-1b-q4_k_m (llama-quantize)."""
-    m, _, q = name.partition("-q")
-    return (m, "Q" + q.upper()) if q else (name, "Q4_0")
+    """`bench` step file names: llama-1b (Q4_0 from `model gen`), llama-1b-q4_k_m,
+    llama-1b-iq4_xs, ... (`model gen --quant MIX`: a last part that names a ggml type or mix)."""
+    import re
+
+    m = re.match(r"(.+?)-((?:i?q\d|bf16|f16|f32)\w*)$", name)
+    return (m.group(1), m.group(2).upper()) if m else (name, "Q4_0")
 
 
 def ingest(path, a):

@@ -24,7 +24,7 @@
 #              (commas), kquant:none none; mix:MIX[:SHAPES[:ACTS]] another mix's files and
 #              gates (e.g. mix:iq4_nl:llama-1b)
 #   bench      baro-top `bench` (mega, f32 and q8) and llama-bench tg128 on every Q4_0 and
-#              Q4_K_M file, in the same call (after the peer build, when `peer` started one:
+#              Q4_K_M file and every `mix:` file of the shapes, in the same call (after the peer build, when `peer` started one:
 #              nothing else runs beside a timed run)
 #   bench:DEPTHS[:ARGS[:ACTS]]  the same at each depth of DEPTHS (commas: 0,4096; llama-bench
 #              -d beside baro-top --depth), ARGS added to every baro-top run (commas for
@@ -222,11 +222,16 @@ kquant_step() {
 # baro-top's rows first, then llama.cpp's. When `peer` started its build in this call, both
 # wait for it: a build on every core beside a timed run disturbs the run (round 48 call 3:
 # one of three 1b q8 runs at 989 tok/s, 36 of its passes in the slow mode, the others 1,175).
+# The files of shape $1 this call made: Q4_0, Q4_K_M, then the other mixes (`mix:` steps) by name.
+bench_files() {
+  local f
+  for f in /tmp/$1.gguf /tmp/$1-q4_k_m.gguf; do [ -s $f ] && basename $f .gguf; done
+  for f in /tmp/$1-*.gguf; do [ -s $f ] && [ $f != /tmp/$1-q4_k_m.gguf ] && basename $f .gguf; done
+}
 bench_step() {
   local s f a d depths=${1:-} xargs=${2:-} acts=${3:-f32 q8}
   [ -e /tmp/peer/started ] && peer_wait
-  for s in $SHAPES; do for f in $s $s-q4_k_m; do
-    [ -s /tmp/$f.gguf ] || continue
+  for s in $SHAPES; do for f in $(bench_files $s); do
     for d in ${depths:-0}; do
       local dl=${depths:+ d$d}
       for a in $acts; do
@@ -236,8 +241,7 @@ bench_step() {
     done
   done; done
   [ -x $P/llama-bench ] || return
-  for s in $SHAPES; do for f in $s $s-q4_k_m; do
-    [ -s /tmp/$f.gguf ] || continue
+  for s in $SHAPES; do for f in $(bench_files $s); do
     for d in ${depths:-0}; do
       local dl=${depths:+ d$d}
       t "llama.cpp $f$dl"; $P/llama-bench -m /tmp/$f.gguf -p 0 -n 128 -d $d -r 3 -ngl 99 2>&1 | grep -E "tg128|build"

@@ -120,6 +120,23 @@ class Compare(unittest.TestCase):
                          [("bench", "Q4_K_M", "q8", 261.7, None), ("llama-bench", "Q4_K_M", None, None, 270.28)])
         self.assertEqual((rows[0]["commit"], rows[0]["driver"], rows[0]["peer"]), ("3518ac2", "580.159.04", 270.28))
 
+    def test_ingest_names_the_quant_of_every_mix_file_and_pairs_its_peer(self):
+        # `model gen --quant MIX` files: llama-1b-iq4_xs is IQ4_XS of llama-1b, not a Q4_0
+        # model called llama-1b-iq4_xs; its ratio is against llama.cpp on that file only.
+        log = ("NVIDIA H200, 580.159.04, 1980 MHz, P0\n== [0 s] build under test 3518ac2c0ffe\n"
+               "== [9 s] baro-top llama-1b-iq4_xs act q8\n"
+               "mega                     tg128             900.5 (899.0, 901.2)        900.1 ± 0.5    435/0/0\n"
+               "== [12 s] baro-top llama-1b act q8\n"
+               "mega                     tg128             1100.0 (1099.0, 1101.0)        1100.0 ± 0.5    435/0/0\n"
+               "== [30 s] llama.cpp llama-1b-iq4_xs\n"
+               "| llama 1B IQ4_XS - 4.25 bpw | 0.6 GiB | 1.2 B | CUDA | 99 | tg128 | 850.00 ± 2.00 |\n"
+               "== [40 s] llama.cpp llama-1b\n"
+               "| llama 1B Q4_0 | 0.6 GiB | 1.2 B | CUDA | 99 | tg128 | 1000.00 ± 2.00 |\n")
+        rows = ingest(log, "66")
+        self.assertEqual([(r["tool"], r["model"], r["quant"], r["peer"]) for r in rows],
+                         [("bench", "llama-1b", "IQ4_XS", 850.0), ("bench", "llama-1b", "Q4_0", 1000.0),
+                          ("llama-bench", "llama-1b", "IQ4_XS", None), ("llama-bench", "llama-1b", "Q4_0", None)])
+
     def test_ingest_reads_bench_rows_at_depth_with_arguments_and_pairs_the_peer_by_depth(self):
         # run.sh's `bench:0,4096:ARGS`: the header names depth and arguments; the line says the
         # depth as llama-bench does; a ratio is only ever against the peer at the same depth.
