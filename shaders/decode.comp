@@ -1223,13 +1223,21 @@ void run_stage(uint si, bool first, bool last) {
                 u += nu * NT;
             }
 #ifndef CPU_MODEL
+#ifdef ACT_Q8
+        } else if (MAT_TY != 0xFFFFu || (!CPU_PAUSE && gl_WorkGroupSize.x < 1024u)) {
+#else
         } else if (!CPU_PAUSE || MAT_TY != 0xFFFFu) {
+#endif
             // One inlined dot product per unit kind (a two-row unit's rows together through
             // dot_rows2), its rows in straight-line code: what a GPU runs (round 35: the
             // one-site loop below cost the 8b q8 pipeline 7.5 % of its plain GPU time at the
             // 64-register cap). Not in the CPU modules of mixed-type models: lavapipe inlines
             // every copy before it drops dead code, and its pipelines then took 1.5-2.5x as
-            // long to build (the suite's Vulkan tests with them).
+            // long to build (the suite's Vulkan tests with them). Nor in a GPU's q8 modules of
+            // mixed-type models at 1,024 lanes (8B's): there NVIDIA's driver compiled main's
+            // inlined copies with reconvergence checks (MATCH) and three waiting dot loops,
+            // and the one-site loop ran +6.27 % at 8B Q4_K_M q8 (round 65, H100; its f32
+            // module lost 1.60 % the same way, so f32 keeps the copies).
             for (uint u = me; u < n; u += NT) {
                 TICK();
                 if (!budget_ok()) break;
