@@ -545,6 +545,34 @@ fn act_auto_is_accepted_and_is_f32_on_the_f32_stories260k_whose_cpu_run_still_sa
 }
 
 #[test]
+fn stories260k_with_the_default_act_decodes_the_golden_story_on_vulkan_mega_and_multi() {
+    let Some(_turn) = vulkan() else { return };
+    let golden = include_str!("../../engine/models/stories260K/greedy_empty_prompt_200.txt");
+    for d in ["mega", "multi"] {
+        let o = baro(&[
+            "generate",
+            "--backend",
+            "vulkan",
+            "--dispatch",
+            d,
+            "-n",
+            "200",
+        ]);
+        assert!(o.status.success(), "{d}: {}", stderr(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            format!("{golden}\n"),
+            "{d}: the default (auto) must stay f32 on F32 matrices"
+        );
+        assert!(
+            stderr(&o).contains("activations f32 (auto)"),
+            "{d}: {}",
+            stderr(&o)
+        );
+    }
+}
+
+#[test]
 fn the_default_act_on_an_all_quantised_model_is_q8_and_its_gate_passes_against_the_q8_reference() {
     let dir = std::env::temp_dir().join(format!("baro-act-auto-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp");

@@ -491,7 +491,6 @@ mod tests {
         cfg.dim = 256;
         cfg.hidden_dim = 512;
         cfg.n_layers = 2;
-        cfg.vocab_size = 256;
         crate::synth::generate(&cfg, tied, quant, 7, |_, _| {}).unwrap()
     }
 
