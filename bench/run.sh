@@ -14,7 +14,10 @@
 #              the steps that need it wait for it (its build cannot travel back in: the
 #              tracked tree is 47 MB of the carried 64 MiB and the build 43 MB; round 64)
 #   models     the SHAPES' Q4_0 files (16k context) from `model gen`, once
-#   gates      stories260K goldens (mega, multi), stall injection, f32 and q8 gates per shape
+#   gates      stories260K goldens (mega, multi; the default act, auto, is f32 there), stall
+#              injection, f32 and q8 gates per shape (every baro-top step names its --act: the
+#              default became auto, q8 on the Q4 files; record runs f32, an ab arm without
+#              --act gets --act f32)
 #   gates:BIN[:ARGS]  the same of .bin/BIN, ARGS (commas for spaces) added to every gate and
 #              golden run (e.g. --prefetch-mib,16)
 #   fixtures   scripts/fixtures/check on every engine/tests/data/models fixture: Vulkan mega
@@ -178,9 +181,11 @@ peer_wait() {
 gates_step() {
   local B=${1:-$B} X=${2:-}
   t "gates $B $X"
-  $B gate --steps 200 $X 2>&1 | grep -E "GATE|bit-identical"
+  # stories260K: --act f32 by name (its F32 matrices make the default, auto, f32 too; the
+  # goldens below run the default, which must stay the reference path there).
+  $B gate --steps 200 --act f32 $X 2>&1 | grep -E "GATE|bit-identical"
   for m in mega multi; do echo "golden $m $($B generate --backend vulkan --dispatch $m -n 200 $X 2>/dev/null | md5sum | cut -c1-12) (want 9b48d0eee929)"; done
-  s0=$SECONDS; $B gate --inject-stall-wg 3 --steps 3 $X 2>&1 | grep -E "FAIL|GATE" | head -2; echo "stall refused in $((SECONDS - s0)) s"
+  s0=$SECONDS; $B gate --inject-stall-wg 3 --steps 3 --act f32 $X 2>&1 | grep -E "FAIL|GATE" | head -2; echo "stall refused in $((SECONDS - s0)) s"
   for s in $SHAPES; do for a in f32 q8; do
     echo "-- $s act $a"; $B gate -m /tmp/$s.gguf --steps 8 --act $a $X 2>&1 | grep -E "GATE|bit-identical|rel-L2|tokens vs"
   done; done
@@ -263,11 +268,15 @@ for step in "$@"; do
     bench:*) IFS=: read -r _ depths xargs acts <<< "$step"; bench_step "${depths//,/ }" "${xargs//,/ }" "${acts//,/ }" ;;
     ab:*)
       IFS=: read -r _ a b shape args predict bargs depth <<< "$step"
+      # An arm without --act runs --act f32, as every arm did before auto became the default
+      # (a round's ab rows keep their meaning; give --act auto to measure the default).
+      f32arm() { case " $1 " in *" --act "*|*" --act="*) echo "$1" ;; *) echo "$1 --act f32" ;; esac; }
       abx() { t "ab $1: $3 -> $4 '$5'${6:+ -> '$6'}${7:+ depth $7}"; $B bench ab -m /tmp/$1.gguf --prompts /tmp/one.txt --tokens 128 --pairs 2 \
-        --depth ${7:-0} --a-binary $3 --b-binary $4 --a "$5" --b "${6:-$5}" --predict "$2" --log $O/predictions.log 2>&1 | tail -4; }
+        --depth ${7:-0} --a-binary $3 --b-binary $4 --a "$(f32arm "$5")" --b "$(f32arm "${6:-$5}")" --predict "$2" --log $O/predictions.log 2>&1 | tail -4; }
       abx "$shape" "$predict" ".bin/$a" ".bin/$b" "${args//,/ }" "${bargs//,/ }" "${depth:-}" ;;
     stages:*)
       IFS=: read -r _ bin shape act xargs edges <<< "$step"
+      act=${act:-f32}
       t "stages $bin $shape act $act${xargs:+ ${xargs//,/ }}${edges:+ buckets at $edges}"
       # One cache per arguments too (a second `stages` of one binary must not overwrite it).
       tag=${xargs//[^A-Za-z0-9]/}
@@ -282,6 +291,7 @@ for p in d.get('pipelines',[]): print('  ', p['pipeline'], '; '.join('%s=%s'%(s[
       e=${edges:-65}; python3 bench/stage_summary.py ${e//,/ } < /tmp/run.jsonl ;;
     plain:*)
       IFS=: read -r _ bin shape act xargs envs <<< "$step"
+      act=${act:-f32}
       t "plain $bin $shape act $act${xargs:+ ${xargs//,/ }}${envs:+ env ${envs//,/ }}"
       tag=${xargs//[^A-Za-z0-9]/}${envs:+-${envs//[^A-Za-z0-9]/}}
       np="--passes 140"; case ",$xargs," in *,--passes,*) np= ;; esac
@@ -317,7 +327,7 @@ for name,g in (('device gap',lambda a,b:b['timestamp_start_ns']-a['timestamp_sta
   if v: print('   %s passes 20..: median %.1f us (min %.1f, max %.1f, n %d)'%(name,statistics.median(v),v[0],v[-1],len(v)))" ;;
     record:*)
       IFS=: read -r _ shape file <<< "$step"
-      t "record $shape"; $B record -m /tmp/$shape.gguf --dispatch mega --passes 120 --spans-every 12 -o "$O/$file" 2>&1 | tail -2 ;;
+      t "record $shape"; $B record -m /tmp/$shape.gguf --dispatch mega --act f32 --passes 120 --spans-every 12 -o "$O/$file" 2>&1 | tail -2 ;;
     *) echo "unknown step $step" ;;
   esac
 done

@@ -7,7 +7,9 @@
 
 use std::path::PathBuf;
 
-use baro_engine::device::{DecoderOptions, Dispatch};
+use baro_engine::act::{resolve_act, ActCaps, ActChoice, ActType};
+use baro_engine::device::{DecoderOptions, DeviceInfo, Dispatch};
+use baro_engine::model::{Model, Weights};
 use clap::Args;
 
 use crate::validate;
@@ -76,15 +78,21 @@ pub struct GpuArgs {
     /// Needs storageBuffer16BitAccess (`baro-top devices` says).
     #[arg(long, value_name = "f32|f16", value_parser = validate::kv)]
     pub kv: Option<baro_engine::device::KvType>,
-    /// What quantised matrices multiply against: f32 or q8 [default: f32]. f32 is the
-    /// reference path (bit-exact against the goldens); q8 quantises each matvec's input
-    /// vector per 32-element block to int8 with a power-of-two scale and sums every block as
-    /// an exact integer dot product (4-way packed int8): a fraction of the instructions per
-    /// weight, logits within ≈ 1 % of f32's. The gate then checks against a reference that
-    /// quantises the same way. Needs shaderIntegerDotProduct (`baro-top devices` says) and
-    /// every matrix quantised (F32, F16 and BF16 matrices are refused).
-    #[arg(long, value_name = "f32|q8", value_parser = validate::act)]
-    pub act: Option<baro_engine::device::ActType>,
+    /// What quantised matrices multiply against: auto, f32 or q8 [default: auto]. auto is q8
+    /// where every matrix the decoder multiplies is quantised and the backend can run q8 (a
+    /// Vulkan device with shaderIntegerDotProduct and subgroups of a multiple of 8 lanes; the
+    /// CPU backend always), else f32: a Q4_K_M file runs q8, stories260K (F32 matrices) f32.
+    /// What auto chose is what the run reports (`act q8 (auto)`; JSON: `"act"` is the type
+    /// used, `"act_auto": true` beside it), what bench rows and metrics carry, and what the
+    /// gate checks against. f32 is the reference path (bit-exact against the goldens); q8
+    /// quantises each matvec's input vector per 32-element block to int8 with a power-of-two
+    /// scale and sums every block as an exact integer dot product (4-way packed int8): a
+    /// fraction of the instructions per weight, logits within ≈ 1 % of f32's. The gate then
+    /// checks against a reference that quantises the same way. q8 by name needs
+    /// shaderIntegerDotProduct (`baro-top devices` says) and every matrix quantised (F32, F16
+    /// and BF16 matrices are refused).
+    #[arg(long, value_name = "auto|f32|q8", value_parser = validate::act)]
+    pub act: Option<baro_engine::act::ActChoice>,
     /// Megakernel: nanoseconds, 0..=100000, that a workgroup without a unit in an attention
     /// level waits after it arrives at that level's grid barrier, before it first polls
     /// [default: 2000 on GPUs with a device clock, else 0; 0: none]. Logits are bit-identical
@@ -146,8 +154,33 @@ impl GpuArgs {
         .collect()
     }
 
-    /// Decoder options for `max_seq` positions with dispatch style `dispatch`.
-    pub fn decoder_options(&self, dispatch: Dispatch, max_seq: usize) -> DecoderOptions {
+    /// What `--act` asked for: `auto` where not given.
+    pub fn act_choice(&self) -> ActChoice {
+        self.act.unwrap_or_default()
+    }
+
+    /// The activation type a run of `weights` takes on a backend that can do `caps`
+    /// (`--act auto` resolved, [`resolve_act`]), and whether auto chose it.
+    pub fn resolved_act(&self, weights: &Weights, caps: ActCaps) -> (ActType, bool) {
+        let choice = self.act_choice();
+        (
+            resolve_act(choice, weights, caps),
+            choice == ActChoice::Auto,
+        )
+    }
+
+    /// Decoder options for `model` on `device`, `max_seq` positions with dispatch style
+    /// `dispatch`. `--act auto` is resolved here, where the model and the device are both
+    /// known: the options (and so the decoder, its run details, bench rows and the gate's
+    /// reference) carry the concrete type, with `act_auto` saying auto chose it.
+    pub fn decoder_options(
+        &self,
+        dispatch: Dispatch,
+        max_seq: usize,
+        model: &Model,
+        device: &DeviceInfo,
+    ) -> DecoderOptions {
+        let (act, act_auto) = self.resolved_act(&model.weights, ActCaps::of(device));
         DecoderOptions {
             dispatch,
             grid: self.grid,
@@ -157,7 +190,8 @@ impl GpuArgs {
             chain: self.chain.unwrap_or(DEFAULT_CHAIN),
             pass_loop: self.pass_loop.unwrap_or(false),
             kv: self.kv.unwrap_or_default(),
-            act: self.act.unwrap_or_default(),
+            act,
+            act_auto,
             idle_wait_ns: self.idle_wait_ns,
             prefetch_mib: self.prefetch_mib,
             prefetch_skew: self.prefetch_skew.unwrap_or(0),

@@ -245,10 +245,10 @@ pub fn kv(s: &str) -> Result<baro_engine::device::KvType, String> {
     baro_engine::device::KvType::parse(s)
 }
 
-/// `--act`: what quantised matrices multiply against, exactly `f32` or `q8` (no other
+/// `--act`: what quantised matrices multiply against, exactly `auto`, `f32` or `q8` (no other
 /// spelling, no case folding).
-pub fn act(s: &str) -> Result<baro_engine::device::ActType, String> {
-    baro_engine::device::ActType::parse(s)
+pub fn act(s: &str) -> Result<baro_engine::act::ActChoice, String> {
+    baro_engine::act::ActChoice::parse(s)
 }
 
 /// `--pass-loop`: exactly `on` or `off` (no other spelling, no case folding).
@@ -440,10 +440,11 @@ mod tests {
         assert_eq!(seed("0"), Ok(0));
         assert_eq!(kv("f16"), Ok(baro_engine::device::KvType::F16));
         assert!(kv("f64").expect_err("f64").contains("f32, f16"));
-        assert_eq!(act("q8"), Ok(baro_engine::device::ActType::Q8));
-        assert_eq!(act("f32"), Ok(baro_engine::device::ActType::F32));
-        for bad in ["Q8", "q8_0", "int8", ""] {
-            assert!(act(bad).expect_err(bad).contains("f32, q8"), "{bad}");
+        assert_eq!(act("q8"), Ok(baro_engine::act::ActChoice::Q8));
+        assert_eq!(act("f32"), Ok(baro_engine::act::ActChoice::F32));
+        assert_eq!(act("auto"), Ok(baro_engine::act::ActChoice::Auto));
+        for bad in ["Q8", "q8_0", "int8", "", "Auto", "bogus"] {
+            assert!(act(bad).expect_err(bad).contains("auto, f32, q8"), "{bad}");
         }
         assert!(speed("1e-300").is_err());
         assert_eq!(speed("0"), Ok(0.0));

@@ -678,7 +678,8 @@ fn bench_ring_every_names_the_sampled_arm_and_is_refused_without_the_ring() {
 }
 
 #[test]
-fn bench_rows_carry_the_act_type_f32_by_default_and_q8_with_act_q8() {
+fn bench_rows_carry_the_resolved_act_q8_by_default_on_a_q4_model_f32_with_act_f32_and_on_stories260k(
+) {
     let dir = TempDir::new("act");
     let p = dir.prompts();
     let m = dir.s("tiny-q4.gguf");
@@ -689,7 +690,14 @@ fn bench_rows_carry_the_act_type_f32_by_default_and_q8_with_act_q8() {
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    for (extra, want) in [(&[][..], "f32"), (&["--act", "q8"][..], "q8")] {
+    // The default (--act auto) on an all-quantised model is q8 (lavapipe has the integer dot
+    // product); rows carry the type the run used, never "auto".
+    for (extra, want) in [
+        (&[][..], "q8"),
+        (&["--act", "auto"][..], "q8"),
+        (&["--act", "f32"][..], "f32"),
+        (&["--act", "q8"][..], "q8"),
+    ] {
         let mut a = quick(&p, &["-o", "json", "-m", &m]);
         a.extend_from_slice(extra);
         let o = baro(&dir, &a);
@@ -700,7 +708,12 @@ fn bench_rows_carry_the_act_type_f32_by_default_and_q8_with_act_q8() {
             assert_eq!(r["act"], want, "{extra:?}: {r}");
         }
     }
-    // The f32 stories260K model has no quantised matrix: q8 is refused, naming one.
+    // The f32 stories260K model has no quantised matrix: auto (the default) is f32 there.
+    let o = baro(&dir, &quick(&p, &["-o", "json"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout(&o)).expect("a JSON array");
+    assert!(rows.iter().all(|r| r["act"] == "f32"), "{rows:?}");
+    // And q8 by name is refused, naming a matrix.
     let o = baro(&dir, &quick(&p, &["--act", "q8"]));
     assert!(!o.status.success(), "--act q8 on an f32 model accepted");
     assert!(

@@ -507,15 +507,124 @@ fn kv_f16_gates_against_the_f16_rounded_reference_and_generates_on_the_cpu_too()
 }
 
 #[test]
-fn act_type_other_than_f32_or_q8_is_refused_naming_the_accepted_values() {
+fn act_type_other_than_auto_f32_or_q8_is_refused_naming_the_accepted_values() {
     for c in ["gate", "run", "generate", "bench", "record"] {
-        for bad in ["q8_0", "Q8", "int8", ""] {
+        for bad in ["bogus", "q8_0", "Q8", "Auto", "int8", ""] {
             refused(
                 &baro(&[c, "--act", bad]),
-                &["--act", "expected one of f32, q8"],
+                &["--act", "expected one of auto, f32, q8"],
             );
         }
     }
+}
+
+#[test]
+fn act_auto_is_accepted_and_is_f32_on_the_f32_stories260k_whose_cpu_run_still_says_auto() {
+    for extra in [&[][..], &["--act", "auto"][..]] {
+        let mut a = vec!["generate", "-n", "4"];
+        a.extend_from_slice(extra);
+        let o = baro(&a);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("backend cpu, KV cache f32, activations f32 (auto)"),
+            "{extra:?}: {}",
+            stderr(&o)
+        );
+    }
+    let o = baro(&["generate", "-n", "4", "--act", "f32"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let line = err
+        .lines()
+        .find(|l| l.contains("backend cpu"))
+        .unwrap_or_else(|| panic!("no setup line: {err}"));
+    assert!(
+        line.ends_with("activations f32"),
+        "an asked-for f32 does not say auto: {line}"
+    );
+}
+
+#[test]
+fn stories260k_with_the_default_act_decodes_the_golden_story_on_vulkan_mega_and_multi() {
+    let Some(_turn) = vulkan() else { return };
+    let golden = include_str!("../../engine/models/stories260K/greedy_empty_prompt_200.txt");
+    for d in ["mega", "multi"] {
+        let o = baro(&[
+            "generate",
+            "--backend",
+            "vulkan",
+            "--dispatch",
+            d,
+            "-n",
+            "200",
+        ]);
+        assert!(o.status.success(), "{d}: {}", stderr(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            format!("{golden}\n"),
+            "{d}: the default (auto) must stay f32 on F32 matrices"
+        );
+        assert!(
+            stderr(&o).contains("activations f32 (auto)"),
+            "{d}: {}",
+            stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn the_default_act_on_an_all_quantised_model_is_q8_and_its_gate_passes_against_the_q8_reference() {
+    let dir = std::env::temp_dir().join(format!("baro-act-auto-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let m = dir.join("tiny-q4.gguf");
+    let m = m.to_str().expect("utf-8");
+    let o = baro(&[
+        "model", "gen", "--shape", "tiny", "--quant", "q4_0", "-o", m,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The CPU backend always runs q8: auto takes it on an all-quantised model.
+    let o = baro(&["generate", "-m", m, "-n", "12"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("backend cpu, KV cache f32, activations q8 (auto)"),
+        "{}",
+        stderr(&o)
+    );
+    let Some(_turn) = vulkan() else { return };
+    // lavapipe has the integer dot product: the default is q8 there, and the gate's CPU
+    // reference must quantise as the run does (an f32 reference would be the wrong one).
+    let o = baro(&["gate", "-m", m, "--steps", "24"]);
+    let err = stderr(&o);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{err}\n{out}");
+    assert!(
+        err.contains(
+            "activations q8 (auto) (the reference quantises its matvec inputs the same way)"
+        ),
+        "{err}"
+    );
+    let reference = out
+        .lines()
+        .find(|l| l.starts_with("reference activations"))
+        .unwrap_or_else(|| panic!("no reference activations line:\n{out}"));
+    assert_eq!(
+        reference.split_whitespace().collect::<Vec<_>>(),
+        ["reference", "activations", "q8", "(auto)"],
+        "{out}"
+    );
+    assert!(out.contains("24/24 passes bit-identical"), "{out}");
+    assert!(out.contains("GATE") && out.contains("PASS"), "{out}");
+    // The same file with --act f32 is checked against the f32 reference, by name.
+    let o = baro(&["gate", "-m", m, "--steps", "8", "--act", "f32"]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{}\n{out}", stderr(&o));
+    assert!(
+        out.lines().any(
+            |l| l.split_whitespace().collect::<Vec<_>>() == ["reference", "activations", "f32"]
+        ),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -137,6 +137,115 @@ pub fn check_q8_matrices(w: &crate::model::Weights) -> crate::Result<()> {
     }
 }
 
+/// What `--act` asks for: a fixed [`ActType`], or `auto`, which [`resolve_act`] turns into
+/// one once the model and the backend are known. Only the choice can be `auto`: a decoder,
+/// its run details, bench rows and the gate's reference always see the resolved [`ActType`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ActChoice {
+    /// q8 where the model and the backend can run it ([`resolve_act`]), else f32: the
+    /// CLI's default (llama.cpp's MMVQ also quantises activations by default).
+    #[default]
+    Auto,
+    /// Always f32 (the reference path).
+    F32,
+    /// Always q8 (refused by name where it cannot run).
+    Q8,
+}
+
+impl ActChoice {
+    /// Every choice, in the order the CLI lists them.
+    pub const ALL: [ActChoice; 3] = [ActChoice::Auto, ActChoice::F32, ActChoice::Q8];
+
+    /// The name the CLI uses (`auto`, `f32`, `q8`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ActChoice::Auto => "auto",
+            ActChoice::F32 => ActType::F32.name(),
+            ActChoice::Q8 => ActType::Q8.name(),
+        }
+    }
+
+    /// Parse a name exactly as [`ActChoice::name`] writes it; anything else is refused with a
+    /// message naming the accepted values.
+    pub fn parse(s: &str) -> Result<ActChoice, String> {
+        ActChoice::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "activation type '{s}': expected one of {}",
+                    ActChoice::ALL.map(|k| k.name()).join(", ")
+                )
+            })
+    }
+
+    /// The fixed type asked for; `None` for `auto`.
+    pub fn fixed(self) -> Option<ActType> {
+        match self {
+            ActChoice::Auto => None,
+            ActChoice::F32 => Some(ActType::F32),
+            ActChoice::Q8 => Some(ActType::Q8),
+        }
+    }
+}
+
+impl From<ActType> for ActChoice {
+    fn from(t: ActType) -> Self {
+        match t {
+            ActType::F32 => ActChoice::F32,
+            ActType::Q8 => ActChoice::Q8,
+        }
+    }
+}
+
+impl std::fmt::Display for ActChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for ActChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        ActChoice::parse(s)
+    }
+}
+
+/// What a backend can run, as far as the activation type goes: the device's half of the q8
+/// rule (the model's half is [`check_q8_matrices`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActCaps {
+    /// The backend runs the q8 path: the CPU reference always; a Vulkan device where
+    /// [`crate::vulkan::decoder::check_q8_device`] passes (the check that refuses an explicit q8
+    /// run there).
+    pub q8: bool,
+}
+
+impl ActCaps {
+    /// The CPU reference ([`crate::reference::CpuDecoder`]): it computes q8 on any host.
+    pub const CPU_REFERENCE: ActCaps = ActCaps { q8: true };
+
+    /// A Vulkan device: q8 where the decoder would accept an explicit q8 run on it.
+    pub fn of(info: &crate::vulkan::DeviceInfo) -> ActCaps {
+        ActCaps {
+            q8: crate::vulkan::decoder::check_q8_device(info).is_ok(),
+        }
+    }
+}
+
+/// The activation type a run takes for `choice` on the model `w` and a backend that can do
+/// `caps`: a fixed choice as asked (an explicit q8 that cannot run is refused where the
+/// decoder is built, by name, not turned into f32 here); `auto` is q8 where every matrix the
+/// decoder multiplies is quantised ([`check_q8_matrices`]) and the backend can run q8, else
+/// f32 (stories260K, whose matrices are F32, stays on the reference path and its goldens).
+pub fn resolve_act(choice: ActChoice, w: &crate::model::Weights, caps: ActCaps) -> ActType {
+    match choice.fixed() {
+        Some(t) => t,
+        None if caps.q8 && check_q8_matrices(w).is_ok() => ActType::Q8,
+        None => ActType::F32,
+    }
+}
+
 /// `Σ w_j · q_j` over a run of integer weights and the input quants beside them.
 fn idot(w: &[i32], q: &[i8]) -> i32 {
     w.iter().zip(q).map(|(&a, &b)| a * b as i32).sum()
@@ -373,5 +482,153 @@ mod tests {
             let rel = (num / den).sqrt();
             assert!(rel > 0.0 && rel < 0.03, "{ty}: rel-L2 against f32 {rel}");
         }
+    }
+
+    /// A small model of the tiny shape (dims of whole 256-element super-blocks, so a K-quant
+    /// mix keeps its K types), matrices as `quant`.
+    fn model(quant: impl Into<crate::model::Quant>, tied: bool) -> crate::model::Model {
+        let (mut cfg, _) = crate::synth::Shape::Tiny.config();
+        cfg.dim = 256;
+        cfg.hidden_dim = 512;
+        cfg.n_layers = 2;
+        crate::synth::generate(&cfg, tied, quant, 7, |_, _| {}).unwrap()
+    }
+
+    const Q8_DEVICE: ActCaps = ActCaps { q8: true };
+    const NO_INT_DOT: ActCaps = ActCaps { q8: false };
+
+    #[test]
+    fn auto_resolves_to_q8_on_an_all_q4_0_model_and_a_q4_k_m_mix() {
+        let q4 = model(GgmlType::Q4_0, true);
+        assert_eq!(
+            resolve_act(ActChoice::Auto, &q4.weights, Q8_DEVICE),
+            ActType::Q8
+        );
+        let km = model(crate::model::Quant::Mix(crate::model::KMix::Q4KM), false);
+        let tys: Vec<GgmlType> = km.weights.tensors().iter().map(|t| t.ty).collect();
+        assert!(
+            tys.contains(&GgmlType::Q4_K) && tys.contains(&GgmlType::Q6_K),
+            "a K-quant mix: {tys:?}"
+        );
+        assert_eq!(
+            resolve_act(ActChoice::Auto, &km.weights, Q8_DEVICE),
+            ActType::Q8
+        );
+        // The CPU reference always runs q8.
+        assert_eq!(
+            resolve_act(ActChoice::Auto, &km.weights, ActCaps::CPU_REFERENCE),
+            ActType::Q8
+        );
+    }
+
+    #[test]
+    fn auto_resolves_to_f32_where_any_multiplied_matrix_is_f32_f16_or_bf16() {
+        for ty in [GgmlType::F32, GgmlType::F16, GgmlType::BF16] {
+            let m = model(ty, true);
+            assert_eq!(
+                resolve_act(ActChoice::Auto, &m.weights, Q8_DEVICE),
+                ActType::F32,
+                "{ty}"
+            );
+            // One such matrix among quantised ones is enough (the rule check_q8_matrices
+            // enforces for an explicit q8).
+            let mut m = model(GgmlType::Q4_0, false);
+            m.weights.layers[1].w_down = m.weights.layers[1].w_down.convert(ty).unwrap();
+            assert!(check_q8_matrices(&m.weights).is_err());
+            assert_eq!(
+                resolve_act(ActChoice::Auto, &m.weights, Q8_DEVICE),
+                ActType::F32,
+                "w_down {ty}"
+            );
+            // An untied classifier counts too.
+            let mut m = model(GgmlType::Q4_0, false);
+            let out = m.weights.output.take().unwrap().convert(ty).unwrap();
+            m.weights.output = Some(out);
+            assert_eq!(
+                resolve_act(ActChoice::Auto, &m.weights, Q8_DEVICE),
+                ActType::F32,
+                "classifier {ty}"
+            );
+        }
+        // The embedding of an untied model is a lookup, not a matvec: it does not count.
+        let mut m = model(GgmlType::Q4_0, false);
+        m.weights.token_embd = m.weights.token_embd.convert(GgmlType::F16).unwrap();
+        assert_eq!(
+            resolve_act(ActChoice::Auto, &m.weights, Q8_DEVICE),
+            ActType::Q8
+        );
+    }
+
+    #[test]
+    fn auto_resolves_to_f32_on_a_device_without_the_integer_dot_product() {
+        let q4 = model(GgmlType::Q4_0, true);
+        assert_eq!(
+            resolve_act(ActChoice::Auto, &q4.weights, NO_INT_DOT),
+            ActType::F32
+        );
+    }
+
+    #[test]
+    fn explicit_f32_and_q8_resolve_as_asked_whatever_the_model_and_device() {
+        let (q4, f32m) = (model(GgmlType::Q4_0, true), model(GgmlType::F32, true));
+        for caps in [Q8_DEVICE, NO_INT_DOT] {
+            for w in [&q4.weights, &f32m.weights] {
+                assert_eq!(resolve_act(ActChoice::F32, w, caps), ActType::F32);
+                // Refused where the decoder is built, by name: never turned into f32 here.
+                assert_eq!(resolve_act(ActChoice::Q8, w, caps), ActType::Q8);
+            }
+        }
+    }
+
+    #[test]
+    fn act_choices_round_trip_and_anything_else_is_refused_listing_auto_f32_q8() {
+        for c in ActChoice::ALL {
+            assert_eq!(ActChoice::parse(c.name()), Ok(c));
+            assert_eq!(c.to_string().parse::<ActChoice>(), Ok(c));
+        }
+        for t in ActType::ALL {
+            assert_eq!(ActChoice::from(t).fixed(), Some(t));
+        }
+        assert_eq!(ActChoice::Auto.fixed(), None);
+        assert_eq!(ActChoice::default(), ActChoice::Auto);
+        for bad in ["bogus", "AUTO", "Q8", "", "f16"] {
+            let e = ActChoice::parse(bad).unwrap_err();
+            assert!(e.contains("auto, f32, q8"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_device_without_integer_dot_or_with_odd_subgroups_has_no_q8() {
+        let mut info = crate::vulkan::DeviceInfo {
+            index: 0,
+            name: "test".into(),
+            kind: crate::vulkan::DeviceKind::Discrete,
+            vendor_id: 0,
+            driver: String::new(),
+            api: "1.3.0".into(),
+            subgroup_size: 32,
+            subgroup_arith: true,
+            device_clock: true,
+            memory_model: true,
+            storage_array_indexing: true,
+            storage_16bit: true,
+            integer_dot: true,
+            pipeline_stats: false,
+            sm_count: None,
+            max_storage_range: 1 << 30,
+            storage_align: 16,
+            max_shared: 49152,
+            max_wg: 1024,
+            timestamp_period: 1.0,
+            calibrated_timestamps: false,
+            queue_family: 0,
+            timestamp_bits: 64,
+        };
+        assert_eq!(ActCaps::of(&info), Q8_DEVICE);
+        info.integer_dot = false;
+        assert_eq!(ActCaps::of(&info), NO_INT_DOT);
+        info.integer_dot = true;
+        info.subgroup_size = 4;
+        assert_eq!(ActCaps::of(&info), NO_INT_DOT);
     }
 }

@@ -222,6 +222,12 @@ pub struct RunDetails {
     /// f32 run) means f32, the reference path.
     #[serde(default, skip_serializing_if = "crate::ActType::is_f32")]
     pub act: crate::ActType,
+    /// `act` was chosen by `--act auto` (q8 where the model and device can run it, else f32)
+    /// rather than asked for by name; absent (older recordings, and every run given
+    /// `--act f32` or `--act q8`) means it was asked for. `act` is the type the run used
+    /// either way.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub act_auto: bool,
     /// Megakernel: the read-ahead budget, MiB, that the workgroups idle in an attention level
     /// read into L2 (`--prefetch-mib`; the frames carry the bytes each pass read); absent
     /// (older recordings, multi and CPU-device runs) means 0, none. It moves no value.
@@ -245,14 +251,27 @@ pub struct RunDetails {
 }
 
 impl RunDetails {
-    /// What puts this run off the f32 reference path (`kv f16`, `act q8`), in that order;
-    /// empty for a reference-path run. Every screen and log shows these.
+    /// What puts this run off the f32 reference path (`kv f16`, `act q8`, or `act q8 (auto)`
+    /// where `--act auto` chose it), in that order; empty for a reference-path run. Every
+    /// screen and log shows these.
     pub fn path_labels(&self) -> Vec<String> {
         self.kv
             .label()
             .into_iter()
-            .chain(self.act.label())
+            .chain(self.act.label().map(|l| match self.act_auto {
+                true => format!("{l} (auto)"),
+                false => l,
+            }))
             .collect()
+    }
+
+    /// The activation type as a run's options line says it: `q8`, or `q8 (auto)` where
+    /// `--act auto` chose it.
+    pub fn act_line(&self) -> String {
+        match self.act_auto {
+            true => format!("{} (auto)", self.act),
+            false => self.act.to_string(),
+        }
     }
 
     /// Name of level `i` (`#i` when out of range): what [`crate::FailWord::line`] wants.
@@ -308,6 +327,7 @@ pub(crate) mod tests {
             check: None,
             kv: Default::default(),
             act: Default::default(),
+            act_auto: false,
             prefetch_mib: 0,
             idle_wait_ns: 0,
             pass_loop: false,
@@ -361,6 +381,35 @@ pub(crate) mod tests {
             serde_json::from_str::<RunDetails>(&j).unwrap().act,
             crate::ActType::F32
         );
+    }
+
+    #[test]
+    fn act_auto_is_written_only_when_auto_chose_and_labels_say_auto_beside_the_resolved_type() {
+        let d = details();
+        let j = serde_json::to_string(&d).unwrap();
+        assert!(
+            !j.contains("act_auto"),
+            "an asked-for act writes no flag: {j}"
+        );
+        assert!(!serde_json::from_str::<RunDetails>(&j).unwrap().act_auto);
+        let mut auto = d.clone();
+        auto.act = crate::ActType::Q8;
+        auto.act_auto = true;
+        let ja = serde_json::to_string(&auto).unwrap();
+        assert!(
+            ja.contains("\"act\":\"q8\""),
+            "act stays the resolved type: {ja}"
+        );
+        assert!(ja.contains("\"act_auto\":true"), "{ja}");
+        assert_eq!(serde_json::from_str::<RunDetails>(&ja).unwrap(), auto);
+        assert_eq!(auto.path_labels(), vec!["act q8 (auto)".to_string()]);
+        assert_eq!(auto.act_line(), "q8 (auto)");
+        // auto that chose f32 is on the reference path: no label, but the line says auto.
+        let mut f = d.clone();
+        f.act_auto = true;
+        assert!(f.path_labels().is_empty());
+        assert_eq!(f.act_line(), "f32 (auto)");
+        assert_eq!(d.act_line(), "f32");
     }
 
     #[test]

@@ -96,6 +96,7 @@ pub fn synthetic_run(grid: u32, stages: u32, levels: u32) -> RunDetails {
         check: None,
         kv: Default::default(),
         act: Default::default(),
+        act_auto: false,
         prefetch_mib: 0,
         idle_wait_ns: 0,
         pass_loop: false,

@@ -225,7 +225,9 @@ fn live(a: UiBenchArgs) -> anyhow::Result<ExitCode> {
     let quant = super::live::quant_name(&model);
     let decoder = super::live::token_decoder(&model);
     let source = model.source.clone();
-    let mut dopts = a.gpu.decoder_options(dispatch, positions);
+    let mut dopts = a
+        .gpu
+        .decoder_options(dispatch, positions, &model, dev.info());
     dopts.instrument = !a.no_instrument;
     let mut b = SessionBuilder::new(&dev, model, dopts)
         .check(a.check.unwrap_or(Check::Auto))

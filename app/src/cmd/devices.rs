@@ -59,12 +59,19 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
                 "no: --kv f16 is refused (lacks storageBuffer16BitAccess)"
             }
         )?;
+        // The check a decoder makes before a q8 run, and the one --act auto goes by.
         outln!(
             "  q8 activations   {}",
-            if d.integer_dot {
-                "yes (shaderIntegerDotProduct)"
-            } else {
-                "no: --act q8 is refused (lacks shaderIntegerDotProduct)"
+            match baro_engine::act::ActCaps::of(d).q8 {
+                true => "yes (shaderIntegerDotProduct; --act auto, the default, runs q8 on all-quantised models)".to_string(),
+                false if !d.integer_dot => {
+                    "no: --act q8 is refused, --act auto runs f32 (lacks shaderIntegerDotProduct)"
+                        .to_string()
+                }
+                false => format!(
+                    "no: --act q8 is refused, --act auto runs f32 (subgroups of {} lanes, not a multiple of 8)",
+                    d.subgroup_size
+                ),
             }
         )?;
         outln!(

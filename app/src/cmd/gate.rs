@@ -50,7 +50,8 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
         near_tie: a.near_tie,
         decoder: baro_engine::device::DecoderOptions {
             chain: 1,
-            ..a.gpu.decoder_options(dispatches[0], a.steps)
+            ..a.gpu
+                .decoder_options(dispatches[0], a.steps, &model, ctx.info())
         },
         ..GateConfig::new(
             a.steps,
@@ -108,9 +109,13 @@ fn note_setup(a: &GateArgs, model: &Model, cfg: &GateConfig) {
             baro_engine::device::KvType::F32 => "f32".to_string(),
             k => format!("{k} (the reference rounds its cache to {k} too)"),
         },
-        match cfg.decoder.act {
-            baro_engine::device::ActType::F32 => "f32".to_string(),
-            a => format!("{a} (the reference quantises its matvec inputs the same way)"),
+        match (cfg.decoder.act, cfg.decoder.act_auto) {
+            (baro_engine::device::ActType::F32, false) => "f32".to_string(),
+            (baro_engine::device::ActType::F32, true) => "f32 (auto)".to_string(),
+            (a, auto) => format!(
+                "{a}{} (the reference quantises its matvec inputs the same way)",
+                if auto { " (auto)" } else { "" }
+            ),
         }
     );
 }
@@ -189,6 +194,13 @@ fn summary(report: &GateReport, cfg: &GateConfig) -> anyhow::Result<bool> {
         } else {
             format!("{fired} times")
         }
+    )?;
+    // What the CPU reference quantised (or not): the run's resolved activation type.
+    outln!(
+        "{:<28} {}{}",
+        "reference activations",
+        cfg.decoder.act,
+        if cfg.decoder.act_auto { " (auto)" } else { "" }
     )?;
     outln!(
         "{:<28} {}",

@@ -119,33 +119,42 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             "baro-top: seed 0 = the current time: seed {seed} (pass -s {seed} to repeat this text)"
         );
     }
-    if a.backend == Backend::Cpu && a.gpu.act == Some(baro_engine::device::ActType::Q8) {
+    if a.backend == Backend::Cpu && a.gpu.act == Some(baro_engine::act::ActChoice::Q8) {
         // As the Vulkan decoder refuses it: a q8 run of F32 matrices would be an f32 run.
         baro_engine::act::check_q8_matrices(&model.weights)?;
     }
     let mut sampler = Sampler::new(model.config.vocab_size, a.temp, a.topp, seed);
+    // The activation type the decoder runs (`--act auto` resolved for this model and
+    // backend), and whether auto chose it.
+    let (act, act_auto);
     let mut dec: Box<dyn Decode + '_> = match a.backend {
-        Backend::Cpu => Box::new(CpuDecoder::with_types(
-            &model.config,
-            &model.weights,
-            steps,
-            a.gpu.kv.unwrap_or_default(),
-            a.gpu.act.unwrap_or_default(),
-        )),
+        Backend::Cpu => {
+            (act, act_auto) = a
+                .gpu
+                .resolved_act(&model.weights, baro_engine::act::ActCaps::CPU_REFERENCE);
+            Box::new(CpuDecoder::with_types(
+                &model.config,
+                &model.weights,
+                steps,
+                a.gpu.kv.unwrap_or_default(),
+                act,
+            ))
+        }
         Backend::Vulkan => {
             let ctx = super::open_gpu(&a.gpu)?;
             let dispatch = a.dispatch.unwrap_or(DispatchArg::Mega).dispatch();
             let opts = baro_engine::device::DecoderOptions {
                 chain: 1,
-                ..a.gpu.decoder_options(dispatch, steps)
+                ..a.gpu.decoder_options(dispatch, steps, &model, ctx.info())
             };
+            (act, act_auto) = (opts.act, opts.act_auto);
             Box::new(super::PassLogger::new(
                 GpuDecoder::new(&ctx, &model, opts).context("building the Vulkan decoder")?,
             ))
         }
     };
     note!(
-        "baro-top: model {} ({} layers, dim {}, vocab {}), backend {}, KV cache {}, activations {}",
+        "baro-top: model {} ({} layers, dim {}, vocab {}), backend {}, KV cache {}, activations {act}{}",
         model.source,
         model.config.n_layers,
         model.config.dim,
@@ -155,7 +164,7 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             Backend::Vulkan => "vulkan",
         },
         a.gpu.kv.unwrap_or_default(),
-        a.gpu.act.unwrap_or_default()
+        if act_auto { " (auto)" } else { "" }
     );
     // Generated text is the vocabulary's bytes: no escape sequence reaches a terminal.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());

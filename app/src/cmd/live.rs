@@ -407,7 +407,9 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
     let dispatch = a.dispatch.unwrap_or(DispatchArg::Mega).dispatch();
     let quant = quant_name(&model);
     let decoder = token_decoder(&model);
-    let mut dopts = a.gpu.decoder_options(dispatch, positions);
+    let mut dopts = a
+        .gpu
+        .decoder_options(dispatch, positions, &model, dev.info());
     dopts.instrument = !a.no_instrument;
     let mut b = SessionBuilder::new(&dev, model, dopts)
         .passes(a.passes)

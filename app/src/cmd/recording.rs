@@ -576,7 +576,9 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
         .dispatch
         .unwrap_or(crate::args::DispatchArg::Mega)
         .dispatch();
-    let mut opts = a.gpu.decoder_options(dispatch, positions);
+    let mut opts = a
+        .gpu
+        .decoder_options(dispatch, positions, &model, dev.info());
     opts.instrument = true;
     let mut b = SessionBuilder::new(&dev, model, opts)
         .passes(Some(a.passes))

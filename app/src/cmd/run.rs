@@ -84,7 +84,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let dev = super::open_gpu(&a.gpu)?;
     let dispatch = a.dispatch.get();
-    let mut opts = a.gpu.decoder_options(dispatch, positions);
+    let mut opts = a
+        .gpu
+        .decoder_options(dispatch, positions, &model, dev.info());
     opts.instrument = !a.no_instrument;
     // The engine writes the cache to a private scratch file; the shared writer then puts it
     // at the user's path (refusing an input such as the model, never renaming over a device).
@@ -127,7 +129,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                     d.grid,
                     d.wg_size,
                     d.kv,
-                    d.act,
+                    d.act_line(),
                     d.levels.len(),
                     d.stages.len(),
                     d.instrumented,

@@ -144,7 +144,9 @@ fn run_live(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let seed = crate::validate::resolve_seed(a.session.seed_or_default());
     let dev = super::open_gpu(&a.gpu)?;
     let dispatch = a.dispatch.get();
-    let mut dopts = a.gpu.decoder_options(dispatch, positions);
+    let mut dopts = a
+        .gpu
+        .decoder_options(dispatch, positions, &model, dev.info());
     dopts.instrument = !a.no_instrument;
     let source = model.source.clone();
     // Not a timing run: it does not take the host lock, but a holder labels its passes.

@@ -59,6 +59,7 @@ fn run_details(device: &str) -> RunDetails {
         check: None,
         kv: Default::default(),
         act: Default::default(),
+        act_auto: false,
         prefetch_mib: 0,
         idle_wait_ns: 0,
         pass_loop: false,

@@ -115,6 +115,7 @@ pub fn llama_run(grid: u32, layers: u32) -> RunDetails {
         check: None,
         kv: Default::default(),
         act: Default::default(),
+        act_auto: false,
         prefetch_mib: 0,
         idle_wait_ns: 0,
         pass_loop: false,

@@ -27,7 +27,8 @@ pub struct AbArgs {
     /// --wg-size, --rows, --spin-timeout-ms, --watchdog-ms (with --a-binary: any options of
     /// that binary's bench but the workload's: --depth, --tokens, --prompts, -m, ... go to
     /// `bench ab` itself). Arms with different --kv or --act cannot have bitwise-equal
-    /// logits.
+    /// logits (the act each arm resolved: `--act auto`, the default, is q8 on an
+    /// all-quantised model, so an arm without --act and one with --act q8 can match there).
     #[arg(
         long = "a",
         value_name = "ARGS",
@@ -325,6 +326,12 @@ fn log_prediction(a: &AbArgs, r: PctRange, commit: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// An in-process arm's activation type as its note says it: `q8`, or `q8 (auto)` where
+/// `--act auto` (given or by default) chose it.
+fn act_words(o: &baro_engine::device::DecoderOptions) -> String {
+    format!("{}{}", o.act, if o.act_auto { " (auto)" } else { "" })
+}
+
 /// The two arms as option strings, in this process: alternating pairs on one device.
 fn run_in_process(
     a: &AbArgs,
@@ -333,7 +340,9 @@ fn run_in_process(
     commit: &str,
 ) -> anyhow::Result<(BenchReport, Vec<ArmInfo>)> {
     let arm = |name: &str, x: &ArmArgs| {
-        let mut o = x.gpu.decoder_options(x.dispatch.dispatch(), 0);
+        let mut o = x
+            .gpu
+            .decoder_options(x.dispatch.dispatch(), 0, &p.model, p.device.info());
         o.instrument = x.instrument == Instrument::On;
         Arm {
             name: name.into(),
@@ -356,14 +365,16 @@ fn run_in_process(
     };
     let report = run_bench(&p.device, &p.model, &cfg, |grids| {
         note!(
-            "bench ab: {} | {}{} prompts + {} tokens, {} pairs, A = {:?}, B = {:?}, grids {grids:?}",
+            "bench ab: {} | {}{} prompts + {} tokens, {} pairs, A = {:?} (activations {}), B = {:?} (activations {}), grids {grids:?}",
             p.model.source,
             super::depth_note(a.work.depth),
             p.prompts.len(),
             a.work.tokens,
             a.pairs,
             a.a,
-            a.b
+            act_words(&arms[0].options),
+            a.b,
+            act_words(&arms[1].options)
         )
     })
     .context("benchmarking")?;

@@ -312,9 +312,12 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         Instrument::On => &[true],
         Instrument::Both => &[true, false],
     };
-    let base = a
-        .gpu
-        .decoder_options(baro_engine::device::Dispatch::Mega, 0);
+    let base = a.gpu.decoder_options(
+        baro_engine::device::Dispatch::Mega,
+        0,
+        &p.model,
+        p.device.info(),
+    );
     let arms: Vec<Arm> = a
         .dispatch
         .dispatches()
@@ -333,7 +336,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     };
     let report = run_bench(&p.device, &p.model, &cfg, |grids| {
         note!(
-            "bench: {} | {}{} prompts + {} tokens x {} runs per arm, arms {}, grids {grids:?}, {} pass{} per submission",
+            "bench: {} | {}{} prompts + {} tokens x {} runs per arm, arms {}, grids {grids:?}, {} pass{} per submission, activations {}{}",
             p.model.source,
             depth_note(a.work.depth),
             p.prompts.len(),
@@ -342,6 +345,8 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             names.join(", "),
             base.chain,
             if base.chain == 1 { "" } else { "es" },
+            base.act,
+            if base.act_auto { " (auto)" } else { "" },
         );
     })
     .context("benchmarking")?;

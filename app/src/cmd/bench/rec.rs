@@ -185,7 +185,9 @@ pub fn run(a: RecBenchArgs) -> anyhow::Result<ExitCode> {
     let file = crate::files::create_recording(&path, true)?;
     let source = model.source.clone();
     let dispatch = a.dispatch.get();
-    let mut opts = a.gpu.decoder_options(dispatch, positions);
+    let mut opts = a
+        .gpu
+        .decoder_options(dispatch, positions, &model, dev.info());
     opts.instrument = true;
     let mut b = SessionBuilder::new(&dev, model, opts)
         .check(a.check)

@@ -115,6 +115,7 @@ impl VulkanDecoder {
             check: None,
             kv: self.opts.kv,
             act: self.opts.act,
+            act_auto: self.opts.act_auto,
             prefetch_mib: mega_only(self.prefetch_mib()),
             idle_wait_ns: mega_only(self.idle_wait_ns()),
             pass_loop: self.pass_loop(),

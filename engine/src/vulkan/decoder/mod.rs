@@ -151,8 +151,13 @@ pub struct DecoderOptions {
     /// instructions per weight, at the price of ≈ 1 % per matvec; mega and multi still agree
     /// bitwise, and the gate checks it against a reference that quantises the same way.
     /// Needs shaderIntegerDotProduct and every matrix of a quantised type (F32, F16 and BF16
-    /// matrices are refused by name).
+    /// matrices are refused by name). Always a concrete type: the CLI's `--act auto`
+    /// ([`crate::act::ActChoice`]) is resolved before the options are built
+    /// ([`crate::act::resolve_act`]).
     pub act: ActType,
+    /// `act` was chosen by `--act auto` rather than asked for by name: reported in the run
+    /// details ([`RunDetails::act_auto`]) and nowhere else; the decoder runs `act` either way.
+    pub act_auto: bool,
     /// Write the driver's pipeline cache to this file once the decode pipelines are built:
     /// the device's compiled binaries of this exact build and specialisation, to be read at
     /// the instruction level (`bench/sass.py` extracts NVIDIA's and disassembles them). The
@@ -288,6 +293,7 @@ impl Default for DecoderOptions {
             ring_every: 1,
             kv: KvType::F32,
             act: ActType::F32,
+            act_auto: false,
         }
     }
 }
@@ -522,6 +528,7 @@ use push::{calibration_push, Push, PUSH_WORDS};
 use readback::ReadbackLayout;
 
 pub use calibrate::Calibration;
+pub use setup::check_q8_device;
 
 /// One global memory barrier from (`src`, `src_access`) to (`dst`, `dst_access`).
 ///

@@ -3,6 +3,27 @@
 
 use super::*;
 
+/// Whether device `info` can run the q8 activation path: shaderIntegerDotProduct (packed
+/// int8 dot products) and subgroups of a multiple of 8 lanes (a block is quantised on 8 lanes
+/// of one subgroup). A decoder refuses an explicit q8 run with this error; `--act auto`
+/// ([`crate::act::ActCaps::of`]) takes f32 where it fails.
+pub fn check_q8_device(info: &crate::vulkan::DeviceInfo) -> Result<()> {
+    if !info.integer_dot {
+        return Err(Error::Invalid(format!(
+            "activations q8: device {} ({}) lacks shaderIntegerDotProduct (packed int8 dot products), which the q8 activation path needs; use f32 activations",
+            info.index, info.name
+        )));
+    }
+    let sg = info.subgroup_size.max(1);
+    if !sg.is_multiple_of(8) {
+        return Err(Error::Invalid(format!(
+            "activations q8: device {} ({}) runs subgroups of {sg} lanes; the q8 path quantises a block on 8 lanes of one subgroup (a multiple of 8)",
+            info.index, info.name
+        )));
+    }
+    Ok(())
+}
+
 impl VulkanDecoder {
     /// Upload `model` and build the pipeline.
     pub fn new(ctx: Arc<GpuContext>, model: &Model, opts: DecoderOptions) -> Result<VulkanDecoder> {
@@ -82,18 +103,7 @@ impl VulkanDecoder {
         }
         let q8 = opts.act == ActType::Q8;
         if q8 {
-            if !info.integer_dot {
-                return Err(Error::Invalid(format!(
-                    "activations q8: device {} ({}) lacks shaderIntegerDotProduct (packed int8 dot products), which the q8 activation path needs; use f32 activations",
-                    info.index, info.name
-                )));
-            }
-            if !sg.is_multiple_of(8) {
-                return Err(Error::Invalid(format!(
-                    "activations q8: device {} ({}) runs subgroups of {sg} lanes; the q8 path quantises a block on 8 lanes of one subgroup (a multiple of 8)",
-                    info.index, info.name
-                )));
-            }
+            check_q8_device(&info)?;
             crate::act::check_q8_matrices(&model.weights)?;
         }
         let rows = opts.rows.unwrap_or(DEFAULT_ROWS);
