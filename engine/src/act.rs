@@ -217,20 +217,13 @@ impl std::str::FromStr for ActChoice {
 pub struct ActCaps {
     /// The backend runs the q8 path: the CPU reference always; a Vulkan device where
     /// [`crate::vulkan::decoder::check_q8_device`] passes (the check that refuses an explicit q8
-    /// run there).
+    /// run there; `ActCaps::of` lives beside it, so this module does not depend on the decoder).
     pub q8: bool,
 }
 
 impl ActCaps {
     /// The CPU reference ([`crate::reference::CpuDecoder`]): it computes q8 on any host.
     pub const CPU_REFERENCE: ActCaps = ActCaps { q8: true };
-
-    /// A Vulkan device: q8 where the decoder would accept an explicit q8 run on it.
-    pub fn of(info: &crate::vulkan::DeviceInfo) -> ActCaps {
-        ActCaps {
-            q8: crate::vulkan::decoder::check_q8_device(info).is_ok(),
-        }
-    }
 }
 
 /// The activation type a run takes for `choice` on the model `w` and a backend that can do

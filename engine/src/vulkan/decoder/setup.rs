@@ -24,6 +24,16 @@ pub fn check_q8_device(info: &crate::vulkan::DeviceInfo) -> Result<()> {
     Ok(())
 }
 
+impl crate::act::ActCaps {
+    /// A Vulkan device: q8 where the decoder would accept an explicit q8 run on it
+    /// ([`check_q8_device`]).
+    pub fn of(info: &crate::vulkan::DeviceInfo) -> crate::act::ActCaps {
+        crate::act::ActCaps {
+            q8: check_q8_device(info).is_ok(),
+        }
+    }
+}
+
 impl VulkanDecoder {
     /// Upload `model` and build the pipeline.
     pub fn new(ctx: Arc<GpuContext>, model: &Model, opts: DecoderOptions) -> Result<VulkanDecoder> {
