@@ -226,6 +226,14 @@ impl ActCaps {
     pub const CPU_REFERENCE: ActCaps = ActCaps { q8: true };
 }
 
+/// An activation type as runs report it: `q8`, or `q8 (auto)` where `--act auto` chose it.
+pub fn act_words(act: ActType, auto: bool) -> String {
+    match auto {
+        true => format!("{act} (auto)"),
+        false => act.to_string(),
+    }
+}
+
 /// The activation type a run takes for `choice` on the model `w` and a backend that can do
 /// `caps`: a fixed choice as asked (an explicit q8 that cannot run is refused where the
 /// decoder is built, by name, not turned into f32 here); `auto` is q8 where every matrix the

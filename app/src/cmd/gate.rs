@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
+use baro_engine::act::act_words;
 use baro_engine::gate::{run_gate, GateConfig, GatePass, GateReport};
 use baro_engine::model::Model;
 use clap::Args;
@@ -109,13 +110,12 @@ fn note_setup(a: &GateArgs, model: &Model, cfg: &GateConfig) {
             baro_engine::device::KvType::F32 => "f32".to_string(),
             k => format!("{k} (the reference rounds its cache to {k} too)"),
         },
-        match (cfg.decoder.act, cfg.decoder.act_auto) {
-            (baro_engine::device::ActType::F32, false) => "f32".to_string(),
-            (baro_engine::device::ActType::F32, true) => "f32 (auto)".to_string(),
-            (a, auto) => format!(
-                "{a}{} (the reference quantises its matvec inputs the same way)",
-                if auto { " (auto)" } else { "" }
-            ),
+        match (
+            cfg.decoder.act,
+            act_words(cfg.decoder.act, cfg.decoder.act_auto)
+        ) {
+            (baro_engine::device::ActType::F32, w) => w,
+            (_, w) => format!("{w} (the reference quantises its matvec inputs the same way)"),
         }
     );
 }
@@ -197,10 +197,9 @@ fn summary(report: &GateReport, cfg: &GateConfig) -> anyhow::Result<bool> {
     )?;
     // What the CPU reference quantised (or not): the run's resolved activation type.
     outln!(
-        "{:<28} {}{}",
+        "{:<28} {}",
         "reference activations",
-        cfg.decoder.act,
-        if cfg.decoder.act_auto { " (auto)" } else { "" }
+        act_words(cfg.decoder.act, cfg.decoder.act_auto)
     )?;
     outln!(
         "{:<28} {}",

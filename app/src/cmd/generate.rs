@@ -154,7 +154,7 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         }
     };
     note!(
-        "baro-top: model {} ({} layers, dim {}, vocab {}), backend {}, KV cache {}, activations {act}{}",
+        "baro-top: model {} ({} layers, dim {}, vocab {}), backend {}, KV cache {}, activations {}",
         model.source,
         model.config.n_layers,
         model.config.dim,
@@ -164,7 +164,7 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             Backend::Vulkan => "vulkan",
         },
         a.gpu.kv.unwrap_or_default(),
-        if act_auto { " (auto)" } else { "" }
+        baro_engine::act::act_words(act, act_auto)
     );
     // Generated text is the vocabulary's bytes: no escape sequence reaches a terminal.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());

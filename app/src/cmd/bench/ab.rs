@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{bail, Context};
+use baro_engine::act::act_words;
 use baro_engine::bench::{run_bench, stats, Arm, ArmResult, BenchConfig, BenchReport, Sample};
 use baro_engine::telemetry::labels::{ModeConfig, ModeTally};
 use baro_engine::telemetry::PowerMode;
@@ -326,12 +327,6 @@ fn log_prediction(a: &AbArgs, r: PctRange, commit: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// An in-process arm's activation type as its note says it: `q8`, or `q8 (auto)` where
-/// `--act auto` (given or by default) chose it.
-fn act_words(o: &baro_engine::device::DecoderOptions) -> String {
-    format!("{}{}", o.act, if o.act_auto { " (auto)" } else { "" })
-}
-
 /// The two arms as option strings, in this process: alternating pairs on one device.
 fn run_in_process(
     a: &AbArgs,
@@ -372,9 +367,9 @@ fn run_in_process(
             a.work.tokens,
             a.pairs,
             a.a,
-            act_words(&arms[0].options),
+            act_words(arms[0].options.act, arms[0].options.act_auto),
             a.b,
-            act_words(&arms[1].options)
+            act_words(arms[1].options.act, arms[1].options.act_auto)
         )
     })
     .context("benchmarking")?;

@@ -336,7 +336,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     };
     let report = run_bench(&p.device, &p.model, &cfg, |grids| {
         note!(
-            "bench: {} | {}{} prompts + {} tokens x {} runs per arm, arms {}, grids {grids:?}, {} pass{} per submission, activations {}{}",
+            "bench: {} | {}{} prompts + {} tokens x {} runs per arm, arms {}, grids {grids:?}, {} pass{} per submission, activations {}",
             p.model.source,
             depth_note(a.work.depth),
             p.prompts.len(),
@@ -345,8 +345,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             names.join(", "),
             base.chain,
             if base.chain == 1 { "" } else { "es" },
-            base.act,
-            if base.act_auto { " (auto)" } else { "" },
+            baro_engine::act::act_words(base.act, base.act_auto),
         );
     })
     .context("benchmarking")?;
