@@ -151,13 +151,15 @@ t() { echo "== [$SECONDS s] $*"; }
 [ -n "$ROUND" ] && t "round $ROUND: $*"
 t "build under test $(cat .bin/COMMIT 2>/dev/null)"
 P=/tmp/peer/llama.cpp/build/bin
+# The prompts every bench step reads, written before any step (round 67's `ab` steps ran before
+# `models` and found none).
+echo "Once upon a time" > /tmp/one.txt; echo "Once" > /tmp/once.txt
 
 models() {
   local s
   for s in $SHAPES; do
     [ -s /tmp/$s.gguf ] || $B model gen --shape $s --quant q4_0 --seq 16384 --margin-steps 0 -o /tmp/$s.gguf >/dev/null 2>&1
   done
-  echo "Once upon a time" > /tmp/one.txt; echo "Once" > /tmp/once.txt
 }
 
 peer() {
