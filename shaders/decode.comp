@@ -1570,6 +1570,9 @@ void main() {
         }
         return;
     }
+#ifdef ACT_Q8
+    iq4_tab_fill();
+#endif
 #ifdef PASS_LOOP
     const uint ow = OUT_STRIDE, sw = SYNC_STRIDE;
     g_pos = pc.pos;

@@ -303,16 +303,45 @@ float iq4_dl(uint h0, uint h1, uint s) {
     uint ls = ((h1 >> (4u * s)) & 15u) | (((h0 >> (16u + 2u * s)) & 3u) << 4u);
     return unpackHalf2x16(h0).x * float(int(ls) - 32);
 }
+// The code book for all eight nibbles of w at once, as bit logic on the word (round 67): .x holds
+// kv[low nibble of byte i] and .y kv[high nibble of byte i] as signed byte i. Write k = kv[n]'s
+// byte as two nibbles, hi:lo. hi is n ^ 8 less one where n = 9..14 (n ≥ 8 and n's three low
+// bits not all equal), which no lane borrows across (n ^ 8 ≥ 1 there). lo is four 4-input
+// functions of n's bits: lo bit j, at lane bit j, is mux(n3, g0(n2, n1, n0), g1(n2, n1, n0)),
+// the bits of n lined up with bit j by shifting the whole word (bits that move across a lane
+// boundary land on positions the lane masks drop). g0/g1 are kv[0..7]/kv[8..15]'s lo bit j,
+// each one 3-input function (one LOP3; the truth tables in the comments, bit n2n1n0).
+// Count, per 8 values: 6 shifts, 2 LOP3 for the borrow bits, 2 for hi, 12 LOP3 for lo
+// (4 × g0, g1, mux), 4 to merge lo's bits, 4 to pair the nibbles into bytes: about 30, i.e.
+// ≈ 3.75 per value or 15 per 4 (the per-nibble word select, shift and place it replaces:
+// ≈ 8-9 per value). No constant lives in a register: every mask is a LOP3 immediate.
+uvec2 iq4_bytes8(uint w) {
+    uint r1 = w >> 1u, r2 = w >> 2u, r3 = w >> 3u, l1 = w << 1u, l2 = w << 2u, l3 = w << 3u;
+    uint z = ((w ^ r1) | (r1 ^ r2)) & r3 & 0x11111111u;
+    uint hs = (w ^ 0x88888888u) - z;
+    // lo bit 0: (a, b, c) = (n2, n1, n0) = (r2, r1, w); g0 = 0x3D, g1 = 0xF7.
+    uint b0 = (((r2 ^ r1) | ~(r2 | w)) & ~r3) | ((r2 | ~(r1 & w)) & r3);
+    // lo bit 1: (r1, w, l1); g0 = 0xD8, g1 = 0x08.
+    uint b1 = (((r1 | l1) & (w | ~l1)) & ~r2) | ((~r1 & w & l1) & r2);
+    // lo bit 2: (w, l1, l2); g0 = 0xBC, g1 = 0x3A.
+    uint b2 = (((w ^ l1) | (w & l2)) & ~r1) | (((w & l1) ^ (w | l2)) & r1);
+    // lo bit 3: (l1, l2, l3); g0 = 0x7E, g1 = 0x46.
+    uint b3 = (((l1 ^ l2) | (l1 ^ l3)) & ~w) | (((l2 ^ l3) & ~(l1 & l3)) & w);
+    uint lo = (b0 & 0x11111111u) | (b1 & 0x22222222u) | (b2 & 0x44444444u) | (b3 & 0x88888888u);
+    return uvec2((lo & 0x0F0F0F0Fu) | ((hs << 4u) & 0xF0F0F0F0u), ((lo >> 4u) & 0x0F0F0F0Fu) | (hs & 0xF0F0F0F0u));
+}
+// Signed byte i of a word of iq4_bytes8's, as a float.
+float iq4_f(uint b, uint i) { return float(int(b << (24u - 8u * i)) >> 24); }
 // One 32-element block of code-book nibbles (Q4_0's layout: the low nibbles are elements
 // 0..15, the high 16..31) against block u of sx: lo + hi, each summed in element order.
 float iq4_block_sx(uvec4 W, uint u) {
     float lo = 0.0, hi = 0.0;
     [[unroll]] for (uint k = 0u; k < 4u; ++k) {
         vec4 xl = sx4[u * 9u + k], xh = sx4[u * 9u + 4u + k];
+        uvec2 b = iq4_bytes8(W[k]);
         [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-            uint byte = W[k] >> (8u * i);
-            lo += float(iq4_kv(byte & 15u)) * xl[i];
-            hi += float(iq4_kv((byte >> 4u) & 15u)) * xh[i];
+            lo += iq4_f(b.x, i) * xl[i];
+            hi += iq4_f(b.y, i) * xh[i];
         }
     }
     return lo + hi;

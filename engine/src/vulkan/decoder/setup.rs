@@ -164,6 +164,19 @@ impl VulkanDecoder {
         };
         let c = &model.config;
         let max_seq = opts.max_seq.clamp(1, c.seq_len);
+        // The q8 modules' IQ4 code-book table (act_q8.glsl's iq4_tab: 256 words), in a module
+        // whose program has an IQ4 tensor.
+        let program = Program::new(model, max_seq);
+        let iq4_tab = if program.tensors.iter().any(|t| {
+            matches!(
+                t.ty,
+                crate::quant::GgmlType::IQ4_NL | crate::quant::GgmlType::IQ4_XS
+            )
+        }) {
+            1024
+        } else {
+            0
+        };
         // Shared memory for a workgroup size: the input vector (SX_CAP) and the q8 path's
         // quantised input (SQ_CAP), or why the shape does not fit.
         let caps = |wg_size: u32| -> Result<(usize, usize)> {
@@ -210,12 +223,12 @@ impl VulkanDecoder {
                 // quant_act), the FFN width whole when it fits, else in chunks.
                 let sx = c.dim.max(4 * att_slots);
                 let sx_bytes = vec4s(sx) * 16;
-                let left = (info.max_shared as usize).saturating_sub(1024 + sx_bytes);
+                let left = (info.max_shared as usize).saturating_sub(1024 + iq4_tab + sx_bytes);
                 let sq_fit = (left / 48).saturating_sub(1) * 32 / blk * blk;
                 if sq_fit < width {
                     return Err(Error::Invalid(format!(
                         "activations q8: model width {width} needs {} bytes of shared memory; the device has {}",
-                        1024 + sx_bytes + (width / 32 + 1) * 48,
+                        1024 + iq4_tab + sx_bytes + (width / 32 + 1) * 48,
                         info.max_shared
                     )));
                 }
@@ -264,7 +277,6 @@ impl VulkanDecoder {
             }
             Ok((sx_cap, sq_cap))
         };
-        let program = Program::new(model, max_seq);
         // A CPU device's loop budget (budget.rs): the defaults grow until a pass fits, and a
         // pass that cannot fit is refused here rather than failing every pass.
         let (wg_size, grid, pass_loops) = if cpu {
