@@ -21,6 +21,11 @@ use clap::Parser;
 use cli::{Cli, Command, ModelCommand};
 
 fn main() -> ExitCode {
+    // A fault or abort (a Vulkan driver crashing in a pipeline compile) names itself on stderr
+    // and, in the dashboard, restores the terminal before the process dies by it.
+    if let Err(e) = ui::terminal::install_fatal() {
+        note!("baro-top: warning: {e}");
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         None => cmd::default_run::run(),

@@ -5,7 +5,8 @@
 //! whose quit key is `x`, Ctrl-c still quits; a layout that leaves no quit key, or binds
 //! Ctrl-c elsewhere, is refused; a live recording started with `r` is finished (footer) when
 //! the dashboard is killed; a producer that panics (the hidden test hook
-//! `--inject-producer-panic`) restores the terminal, finishes that recording and exits 101.
+//! `--inject-producer-panic`) restores the terminal, finishes that recording and exits 101; a
+//! fatal signal (SEGV, BUS, ILL, FPE, ABRT) restores it, names itself and ends the process by it.
 //! In CI (CI=true) a missing tmux fails.
 
 use std::path::{Path, PathBuf};
@@ -140,6 +141,38 @@ fn every_ending_signal_restores_the_terminal_and_exits_128_plus_it() {
         // SAFETY: kill on the dashboard this test started.
         unsafe { libc::kill(p.child(), sig) };
         assert_eq!(p.exited(30), 128 + sig, "{name}");
+    }
+}
+
+#[test]
+fn a_fatal_signal_restores_the_terminal_names_itself_and_ends_the_dashboard_by_it() {
+    if !have_tmux() {
+        return;
+    }
+    // A Vulkan driver that crashes compiling a pipeline (round 68 found one on NVIDIA's 580)
+    // ends the process with SEGV: the terminal must come back all the same. Sent here with
+    // kill (the handler is the one a fault reaches); no core files from the test.
+    for (sig, name) in [
+        (libc::SIGSEGV, "SIGSEGV"),
+        (libc::SIGBUS, "SIGBUS"),
+        (libc::SIGILL, "SIGILL"),
+        (libc::SIGFPE, "SIGFPE"),
+        (libc::SIGABRT, "SIGABRT"),
+    ] {
+        let p = Pane::start(
+            &name.to_lowercase(),
+            &format!("ulimit -c 0; {} live --synthetic", bin()),
+        );
+        p.wait_for("passes ·", 60);
+        // SAFETY: kill on the dashboard this test started.
+        unsafe { libc::kill(p.child(), sig) };
+        assert_eq!(p.exited(30), 128 + sig, "{name}");
+        let s = p.screen();
+        assert!(
+            s.contains(&format!("baro-top: fatal signal {name} sent by pid"))
+                && s.contains("the terminal was restored"),
+            "{name}: {s}"
+        );
     }
 }
 
