@@ -13,9 +13,9 @@
 shared uvec4 sq[SQ_CAP / 32u * 3u + 3u];
 // The IQ4 code book by quant byte (round 67: +29.8 % at 1B IQ4_XS q8 on the H100, bit logic
 // +22.3 %): iq4_tab[b] = kv[b & 15] as byte 0 and kv[b >> 4] as byte 2 (signed bytes), so
-// that two entries pair up with one shift-add (see iq4_bytes8_tab). 1 KiB in a module whose program has an IQ4 tensor (the host takes it off
-// sq's budget, setup.rs), one word otherwise (within the host's 1,024 bytes for the small
-// arrays). Filled once per dispatch at the start of main (iq4_tab_fill); a dot product reads
+// that two entries pair up with one shift-add (see iq4_bytes8_tab). 1 KiB in a module whose
+// program has an IQ4 tensor (the host takes it off sq's budget, setup.rs), one word otherwise
+// (within the host's 1,024 bytes for the small arrays). Filled once per dispatch at the start of main (iq4_tab_fill); a dot product reads
 // it only after the barrier that follows sq's quantisation, which orders the fill before.
 const uint IQ4_TAB = 1u + 255u * (((TYPES >> TY_IQ4_XS) | (TYPES >> TY_IQ4_NL)) & 1u);
 shared uint iq4_tab[IQ4_TAB];
