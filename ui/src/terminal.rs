@@ -8,7 +8,10 @@
 //!
 //! The signal path is the process's one ([`install_signals`], [`caught`]): `record` uses it
 //! too, to finish its file on Ctrl-C. The exit status after a signal is 128 + its number
-//! (130 for INT, 143 for TERM; [`exit_status`]), 101 after a panic.
+//! (130 for INT, 143 for TERM; [`exit_status`]), 101 after a panic. The faults and aborts
+//! ([`FATAL`]: SEGV, BUS, ILL, FPE, ABRT) cannot take that path: [`install_fatal`]'s handler
+//! restores the terminal with async-signal-safe calls, names the signal, and lets it end the
+//! process.
 //! Output goes through a buffered writer and every frame is one synchronized update, so
 //! nothing flickers in tmux or over SSH.
 
