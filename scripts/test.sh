@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 
 need_pkgs=()
 command -v tmux >/dev/null || need_pkgs+=(tmux) # the end-to-end dashboard tests (app/tests/e2e_tmux.rs)
+# spirv-val: every embedded decode module is validated for Vulkan 1.2 (engine's spirv_tests).
+command -v spirv-val >/dev/null || need_pkgs+=(spirv-tools)
 [ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] || [ -e /usr/share/vulkan/icd.d/lvp_icd.aarch64.json ] || need_pkgs+=(mesa-vulkan-drivers)
 ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1' || need_pkgs+=(libvulkan1)
 # prometheus + promtool: the metrics tests scrape `baro-top serve` with a real Prometheus and
@@ -21,7 +23,7 @@ command -v npm >/dev/null || need_pkgs+=(npm)
 command -v python3 >/dev/null || need_pkgs+=(python3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need_pkgs+=(python3-venv)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
-  echo "installing ${need_pkgs[*]} (lavapipe, the Vulkan CPU device the tests run on; prometheus for the metrics tests; tmux for the terminal tests; node, npm, python3-venv for the trace importer tests)"
+  echo "installing ${need_pkgs[*]} (lavapipe, the Vulkan CPU device the tests run on; prometheus for the metrics tests; tmux for the terminal tests; spirv-tools for the SPIR-V validation; node, npm, python3-venv for the trace importer tests)"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}"
