@@ -355,6 +355,8 @@ fn nearest_code(x: f32) -> u8 {
 /// both callers re-code every element afterwards, so they are not kept.)
 fn fit_iq4_scale(xb: &[f32]) -> f32 {
     const NTRY: i32 = 7;
+    // The first scale's codes, then the 15 tries'.
+    const N: usize = 2 * NTRY as usize + 2;
     let v0 = KVALUES_IQ4NL[0] as f32;
     let (mut amax, mut max) = (0.0f32, 0.0f32);
     for &v in xb {
@@ -366,27 +368,33 @@ fn fit_iq4_scale(xb: &[f32]) -> f32 {
     if amax < 1e-15 {
         return 0.0;
     }
-    // (Σ w·q·x, Σ w·q²) with w = x² for the codes of `id`.
-    let sums = |id: f32| {
-        let (mut sumqx, mut sumq2) = (0.0f32, 0.0f32);
-        for &v in xb {
-            let q = KVALUES_IQ4NL[nearest_code(id * v) as usize] as f32;
-            let w = v * v;
-            sumqx += w * q * v;
-            sumq2 += w * q * q;
+    let mut ids = [0.0f32; N];
+    ids[0] = 1.0 / (-max / v0);
+    for (id, itry) in ids[1..].iter_mut().zip(-NTRY..=NTRY) {
+        *id = (itry as f32 + v0) / max;
+    }
+    // (Σ w·q·x, Σ w·q²) with w = x² for the codes of each id: every sum in element order, as
+    // ggml adds them, but the 16 sums side by side (one pass over the block; 16 independent
+    // chains of additions instead of one at a time: the file writer's hot loop).
+    let (mut sumqx, mut sumq2) = ([0.0f32; N], [0.0f32; N]);
+    for &v in xb {
+        let w = v * v;
+        for c in 0..N {
+            let q = KVALUES_IQ4NL[nearest_code(ids[c] * v) as usize] as f32;
+            sumqx[c] += w * q * v;
+            sumq2[c] += w * q * q;
         }
-        (sumqx, sumq2)
+    }
+    let mut d = if sumq2[0] > 0.0 {
+        sumqx[0] / sumq2[0]
+    } else {
+        0.0
     };
-    let d = -max / v0;
-    let (sumqx, sumq2) = sums(1.0 / d);
-    let mut d = if sumq2 > 0.0 { sumqx / sumq2 } else { 0.0 };
-    let mut best = d * sumqx;
-    for itry in -NTRY..=NTRY {
-        let id = (itry as f32 + v0) / max;
-        let (sumqx, sumq2) = sums(id);
-        if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
-            d = sumqx / sumq2;
-            best = d * sumqx;
+    let mut best = d * sumqx[0];
+    for c in 1..N {
+        if sumq2[c] > 0.0 && sumqx[c] * sumqx[c] > best * sumq2[c] {
+            d = sumqx[c] / sumq2[c];
+            best = d * sumqx[c];
         }
     }
     d
