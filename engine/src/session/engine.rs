@@ -323,6 +323,16 @@ impl Engine {
         model: Option<Box<Model>>,
     ) -> Result<Reply> {
         let m = model.as_deref().unwrap_or(&self.b.model);
+        // `--act auto` is resolved per model: a new model may take the other type (a Q4 file
+        // q8, F32 matrices f32), and the shadow reference follows it.
+        let mut opts = opts;
+        if model.is_some() && opts.act_auto {
+            opts.act = crate::act::resolve_act(
+                crate::act::ActChoice::Auto,
+                &m.weights,
+                crate::act::ActCaps::of(&self.b.ctx.info),
+            );
+        }
         let dec = VulkanDecoder::new(self.b.ctx.clone(), m, opts.clone())?;
         let plan = self.b.plan(m);
         let mut details = dec.run_details(&m.source);
@@ -331,7 +341,11 @@ impl Engine {
             // The shadow follows the new model (a shadow starts if the plan now wants one).
             match (&mut self.shadow, plan) {
                 (Some(sh), Some(_)) => {
-                    let _ = sh.tx.send(ToShadow::Model(m.clone()));
+                    let _ = sh.tx.send(ToShadow::Model(
+                        m.clone(),
+                        crate::generate::Decode::max_seq(&dec),
+                        dec.opts.act,
+                    ));
                 }
                 (None, Some(_)) => {
                     self.shadow = Some(Shadow::spawn(

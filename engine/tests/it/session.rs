@@ -509,3 +509,68 @@ fn a_temperature_that_overflows_the_logits_ends_the_run_in_an_error_after_its_pa
         r => panic!("ended {r:?}, expected the temperature's error"),
     }
 }
+
+#[test]
+fn a_loaded_model_under_act_auto_takes_its_own_activation_type_and_the_shadow_follows_it() {
+    use baro_engine::act::ActType;
+    let Some((ctx, _turn)) = device() else { return };
+    // stories260K's matrices are F32: auto is f32 there.
+    let o = DecoderOptions {
+        act: ActType::F32,
+        act_auto: true,
+        ..opts(Dispatch::Mega, 32)
+    };
+    let mut b = SessionBuilder::new(&ctx.into(), Model::embedded().expect("model"), o)
+        .check(Check::Plan(CheckPlan::All));
+    let rx = b.subscribe(SinkKind::Lossless);
+    let s = b.spawn().expect("session");
+    let mut seen = vec![];
+    next_frame(&rx, &mut seen);
+
+    // A Q4_0 model: every matrix quantised, and lavapipe has integer dot products: q8. (Before
+    // the fix the session kept the first model's f32.)
+    let q4 = crate::common::one_head_group(baro_engine::quant::GgmlType::Q4_0, 5);
+    let Reply::Rebuilt(d) = s
+        .command(Command::LoadModel(Box::new(q4)))
+        .expect("load Q4_0")
+    else {
+        panic!("rebuild reply")
+    };
+    assert_eq!((d.act, d.act_auto), (ActType::Q8, true), "{d:?}");
+    // Its passes are judged by a q8 reference: every verdict a match (an f32 reference's
+    // distance to q8 logits is far past the f32 bounds).
+    let deadline = Instant::now() + LONG;
+    let (mut first, mut judged) = (None::<u64>, 0);
+    while judged < 4 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx
+            .recv_timeout(left)
+            .expect("frames and verdicts of the Q4_0 model")
+        {
+            Telemetry::Start(d) if d.act == ActType::Q8 => first = Some(u64::MAX),
+            Telemetry::Frame(f) if first == Some(u64::MAX) => first = Some(f.pass),
+            Telemetry::Correctness { pass, correctness } => {
+                if first.is_some_and(|p| p != u64::MAX && pass >= p) {
+                    assert_eq!(correctness.verdict, Verdict::Match, "pass {pass}");
+                    judged += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // Back to stories260K: f32 again (before the fix the rebuild was refused: q8 on F32
+    // matrices).
+    let Reply::Rebuilt(d) = s
+        .command(Command::LoadModel(Box::new(
+            Model::embedded().expect("model"),
+        )))
+        .expect("load stories260K")
+    else {
+        panic!("rebuild reply")
+    };
+    assert_eq!((d.act, d.act_auto), (ActType::F32, true), "{d:?}");
+    assert_eq!(s.command(Command::Stop).expect("stop"), Reply::Stopping);
+    let o = s.wait().expect("outcome");
+    assert!(o.clean(), "{o:?}");
+}
