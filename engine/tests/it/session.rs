@@ -549,11 +549,11 @@ fn a_loaded_model_under_act_auto_takes_its_own_activation_type_and_the_shadow_fo
         {
             Telemetry::Start(d) if d.act == ActType::Q8 => first = Some(u64::MAX),
             Telemetry::Frame(f) if first == Some(u64::MAX) => first = Some(f.pass),
-            Telemetry::Correctness { pass, correctness } => {
-                if first.is_some_and(|p| p != u64::MAX && pass >= p) {
-                    assert_eq!(correctness.verdict, Verdict::Match, "pass {pass}");
-                    judged += 1;
-                }
+            Telemetry::Correctness { pass, correctness }
+                if first.is_some_and(|p| p != u64::MAX && pass >= p) =>
+            {
+                assert_eq!(correctness.verdict, Verdict::Match, "pass {pass}");
+                judged += 1;
             }
             _ => {}
         }
