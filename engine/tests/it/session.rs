@@ -513,6 +513,8 @@ fn a_temperature_that_overflows_the_logits_ends_the_run_in_an_error_after_its_pa
 #[test]
 fn a_loaded_model_under_act_auto_takes_its_own_activation_type_and_the_shadow_follows_it() {
     use baro_engine::act::ActType;
+    use baro_engine::reference::CpuDecoder;
+    use baro_engine::telemetry::KvType;
     let Some((ctx, _turn)) = device() else { return };
     // stories260K's matrices are F32: auto is f32 there.
     let o = DecoderOptions {
@@ -520,8 +522,15 @@ fn a_loaded_model_under_act_auto_takes_its_own_activation_type_and_the_shadow_fo
         act_auto: true,
         ..opts(Dispatch::Mega, 32)
     };
+    // The shadow reference's logits, as it computed them (pass, position, logits).
+    let logged: Arc<std::sync::Mutex<Vec<(u64, usize, Vec<f32>)>>> = Arc::default();
+    let log = logged.clone();
+    let hook = Arc::new(move |pass: u64, pos: usize, logits: &mut [f32]| {
+        log.lock().expect("log").push((pass, pos, logits.to_vec()));
+    });
     let mut b = SessionBuilder::new(&ctx.into(), Model::embedded().expect("model"), o)
-        .check(Check::Plan(CheckPlan::All));
+        .check(Check::Plan(CheckPlan::All))
+        .reference_hook(hook);
     let rx = b.subscribe(SinkKind::Lossless);
     let s = b.spawn().expect("session");
     let mut seen = vec![];
@@ -530,6 +539,7 @@ fn a_loaded_model_under_act_auto_takes_its_own_activation_type_and_the_shadow_fo
     // A Q4_0 model: every matrix quantised, and lavapipe has integer dot products: q8. (Before
     // the fix the session kept the first model's f32.)
     let q4 = crate::common::one_head_group(baro_engine::quant::GgmlType::Q4_0, 5);
+    let q4_ref = q4.clone();
     let Reply::Rebuilt(d) = s
         .command(Command::LoadModel(Box::new(q4)))
         .expect("load Q4_0")
@@ -541,6 +551,7 @@ fn a_loaded_model_under_act_auto_takes_its_own_activation_type_and_the_shadow_fo
     // distance to q8 logits is far past the f32 bounds).
     let deadline = Instant::now() + LONG;
     let (mut first, mut judged) = (None::<u64>, 0);
+    let mut first_token = None;
     while judged < 4 {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx
@@ -548,7 +559,11 @@ fn a_loaded_model_under_act_auto_takes_its_own_activation_type_and_the_shadow_fo
             .expect("frames and verdicts of the Q4_0 model")
         {
             Telemetry::Start(d) if d.act == ActType::Q8 => first = Some(u64::MAX),
-            Telemetry::Frame(f) if first == Some(u64::MAX) => first = Some(f.pass),
+            Telemetry::Frame(f) if first == Some(u64::MAX) => {
+                assert_eq!(f.pos, 0, "a loaded model starts its sequence");
+                first = Some(f.pass);
+                first_token = Some(f.token);
+            }
             Telemetry::Correctness { pass, correctness }
                 if first.is_some_and(|p| p != u64::MAX && pass >= p) =>
             {
@@ -558,6 +573,31 @@ fn a_loaded_model_under_act_auto_takes_its_own_activation_type_and_the_shadow_fo
             _ => {}
         }
     }
+
+    // The shadow judged those passes with the q8 reference's logits, bit for bit (not the f32
+    // reference's, which differ by the q8 noise).
+    let (p0, t0) = (
+        first.expect("a first pass"),
+        first_token.expect("its token"),
+    );
+    let shadow = logged
+        .lock()
+        .expect("log")
+        .iter()
+        .find(|(pass, pos, _)| *pass == p0 && *pos == 0)
+        .map(|(_, _, l)| l.clone())
+        .expect("the shadow's logits of the Q4_0 model's first pass");
+    let reference = |act| {
+        CpuDecoder::with_types(&q4_ref.config, &q4_ref.weights, 32, KvType::F32, act)
+            .forward(t0, 0)
+            .to_vec()
+    };
+    let (q8, f32s) = (reference(ActType::Q8), reference(ActType::F32));
+    assert_ne!(q8, f32s, "q8 and f32 references differ on this model");
+    assert_eq!(
+        shadow, q8,
+        "the shadow runs the q8 reference after the load"
+    );
 
     // Back to stories260K: f32 again (before the fix the rebuild was refused: q8 on F32
     // matrices).
