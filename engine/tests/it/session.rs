@@ -523,7 +523,8 @@ fn a_loaded_model_under_act_auto_takes_its_own_activation_type_and_the_shadow_fo
         ..opts(Dispatch::Mega, 32)
     };
     // The shadow reference's logits, as it computed them (pass, position, logits).
-    let logged: Arc<std::sync::Mutex<Vec<(u64, usize, Vec<f32>)>>> = Arc::default();
+    type Logged = Vec<(u64, usize, Vec<f32>)>;
+    let logged: Arc<std::sync::Mutex<Logged>> = Arc::default();
     let log = logged.clone();
     let hook = Arc::new(move |pass: u64, pos: usize, logits: &mut [f32]| {
         log.lock().expect("log").push((pass, pos, logits.to_vec()));
