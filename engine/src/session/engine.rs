@@ -319,13 +319,12 @@ impl Engine {
     /// Build a decoder with `opts` (and `model`); on success it replaces the running one.
     pub(super) fn rebuild(
         &mut self,
-        opts: DecoderOptions,
+        mut opts: DecoderOptions,
         model: Option<Box<Model>>,
     ) -> Result<Reply> {
         let m = model.as_deref().unwrap_or(&self.b.model);
         // `--act auto` is resolved per model: a new model may take the other type (a Q4 file
         // q8, F32 matrices f32), and the shadow reference follows it.
-        let mut opts = opts;
         if model.is_some() && opts.act_auto {
             opts.act = crate::act::resolve_act(
                 crate::act::ActChoice::Auto,

@@ -159,6 +159,11 @@ mod repack;
 pub use repack::{gpu_supports, repack, Packed};
 
 impl Program {
+    /// Bit `id` set where the program has a tensor of ggml type `id` (the shader's `TYPES`).
+    pub fn type_mask(&self) -> u32 {
+        self.tensors.iter().fold(0u32, |m, t| m | 1 << t.ty.id())
+    }
+
     /// Build the program for `model` with `max_seq` positions.
     pub fn new(model: &Model, max_seq: usize) -> Program {
         let c: &Config = &model.config;

@@ -99,13 +99,7 @@ impl VulkanDecoder {
                     (spec::OUT_STRIDE, self.out_slot_words() as u32),
                     (spec::ATT_FULL, self.program.att_full() as u32),
                     (spec::ATT_PRO, self.att_prologue_combine() as u32),
-                    (
-                        spec::TYPES,
-                        self.program
-                            .tensors
-                            .iter()
-                            .fold(0u32, |m, t| m | 1 << t.ty.id()),
-                    ),
+                    (spec::TYPES, self.program.type_mask()),
                 ] {
                     spec[id as usize] = value;
                 }

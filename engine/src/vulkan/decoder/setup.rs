@@ -167,12 +167,11 @@ impl VulkanDecoder {
         // The q8 modules' IQ4 code-book table (act_q8.glsl's iq4_tab: 256 words), in a module
         // whose program has an IQ4 tensor.
         let program = Program::new(model, max_seq);
-        let iq4_tab = if program.tensors.iter().any(|t| {
-            matches!(
-                t.ty,
-                crate::quant::GgmlType::IQ4_NL | crate::quant::GgmlType::IQ4_XS
-            )
-        }) {
+        let iq4 = [
+            crate::quant::GgmlType::IQ4_NL,
+            crate::quant::GgmlType::IQ4_XS,
+        ];
+        let iq4_tab = if iq4.iter().any(|t| (program.type_mask() >> t.id()) & 1 == 1) {
             1024
         } else {
             0
