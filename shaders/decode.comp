@@ -1226,7 +1226,7 @@ void run_stage(uint si, bool first, bool last) {
 #ifdef ACT_Q8
         } else if (MAT_TY != 0xFFFFu || (!CPU_PAUSE && gl_WorkGroupSize.x < 1024u)) {
 #else
-        } else if (!CPU_PAUSE || MAT_TY != 0xFFFFu) {
+        } else if (MAT_TY != 0xFFFFu || (!CPU_PAUSE && N_QTYPES < 3u)) {
 #endif
             // One inlined dot product per unit kind (a two-row unit's rows together through
             // dot_rows2), its rows in straight-line code: what a GPU runs (round 35: the
@@ -1237,7 +1237,11 @@ void run_stage(uint si, bool first, bool last) {
             // mixed-type models at 1,024 lanes (8B's): there NVIDIA's driver compiled main's
             // inlined copies with reconvergence checks (MATCH) and three waiting dot loops,
             // and the one-site loop ran +6.27 % at 8B Q4_K_M q8 (round 65, H100; its f32
-            // module lost 1.60 % the same way, so f32 keeps the copies).
+            // module lost 1.60 % the same way, so f32 keeps the copies). Nor in f32 modules of
+            // three or more quantised types (1B IQ4_XS: iq4_xs, q5_k, q6_k; round 68: +3.02 %
+            // at 1B IQ4_XS f32; round 70, H100: +3.31 % at 1B and +2.45 % at 8B IQ4_XS f32,
+            // bitwise). The q8 modules of such models at 512 lanes keep the copies: the
+            // one-site loop there crashed NVIDIA's 580 compiler (round 68's s71).
             for (uint u = me; u < n; u += NT) {
                 TICK();
                 if (!budget_ok()) break;

@@ -67,6 +67,13 @@ layout(constant_id = SPEC_OUT_STRIDE) const uint OUT_STRIDE = 0u;   // words of 
 #endif
 layout(constant_id = SPEC_ATT_FULL) const bool ATT_FULL = false;   // every attention head group has ATT_HEADS query heads
 layout(constant_id = SPEC_ATT_PRO) const bool ATT_PRO = false;     // the output projection's prologue combines up to ATT_PRO_CHUNKS chunks
+// How many quantised types the program holds: each is one more copy of the dot loops at every
+// inlined site (decode.comp's choice of the one-site loop). A sum of bits, so it folds as a
+// specialisation constant.
+const uint N_QTYPES = ((TYPES >> TY_Q4_0) & 1u) + ((TYPES >> TY_Q4_1) & 1u) + ((TYPES >> TY_Q5_0) & 1u)
+    + ((TYPES >> TY_Q5_1) & 1u) + ((TYPES >> TY_Q8_0) & 1u) + ((TYPES >> TY_Q4_K) & 1u)
+    + ((TYPES >> TY_Q5_K) & 1u) + ((TYPES >> TY_Q6_K) & 1u) + ((TYPES >> TY_IQ4_NL) & 1u)
+    + ((TYPES >> TY_IQ4_XS) & 1u);
 // ty is type X and the program has tensors of type X (a constant test first: folds away).
 #define IS_TY(ty, X) (((TYPES >> (X)) & 1u) != 0u && (ty) == (X))
 
