@@ -139,7 +139,9 @@ def ab_table(rows):
     pairs = {}
     for r in rows:
         if r.get("ab"):
-            pairs.setdefault(r["ab"]["pair"], {})[r["ab"]["role"]] = r
+            # The stored pair name has the shape, not the file: one call's pairs on two files
+            # of one shape (1B IQ4_XS and 1B Q4_K_M, round 71) are told apart by the quant.
+            pairs.setdefault((r["ab"]["pair"], r.get("quant")), {})[r["ab"]["role"]] = r
     pairs = {k: p for k, p in pairs.items() if "A" in p and "B" in p}
     if not pairs:
         return []
@@ -150,7 +152,8 @@ def ab_table(rows):
         d = (b["median"] / a["median"] - 1) * 100
         ab = b["ab"]
         out.append("| %s | %s | %s | %s → %s | %.2f → %.2f | %+.2f %% | %s | %s | %s |" % (
-            a.get("model"), a.get("act") or "", a.get("depth") or 0, a["arm"], b["arm"], a["median"],
+            " ".join(x for x in (a.get("model"), a.get("quant")) if x), a.get("act") or "", a.get("depth") or 0,
+            a["arm"], b["arm"], a["median"],
             b["median"], d, ab.get("predicted") or "", ab.get("verdict") or "", ab.get("parity") or ""))
     return out
 

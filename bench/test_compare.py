@@ -104,7 +104,7 @@ class Compare(unittest.TestCase):
 
     def test_filters_and_ab_pairs(self):
         out = run("--round", "34")
-        self.assertIn("| llama-8b | q8 | 0 | main → s34 | 288.44 → 273.85 | -5.06 % |", out)
+        self.assertIn("| llama-8b Q4_0 | q8 | 0 | main → s34 | 288.44 → 273.85 | -5.06 % |", out)
         out = run("--commit", "3518ac2", "--model", "8b", "--spread")
         self.assertIn("| 8B Q4_0 (`model gen`) | 267.2 (266.9, 267.3) | 286.6 (286.6, 286.6) | 337.2 ± 5.3 | 0.85× |", out)
         self.assertIn(NINTH, run("--list"))
@@ -184,8 +184,22 @@ class Compare(unittest.TestCase):
         self.assertEqual([(r["ab"]["role"], r["depth"], r["median"]) for r in rows],
                          [("A", 0, 1127.73), ("B", 0, 1122.94), ("A", 4096, 883.66), ("B", 4096, 889.45)])
         self.assertNotEqual(rows[0]["ab"]["pair"], rows[2]["ab"]["pair"])
-        self.assertIn("| llama-1b | q8 | 4096 |", table)
-        self.assertIn("| llama-1b | q8 | 0 |", table)
+        self.assertIn("| llama-1b Q4_0 | q8 | 4096 |", table)
+        self.assertIn("| llama-1b Q4_0 | q8 | 0 |", table)
+
+    def test_ab_pairs_on_two_files_of_one_shape_in_one_call_stay_apart(self):
+        # Round 71 ran the same two binaries on 1B IQ4_XS, Q5_K_M and Q4_K_M in one call: the
+        # stored pair name has the shape only, so the table must tell them apart by the quant.
+        head = "NVIDIA H100 80GB HBM3, 580.159.04, 1980 MHz, P0\n== [0 s] build under test 0123456789ab\n"
+        pair = ("== [5 s] ab llama-1b-%s: .bin/baro-top-m5 -> .bin/baro-top-s74 '--dispatch mega --act q8'\n"
+                "parity of logits: OK (bitwise identical logits, checksum 1)\n"
+                "verdict: inside — predicted +0%%..+8%%, measured %s (A %s, B %s generation tok/s, mode fast)\n")
+        log = head + pair % ("iq4_xs", "+3.08%", "896.50", "924.15") + pair % ("q4_k_m", "+0.11%", "1088.88", "1090.13")
+        table = "\n".join(ab_rows_table(ingest(log, "71")))
+        self.assertIn("| llama-1b IQ4_XS | q8 | 0 | baro-top-m5 --dispatch mega --act q8 → baro-top-s74 "
+                      "--dispatch mega --act q8 | 896.50 → 924.15 | +3.08 % |", table)
+        self.assertIn("| llama-1b Q4_K_M | q8 | 0 | baro-top-m5 --dispatch mega --act q8 → baro-top-s74 "
+                      "--dispatch mega --act q8 | 1088.88 → 1090.13 | +0.11 % |", table)
 
 
 if __name__ == "__main__":

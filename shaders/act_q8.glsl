@@ -230,46 +230,82 @@ uvec2 iq4_bytes8_tab(uint w) {
     uint a = e0 | (e1 << 8u), c = e2 | (e3 << 8u);
     return uvec2((a & 0xFFFFu) | (c << 16u), (a >> 16u) | (c & 0xFFFF0000u));
 }
-// One 32-element block of code-book nibbles (Q4_0's layout) against block u of sq: Σ kv[n]·x.
-int iq4_block_q8(uvec4 W, uint u) {
+// One 32-element block of code-book nibbles (Q4_0's layout) against the int8 block whose
+// quant words are xa (elements 0..15) and xb (16..31): Σ kv[n]·x (integer, so any order).
+int iq4_block_q8(uvec4 W, uvec4 xa, uvec4 xb) {
     int v = 0;
     [[unroll]] for (uint k = 0u; k < 4u; ++k) {
         uvec2 b = iq4_bytes8_tab(W[k]);
-        v += dotPacked4x8EXT(int(b.x), sqw(u, k));
-        v += dotPacked4x8EXT(int(b.y), sqw(u, k + 4u));
+        v += dotPacked4x8EXT(int(b.x), int(xa[k]));
+        v += dotPacked4x8EXT(int(b.y), int(xb[k]));
     }
     return v;
 }
 // IQ4_XS: unit = one sub-block (block u of sq); term (d · f32((ls − 32) · s)) · 2^e,
-// s = Σ kv[n]·x.
-float dot_iq4_xs_q8(uint t, uint row, uint c0, uint cl) {
-    uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), hs = T(t, T_SC);
-    uint nsb = T(t, T_COLS) / 256u, nu = cl / 32u, u0 = c0 / 32u, S = gl_SubgroupSize;
-    float acc = 0.0;
-    FOR_LANE_UNITS(u, nu, 40u) {
-        uint g = u0 + u, sb = g >> 3u, s = g & 7u, hb = hs + (row * nsb + sb) * 2u;
-        uvec4 W = wld4(ch, base + sb * 32u + s * 4u);
-        int v = iq4_block_q8(W, u);
-        uint h0 = wld(ch, hb), h1 = wld(ch, hb + 1u);
-        int ls = int(((h1 >> (4u * s)) & 15u) | (((h0 >> (16u + 2u * s)) & 3u) << 4u)) - 32;
-        acc += q8_term(unpackHalf2x16(h0).x, ls * v, 0.0, 0, u);
-    }
-    return acc;
+// s = Σ kv[n]·x. R rows at once (a two-row unit's rows: round 71), as Q4_K's: every
+// row's loads first, the int8 block read once for every row, each row's arithmetic the
+// one-row sequence (bit-identical to one row at a time). The scale words are unpacked only
+// once every row's quant words have arrived (qscale_after's tie).
+#define DEFINE_IQ4XS_Q8(NAME, R)                                                             \
+void NAME(uint ts[R], uint rs[R], uint c0, uint cl, inout float acc[R]) {                    \
+    uint nsb = T(ts[0], T_COLS) / 256u, nu = cl / 32u, u0 = c0 / 32u, S = gl_SubgroupSize;  \
+    uint ch[R], base[R], hs[R];                                                              \
+    [[unroll]] for (uint r = 0u; r < R; ++r) {                                               \
+        ch[r] = T(ts[r], T_CHUNK);                                                           \
+        base[r] = T(ts[r], T_QS) + rs[r] * T(ts[r], T_ROWW);                                 \
+        hs[r] = T(ts[r], T_SC) + rs[r] * nsb * 2u;                                           \
+    }                                                                                        \
+    FOR_LANE_UNITS(u, nu, 40u * R) {                                                         \
+        uint g = u0 + u, sb = g >> 3u, s = g & 7u;                                           \
+        uvec4 W[R];                                                                          \
+        uint h0[R], h1[R], dep = 0u;                                                         \
+        [[unroll]] for (uint r = 0u; r < R; ++r) {                                           \
+            W[r] = wld4(ch[r], base[r] + sb * 32u + s * 4u);                                 \
+            h0[r] = wld(ch[r], hs[r] + sb * 2u);                                             \
+            h1[r] = wld(ch[r], hs[r] + sb * 2u + 1u);                                        \
+            dep ^= W[r].x;                                                                   \
+        }                                                                                    \
+        uvec4 xa = sq[u * 3u], xb = sq[u * 3u + 1u];                                         \
+        [[unroll]] for (uint r = 0u; r < R; ++r) {                                           \
+            int v = iq4_block_q8(W[r], xa, xb);                                              \
+            uint a0 = h0[r] ^ (dep & pc.zero), a1 = h1[r] ^ (dep & pc.zero);                 \
+            int ls = int(((a1 >> (4u * s)) & 15u) | (((a0 >> (16u + 2u * s)) & 3u) << 4u)) - 32; \
+            acc[r] += q8_term(unpackHalf2x16(a0).x, ls * v, 0.0, 0, u);                      \
+        }                                                                                    \
+    }                                                                                        \
 }
+DEFINE_IQ4XS_Q8(iq4xs_q8_rows1, 1u)
+DEFINE_IQ4XS_Q8(iq4xs_q8_rows2, 2u)
+DEFINE_IQ4XS_Q8(iq4xs_q8_rows4, 4u)
 
 // IQ4_NL: unit = one block (block b of sq; Q4_0's layout, see quant.glsl's dot_iq4_nl);
-// term (d · f32(s)) · 2^e, s = Σ kv[n]·x.
-float dot_iq4_nl_q8(uint t, uint row, uint c0, uint cl) {
-    uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), sc = T(t, T_SC);
-    uint nb = cl / 32u, nbt = T(t, T_COLS) / 32u, g0 = c0 / 32u, S = gl_SubgroupSize;
-    float acc = 0.0;
-    FOR_LANE_UNITS(b, nb, 40u) {
-        uvec4 W = wld4(ch, base + (g0 + b) * 4u);
-        int v = iq4_block_q8(W, b);
-        acc += q8_term(qscale_after(ch, sc, row * nbt + g0 + b, W.x), v, 0.0, 0, b);
-    }
-    return acc;
+// term (d · f32(s)) · 2^e, s = Σ kv[n]·x. R rows at once as IQ4_XS's above.
+#define DEFINE_IQ4NL_Q8(NAME, R)                                                             \
+void NAME(uint ts[R], uint rs[R], uint c0, uint cl, inout float acc[R]) {                    \
+    uint nb = cl / 32u, nbt = T(ts[0], T_COLS) / 32u, g0 = c0 / 32u, S = gl_SubgroupSize;   \
+    uint ch[R], base[R], sc[R];                                                              \
+    [[unroll]] for (uint r = 0u; r < R; ++r) {                                               \
+        ch[r] = T(ts[r], T_CHUNK);                                                           \
+        base[r] = T(ts[r], T_QS) + rs[r] * T(ts[r], T_ROWW);                                 \
+        sc[r] = T(ts[r], T_SC);                                                              \
+    }                                                                                        \
+    FOR_LANE_UNITS(b, nb, 40u * R) {                                                         \
+        uvec4 W[R];                                                                          \
+        uint dep = 0u;                                                                       \
+        [[unroll]] for (uint r = 0u; r < R; ++r) {                                           \
+            W[r] = wld4(ch[r], base[r] + (g0 + b) * 4u);                                     \
+            dep ^= W[r].x;                                                                   \
+        }                                                                                    \
+        uvec4 xa = sq[b * 3u], xb = sq[b * 3u + 1u];                                         \
+        [[unroll]] for (uint r = 0u; r < R; ++r) {                                           \
+            int v = iq4_block_q8(W[r], xa, xb);                                              \
+            acc[r] += q8_term(qscale_after(ch[r], sc[r], rs[r] * nbt + g0 + b, dep), v, 0.0, 0, b); \
+        }                                                                                    \
+    }                                                                                        \
 }
+DEFINE_IQ4NL_Q8(iq4nl_q8_rows1, 1u)
+DEFINE_IQ4NL_Q8(iq4nl_q8_rows2, 2u)
+DEFINE_IQ4NL_Q8(iq4nl_q8_rows4, 4u)
 
 // quant.glsl's quant_dot in the ACT_Q8 modules. A BF16 matrix has no int8 dot product (the
 // host refuses it on this path, as F32 and F16): were one to come here, NaN fails the pass.
@@ -278,8 +314,8 @@ float quant_dot_q8(uint ty, uint t, uint row, uint c0, uint cl) {
     float a[1] = float[1](0.0);
     if (IS_TY(ty, TY_Q4_K) || IS_TY(ty, TY_Q5_K)) { q45k_q8_rows1(IS_TY(ty, TY_Q5_K), ts, rs, c0, cl, a); return a[0]; }
     if (IS_TY(ty, TY_Q6_K)) { q6k_q8_rows1(ts, rs, c0, cl, a); return a[0]; }
-    if (IS_TY(ty, TY_IQ4_XS)) return dot_iq4_xs_q8(t, row, c0, cl);
-    if (IS_TY(ty, TY_IQ4_NL)) return dot_iq4_nl_q8(t, row, c0, cl);
+    if (IS_TY(ty, TY_IQ4_XS)) { iq4xs_q8_rows1(ts, rs, c0, cl, a); return a[0]; }
+    if (IS_TY(ty, TY_IQ4_NL)) { iq4nl_q8_rows1(ts, rs, c0, cl, a); return a[0]; }
     if (IS_TY(ty, TY_Q4_1) || IS_TY(ty, TY_Q5_0) || IS_TY(ty, TY_Q5_1)) return dot_q32_q8(ty, t, row, c0, cl);
     return uintBitsToFloat(0x7FC00000u);
 }
@@ -288,22 +324,36 @@ float quant_dot_q8(uint ty, uint t, uint row, uint c0, uint cl) {
 #endif
 
 // R rows of one type and column count against the input vector (decode.comp's dot_rows2/4):
-// whether this type streams rows together (Q4_K, Q6_K); if so res[r] is row r's dot product,
-// bit-identical to quant_dot one row at a time (the same sequence per row, then subgroupAdd).
+// whether this type streams rows together (Q4_K, Q6_K; IQ4_XS and IQ4_NL in the q8 modules
+// below 1,024 lanes); if so res[r] is row r's dot product, bit-identical to quant_dot one row
+// at a time (the same sequence per row, then subgroupAdd). Round 71 (H100, q8, bitwise):
+// the IQ4 rows together +3.08 % at 1B IQ4_XS (512 lanes), −1.31 % at 8B IQ4_XS (1,024 lanes:
+// 64 registers, spilling already); Q5_K's (its high-bit words too) −4.35 % at 1B Q5_K_M, so
+// Q5_K rows go one at a time.
 #ifdef ACT_Q8
 #define QROWS_Q4K(R) q45k_q8_rows##R(false, ts, rs, 0u, cl, a)
 #define QROWS_Q6K(R) q6k_q8_rows##R(ts, rs, 0u, cl, a)
+#define QROWS_IQ4XS(R) iq4xs_q8_rows##R(ts, rs, 0u, cl, a)
+#define QROWS_IQ4NL(R) iq4nl_q8_rows##R(ts, rs, 0u, cl, a)
+#define QROWS_IQ4 (gl_WorkGroupSize.x < 1024u)
 #else
 #define QROWS_Q4K(R) q4k_rows##R(ts, rs, 0u, cl, a)
 #define QROWS_Q6K(R) q6k_rows##R(ts, rs, 0u, cl, a)
+#define QROWS_IQ4XS(R)
+#define QROWS_IQ4NL(R)
+#define QROWS_IQ4 false
 #endif
 #define DEFINE_QUANT_ROWS(NAME, R, RN)                                                       \
 bool NAME(uint ty, uint ts[R], uint rs[R], out float res[R]) {                               \
-    if (!IS_TY(ty, TY_Q4_K) && !IS_TY(ty, TY_Q6_K)) return false;                            \
+    bool iq4 = QROWS_IQ4 && (IS_TY(ty, TY_IQ4_XS) || IS_TY(ty, TY_IQ4_NL));                 \
+    if (!IS_TY(ty, TY_Q4_K) && !IS_TY(ty, TY_Q6_K) && !iq4) return false;                   \
     uint cl = T(ts[0], T_COLS);                                                              \
     float a[R];                                                                              \
     [[unroll]] for (uint r = 0u; r < R; ++r) a[r] = 0.0;                                     \
-    if (IS_TY(ty, TY_Q4_K)) QROWS_Q4K(RN); else QROWS_Q6K(RN);                               \
+    if (IS_TY(ty, TY_Q4_K)) { QROWS_Q4K(RN); }                                               \
+    else if (IS_TY(ty, TY_Q6_K)) { QROWS_Q6K(RN); }                                          \
+    else if (IS_TY(ty, TY_IQ4_XS)) { QROWS_IQ4XS(RN); }                                      \
+    else { QROWS_IQ4NL(RN); }                                                                \
     [[unroll]] for (uint r = 0u; r < R; ++r) res[r] = subgroupAdd(a[r]);                     \
     return true;                                                                             \
 }

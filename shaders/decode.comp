@@ -398,8 +398,8 @@ uint first_unit(uint b, uint n, out uint NT) {
 // any is used and each element of sx, read once, feeds every row. Per row the arithmetic is
 // dot_sx's Q4_0 loop exactly: lane l adds blocks l, l+S, l+2S, ... in ascending order, lo/hi
 // in element order, then one subgroupAdd — bit-identical to one row at a time. The rows share
-// a column count. Q4_K and Q6_K rows of one type go to quant_rows; other types run dot_sx per
-// row.
+// a column count. Q4_K and Q6_K rows of one type (and IQ4_XS and IQ4_NL in the q8 modules below
+// 1,024 lanes: round 71) go to quant_rows; other types run dot_sx per row.
 #define Q4_ROWS_BLOCK(Q, D, B, R)                                                            \
     {                                                                                        \
         float lo[R], hi[R];                                                                  \
@@ -435,7 +435,7 @@ void NAME(uint ts[R], uint rs[R], out float res[R]) {                           
         if (ty != ty0) same = false;                                                         \
     }                                                                                        \
     if (!q4) {                                                                               \
-        /* Q4_K and Q6_K rows stream together too (act_q8.glsl's quant_rows). */             \
+        /* K-quant and IQ4 rows stream together too (act_q8.glsl's quant_rows). */           \
         if (same && QROWS(ty0, ts, rs, res)) return;                                         \
         /* One dot_sx site (see run_stage). */                                               \
         [[dont_unroll]] for (uint r = 0u; r < R; ++r) res[r] = dot_sx(ts[r], rs[r]);         \

@@ -659,15 +659,10 @@ fn logit_bits(model: &Model, opts: DecoderOptions, steps: usize) -> Vec<Vec<u32>
         .collect()
 }
 
-#[test]
-fn q4_k_and_q6_k_rows_streamed_2_or_4_per_team_give_the_one_row_logits_bit_for_bit() {
-    // A Q4_K_M-like mix: Q4_K matrices, Q6_K value and down projections and classifier (the
-    // FFN's gate/up pair and the rope pairs stream as row pairs, single rows in fours).
-    let model = typed_model(1, |l, i| match (l, i) {
-        (usize::MAX, _) | (_, 2) | (_, 5) => GgmlType::Q6_K,
-        _ => GgmlType::Q4_K,
-    });
-    for act in [ActType::F32, ActType::Q8] {
+/// Mega rows 4 and multi rows 2 against mega rows 1, logits bit for bit, on the activation
+/// paths `acts`.
+fn rows_streamed_match_one_row(model: &Model, acts: &[ActType], what: &str) {
+    for &act in acts {
         let run = |dispatch, rows| {
             let opts = DecoderOptions {
                 dispatch,
@@ -676,16 +671,46 @@ fn q4_k_and_q6_k_rows_streamed_2_or_4_per_team_give_the_one_row_logits_bit_for_b
                 max_seq: 4,
                 ..Default::default()
             };
-            logit_bits(&model, opts, 3)
+            logit_bits(model, opts, 3)
         };
         let want = run(Dispatch::Mega, 1);
-        assert!(want.iter().flatten().any(|&b| b != 0), "{act}: logits");
+        assert!(
+            want.iter().flatten().any(|&b| b != 0),
+            "{what} {act}: logits"
+        );
         for (dispatch, rows) in [(Dispatch::Mega, 4), (Dispatch::Multi, 2)] {
             assert!(
                 run(dispatch, rows) == want,
-                "{act} {} rows {rows}: logits differ from mega rows 1",
+                "{what} {act} {} rows {rows}: logits differ from mega rows 1",
                 dispatch.name()
             );
         }
     }
+}
+
+#[test]
+fn q4_k_and_q6_k_rows_streamed_2_or_4_per_team_give_the_one_row_logits_bit_for_bit() {
+    // A Q4_K_M-like mix: Q4_K matrices, Q6_K value and down projections and classifier (the
+    // FFN's gate/up pair and the rope pairs stream as row pairs, single rows in fours).
+    let model = typed_model(1, |l, i| match (l, i) {
+        (usize::MAX, _) | (_, 2) | (_, 5) => GgmlType::Q6_K,
+        _ => GgmlType::Q4_K,
+    });
+    rows_streamed_match_one_row(&model, &[ActType::F32, ActType::Q8], "Q4_K+Q6_K");
+}
+
+#[test]
+fn iq4_xs_and_iq4_nl_rows_streamed_2_or_4_per_team_give_the_one_row_logits_bit_for_bit() {
+    // The q8 path streams IQ4 rows together too below 1,024 lanes (act_q8.glsl's quant_rows;
+    // lavapipe runs 64): an IQ4_XS mix with Q5_K values (as llama-quantize's for GQA models)
+    // and a Q6_K classifier, and IQ4_NL throughout. (The f32 path takes them one row at a
+    // time under --rows as without it: nothing new to compare there.)
+    let xs = typed_model(1, |l, i| match (l, i) {
+        (usize::MAX, 1) => GgmlType::Q6_K,
+        (_, 2) => GgmlType::Q5_K,
+        _ => GgmlType::IQ4_XS,
+    });
+    rows_streamed_match_one_row(&xs, &[ActType::Q8], "IQ4_XS+Q5_K");
+    let nl = typed_model(1, |_, _| GgmlType::IQ4_NL);
+    rows_streamed_match_one_row(&nl, &[ActType::Q8], "IQ4_NL");
 }
