@@ -130,7 +130,17 @@ for f in .bin/*.xz; do
   chmod +x "${f%.xz}"
 done
 # BIN=NAME: .bin/NAME is the build under test (copied to .bin/baro-top, COMMIT-NAME its commit).
-if [ -n "${BIN:-}" ]; then cp ".bin/$BIN" .bin/baro-top; cp ".bin/COMMIT-${BIN#baro-top-}" .bin/COMMIT 2>/dev/null; fi
+if [ -n "${BIN:-}" ]; then
+  [ -x ".bin/$BIN" ] || { echo "BIN=$BIN: no .bin/$BIN (or .bin/$BIN.xz) in the carried tree"; exit 2; }
+  cp ".bin/$BIN" .bin/baro-top; cp ".bin/COMMIT-${BIN#baro-top-}" .bin/COMMIT 2>/dev/null
+fi
+# Without a build under test nothing below can run (a call that named steps but no BIN lost its
+# device time to "NOT THE H100" in round 71): say which builds the tree has, fast.
+if [ ! -x .bin/baro-top ]; then
+  echo "no build under test: .bin/baro-top is missing; name one with BIN=NAME (or a ROUND whose bin says it):"
+  ls .bin 2>/dev/null | grep -v -e '\.xz$' -e '^COMMIT' | sed 's/^/  /'
+  exit 2
+fi
 
 # The NVIDIA Vulkan driver on the device machine (loader + libglvnd from the carried .gl/ debs).
 for f in .gl/*.deb; do dpkg -x "$f" /; done
