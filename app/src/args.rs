@@ -115,6 +115,15 @@ pub struct GpuArgs {
     /// levels from it: the speed it keeps is not residency. Needs `--prefetch-mib` above 0.
     #[arg(long, value_name = "N", value_parser = validate::prefetch_skew, allow_negative_numbers = true)]
     pub prefetch_skew: Option<u32>,
+    /// The driver's bounds checks on the decoder's buffer loads and stores: default or off
+    /// [default: default, the device's own behaviour; NVIDIA's drivers check every
+    /// storage-buffer access: `baro-top devices` says]. off builds the pipelines with
+    /// VK_EXT_pipeline_robustness's DISABLED for storage and uniform buffers: no size load,
+    /// comparison or predicate per load. Every access the kernel makes is in bounds by
+    /// construction, so the logits are bit-identical; only speed can differ. A device
+    /// without the extension refuses off.
+    #[arg(long, value_name = "default|off", value_parser = validate::robust_buffers)]
+    pub robust_buffers: Option<baro_engine::vulkan::RobustBuffers>,
     /// Grid-barrier spin timeout, milliseconds, at least 1 [default: 1000].
     #[arg(long, value_parser = validate::spin_timeout_ms, allow_negative_numbers = true)]
     pub spin_timeout_ms: Option<u64>,
@@ -145,6 +154,7 @@ impl GpuArgs {
             ("--idle-wait-ns", self.idle_wait_ns.is_some()),
             ("--prefetch-mib", self.prefetch_mib.is_some()),
             ("--prefetch-skew", self.prefetch_skew.is_some()),
+            ("--robust-buffers", self.robust_buffers.is_some()),
             ("--spin-timeout-ms", self.spin_timeout_ms.is_some()),
             ("--watchdog-ms", self.watchdog_ms.is_some()),
             ("--inject-stall-wg", self.inject_stall_wg.is_some()),
@@ -186,6 +196,7 @@ impl GpuArgs {
             grid: self.grid,
             wg_size: self.wg_size,
             rows: self.rows,
+            robust_buffers: self.robust_buffers.unwrap_or_default(),
             ring_every: self.ring_every.unwrap_or(1),
             chain: self.chain.unwrap_or(DEFAULT_CHAIN),
             pass_loop: self.pass_loop.unwrap_or(false),

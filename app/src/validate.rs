@@ -245,6 +245,12 @@ pub fn kv(s: &str) -> Result<baro_engine::device::KvType, String> {
     baro_engine::device::KvType::parse(s)
 }
 
+/// `--robust-buffers`: the driver's bounds checks on the decoder's buffers, exactly `default`
+/// or `off`.
+pub fn robust_buffers(s: &str) -> Result<baro_engine::vulkan::RobustBuffers, String> {
+    baro_engine::vulkan::RobustBuffers::parse(s)
+}
+
 /// `--act`: what quantised matrices multiply against, exactly `auto`, `f32` or `q8` (no other
 /// spelling, no case folding).
 pub fn act(s: &str) -> Result<baro_engine::act::ActChoice, String> {
@@ -416,6 +422,17 @@ pub fn check(v: &str) -> Result<baro_engine::session::Check, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn robust_buffers_takes_exactly_default_and_off() {
+        use baro_engine::vulkan::RobustBuffers;
+        assert_eq!(robust_buffers("default"), Ok(RobustBuffers::DeviceDefault));
+        assert_eq!(robust_buffers("off"), Ok(RobustBuffers::Off));
+        for bad in ["", "on", "OFF", "Default", "none", "0"] {
+            let e = robust_buffers(bad).expect_err("accepted");
+            assert!(e.contains("one of default, off"), "{bad:?}: {e}");
+        }
+    }
 
     #[test]
     fn on_off_takes_exactly_on_and_off() {

@@ -471,6 +471,18 @@ fn grid_and_probe_limits_are_refused_naming_the_range() {
 }
 
 #[test]
+fn robust_buffers_other_than_default_or_off_is_refused_naming_the_accepted_values() {
+    for c in ["gate", "run", "generate", "bench", "record"] {
+        for bad in ["on", "OFF", "none", ""] {
+            refused(
+                &baro(&[c, "--robust-buffers", bad]),
+                &["--robust-buffers", "one of default, off"],
+            );
+        }
+    }
+}
+
+#[test]
 fn kv_type_other_than_f32_or_f16_is_refused_naming_the_accepted_values() {
     for c in ["gate", "run", "generate", "bench", "record"] {
         for bad in ["f64", "F16", "fp16", ""] {

@@ -615,6 +615,8 @@ mod tests {
             storage_16bit: true,
             integer_dot: true,
             pipeline_stats: false,
+            pipeline_robustness: false,
+            storage_robustness_default: None,
             sm_count: None,
             max_storage_range: 1 << 30,
             storage_align: 16,

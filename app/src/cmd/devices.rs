@@ -82,6 +82,7 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
                 "no (the driver does not report registers or spills)"
             }
         )?;
+        outln!("  buffer checks    {}", robustness_words(d))?;
         outln!(
             "  SMs / CUs        {}",
             d.sm_count.map_or("unknown".into(), |n| n.to_string())
@@ -117,4 +118,19 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `devices` says of a device's buffer robustness: the driver's default for storage
+/// buffers where it reports one, and whether `--robust-buffers off` can run.
+fn robustness_words(d: &baro_engine::vulkan::DeviceInfo) -> String {
+    let default = match d.storage_checked_by_default() {
+        Some(true) => "storage buffers bounds-checked by default",
+        Some(false) => "storage buffers unchecked by default",
+        None => "default behaviour not reported",
+    };
+    if d.pipeline_robustness {
+        format!("{default}; --robust-buffers off asks for none (VK_EXT_pipeline_robustness)")
+    } else {
+        format!("{default}; --robust-buffers off is refused (lacks VK_EXT_pipeline_robustness)")
+    }
 }

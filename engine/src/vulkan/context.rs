@@ -76,6 +76,16 @@ pub struct DeviceInfo {
     /// its compiler's statistics (registers per lane, spills) for each pipeline; enabled at
     /// device creation when present.
     pub pipeline_stats: bool,
+    /// VK_EXT_pipeline_robustness with `pipelineRobustness`: a pipeline may ask for its
+    /// buffer accesses without the driver's bounds checks ([`RobustBuffers::Off`]); enabled at
+    /// device creation when present.
+    ///
+    /// [`RobustBuffers::Off`]: crate::vulkan::RobustBuffers::Off
+    pub pipeline_robustness: bool,
+    /// What the driver does with an out-of-bounds storage-buffer access when no robustness
+    /// feature is enabled (`defaultRobustnessStorageBuffers`), where the extension reports it:
+    /// "robust buffer access" means every load is bounds-checked by default.
+    pub storage_robustness_default: Option<vk::PipelineRobustnessBufferBehaviorEXT>,
     /// Streaming multiprocessors / compute units, when the driver reports them.
     pub sm_count: Option<u32>,
     /// Largest storage buffer range.
@@ -115,6 +125,17 @@ impl DeviceInfo {
                 None => "SM count unknown".into(),
             }
         )
+    }
+
+    /// Whether the driver bounds-checks storage-buffer accesses when no robustness feature
+    /// is enabled (`defaultRobustnessStorageBuffers`); `None` where it does not say.
+    pub fn storage_checked_by_default(&self) -> Option<bool> {
+        use vk::PipelineRobustnessBufferBehaviorEXT as B;
+        match self.storage_robustness_default? {
+            B::ROBUST_BUFFER_ACCESS | B::ROBUST_BUFFER_ACCESS_2 => Some(true),
+            B::DISABLED => Some(false),
+            _ => None,
+        }
     }
 
     /// Whether baro-top's decoder can run here, and if not, why.
@@ -258,6 +279,8 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
         let clock_ext = has_ext(&exts, ash::khr::shader_clock::NAME);
         let sm_ext = has_ext(&exts, ash::nv::shader_sm_builtins::NAME);
         let amd_ext = has_ext(&exts, ash::amd::shader_core_properties::NAME);
+        let rob_ext = has_ext(&exts, ash::ext::pipeline_robustness::NAME);
+        let mut rob_props = vk::PhysicalDevicePipelineRobustnessPropertiesEXT::default();
         let mut driver = vk::PhysicalDeviceDriverProperties::default();
         let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
         let mut sm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
@@ -271,6 +294,9 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
         if amd_ext {
             props2 = props2.push_next(&mut amd);
         }
+        if rob_ext {
+            props2 = props2.push_next(&mut rob_props);
+        }
         instance.get_physical_device_properties2(pd, &mut props2);
         let p = props2.properties;
         let mut clock = vk::PhysicalDeviceShaderClockFeaturesKHR::default();
@@ -280,6 +306,7 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
         let mut pex = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
         let idp_ext = has_ext(&exts, ash::khr::shader_integer_dot_product::NAME);
         let mut idp = vk::PhysicalDeviceShaderIntegerDotProductFeatures::default();
+        let mut rob = vk::PhysicalDevicePipelineRobustnessFeaturesEXT::default();
         let mut f2 = vk::PhysicalDeviceFeatures2::default()
             .push_next(&mut v11)
             .push_next(&mut v12);
@@ -291,6 +318,9 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
         }
         if idp_ext {
             f2 = f2.push_next(&mut idp);
+        }
+        if rob_ext {
+            f2 = f2.push_next(&mut rob);
         }
         instance.get_physical_device_features2(pd, &mut f2);
         let feats = f2.features;
@@ -334,6 +364,9 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
             storage_16bit: v11.storage_buffer16_bit_access == vk::TRUE,
             integer_dot: idp_ext && idp.shader_integer_dot_product == vk::TRUE,
             pipeline_stats: pex_ext && pex.pipeline_executable_info == vk::TRUE,
+            pipeline_robustness: rob_ext && rob.pipeline_robustness == vk::TRUE,
+            storage_robustness_default: rob_ext
+                .then_some(rob_props.default_robustness_storage_buffers),
             sm_count: if sm_ext && sm.shader_sm_count > 0 {
                 Some(sm.shader_sm_count)
             } else if amd_ext {
@@ -519,6 +552,14 @@ impl GpuContext {
         if chosen.integer_dot {
             ext_names.push(ash::khr::shader_integer_dot_product::NAME.as_ptr());
             f2 = f2.push_next(&mut idp);
+        }
+        // Per-pipeline buffer robustness where the device has it (`RobustBuffers::Off` asks a
+        // pipeline for its loads without the driver's bounds checks).
+        let mut rob =
+            vk::PhysicalDevicePipelineRobustnessFeaturesEXT::default().pipeline_robustness(true);
+        if chosen.pipeline_robustness {
+            ext_names.push(ash::ext::pipeline_robustness::NAME.as_ptr());
+            f2 = f2.push_next(&mut rob);
         }
         let dci = vk::DeviceCreateInfo::default()
             .queue_create_infos(&qci)

@@ -11,7 +11,9 @@ use baro_engine::model::{Config, KMix, Model, Quant};
 use baro_engine::quant::{GgmlType, QK_K};
 use baro_engine::sampler::Sampler;
 use baro_engine::synth::{self, Shape};
-use baro_engine::vulkan::{fail, DecoderOptions, DeviceKind, Dispatch, GpuContext, VulkanDecoder};
+use baro_engine::vulkan::{
+    fail, ActType, DecoderOptions, DeviceKind, Dispatch, GpuContext, RobustBuffers, VulkanDecoder,
+};
 
 const GOLDEN_TEXT: &[u8] = include_bytes!("../../models/stories260K/greedy_empty_prompt_200.txt");
 
@@ -473,6 +475,48 @@ fn streaming_1_2_or_4_rows_per_team_gives_bit_identical_logits_in_q4_0_and_f16()
                     ),
                 }
             }
+        }
+    }
+}
+
+#[test]
+fn unchecked_buffers_are_refused_without_pipeline_robustness_or_give_the_checked_logits_bit_for_bit(
+) {
+    // `RobustBuffers::Off` (no driver bounds checks) changes no access the kernel makes: where
+    // the device has VK_EXT_pipeline_robustness the logits must be the checked run's bits,
+    // mega and multi, f32 and q8; where it has not (Debian 12's lavapipe, Mesa 22.3), the decoder
+    // must refuse, naming the extension, rather than run with the checks left in.
+    let Some((ctx, _turn)) = device() else { return };
+    let (mut cfg, tied) = Shape::Tiny.config();
+    cfg.n_layers = 2;
+    let model = synth::generate(&cfg, tied, GgmlType::Q4_0, 7, |_, _| {}).expect("model");
+    for act in [ActType::F32, ActType::Q8] {
+        for dispatch in [Dispatch::Mega, Dispatch::Multi] {
+            let opts = |robust_buffers| DecoderOptions {
+                dispatch,
+                act,
+                robust_buffers,
+                max_seq: 8,
+                ..Default::default()
+            };
+            if !ctx.info.pipeline_robustness {
+                let err = VulkanDecoder::new(ctx.clone(), &model, opts(RobustBuffers::Off))
+                    .err()
+                    .expect("buffer robustness off was accepted without the extension");
+                let msg = err.to_string();
+                assert!(
+                    msg.contains("VK_EXT_pipeline_robustness") && msg.contains("robustness off"),
+                    "{msg}"
+                );
+                continue;
+            }
+            let want = logit_bits(&ctx, &model, opts(RobustBuffers::DeviceDefault), 6);
+            let got = logit_bits(&ctx, &model, opts(RobustBuffers::Off), 6);
+            assert!(
+                want == got,
+                "{act} {}: unchecked buffers changed the logits",
+                dispatch.name()
+            );
         }
     }
 }

@@ -74,6 +74,55 @@ pub use baro_telemetry::FailWord;
 /// for the GPU's power states).
 pub use baro_telemetry::Dispatch;
 
+/// The driver's bounds checks on the decoder's buffer loads and stores
+/// ([`DecoderOptions::robust_buffers`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RobustBuffers {
+    /// What the device does when no robustness feature is enabled (none is: NVIDIA's drivers
+    /// still bounds-check every storage-buffer access; `baro-top devices` prints the default
+    /// where the device reports it).
+    #[default]
+    DeviceDefault,
+    /// The pipelines ask for storage and uniform buffer accesses without robustness
+    /// (VK_EXT_pipeline_robustness, `DISABLED`): no bounds check, no size load, no predicate
+    /// per load. The kernel's accesses are in bounds by construction (every index comes from
+    /// the validated program tables), so the logits are the same bits; a device without the
+    /// extension refuses it, naming it.
+    Off,
+}
+
+impl RobustBuffers {
+    /// `default` or `off` (the CLI's `--robust-buffers`).
+    pub fn parse(s: &str) -> std::result::Result<RobustBuffers, String> {
+        match s {
+            "default" => Ok(RobustBuffers::DeviceDefault),
+            "off" => Ok(RobustBuffers::Off),
+            _ => Err(format!("buffer robustness '{s}': one of default, off")),
+        }
+    }
+
+    /// The name `parse` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            RobustBuffers::DeviceDefault => "default",
+            RobustBuffers::Off => "off",
+        }
+    }
+}
+
+/// Whether device `info` can build pipelines with buffer robustness `r`: `Off` needs
+/// VK_EXT_pipeline_robustness (a decoder asked for it on a device without refuses, naming the
+/// extension, rather than run with the checks it was asked to leave out).
+pub fn check_robust_buffers(info: &crate::vulkan::DeviceInfo, r: RobustBuffers) -> Result<()> {
+    if r == RobustBuffers::Off && !info.pipeline_robustness {
+        return Err(Error::Invalid(format!(
+            "buffer robustness off: device {} ({}) lacks VK_EXT_pipeline_robustness (pipelineRobustness), which a pipeline needs to ask for its buffer accesses without the driver's bounds checks; leave --robust-buffers at default",
+            info.index, info.name
+        )));
+    }
+    Ok(())
+}
+
 /// Decoder options.
 #[derive(Clone, Debug)]
 pub struct DecoderOptions {
@@ -86,6 +135,9 @@ pub struct DecoderOptions {
     /// Weight rows a team streams at once in the matvec stages: 1, 2 or 4 (default
     /// [`DEFAULT_ROWS`]). Every value gives bit-identical logits; only the speed differs.
     pub rows: Option<u32>,
+    /// The driver's bounds checks on buffer accesses ([`RobustBuffers`]): the device's
+    /// default, or off. Logits are bit-identical either way; only the speed can differ.
+    pub robust_buffers: RobustBuffers,
     /// Positions the KV cache holds (clamped to the model's context).
     pub max_seq: usize,
     /// Write the telemetry ring.
@@ -274,6 +326,7 @@ impl Default for DecoderOptions {
             grid: None,
             wg_size: None,
             rows: None,
+            robust_buffers: RobustBuffers::DeviceDefault,
             max_seq: 2048,
             instrument: false,
             spin_timeout: Duration::from_secs(1),

@@ -141,11 +141,27 @@ impl VulkanDecoder {
             } else {
                 vk::PipelineCreateFlags::empty()
             };
+            // RobustBuffers::Off: storage and uniform buffer accesses without the driver's
+            // bounds checks (the decoder checked the device has VK_EXT_pipeline_robustness).
+            // One chained struct per pipeline; they outlive vkCreateComputePipelines below.
+            let mut robust: Vec<vk::PipelineRobustnessCreateInfoEXT> = sis
+                .iter()
+                .map(|_| {
+                    vk::PipelineRobustnessCreateInfoEXT::default()
+                        .storage_buffers(vk::PipelineRobustnessBufferBehaviorEXT::DISABLED)
+                        .uniform_buffers(vk::PipelineRobustnessBufferBehaviorEXT::DISABLED)
+                        .vertex_inputs(vk::PipelineRobustnessBufferBehaviorEXT::DEVICE_DEFAULT)
+                        .images(vk::PipelineRobustnessImageBehaviorEXT::DEVICE_DEFAULT)
+                })
+                .collect();
+            let unchecked = self.opts.robust_buffers == RobustBuffers::Off;
             let pci: Vec<vk::ComputePipelineCreateInfo> = sis
                 .iter()
-                .map(|si| {
-                    vk::ComputePipelineCreateInfo::default()
-                        .flags(flags)
+                .zip(robust.iter_mut())
+                .map(|(si, rb)| {
+                    let ci = vk::ComputePipelineCreateInfo::default();
+                    let ci = if unchecked { ci.push_next(rb) } else { ci };
+                    ci.flags(flags)
                         .stage(
                             vk::PipelineShaderStageCreateInfo::default()
                                 .stage(vk::ShaderStageFlags::COMPUTE)

@@ -39,6 +39,7 @@ impl VulkanDecoder {
     pub fn new(ctx: Arc<GpuContext>, model: &Model, opts: DecoderOptions) -> Result<VulkanDecoder> {
         let info = ctx.info.clone();
         let cpu = info.kind == DeviceKind::Cpu;
+        check_robust_buffers(&info, opts.robust_buffers)?;
         if opts.grid == Some(0) {
             return Err(Error::Invalid(
                 "grid 0: a pass needs at least one workgroup".into(),
