@@ -664,6 +664,7 @@ pub fn child_arm(name: &str, run: u64, rows: &[Row]) -> anyhow::Result<(ArmResul
         spills: pp.spills,
         prefetch_mib: pp.prefetch_mib,
         idle_wait_ns: pp.idle_wait_ns,
+        robust_buffers: pp.robust_buffers.clone(),
     };
     Ok((res, info))
 }

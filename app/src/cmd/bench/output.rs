@@ -82,6 +82,9 @@ pub struct ArmInfo {
     pub prefetch_mib: Option<u32>,
     /// The megakernel's idle wait, ns, where the binary reports it.
     pub idle_wait_ns: Option<u32>,
+    /// The driver's bounds checks (`--robust-buffers`: `default` or `off`), where the binary
+    /// reports it.
+    pub robust_buffers: Option<String>,
 }
 
 impl ArmInfo {
@@ -110,6 +113,7 @@ impl ArmInfo {
                     spills,
                     prefetch_mib: Some(res.prefetch_mib),
                     idle_wait_ns: Some(res.idle_wait_ns),
+                    robust_buffers: Some(arm.options.robust_buffers.name().into()),
                 }
             })
             .collect()
@@ -171,6 +175,10 @@ pub struct Row {
     /// none); absent in rows from binaries before it was reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_wait_ns: Option<u32>,
+    /// The driver's bounds checks on the decoder's buffers (`--robust-buffers`): `default`
+    /// (the device's own behaviour) or `off`; absent in rows from binaries before the option.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub robust_buffers: Option<String>,
     /// `pp` (prompt) or `tg` (generation).
     pub test: String,
     /// Prompt tokens per sample (mean over the prompt set, BOS included); 0 in `tg` rows.
@@ -295,6 +303,7 @@ pub fn rows(meta: &Meta, arms: &[ArmInfo], report: &BenchReport) -> Vec<Row> {
                 spills: info.spills,
                 prefetch_mib: info.prefetch_mib,
                 idle_wait_ns: info.idle_wait_ns,
+                robust_buffers: info.robust_buffers.clone(),
                 test: test.into(),
                 n_prompt,
                 n_gen: if pp { 0 } else { meta.n_gen },
@@ -327,7 +336,7 @@ pub fn rows(meta: &Meta, arms: &[ArmInfo], report: &BenchReport) -> Vec<Row> {
 }
 
 /// The CSV columns, in order (every field of [`Row`]).
-const COLUMNS: [&str; 43] = [
+const COLUMNS: [&str; 44] = [
     "model_filename",
     "model_type",
     "model_size",
@@ -346,6 +355,7 @@ const COLUMNS: [&str; 43] = [
     "spills",
     "prefetch_mib",
     "idle_wait_ns",
+    "robust_buffers",
     "test",
     "n_prompt",
     "n_gen",
@@ -591,6 +601,7 @@ mod tests {
             spills: None,
             prefetch_mib: Some(16),
             idle_wait_ns: Some(2000),
+            robust_buffers: Some("off".into()),
         };
         let r = rows(&meta, &[info("A"), info("B")], &report);
         assert_eq!(r.len(), 4);
@@ -633,6 +644,7 @@ mod tests {
             spills: None,
             prefetch_mib: Some(16),
             idle_wait_ns: Some(2000),
+            robust_buffers: Some("off".into()),
         };
         let r = rows(&meta, &[info], &report);
         assert!(r.iter().all(|r| r.kv == "f16"));
@@ -658,6 +670,17 @@ mod tests {
         old.as_object_mut().unwrap().remove("idle_wait_ns");
         let back: Row = serde_json::from_value(old).unwrap();
         assert_eq!(back.idle_wait_ns, None);
+        // And the driver's bounds checks: a CSV column, absent (unknown) in older rows.
+        assert!(r.iter().all(|r| r.robust_buffers.as_deref() == Some("off")));
+        let col = header
+            .iter()
+            .position(|c| *c == "robust_buffers")
+            .expect("a column");
+        assert_eq!(first[col], "off");
+        let mut old = serde_json::to_value(&r[0]).unwrap();
+        old.as_object_mut().unwrap().remove("robust_buffers");
+        let back: Row = serde_json::from_value(old).unwrap();
+        assert_eq!(back.robust_buffers, None);
     }
 
     #[test]
@@ -698,6 +721,7 @@ mod tests {
             spills,
             prefetch_mib: None,
             idle_wait_ns: None,
+            robust_buffers: None,
         };
         let r = rows(
             &test_meta(1, false),
