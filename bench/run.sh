@@ -157,6 +157,9 @@ if ! $B devices 2>&1 | grep -q "$CARD"; then
   exit 3
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,pstate --format=csv,noheader 2>/dev/null
+# What the driver does by default with the buffers' bounds (`--robust-buffers`; builds before
+# f9e6f4b print nothing here).
+$B devices 2>&1 | grep -m1 "buffer checks"
 t() { echo "== [$SECONDS s] $*"; }
 [ -n "$ROUND" ] && t "round $ROUND: $*"
 t "build under test $(cat .bin/COMMIT 2>/dev/null)"
