@@ -470,28 +470,33 @@ fn grid_and_probe_limits_are_refused_naming_the_range() {
     );
 }
 
-#[test]
-fn robust_buffers_other_than_default_or_off_is_refused_naming_the_accepted_values() {
+/// Every value of `bad` for `flag` refused by every GPU command, the message naming the flag
+/// and `accepted`.
+#[track_caller]
+fn refused_in_every_gpu_command(flag: &str, bad: &[&str], accepted: &str) {
     for c in ["gate", "run", "generate", "bench", "record"] {
-        for bad in ["on", "OFF", "none", ""] {
-            refused(
-                &baro(&[c, "--robust-buffers", bad]),
-                &["--robust-buffers", "one of default, off"],
-            );
+        for b in bad {
+            refused(&baro(&[c, flag, b]), &[flag, accepted]);
         }
     }
 }
 
 #[test]
+fn robust_buffers_other_than_default_or_off_is_refused_naming_the_accepted_values() {
+    refused_in_every_gpu_command(
+        "--robust-buffers",
+        &["on", "OFF", "none", ""],
+        "one of default, off",
+    );
+}
+
+#[test]
 fn kv_type_other_than_f32_or_f16_is_refused_naming_the_accepted_values() {
-    for c in ["gate", "run", "generate", "bench", "record"] {
-        for bad in ["f64", "F16", "fp16", ""] {
-            refused(
-                &baro(&[c, "--kv", bad]),
-                &["--kv", "expected one of f32, f16"],
-            );
-        }
-    }
+    refused_in_every_gpu_command(
+        "--kv",
+        &["f64", "F16", "fp16", ""],
+        "expected one of f32, f16",
+    );
 }
 
 #[test]
@@ -520,14 +525,11 @@ fn kv_f16_gates_against_the_f16_rounded_reference_and_generates_on_the_cpu_too()
 
 #[test]
 fn act_type_other_than_auto_f32_or_q8_is_refused_naming_the_accepted_values() {
-    for c in ["gate", "run", "generate", "bench", "record"] {
-        for bad in ["bogus", "q8_0", "Q8", "Auto", "int8", ""] {
-            refused(
-                &baro(&[c, "--act", bad]),
-                &["--act", "expected one of auto, f32, q8"],
-            );
-        }
-    }
+    refused_in_every_gpu_command(
+        "--act",
+        &["bogus", "q8_0", "Q8", "Auto", "int8", ""],
+        "expected one of auto, f32, q8",
+    );
 }
 
 #[test]
