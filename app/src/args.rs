@@ -123,7 +123,7 @@ pub struct GpuArgs {
     /// construction, so the logits are bit-identical; only speed can differ. A device
     /// without the extension refuses off.
     #[arg(long, value_name = "default|off", value_parser = validate::robust_buffers)]
-    pub robust_buffers: Option<baro_engine::vulkan::RobustBuffers>,
+    pub robust_buffers: Option<baro_engine::device::RobustBuffers>,
     /// Grid-barrier spin timeout, milliseconds, at least 1 [default: 1000].
     #[arg(long, value_parser = validate::spin_timeout_ms, allow_negative_numbers = true)]
     pub spin_timeout_ms: Option<u64>,

@@ -247,8 +247,8 @@ pub fn kv(s: &str) -> Result<baro_engine::device::KvType, String> {
 
 /// `--robust-buffers`: the driver's bounds checks on the decoder's buffers, exactly `default`
 /// or `off`.
-pub fn robust_buffers(s: &str) -> Result<baro_engine::vulkan::RobustBuffers, String> {
-    baro_engine::vulkan::RobustBuffers::parse(s)
+pub fn robust_buffers(s: &str) -> Result<baro_engine::device::RobustBuffers, String> {
+    baro_engine::device::RobustBuffers::parse(s)
 }
 
 /// `--act`: what quantised matrices multiply against, exactly `auto`, `f32` or `q8` (no other
@@ -425,7 +425,7 @@ mod tests {
 
     #[test]
     fn robust_buffers_takes_exactly_default_and_off() {
-        use baro_engine::vulkan::RobustBuffers;
+        use baro_engine::device::RobustBuffers;
         assert_eq!(robust_buffers("default"), Ok(RobustBuffers::DeviceDefault));
         assert_eq!(robust_buffers("off"), Ok(RobustBuffers::Off));
         for bad in ["", "on", "OFF", "Default", "none", "0"] {

@@ -10,7 +10,7 @@ use crate::Result;
 
 pub use crate::vulkan::{
     kind_words, max_wg_size, ActType, DecoderOptions, DeviceInfo, DeviceKind, Dispatch, KvType,
-    MAX_CHAIN, MAX_IDLE_WAIT_NS, MAX_PREFETCH_MIB, MAX_PREFETCH_SKEW,
+    RobustBuffers, MAX_CHAIN, MAX_IDLE_WAIT_NS, MAX_PREFETCH_MIB, MAX_PREFETCH_SKEW,
 };
 
 /// An open Vulkan device, shared by sessions, gates and benches (cheap to clone).
