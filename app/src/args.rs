@@ -116,8 +116,9 @@ pub struct GpuArgs {
     #[arg(long, value_name = "N", value_parser = validate::prefetch_skew, allow_negative_numbers = true)]
     pub prefetch_skew: Option<u32>,
     /// The driver's bounds checks on the decoder's buffer loads and stores: default or off
-    /// [default: default, the device's own behaviour; NVIDIA's drivers check every
-    /// storage-buffer access: `baro-top devices` says]. off builds the pipelines with
+    /// [default: default, the device's own behaviour, which `baro-top devices` prints where
+    /// the driver reports it; NVIDIA's compiled kernels load a size and predicate every
+    /// load on it]. off builds the pipelines with
     /// VK_EXT_pipeline_robustness's DISABLED for storage and uniform buffers: no size load,
     /// comparison or predicate per load. Every access the kernel makes is in bounds by
     /// construction, so the logits are bit-identical; only speed can differ. A device

@@ -78,9 +78,9 @@ pub use baro_telemetry::Dispatch;
 /// ([`DecoderOptions::robust_buffers`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RobustBuffers {
-    /// What the device does when no robustness feature is enabled (none is: NVIDIA's drivers
-    /// still bounds-check every storage-buffer access; `baro-top devices` prints the default
-    /// where the device reports it).
+    /// What the device does when no robustness feature is enabled (none is; NVIDIA's compiled
+    /// kernels still load each buffer's size and predicate every load on it; `baro-top
+    /// devices` prints the default where the device reports it).
     #[default]
     DeviceDefault,
     /// The pipelines ask for storage and uniform buffer accesses without robustness
