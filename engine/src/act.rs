@@ -616,7 +616,7 @@ mod tests {
             integer_dot: true,
             pipeline_stats: false,
             pipeline_robustness: false,
-            storage_robustness_default: None,
+            storage_checked_by_default: None,
             sm_count: None,
             max_storage_range: 1 << 30,
             storage_align: 16,

@@ -123,7 +123,7 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
 /// What `devices` says of a device's buffer robustness: the driver's default for storage
 /// buffers where it reports one, and whether `--robust-buffers off` can run.
 fn robustness_words(d: &baro_engine::device::DeviceInfo) -> String {
-    let default = match d.storage_checked_by_default() {
+    let default = match d.storage_checked_by_default {
         Some(true) => "storage buffers bounds-checked by default",
         Some(false) => "storage buffers unchecked by default",
         None => "default behaviour not reported",

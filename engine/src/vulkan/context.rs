@@ -82,10 +82,10 @@ pub struct DeviceInfo {
     ///
     /// [`RobustBuffers::Off`]: crate::vulkan::RobustBuffers::Off
     pub pipeline_robustness: bool,
-    /// What the driver does with an out-of-bounds storage-buffer access when no robustness
-    /// feature is enabled (`defaultRobustnessStorageBuffers`), where the extension reports it:
-    /// "robust buffer access" means every load is bounds-checked by default.
-    pub storage_robustness_default: Option<vk::PipelineRobustnessBufferBehaviorEXT>,
+    /// Whether the driver bounds-checks storage-buffer accesses when no robustness feature
+    /// is enabled (`defaultRobustnessStorageBuffers` is robust buffer access 1 or 2); `None`
+    /// where the device does not report it.
+    pub storage_checked_by_default: Option<bool>,
     /// Streaming multiprocessors / compute units, when the driver reports them.
     pub sm_count: Option<u32>,
     /// Largest storage buffer range.
@@ -125,17 +125,6 @@ impl DeviceInfo {
                 None => "SM count unknown".into(),
             }
         )
-    }
-
-    /// Whether the driver bounds-checks storage-buffer accesses when no robustness feature
-    /// is enabled (`defaultRobustnessStorageBuffers`); `None` where it does not say.
-    pub fn storage_checked_by_default(&self) -> Option<bool> {
-        use vk::PipelineRobustnessBufferBehaviorEXT as B;
-        match self.storage_robustness_default? {
-            B::ROBUST_BUFFER_ACCESS | B::ROBUST_BUFFER_ACCESS_2 => Some(true),
-            B::DISABLED => Some(false),
-            _ => None,
-        }
     }
 
     /// Whether baro-top's decoder can run here, and if not, why.
@@ -365,8 +354,13 @@ fn query(instance: &ash::Instance, index: usize, pd: vk::PhysicalDevice) -> Devi
             integer_dot: idp_ext && idp.shader_integer_dot_product == vk::TRUE,
             pipeline_stats: pex_ext && pex.pipeline_executable_info == vk::TRUE,
             pipeline_robustness: rob_ext && rob.pipeline_robustness == vk::TRUE,
-            storage_robustness_default: rob_ext
-                .then_some(rob_props.default_robustness_storage_buffers),
+            storage_checked_by_default: match rob_props.default_robustness_storage_buffers {
+                _ if !rob_ext => None,
+                vk::PipelineRobustnessBufferBehaviorEXT::ROBUST_BUFFER_ACCESS
+                | vk::PipelineRobustnessBufferBehaviorEXT::ROBUST_BUFFER_ACCESS_2 => Some(true),
+                vk::PipelineRobustnessBufferBehaviorEXT::DISABLED => Some(false),
+                _ => None,
+            },
             sm_count: if sm_ext && sm.shader_sm_count > 0 {
                 Some(sm.shader_sm_count)
             } else if amd_ext {
