@@ -243,6 +243,11 @@ pub struct RunDetails {
     /// means one dispatch a pass. It moves no value.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pass_loop: bool,
+    /// The pipelines ran without the driver's bounds checks on storage and uniform buffers
+    /// (`--robust-buffers off`, VK_EXT_pipeline_robustness); absent (older recordings, and
+    /// every run with the driver's default) means the driver's default. It moves no value.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub robust_buffers_off: bool,
     /// What the driver's compiler reported for the run's pipelines
     /// (VK_KHR_pipeline_executable_properties): registers, spills. Empty where the device
     /// lacks the extension (and in older recordings).
@@ -331,6 +336,7 @@ pub(crate) mod tests {
             prefetch_mib: 0,
             idle_wait_ns: 0,
             pass_loop: false,
+            robust_buffers_off: false,
             pipelines: Vec::new(),
         }
     }
@@ -410,6 +416,26 @@ pub(crate) mod tests {
         assert!(f.path_labels().is_empty());
         assert_eq!(f.act_line(), "f32 (auto)");
         assert_eq!(d.act_line(), "f32");
+    }
+
+    #[test]
+    fn unchecked_buffers_are_written_only_when_off_and_absent_reads_as_the_driver_default() {
+        let d = details();
+        let j = serde_json::to_string(&d).unwrap();
+        assert!(
+            !j.contains("robust_buffers_off"),
+            "a default run's bytes do not change: {j}"
+        );
+        assert!(
+            !serde_json::from_str::<RunDetails>(&j)
+                .unwrap()
+                .robust_buffers_off
+        );
+        let mut off = d.clone();
+        off.robust_buffers_off = true;
+        let jo = serde_json::to_string(&off).unwrap();
+        assert!(jo.contains("\"robust_buffers_off\":true"), "{jo}");
+        assert_eq!(serde_json::from_str::<RunDetails>(&jo).unwrap(), off);
     }
 
     #[test]

@@ -100,6 +100,7 @@ pub fn synthetic_run(grid: u32, stages: u32, levels: u32) -> RunDetails {
         prefetch_mib: 0,
         idle_wait_ns: 0,
         pass_loop: false,
+        robust_buffers_off: false,
         pipelines: Vec::new(),
     }
 }

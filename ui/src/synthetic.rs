@@ -185,6 +185,7 @@ impl Synth {
             prefetch_mib: 0,
             idle_wait_ns: 0,
             pass_loop: false,
+            robust_buffers_off: false,
             pipelines: Vec::new(),
         };
         Synth {

@@ -63,6 +63,7 @@ fn run_details(device: &str) -> RunDetails {
         prefetch_mib: 0,
         idle_wait_ns: 0,
         pass_loop: false,
+        robust_buffers_off: false,
         pipelines: Vec::new(),
     }
 }

@@ -119,6 +119,7 @@ pub fn llama_run(grid: u32, layers: u32) -> RunDetails {
         prefetch_mib: 0,
         idle_wait_ns: 0,
         pass_loop: false,
+        robust_buffers_off: false,
         pipelines: Vec::new(),
     }
 }

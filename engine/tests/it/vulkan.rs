@@ -517,6 +517,12 @@ fn unchecked_buffers_are_refused_without_pipeline_robustness_or_give_the_checked
                 "{act} {}: unchecked buffers changed the logits",
                 dispatch.name()
             );
+            let dec = VulkanDecoder::new(ctx.clone(), &model, opts(RobustBuffers::Off))
+                .expect("decoder without buffer checks");
+            assert!(
+                dec.run_details("tiny").robust_buffers_off,
+                "the run details do not say the buffers ran unchecked"
+            );
         }
     }
 }
@@ -549,6 +555,10 @@ fn run_details_carry_each_stages_weight_bytes_from_its_matrices() {
     let model = synth::generate(&cfg, tied, GgmlType::Q4_0, 3, |_, _| {}).expect("model");
     let dec = VulkanDecoder::new(ctx.clone(), &model, DecoderOptions::default()).expect("decoder");
     let d = dec.run_details("tiny");
+    assert!(
+        !d.robust_buffers_off,
+        "a default run says its buffers ran unchecked"
+    );
     let bytes = |t: &baro_engine::model::Tensor| t.data.len() as u64;
     let w = &model.weights;
     let want = |s: &baro_engine::telemetry::StageDetails| -> u64 {

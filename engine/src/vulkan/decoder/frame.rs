@@ -119,6 +119,7 @@ impl VulkanDecoder {
             prefetch_mib: mega_only(self.prefetch_mib()),
             idle_wait_ns: mega_only(self.idle_wait_ns()),
             pass_loop: self.pass_loop(),
+            robust_buffers_off: self.opts.robust_buffers == RobustBuffers::Off,
             pipelines: self.pipeline_stats.clone(),
         }
     }
