@@ -117,8 +117,8 @@ pub struct GpuArgs {
     pub prefetch_skew: Option<u32>,
     /// The driver's bounds checks on the decoder's buffer loads and stores: default or off
     /// [default: default, the device's own behaviour, which `baro-top devices` prints where
-    /// the driver reports it; NVIDIA's compiled kernels load a size and predicate every
-    /// load on it]. off builds the pipelines with
+    /// the driver reports it; NVIDIA's 580 reports none for storage buffers, and off
+    /// compiles to the same code there]. off builds the pipelines with
     /// VK_EXT_pipeline_robustness's DISABLED for storage and uniform buffers: no size load,
     /// comparison or predicate per load. Every access the kernel makes is in bounds by
     /// construction, so the logits are bit-identical; only speed can differ. A device

@@ -78,9 +78,9 @@ pub use baro_telemetry::Dispatch;
 /// ([`DecoderOptions::robust_buffers`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RobustBuffers {
-    /// What the device does when no robustness feature is enabled (none is; NVIDIA's compiled
-    /// kernels still load each buffer's size and predicate every load on it; `baro-top
-    /// devices` prints the default where the device reports it).
+    /// What the device does when no robustness feature is enabled (none is; `baro-top
+    /// devices` prints the default where the device reports it: NVIDIA's driver 580 leaves
+    /// storage buffers unchecked, and `Off` compiles to the same machine code there).
     #[default]
     DeviceDefault,
     /// The pipelines ask for storage and uniform buffer accesses without robustness
