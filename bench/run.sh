@@ -48,7 +48,8 @@
 #              `bench` measures; ENV (commas for spaces): VAR=VALUE assignments for that run
 #              (a diagnostic build's hook, e.g. BARO_DIAG_SPIRV=.spv/v1.spv); 140 passes
 #              unless ARGS says (--ctx,4400,--passes,4300 also prints the passes at 4096..)
-#   record:SHAPE:FILE  a 120-pass recording of SHAPE (mega, spans every 12th pass) to $OUT/FILE
+#   record:SHAPE:FILE[:ACT]  a 120-pass recording of SHAPE (mega, spans every 12th pass, --act
+#              ACT, default f32) to $OUT/FILE
 set -u
 O=${OUT:-/tmp/out}
 mkdir -p "$O"
@@ -344,8 +345,8 @@ for name,g in (('device gap',lambda a,b:b['timestamp_start_ns']-a['timestamp_sta
   v=sorted(g(a,b)/1e3 for a,b in zip(f,f[1:]) if b['pass']==a['pass']+1 and all(x.get(k) for x in (a,b) for k in ('timestamp_start_ns','gpu_ns','host_start_ns')))
   if v: print('   %s passes 20..: median %.1f us (min %.1f, max %.1f, n %d)'%(name,statistics.median(v),v[0],v[-1],len(v)))" ;;
     record:*)
-      IFS=: read -r _ shape file <<< "$step"
-      t "record $shape"; $B record -m /tmp/$shape.gguf --dispatch mega --act f32 --passes 120 --spans-every 12 -o "$O/$file" 2>&1 | tail -2 ;;
+      IFS=: read -r _ shape file act <<< "$step"
+      t "record $shape act ${act:-f32}"; $B record -m /tmp/$shape.gguf --dispatch mega --act ${act:-f32} --passes 120 --spans-every 12 -o "$O/$file" 2>&1 | tail -2 ;;
     *) echo "unknown step $step" ;;
   esac
 done
