@@ -480,16 +480,26 @@ fn streaming_1_2_or_4_rows_per_team_gives_bit_identical_logits_in_q4_0_and_f16()
 }
 
 #[test]
-fn unchecked_buffers_are_refused_without_pipeline_robustness_or_give_the_checked_logits_bit_for_bit(
-) {
+fn unchecked_buffers_are_refused_without_pipeline_robustness_or_give_the_checked_logits_and_say_so()
+{
     // `RobustBuffers::Off` (no driver bounds checks) changes no access the kernel makes: where
     // the device has VK_EXT_pipeline_robustness the logits must be the checked run's bits,
-    // mega and multi, f32 and q8; where it has not (Debian 12's lavapipe, Mesa 22.3), the decoder
-    // must refuse, naming the extension, rather than run with the checks left in.
+    // mega and multi, f32 and q8, and the run details say the buffers ran unchecked (a default
+    // run's do not); where it has not (Debian 12's lavapipe, Mesa 22.3), the decoder must
+    // refuse, naming the extension, rather than run with the checks left in.
     let Some((ctx, _turn)) = device() else { return };
     let (mut cfg, tied) = Shape::Tiny.config();
     cfg.n_layers = 2;
     let model = synth::generate(&cfg, tied, GgmlType::Q4_0, 7, |_, _| {}).expect("model");
+    let checked = DecoderOptions {
+        max_seq: 8,
+        ..Default::default()
+    };
+    let dec = VulkanDecoder::new(ctx.clone(), &model, checked).expect("decoder");
+    assert!(
+        !dec.run_details("tiny").robust_buffers_off,
+        "a default run's details say its buffers ran unchecked"
+    );
     for act in [ActType::F32, ActType::Q8] {
         for dispatch in [Dispatch::Mega, Dispatch::Multi] {
             let opts = |robust_buffers| DecoderOptions {
@@ -555,10 +565,6 @@ fn run_details_carry_each_stages_weight_bytes_from_its_matrices() {
     let model = synth::generate(&cfg, tied, GgmlType::Q4_0, 3, |_, _| {}).expect("model");
     let dec = VulkanDecoder::new(ctx.clone(), &model, DecoderOptions::default()).expect("decoder");
     let d = dec.run_details("tiny");
-    assert!(
-        !d.robust_buffers_off,
-        "a default run says its buffers ran unchecked"
-    );
     let bytes = |t: &baro_engine::model::Tensor| t.data.len() as u64;
     let w = &model.weights;
     let want = |s: &baro_engine::telemetry::StageDetails| -> u64 {
