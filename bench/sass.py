@@ -155,10 +155,19 @@ def summarise(sass, label):
     print(f"  dot loops with a load waiting on an earlier load's registers: {len(bad)} of {checked}{where}")
 
 
+def load_bytes(op):
+    """Bytes a lane's global load `op` (LDG.E[.64|.128|.U8|...]) brings in."""
+    for width, n in ((".128", 16), (".64", 8), (".U16", 2), (".S16", 2), (".U8", 1), (".S8", 1)):
+        if width in op:
+            return n
+    return 4
+
+
 def loops(sass, smallest=64):
     """Loops (a backward branch to an address in the listing) of at least `smallest`
     instructions, shortest first: start and end address, instructions in the body, its
-    global loads, and its opcode mix."""
+    global loads, its opcode mix, and the bytes its global loads bring a lane a trip (round
+    73: a dot loop's rate follows them — the one-row IQ4 loop held 24, the Q4_K one 48)."""
     ins = instructions(sass)
     at = {a: i for i, (a, _, _) in enumerate(ins)}
     found = []
@@ -172,7 +181,8 @@ def loops(sass, smallest=64):
             continue
         mix = collections.Counter(o.split(".")[0] for _, o, _ in body)
         ldg = sum(1 for _, o, _ in body if o.startswith("LDG"))
-        found.append((body[0][0], a, len(body), ldg, mix))
+        nbytes = sum(load_bytes(o) for _, o, _ in body if o.startswith("LDG"))
+        found.append((body[0][0], a, len(body), ldg, mix, nbytes))
     return sorted(found, key=lambda f: f[2])
 
 
@@ -190,7 +200,7 @@ def waiting_loads(sass, longest=300):
     at = {a: i for i, (a, _, _) in enumerate(ins)}
     checked, bad = 0, []
     found = loops(sass, smallest=8)
-    for start, end, n, ldg, _ in found:
+    for start, end, n, ldg, *_ in found:
         body = ins[at[start]:at[end] + 1]
         if n > longest or not any(o.startswith("LDG.E.128") for _, o, _ in body):
             continue
@@ -214,10 +224,11 @@ def waiting_loads(sass, longest=300):
 
 
 def print_loops(sass, label):
-    for start, end, n, ldg, mix in loops(sass):
+    for start, end, n, ldg, mix, nbytes in loops(sass):
         if ldg:
             top = ", ".join(f"{o} {c}" for o, c in mix.most_common(10))
-            print(f"  {label} loop {start:#x}..{end:#x}: {n} instructions, {ldg} global loads: {top}")
+            print(f"  {label} loop {start:#x}..{end:#x}: {n} instructions, {ldg} global loads"
+                  f" ({nbytes} bytes a lane a trip): {top}")
 
 
 def main():
