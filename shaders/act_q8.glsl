@@ -274,7 +274,6 @@ void NAME(uint ts[R], uint rs[R], uint c0, uint cl, inout float acc[R]) {       
         }                                                                                    \
     }                                                                                        \
 }
-DEFINE_IQ4XS_Q8(iq4xs_q8_rows1, 1u)
 DEFINE_IQ4XS_Q8(iq4xs_q8_rows2, 2u)
 DEFINE_IQ4XS_Q8(iq4xs_q8_rows4, 4u)
 
@@ -303,9 +302,71 @@ void NAME(uint ts[R], uint rs[R], uint c0, uint cl, inout float acc[R]) {       
         }                                                                                    \
     }                                                                                        \
 }
-DEFINE_IQ4NL_Q8(iq4nl_q8_rows1, 1u)
 DEFINE_IQ4NL_Q8(iq4nl_q8_rows2, 2u)
 DEFINE_IQ4NL_Q8(iq4nl_q8_rows4, 4u)
+
+// One IQ4 row, two units a lane a trip: units u and u + S (S the subgroup size) of the
+// one-unit loops above, both units' loads issued before either's arithmetic and added in the
+// one-unit loop's order (u, u + S, u + 2S, ...), so each row's sum is the one-unit loop's bit
+// for bit. An IQ4 unit is 16 bytes of quants (Q4_K's and Q6_K's loops hold 32 a lane a trip,
+// Q4_0's two blocks): a team's round trip per trip fetched half of theirs, which is how the
+// 8B IQ4_XS file streamed at 1.24 TB/s against 8B Q4_K_M's 1.84 (round 72, H200). The scale
+// words of both units are unpacked only after both quant words arrive (the qscale_after tie).
+// The back-edge count (TICK) is the one-unit loop's, trip for trip (budget.rs models that).
+void iq4xs_q8_one(uint t, uint row, uint c0, uint cl, inout float acc) {
+    uint nsb = T(t, T_COLS) / 256u, nu = cl / 32u, u0 = c0 / 32u, S = gl_SubgroupSize;
+    uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), hs = T(t, T_SC) + row * nsb * 2u;
+    for (uint p0 = 0u, ua = tlane(); p0 < nu; p0 += 2u * S, ua += 2u * S) {
+        TICK();
+        uint ub = ua + S;
+        bool ha = ua < nu, hb = ub < nu;
+        uint ga = u0 + ua, gb = u0 + ub;
+        uvec4 Wa = ha ? wld4(ch, base + (ga >> 3u) * 32u + (ga & 7u) * 4u) : uvec4(0u);
+        uvec4 Wb = hb ? wld4(ch, base + (gb >> 3u) * 32u + (gb & 7u) * 4u) : uvec4(0u);
+        uint h0a = ha ? wld(ch, hs + (ga >> 3u) * 2u) : 0u, h1a = ha ? wld(ch, hs + (ga >> 3u) * 2u + 1u) : 0u;
+        uint h0b = hb ? wld(ch, hs + (gb >> 3u) * 2u) : 0u, h1b = hb ? wld(ch, hs + (gb >> 3u) * 2u + 1u) : 0u;
+        uint dep = (Wa.x ^ Wb.x) & pc.zero;
+        if (ha) {
+            TICK_N(40u);
+            int v = iq4_block_q8(Wa, sq[ua * 3u], sq[ua * 3u + 1u]);
+            uint a0 = h0a ^ dep, a1 = h1a ^ dep, s = ga & 7u;
+            int ls = int(((a1 >> (4u * s)) & 15u) | (((a0 >> (16u + 2u * s)) & 3u) << 4u)) - 32;
+            acc += q8_term(unpackHalf2x16(a0).x, ls * v, 0.0, 0, ua);
+        }
+        if (p0 + S < nu) TICK();
+        if (hb) {
+            TICK_N(40u);
+            int v = iq4_block_q8(Wb, sq[ub * 3u], sq[ub * 3u + 1u]);
+            uint a0 = h0b ^ dep, a1 = h1b ^ dep, s = gb & 7u;
+            int ls = int(((a1 >> (4u * s)) & 15u) | (((a0 >> (16u + 2u * s)) & 3u) << 4u)) - 32;
+            acc += q8_term(unpackHalf2x16(a0).x, ls * v, 0.0, 0, ub);
+        }
+    }
+}
+// IQ4_NL's one row the same way (its unit: one block, one scale word).
+void iq4nl_q8_one(uint t, uint row, uint c0, uint cl, inout float acc) {
+    uint nb = cl / 32u, nbt = T(t, T_COLS) / 32u, g0 = c0 / 32u, S = gl_SubgroupSize;
+    uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), sc = T(t, T_SC);
+    for (uint p0 = 0u, ba = tlane(); p0 < nb; p0 += 2u * S, ba += 2u * S) {
+        TICK();
+        uint bb = ba + S;
+        bool ha = ba < nb, hb = bb < nb;
+        uvec4 Wa = ha ? wld4(ch, base + (g0 + ba) * 4u) : uvec4(0u);
+        uvec4 Wb = hb ? wld4(ch, base + (g0 + bb) * 4u) : uvec4(0u);
+        uint dep = Wa.x ^ Wb.x;
+        float da = ha ? qscale_after(ch, sc, row * nbt + g0 + ba, dep) : 0.0;
+        float db = hb ? qscale_after(ch, sc, row * nbt + g0 + bb, dep) : 0.0;
+        if (ha) {
+            TICK_N(40u);
+            acc += q8_term(da, iq4_block_q8(Wa, sq[ba * 3u], sq[ba * 3u + 1u]), 0.0, 0, ba);
+        }
+        if (p0 + S < nb) TICK();
+        if (hb) {
+            TICK_N(40u);
+            acc += q8_term(db, iq4_block_q8(Wb, sq[bb * 3u], sq[bb * 3u + 1u]), 0.0, 0, bb);
+        }
+    }
+}
 
 // quant.glsl's quant_dot in the ACT_Q8 modules. A BF16 matrix has no int8 dot product (the
 // host refuses it on this path, as F32 and F16): were one to come here, NaN fails the pass.
@@ -314,8 +375,8 @@ float quant_dot_q8(uint ty, uint t, uint row, uint c0, uint cl) {
     float a[1] = float[1](0.0);
     if (IS_TY(ty, TY_Q4_K) || IS_TY(ty, TY_Q5_K)) { q45k_q8_rows1(IS_TY(ty, TY_Q5_K), ts, rs, c0, cl, a); return a[0]; }
     if (IS_TY(ty, TY_Q6_K)) { q6k_q8_rows1(ts, rs, c0, cl, a); return a[0]; }
-    if (IS_TY(ty, TY_IQ4_XS)) { iq4xs_q8_rows1(ts, rs, c0, cl, a); return a[0]; }
-    if (IS_TY(ty, TY_IQ4_NL)) { iq4nl_q8_rows1(ts, rs, c0, cl, a); return a[0]; }
+    if (IS_TY(ty, TY_IQ4_XS)) { iq4xs_q8_one(t, row, c0, cl, a[0]); return a[0]; }
+    if (IS_TY(ty, TY_IQ4_NL)) { iq4nl_q8_one(t, row, c0, cl, a[0]); return a[0]; }
     if (IS_TY(ty, TY_Q4_1) || IS_TY(ty, TY_Q5_0) || IS_TY(ty, TY_Q5_1)) return dot_q32_q8(ty, t, row, c0, cl);
     return uintBitsToFloat(0x7FC00000u);
 }

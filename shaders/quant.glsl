@@ -347,15 +347,36 @@ float iq4_block_sx(uvec4 W, uint u) {
     return lo + hi;
 }
 // Unit = one sub-block of 32 (g = c0/32 + u = 8 sb + s): (d·(ls − 32)) · Σ kv[n]·x, the
-// nibbles laid out as Q4_0's (lo + hi, each in element order).
+// nibbles laid out as Q4_0's (lo + hi, each in element order). A lane takes its units u and
+// u + S in one trip, both units' loads (quants, then header words tied to them as
+// qscale_after ties a scale) before either's arithmetic, and adds them in the order of one
+// unit a trip (u, u + S, u + 2S, ...): the same bits, twice the bytes in flight a trip (an
+// IQ4 unit is 16 bytes of quants; act_q8.glsl's iq4xs_q8_one). The back-edge count (TICK) is
+// the one-unit loop's, trip for trip (budget.rs).
 float dot_iq4_xs(uint t, uint row, uint c0, uint cl) {
     uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), hs = T(t, T_SC);
     uint nsb = T(t, T_COLS) / 256u, nu = cl / 32u, u0 = c0 / 32u, S = gl_SubgroupSize;
     float acc = 0.0;
-    FOR_LANE_UNITS(u, nu, 40u) {
-        uint g = u0 + u, sb = g >> 3u, s = g & 7u, hb = hs + (row * nsb + sb) * 2u;
-        uvec4 W = wld4(ch, base + sb * 32u + s * 4u);
-        acc += iq4_dl(wld(ch, hb), wld(ch, hb + 1u), s) * iq4_block_sx(W, u);
+    for (uint p0 = 0u, ua = tlane(); p0 < nu; p0 += 2u * S, ua += 2u * S) {
+        TICK();
+        uint ub = ua + S;
+        bool ha = ua < nu, hb = ub < nu;
+        uint ga = u0 + ua, gb = u0 + ub;
+        uint hba = hs + (row * nsb + (ga >> 3u)) * 2u, hbb = hs + (row * nsb + (gb >> 3u)) * 2u;
+        uvec4 Wa = ha ? wld4(ch, base + (ga >> 3u) * 32u + (ga & 7u) * 4u) : uvec4(0u);
+        uvec4 Wb = hb ? wld4(ch, base + (gb >> 3u) * 32u + (gb & 7u) * 4u) : uvec4(0u);
+        uint dep = (Wa.x ^ Wb.x) & pc.zero;
+        uint h0a = ha ? wld(ch, hba) : 0u, h1a = ha ? wld(ch, hba + 1u) : 0u;
+        uint h0b = hb ? wld(ch, hbb) : 0u, h1b = hb ? wld(ch, hbb + 1u) : 0u;
+        if (ha) {
+            TICK_N(40u);
+            acc += iq4_dl(h0a ^ dep, h1a ^ dep, ga & 7u) * iq4_block_sx(Wa, ua);
+        }
+        if (p0 + S < nu) TICK();
+        if (hb) {
+            TICK_N(40u);
+            acc += iq4_dl(h0b ^ dep, h1b ^ dep, gb & 7u) * iq4_block_sx(Wb, ub);
+        }
     }
     return acc;
 }
@@ -376,9 +397,25 @@ float dot_iq4_nl(uint t, uint row, uint c0, uint cl) {
     uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), sc = T(t, T_SC);
     uint nb = cl / 32u, nbt = T(t, T_COLS) / 32u, g0 = c0 / 32u, S = gl_SubgroupSize;
     float acc = 0.0;
-    FOR_LANE_UNITS(b, nb, 40u) {
-        uvec4 W = wld4(ch, base + (g0 + b) * 4u);
-        acc += qscale_after(ch, sc, row * nbt + g0 + b, W.x) * iq4_block_sx(W, b);
+    // Two units a lane a trip, added in the one-unit order (see dot_iq4_xs).
+    for (uint p0 = 0u, ba = tlane(); p0 < nb; p0 += 2u * S, ba += 2u * S) {
+        TICK();
+        uint bb = ba + S;
+        bool ha = ba < nb, hb = bb < nb;
+        uvec4 Wa = ha ? wld4(ch, base + (g0 + ba) * 4u) : uvec4(0u);
+        uvec4 Wb = hb ? wld4(ch, base + (g0 + bb) * 4u) : uvec4(0u);
+        uint dep = Wa.x ^ Wb.x;
+        float da = ha ? qscale_after(ch, sc, row * nbt + g0 + ba, dep) : 0.0;
+        float db = hb ? qscale_after(ch, sc, row * nbt + g0 + bb, dep) : 0.0;
+        if (ha) {
+            TICK_N(40u);
+            acc += da * iq4_block_sx(Wa, ba);
+        }
+        if (p0 + S < nb) TICK();
+        if (hb) {
+            TICK_N(40u);
+            acc += db * iq4_block_sx(Wb, bb);
+        }
     }
     return acc;
 }

@@ -380,9 +380,19 @@ fn random_tensor(t: &Tensor, ty: GgmlType, seed: u64) -> Tensor {
 /// random valid blocks (every scale bit pattern, which a quantiser's output may never reach);
 /// the others are quantised.
 fn typed_model(layers: usize, pick: impl Fn(usize, usize) -> GgmlType) -> Model {
+    typed_model_sized(layers, 256, 256, pick)
+}
+
+/// [`typed_model`] at width `dim` and FFN width `hidden` (multiples of 256).
+fn typed_model_sized(
+    layers: usize,
+    dim: usize,
+    hidden: usize,
+    pick: impl Fn(usize, usize) -> GgmlType,
+) -> Model {
     let (mut cfg, _) = Shape::Tiny.config();
-    cfg.dim = 256;
-    cfg.hidden_dim = 256;
+    cfg.dim = dim;
+    cfg.hidden_dim = hidden;
     cfg.n_layers = layers;
     cfg.n_heads = 4;
     cfg.n_kv_heads = 2;
@@ -610,10 +620,12 @@ fn a_model_mixing_every_quantised_type_decodes_with_q8_activations_as_the_q8_ref
 /// llama-quantize's IQ4_XS mix on a model whose FFN is 288 wide: the down projection's rows
 /// are whole 32-blocks but not whole super-blocks, so it is IQ4_NL (its fallback) beside
 /// IQ4_XS matrices (and the Q6_K classifier), as in a Qwen2-0.5B IQ4_XS file (rows of 896).
+/// 512 wide, so that the IQ4 loops' lanes hold two units (16 a row over lavapipe's 8-lane
+/// teams; the down projection's 9 blocks give lane 0 two): both units of a trip are live.
 fn iq4_xs_mix_with_iq4_nl_fallback() -> Model {
     use baro_engine::model::{KMix, Quant};
     let (mut cfg, _) = Shape::Tiny.config();
-    cfg.dim = 256;
+    cfg.dim = 512;
     cfg.hidden_dim = 288;
     cfg.n_layers = 1;
     cfg.n_heads = 4;
@@ -700,17 +712,21 @@ fn q4_k_and_q6_k_rows_streamed_2_or_4_per_team_give_the_one_row_logits_bit_for_b
 }
 
 #[test]
-fn iq4_xs_and_iq4_nl_rows_streamed_2_or_4_per_team_give_the_one_row_logits_bit_for_bit() {
-    // The q8 path streams IQ4 rows together too below 1,024 lanes (act_q8.glsl's quant_rows;
-    // lavapipe runs 64): an IQ4_XS mix with Q5_K values (as llama-quantize's for GQA models)
-    // and a Q6_K classifier, and IQ4_NL throughout. (The f32 path takes them one row at a
-    // time under --rows as without it: nothing new to compare there.)
-    let xs = typed_model(1, |l, i| match (l, i) {
+fn iq4_rows_streamed_together_and_two_units_a_lane_give_the_same_logits_bit_for_bit() {
+    // The q8 path streams IQ4 rows together below 1,024 lanes (act_q8.glsl's quant_rows;
+    // lavapipe runs 64), one unit a row a trip; its one-row loops (iq4xs_q8_one,
+    // iq4nl_q8_one) take a lane's units u and u + S in one trip. Rows wide enough that a lane
+    // has several units (dim 512: 16 a row, the down projection 32, over lavapipe's 8-lane
+    // teams), so both of a trip's units are live: mega rows 4 and multi rows 2 must give
+    // --rows 1's logits bit for bit. An IQ4_XS mix with Q5_K values (as llama-quantize's for
+    // GQA models) and a Q6_K classifier, and IQ4_NL throughout. (The f32 path takes them one
+    // row at a time under --rows as without it: nothing new to compare there.)
+    let xs = typed_model_sized(1, 512, 1024, |l, i| match (l, i) {
         (usize::MAX, 1) => GgmlType::Q6_K,
         (_, 2) => GgmlType::Q5_K,
         _ => GgmlType::IQ4_XS,
     });
     rows_streamed_match_one_row(&xs, &[ActType::Q8], "IQ4_XS+Q5_K");
-    let nl = typed_model(1, |_, _| GgmlType::IQ4_NL);
+    let nl = typed_model_sized(1, 512, 1024, |_, _| GgmlType::IQ4_NL);
     rows_streamed_match_one_row(&nl, &[ActType::Q8], "IQ4_NL");
 }
