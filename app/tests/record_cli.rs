@@ -107,3 +107,51 @@ fn record_check_off_records_frames_without_reference_checks_and_a_bad_check_is_r
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn diff_refuses_recordings_of_two_k_quant_mixes_that_share_a_path_and_a_classifier_type() {
+    // A Q4_K_M and a Q5_K_M file at the same path (a user re-quantising in place) share the
+    // model name and the Q6_K classifier: the recordings' weights label (the layer matrices'
+    // types) is what tells `diff` they are different weights.
+    if skip_without_vulkan() {
+        eprintln!("SKIPPED (BARO_SKIP_VULKAN set)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("baro-record-mix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let model = dir.join("m.gguf");
+    let ms = model.to_str().expect("utf-8");
+    let mut outs = vec![];
+    for q in ["q4_k_m", "q5_k_m"] {
+        let o = baro(&[
+            "model", "gen", "--shape", "tiny", "--dim", "256", "--hidden", "256", "--quant", q,
+            "-o", ms,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let f = dir.join(format!("{q}.baro"));
+        let fs = f.to_str().expect("utf-8").to_string();
+        let o = baro(&[
+            "record", "-m", ms, "-o", &fs, "--passes", "2", "--check", "off",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        outs.push(fs);
+    }
+    let o = baro(&["diff", &outs[0], &outs[1]]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    let line = e
+        .lines()
+        .find(|l| l.contains("weights differ"))
+        .unwrap_or_else(|| panic!("no `weights differ` in: {e}"));
+    let (a, b) = line
+        .split_once("weights differ (A ")
+        .and_then(|(_, r)| r.split_once(", B "))
+        .expect("A and B labels");
+    assert!(a.contains("q4_k") && !a.contains("q5_k"), "{line}");
+    assert!(b.starts_with("q5_k") || b.contains("+q5_k"), "{line}");
+    assert!(
+        !e.contains("models differ"),
+        "same path, same model name: {e}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

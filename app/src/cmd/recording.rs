@@ -562,7 +562,10 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     // that exists or is an input is refused at once; it is created (and locked) once this
     // run holds the GPU's host lock.
     crate::files::check_recording(&a.out, a.force)?;
-    let quant = model.weights.classifier().ty.to_string();
+    // The layer matrices' types (`q4_k+q6_k` for a Q4_K_M file), as the dashboard's `r`
+    // recordings say: `diff` refuses two recordings whose weights differ, and the
+    // classifier alone (Q6_K in most llama-quantize mixes) does not tell Q4_K_M from Q5_K_M.
+    let quant = super::live::quant_name(&model);
     let positions = a.seq.positions(model.config.seq_len)?;
     let dev = super::open_gpu(&a.gpu)?;
     // Two timing runs on one GPU must know of each other: hold the host lock for the run.

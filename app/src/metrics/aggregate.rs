@@ -237,9 +237,14 @@ pub fn contention_index(c: &Contention) -> usize {
     }
 }
 
-/// The quantisation named in a model description (`llama-1b q4_0`), else `unknown`.
+/// The quantisation named in a model description (`llama-1b q4_0`, or a downloaded file's
+/// name as llama.cpp's tools write it: `Llama-3.2-1B-Instruct-Q4_K_M.gguf`), else `unknown`:
+/// every file type the engine decodes.
 pub fn quant_of(model: &str) -> &'static str {
-    const QUANTS: [&str; 4] = ["q4_0", "q8_0", "f16", "f32"];
+    const QUANTS: [&str; 16] = [
+        "f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k_s", "q4_k_m", "q5_k_s",
+        "q5_k_m", "q6_k", "iq4_xs", "iq4_nl", "q4_k",
+    ];
     let lower = model.to_ascii_lowercase();
     lower
         .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
@@ -495,5 +500,10 @@ mod tests {
         assert_eq!(quant_of("synthetic (q8_0, 16 layers)"), "q8_0");
         assert_eq!(quant_of("stories260K"), "unknown");
         assert_eq!(quant_of("xq4_0y"), "unknown");
+        assert_eq!(quant_of("/m/Llama-3.2-1B-Instruct-Q4_K_M.gguf"), "q4_k_m");
+        assert_eq!(quant_of("/tmp/llama-8b-iq4_xs.gguf"), "iq4_xs");
+        assert_eq!(quant_of("qwen2.5-0.5b-instruct-q5_k_s.gguf"), "q5_k_s");
+        // A name part that only starts like one is not it.
+        assert_eq!(quant_of("model-q4_k_mx.gguf"), "unknown");
     }
 }
