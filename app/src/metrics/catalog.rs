@@ -119,7 +119,7 @@ pub const INFO: MetricDoc = MetricDoc {
     kind: Kind::Info,
     unit: None,
     labels: "device, device_kind, driver, model, quant, dispatch, grid, kv, act, version",
-    help: "The current run: device, driver, model (quant parsed from its description, else unknown), dispatch, grid, KV cache type (f32, or f16 off the reference path), matvec activation type (f32, or q8 off the reference path) and baro-top version; value 1.",
+    help: "The current run: device, driver, model (quant: the file type its path or description names, as llama.cpp names files: q4_0, q4_k_m, iq4_xs, …; else unknown), dispatch, grid, KV cache type (f32, or f16 off the reference path), matvec activation type (f32, or q8 off the reference path) and baro-top version; value 1.",
 };
 /// `baro_passes_total`.
 pub const PASSES: MetricDoc = MetricDoc {
