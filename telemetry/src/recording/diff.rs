@@ -236,12 +236,25 @@ impl DiffReport {
                 a.device, b.device
             ));
         }
-        if a.quant.is_some() && b.quant.is_some() && a.quant != b.quant {
-            v.push(format!(
-                "weights differ (A {}, B {})",
-                a.quant.as_deref().unwrap_or("?"),
-                b.quant.as_deref().unwrap_or("?")
-            ));
+        if let (Some(qa), Some(qb)) = (&a.quant, &b.quant) {
+            if qa != qb {
+                let mut m = format!("weights differ (A {qa}, B {qb})");
+                // The label is the layer matrices' types joined by `+`; `record` before
+                // 7404f72 (2026-12-06) wrote the classifier's type alone (`q6_k` for most
+                // llama-quantize files). One side a single type the other's set holds may be
+                // that older label of the same weights: say so, still refuse.
+                let (sa, sb) = (
+                    qa.split('+').collect::<Vec<_>>(),
+                    qb.split('+').collect::<Vec<_>>(),
+                );
+                if (sa.len() == 1 && sb.contains(&sa[0])) || (sb.len() == 1 && sa.contains(&sb[0]))
+                {
+                    m.push_str(
+                        " — a lone type may be an older recording's label (its classifier's type only, before 2026-12-06): the same file may have made both",
+                    );
+                }
+                v.push(m);
+            }
         }
         v
     }

@@ -157,3 +157,42 @@ fn diff_lists_a_tail_charged_to_a_levels_closing_stage_on_the_side_that_has_it_o
         "{json}"
     );
 }
+
+/// A recording like [`recording`] whose header names the weights `quant`.
+fn recording_of(run: &RunDetails, quant: &str) -> Vec<u8> {
+    let mut h = RecordingHeader::new(run.clone(), "test");
+    h.quant = Some(quant.to_string());
+    let mut w = Writer::new(Vec::new(), &h).unwrap();
+    w.write(&Telemetry::Start(run.clone())).unwrap();
+    for p in 0..4 {
+        w.write(&Telemetry::Frame(Box::new(synthetic_frame(run, p, 3))))
+            .unwrap();
+    }
+    w.finish().unwrap()
+}
+
+#[test]
+fn diff_names_differing_weights_and_says_when_one_label_may_be_an_older_classifier_only_one() {
+    let run = synthetic_run(4, 16, 7);
+    let weights = |a: &str, b: &str| -> Vec<String> {
+        compare(&recording_of(&run, a), &recording_of(&run, b))
+            .mismatch()
+            .into_iter()
+            .filter(|m| m.starts_with("weights differ"))
+            .collect()
+    };
+    assert!(weights("q4_k+q6_k", "q4_k+q6_k").is_empty());
+    // Two K-quant mixes sharing the Q6_K classifier: different weights, said plainly.
+    let m = weights("q4_k+q6_k", "q5_k+q6_k");
+    assert_eq!(m, ["weights differ (A q4_k+q6_k, B q5_k+q6_k)"]);
+    // An older `record`'s label (the classifier's type) against the layer types: still a
+    // mismatch, with the reason it may be the same file.
+    for (a, b) in [("q6_k", "q4_k+q6_k"), ("q4_k+q6_k", "q6_k")] {
+        let m = weights(a, b);
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(m[0].contains("older recording's label"), "{m:?}");
+    }
+    // A lone type outside the other's set is just different weights.
+    let m = weights("q8_0", "q4_k+q6_k");
+    assert_eq!(m, ["weights differ (A q8_0, B q4_k+q6_k)"]);
+}
