@@ -314,6 +314,15 @@ DEFINE_IQ4NL_Q8(iq4nl_q8_rows4, 4u)
 // code book), not by memory (8B IQ4_XS runs as fast on an H100 as on the H200). The scale
 // words of both units are unpacked only after both quant words arrive (the qscale_after tie).
 // The back-edge count (TICK) is the one-unit loop's, trip for trip (budget.rs models that).
+// Unit U (global G, quant words W, header words H0/H1 untied) into acc, as the one-unit loop.
+#define IQ4XS_Q8_UNIT(W, U, G, H0, H1)                                                       \
+    {                                                                                        \
+        TICK_N(40u);                                                                         \
+        int v = iq4_block_q8(W, sq[(U) * 3u], sq[(U) * 3u + 1u]);                            \
+        uint a0 = (H0) ^ dep, a1 = (H1) ^ dep, s = (G) & 7u;                                 \
+        int ls = int(((a1 >> (4u * s)) & 15u) | (((a0 >> (16u + 2u * s)) & 3u) << 4u)) - 32; \
+        acc += q8_term(unpackHalf2x16(a0).x, ls * v, 0.0, 0, U);                             \
+    }
 void iq4xs_q8_one(uint t, uint row, uint c0, uint cl, inout float acc) {
     uint nsb = T(t, T_COLS) / 256u, nu = cl / 32u, u0 = c0 / 32u, S = gl_SubgroupSize;
     uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), hs = T(t, T_SC) + row * nsb * 2u;
@@ -327,46 +336,17 @@ void iq4xs_q8_one(uint t, uint row, uint c0, uint cl, inout float acc) {
         uint h0a = ha ? wld(ch, hs + (ga >> 3u) * 2u) : 0u, h1a = ha ? wld(ch, hs + (ga >> 3u) * 2u + 1u) : 0u;
         uint h0b = hb ? wld(ch, hs + (gb >> 3u) * 2u) : 0u, h1b = hb ? wld(ch, hs + (gb >> 3u) * 2u + 1u) : 0u;
         uint dep = (Wa.x ^ Wb.x) & pc.zero;
-        if (ha) {
-            TICK_N(40u);
-            int v = iq4_block_q8(Wa, sq[ua * 3u], sq[ua * 3u + 1u]);
-            uint a0 = h0a ^ dep, a1 = h1a ^ dep, s = ga & 7u;
-            int ls = int(((a1 >> (4u * s)) & 15u) | (((a0 >> (16u + 2u * s)) & 3u) << 4u)) - 32;
-            acc += q8_term(unpackHalf2x16(a0).x, ls * v, 0.0, 0, ua);
-        }
+        if (ha) IQ4XS_Q8_UNIT(Wa, ua, ga, h0a, h1a)
         if (p0 + S < nu) TICK();
-        if (hb) {
-            TICK_N(40u);
-            int v = iq4_block_q8(Wb, sq[ub * 3u], sq[ub * 3u + 1u]);
-            uint a0 = h0b ^ dep, a1 = h1b ^ dep, s = gb & 7u;
-            int ls = int(((a1 >> (4u * s)) & 15u) | (((a0 >> (16u + 2u * s)) & 3u) << 4u)) - 32;
-            acc += q8_term(unpackHalf2x16(a0).x, ls * v, 0.0, 0, ub);
-        }
+        if (hb) IQ4XS_Q8_UNIT(Wb, ub, gb, h0b, h1b)
     }
 }
-// IQ4_NL's one row the same way (its unit: one block, one scale word).
+// IQ4_NL's one row the same way (its unit: one block, one scale word; quant.glsl's loop).
+#define IQ4NL_Q8_TERM(D, W, B) q8_term(D, iq4_block_q8(W, sq[(B) * 3u], sq[(B) * 3u + 1u]), 0.0, 0, B)
 void iq4nl_q8_one(uint t, uint row, uint c0, uint cl, inout float acc) {
     uint nb = cl / 32u, nbt = T(t, T_COLS) / 32u, g0 = c0 / 32u, S = gl_SubgroupSize;
     uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), sc = T(t, T_SC);
-    for (uint p0 = 0u, ba = tlane(); p0 < nb; p0 += 2u * S, ba += 2u * S) {
-        TICK();
-        uint bb = ba + S;
-        bool ha = ba < nb, hb = bb < nb;
-        uvec4 Wa = ha ? wld4(ch, base + (g0 + ba) * 4u) : uvec4(0u);
-        uvec4 Wb = hb ? wld4(ch, base + (g0 + bb) * 4u) : uvec4(0u);
-        uint dep = Wa.x ^ Wb.x;
-        float da = ha ? qscale_after(ch, sc, row * nbt + g0 + ba, dep) : 0.0;
-        float db = hb ? qscale_after(ch, sc, row * nbt + g0 + bb, dep) : 0.0;
-        if (ha) {
-            TICK_N(40u);
-            acc += q8_term(da, iq4_block_q8(Wa, sq[ba * 3u], sq[ba * 3u + 1u]), 0.0, 0, ba);
-        }
-        if (p0 + S < nb) TICK();
-        if (hb) {
-            TICK_N(40u);
-            acc += q8_term(db, iq4_block_q8(Wb, sq[bb * 3u], sq[bb * 3u + 1u]), 0.0, 0, bb);
-        }
-    }
+    IQ4NL_TWO_UNITS(IQ4NL_Q8_TERM)
 }
 
 // quant.glsl's quant_dot in the ACT_Q8 modules. A BF16 matrix has no int8 dot product (the

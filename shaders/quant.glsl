@@ -393,30 +393,36 @@ float welem_iq4_xs(uint t, uint row, uint j) {
 // Q4_0's layout (repack): four quant words per block in the row, nibbles laid out as Q4_0's,
 // the block scales as packed halves at T_SC. Unit = one block (g = c0/32 + b): d · Σ kv[n]·x
 // (lo + hi, each in element order), IQ4_XS's sub-block term with the block's own scale.
+// A row's blocks two a lane a trip, added in the one-unit order (see dot_iq4_xs): blocks ba
+// and ba + S's quant words, then their scales tied to them, then acc += TERM(d, W, b) of
+// each (scale, quant words, block); the f32 loop below and act_q8.glsl's iq4nl_q8_one. Uses
+// the caller's ch, base, sc, nb, nbt, g0, S, row and acc.
+#define IQ4NL_TWO_UNITS(TERM)                                                                \
+    for (uint p0 = 0u, ba = tlane(); p0 < nb; p0 += 2u * S, ba += 2u * S) {                 \
+        TICK();                                                                              \
+        uint bb = ba + S;                                                                    \
+        bool ha = ba < nb, hb = bb < nb;                                                     \
+        uvec4 Wa = ha ? wld4(ch, base + (g0 + ba) * 4u) : uvec4(0u);                         \
+        uvec4 Wb = hb ? wld4(ch, base + (g0 + bb) * 4u) : uvec4(0u);                         \
+        uint dep = Wa.x ^ Wb.x;                                                              \
+        float da = ha ? qscale_after(ch, sc, row * nbt + g0 + ba, dep) : 0.0;                \
+        float db = hb ? qscale_after(ch, sc, row * nbt + g0 + bb, dep) : 0.0;                \
+        if (ha) {                                                                            \
+            TICK_N(40u);                                                                     \
+            acc += TERM(da, Wa, ba);                                                         \
+        }                                                                                    \
+        if (p0 + S < nb) TICK();                                                             \
+        if (hb) {                                                                            \
+            TICK_N(40u);                                                                     \
+            acc += TERM(db, Wb, bb);                                                         \
+        }                                                                                    \
+    }
+#define IQ4NL_SX_TERM(D, W, B) (D) * iq4_block_sx(W, B)
 float dot_iq4_nl(uint t, uint row, uint c0, uint cl) {
     uint ch = T(t, T_CHUNK), base = T(t, T_QS) + row * T(t, T_ROWW), sc = T(t, T_SC);
     uint nb = cl / 32u, nbt = T(t, T_COLS) / 32u, g0 = c0 / 32u, S = gl_SubgroupSize;
     float acc = 0.0;
-    // Two units a lane a trip, added in the one-unit order (see dot_iq4_xs).
-    for (uint p0 = 0u, ba = tlane(); p0 < nb; p0 += 2u * S, ba += 2u * S) {
-        TICK();
-        uint bb = ba + S;
-        bool ha = ba < nb, hb = bb < nb;
-        uvec4 Wa = ha ? wld4(ch, base + (g0 + ba) * 4u) : uvec4(0u);
-        uvec4 Wb = hb ? wld4(ch, base + (g0 + bb) * 4u) : uvec4(0u);
-        uint dep = Wa.x ^ Wb.x;
-        float da = ha ? qscale_after(ch, sc, row * nbt + g0 + ba, dep) : 0.0;
-        float db = hb ? qscale_after(ch, sc, row * nbt + g0 + bb, dep) : 0.0;
-        if (ha) {
-            TICK_N(40u);
-            acc += da * iq4_block_sx(Wa, ba);
-        }
-        if (p0 + S < nb) TICK();
-        if (hb) {
-            TICK_N(40u);
-            acc += db * iq4_block_sx(Wb, bb);
-        }
-    }
+    IQ4NL_TWO_UNITS(IQ4NL_SX_TERM)
     return acc;
 }
 // Element j: d · kv[n], as the CPU reference computes it.
