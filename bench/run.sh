@@ -31,7 +31,8 @@
 #              nothing else runs beside a timed run)
 #   bench:DEPTHS[:ARGS[:ACTS]]  the same at each depth of DEPTHS (commas: 0,4096; llama-bench
 #              -d beside baro-top --depth), ARGS added to every baro-top run (commas for
-#              spaces), ACTS the activation paths baro-top runs (commas; default f32,q8)
+#              spaces), ACTS the activation paths baro-top runs (commas; default f32,q8);
+#              llama-bench runs once per file and depth a call (a second bench step reuses it)
 #   ab:A:B:SHAPE:ARGS:PREDICT[:BARGS[:DEPTH]]   `bench ab` binary .bin/A vs .bin/B on SHAPE
 #              (llama-1b|llama-8b), both arms with ARGS (commas for spaces), or B with BARGS
 #              (A and B may be one binary then; empty: ARGS), PREDICT the frozen prediction,
@@ -268,6 +269,9 @@ bench_step() {
   for s in $SHAPES; do for f in $(bench_files $s); do
     for d in ${depths:-0}; do
       local dl=${depths:+ d$d}
+      # Once per file and depth a call: a second bench step (other ARGS, e.g. --kv,f16) reads
+      # the same peer row.
+      [ -e /tmp/peer/ran-$f-d$d ] && continue; touch /tmp/peer/ran-$f-d$d
       t "llama.cpp $f$dl"; $P/llama-bench -m /tmp/$f.gguf -p 0 -n 128 -d $d -r 3 -ngl 99 2>&1 | grep -E "tg128|build"
     done
   done; done
