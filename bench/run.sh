@@ -253,6 +253,7 @@ bench_files() {
   for f in /tmp/$1.gguf /tmp/$1-q4_k_m.gguf; do [ -s $f ] && basename $f .gguf; done
   for f in /tmp/$1-*.gguf; do [ -s $f ] && [ $f != /tmp/$1-q4_k_m.gguf ] && basename $f .gguf; done
 }
+PEER_RAN=" "
 bench_step() {
   local s f a d depths=${1:-} xargs=${2:-} acts=${3:-f32 q8}
   [ -e /tmp/peer/started ] && peer_wait
@@ -270,8 +271,9 @@ bench_step() {
     for d in ${depths:-0}; do
       local dl=${depths:+ d$d}
       # Once per file and depth a call: a second bench step (other ARGS, e.g. --kv,f16) reads
-      # the same peer row.
-      [ -e /tmp/peer/ran-$f-d$d ] && continue; touch /tmp/peer/ran-$f-d$d
+      # the same peer row (a shell variable, not a file: a warm machine keeps /tmp, and every
+      # call needs its own peer rows).
+      case "$PEER_RAN" in *" $f-d$d "*) continue ;; esac; PEER_RAN="$PEER_RAN$f-d$d "
       t "llama.cpp $f$dl"; $P/llama-bench -m /tmp/$f.gguf -p 0 -n 128 -d $d -r 3 -ngl 99 2>&1 | grep -E "tg128|build"
     done
   done; done
