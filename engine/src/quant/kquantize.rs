@@ -321,24 +321,23 @@ pub fn quantize_q6_k(x: &[f32], out: &mut Vec<u8>) {
 }
 
 /// ggml's `best_index_int8`: the index of the code book value nearest `x` (the upper one where
-/// `x` is exactly between two), by bisection, as ggml compares.
+/// `x` is exactly between two), as ggml compares. ggml bisects for the least `hi` with
+/// `x < v[hi]`; with the code book increasing that is one plus the count of `v[1..15]` at or
+/// below `x`, counted here without the bisection's branches (≈ 10 % off a 1B IQ4_XS
+/// `model gen`: the writer's hot loop runs this for 16 candidate scales a value). A NaN
+/// compares false everywhere: the bisection ends at 15, and so does this.
 fn nearest_code(x: f32) -> u8 {
     let v = |i: usize| KVALUES_IQ4NL[i] as f32;
     if x <= v(0) {
         return 0;
     }
-    if x >= v(15) {
+    if x >= v(15) || x.is_nan() {
         return 15;
     }
-    let (mut lo, mut hi) = (0usize, 15usize);
-    while hi - lo > 1 {
-        let mid = (lo + hi) / 2;
-        if x < v(mid) {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
+    let hi = 1 + KVALUES_IQ4NL[1..15]
+        .iter()
+        .map(|&k| usize::from(x >= k as f32))
+        .sum::<usize>();
     if x - v(hi - 1) < v(hi) - x {
         (hi - 1) as u8
     } else {
@@ -458,6 +457,52 @@ pub fn quantize_iq4_nl(x: &[f32], out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nearest_code_answers_as_ggmls_bisection_at_every_code_midpoint_and_edge() {
+        // ggml's best_index_int8 as written there: the bisection this replaces.
+        fn bisect(x: f32) -> u8 {
+            let v = |i: usize| KVALUES_IQ4NL[i] as f32;
+            if x <= v(0) {
+                return 0;
+            }
+            if x >= v(15) || x.is_nan() {
+                return 15;
+            }
+            let (mut ml, mut mu) = (0usize, 15usize);
+            while mu - ml > 1 {
+                let mav = (ml + mu) / 2;
+                if x < v(mav) {
+                    mu = mav;
+                } else {
+                    ml = mav;
+                }
+            }
+            if x - v(mu - 1) < v(mu) - x {
+                (mu - 1) as u8
+            } else {
+                mu as u8
+            }
+        }
+        let mut xs = vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1e-30];
+        for w in KVALUES_IQ4NL.windows(2) {
+            let (a, b) = (w[0] as f32, w[1] as f32);
+            let mid = (a + b) / 2.0;
+            for x in [a, b, mid] {
+                xs.extend([x, x.next_up(), x.next_down()]);
+            }
+        }
+        let mut r = 0x9E37_79B9u32;
+        for _ in 0..100_000 {
+            r ^= r << 13;
+            r ^= r >> 17;
+            r ^= r << 5;
+            xs.push((r as f32 / u32::MAX as f32) * 300.0 - 150.0);
+        }
+        for x in xs {
+            assert_eq!(nearest_code(x), bisect(x), "x = {x:?}");
+        }
+    }
 
     #[test]
     fn nearest_int_rounds_half_to_even_like_ggml() {
