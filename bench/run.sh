@@ -279,6 +279,17 @@ bench_step() {
   done; done
 }
 
+# A `run` that ended before its passes says so, with its end record's reason (round 77: an
+# ablation's non-finite logits were refused at pass 64 and the log only showed fewer passes —
+# the steps send the run's stderr to /dev/null).
+run_end() {
+  python3 -c "
+import json,sys
+e=[d for d in (json.loads(l) for l in open(sys.argv[1]) if l.strip()) if d.get('type')=='end']
+if not e: print('   run ended without an end record (killed, or its output cut)')
+elif e[-1].get('reason')!='completed': print('   run ended early after %s passes: %s'%(e[-1].get('passes'),json.dumps(e[-1].get('reason'))[:300]))" "$1"
+}
+
 for step in "$@"; do
   case $step in
     peer) peer ;;
@@ -313,6 +324,7 @@ for step in "$@"; do
 import json,sys
 d=json.loads(sys.stdin.readline())
 for p in d.get('pipelines',[]): print('  ', p['pipeline'], '; '.join('%s=%s'%(s['name'],s['value']) for s in p['stats']))"
+      run_end /tmp/run.jsonl
       e=${edges:-65}; python3 bench/stage_summary.py ${e//,/ } < /tmp/run.jsonl ;;
     plain:*)
       IFS=: read -r _ bin shape act xargs envs <<< "$step"
@@ -325,6 +337,7 @@ for p in d.get('pipelines',[]): print('  ', p['pipeline'], '; '.join('%s=%s'%(s[
       # The run's lines too (round 64: a plain run three times its bench's pass time, every pass
       # labelled fast and uncontended: the frames say what the labels saw).
       xz -c /tmp/run.jsonl > "$O/$bin-$shape-$act${tag:+-$tag}-plain.jsonl.xz"
+      run_end /tmp/run.jsonl
       head -1 /tmp/run.jsonl | python3 -c "
 import json,sys
 d=json.loads(sys.stdin.readline())

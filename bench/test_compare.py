@@ -202,5 +202,32 @@ class Compare(unittest.TestCase):
                       "--dispatch mega --act q8 | 1088.88 → 1090.13 | +0.11 % |", table)
 
 
+class RunEnd(unittest.TestCase):
+    """bench/run.sh's run_end: a plain or stages run that ended before its passes says so."""
+
+    def say(self, lines):
+        import tempfile
+        script = open(os.path.join(HERE, "run.sh"), encoding="utf-8").read()
+        start = script.index("run_end() {")
+        fn = script[start:script.index("\n}\n", start) + 3]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "run.jsonl")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("".join(json.dumps(x) + "\n" for x in lines))
+            p = subprocess.run(["bash", "-c", fn + 'run_end "$1"', "run_end", path],
+                               capture_output=True, text=True, check=True)
+        return p.stdout
+
+    def test_a_refused_run_names_its_pass_count_and_reason_a_completed_one_prints_nothing(self):
+        frame = {"type": "frame", "pass": 0}
+        failed = {"type": "end", "passes": 65, "reason": {"failed_pass": {
+            "pass": 64, "fail": "fail-word 0x00000208 FAIL non-finite-logits+output-poisoned"}}}
+        out = self.say([frame, failed])
+        self.assertIn("run ended early after 65 passes", out)
+        self.assertIn("non-finite-logits", out)
+        self.assertEqual(self.say([frame, {"type": "end", "passes": 1, "reason": "completed"}]), "")
+        self.assertIn("without an end record", self.say([frame]))
+
+
 if __name__ == "__main__":
     unittest.main()
