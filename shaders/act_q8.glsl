@@ -311,8 +311,8 @@ DEFINE_IQ4NL_Q8(iq4nl_q8_rows4, 4u)
 // for bit. An IQ4 unit is 16 bytes of quants (Q4_K's and Q6_K's loops hold 32 a lane a trip,
 // Q4_0's two blocks). Round 73 (H100): +2.45 % at 8B IQ4_XS q8, +1.73 % at 1B — not the
 // +8…+35 % that bytes in flight predicted: not memory-bound (8B IQ4_XS runs as fast on an
-// H100 as on the H200), and round 74's s78 (−16 instructions a trip: +0.03 %) says not
-// issue-bound either; the table's bank conflicts are round 75's question. The scale
+// H100 as on the H200), nor issue-bound (round 74's s78, −16 instructions a trip: +0.03 %),
+// nor held by the table's bank conflicts (round 75's s80, none: +0.02 %). The scale
 // words of both units are unpacked only after both quant words arrive (the qscale_after tie).
 // The back-edge count (TICK) is the one-unit loop's, trip for trip (budget.rs models that).
 // Unit U (global G, quant words W, header words H0/H1 untied) into acc, as the one-unit loop;
