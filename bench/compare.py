@@ -193,7 +193,7 @@ def ingest(path, a):
     date = a.date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     base = dict(round=a.round, call=a.call or "%s %s" % (date, a.command or os.path.basename(path)), date=date,
                 time=None, device=a.device, driver=a.driver, commit=a.commit, command=a.command)
-    rows, cur, pend = [], None, None
+    rows, cur, pend, spread = [], None, None, {}
     for n, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
         line = line.rstrip("\n")
         m = re.match(r"(NVIDIA [^,]+), ([\d.]+), ", line)
@@ -206,7 +206,13 @@ def ingest(path, a):
             continue
         m = re.match(r"== \[\d+ s\] (.*)", line)
         if m:
-            cur, pend = m.group(1), None
+            cur, pend, spread = m.group(1), None, {}
+            continue
+        # `bench ab`'s table: an arm's generation median (min, max) over its samples (run.sh
+        # prints it since round 81; older logs leave an ab row's min and max null).
+        t = re.match(r"(A|B)\s+tg\d+\s+([\d.]+) \(([\d.]+), ([\d.]+)\)", line)
+        if t:
+            spread[t.group(1)] = (float(t.group(3)), float(t.group(4)))
             continue
         src = "%s:%d" % (os.path.basename(path), n)
         # "baro-top FILE act ACT[ dDEPTH][ ARGS]": run.sh's `bench[:DEPTHS[:ARGS]]` step
@@ -230,7 +236,7 @@ def ingest(path, a):
                              dispatch=None, arm=PEER, metric="%s tok/s" % t.group(1), median=None, min=None, max=None,
                              mean=float(t.group(3)), stddev=float(t.group(4)), runs=3, source=src))
             continue
-        m = re.match(r"ab (\S+): (\S+) -> (\S+) '([^']*)'(?: -> '([^']*)')?(?: depth (\d+))?", cur or "")
+        m = re.match(r"ab (\S+): (\S+) -> (\S+) '([^']*)'(?: -> '([^']*)')?(?: depth (\d+))?(?: pairs (\d+))?", cur or "")
         if m and line.startswith("parity of logits:"):
             pend = line.split(":", 1)[1].strip().split(" (")[0]
         t = re.match(r"verdict: (\w+) — predicted (\S+), measured (\S+) \(A ([\d.]+), B ([\d.]+) (\w+) tok/s, mode (\w+)\)", line)
@@ -246,6 +252,15 @@ def ingest(path, a):
             depth = int(m.group(6) or 0)
             if depth:
                 pair += " d%d" % depth
+            npairs = int(m.group(7) or 2)
+            if m.group(7):
+                pair += " p%d" % npairs
+            # The same arms again in one call (a repeat, a null arm run twice): the k-th is its
+            # own pair, not a second B for the first.
+            k = sum(1 for r in rows if r.get("ab") and r["ab"]["role"] == "A"
+                    and r["ab"]["pair"].split(" #")[0] == pair)
+            if k:
+                pair += " #%d" % (k + 1)
             act = "q8" if "--act q8" in m.group(4) else "f32"
             for role, binary, v, args in (("A", m.group(2), t.group(4), m.group(4)), ("B", m.group(3), t.group(5), bargs)):
                 ab = dict(pair=pair, role=role)
@@ -253,7 +268,8 @@ def ingest(path, a):
                     ab.update(predicted=t.group(2), measured=t.group(3), verdict=t.group(1), parity=pend)
                 rows.append(dict(base, tool="bench ab", model=model, quant=quant, depth=depth, act=act, dispatch="mega",
                                  arm="%s %s" % (os.path.basename(binary), args), binary=binary,
-                                 metric="tg128 tok/s", median=float(v), min=None, max=None, pairs=2, mode=t.group(7),
+                                 metric="tg128 tok/s", median=float(v), min=spread.get(role, (None, None))[0],
+                                 max=spread.get(role, (None, None))[1], pairs=npairs, mode=t.group(7),
                                  ab=ab, source=src))
     for r in rows:
         if r["tool"] != "llama-bench":

@@ -33,10 +33,11 @@
 #              -d beside baro-top --depth), ARGS added to every baro-top run (commas for
 #              spaces), ACTS the activation paths baro-top runs (commas; default f32,q8);
 #              llama-bench runs once per file and depth a call (a second bench step reuses it)
-#   ab:A:B:SHAPE:ARGS:PREDICT[:BARGS[:DEPTH]]   `bench ab` binary .bin/A vs .bin/B on SHAPE
+#   ab:A:B:SHAPE:ARGS:PREDICT[:BARGS[:DEPTH[:PAIRS]]]   `bench ab` binary .bin/A vs .bin/B on SHAPE
 #              (llama-1b|llama-8b), both arms with ARGS (commas for spaces), or B with BARGS
 #              (A and B may be one binary then; empty: ARGS), PREDICT the frozen prediction,
-#              at DEPTH positions of context (default 0; a round's [[ab]] takes `depth`)
+#              at DEPTH positions of context (default 0; a round's [[ab]] takes `depth`), PAIRS
+#              pairs (default 2; `pairs`)
 #   stages:BIN:SHAPE:ACT[:ARGS[:EDGES]]  `run --json` 140 passes of .bin/BIN (ARGS added,
 #              commas for spaces; a --passes there replaces the 140; EDGES the position
 #              buckets' edges, commas, default 65; a round's [[stages]] takes `edges`):
@@ -93,7 +94,8 @@ def commas(s):
     return None if s is None else s.replace(" ", ",")
 def ab(t):
     return step("ab", t["a"], t["b"], t["model"], commas(t.get("args", "--dispatch mega")), t["predict"],
-                commas(t.get("b_args")), str(t["depth"]) if "depth" in t else None)
+                commas(t.get("b_args")), str(t["depth"]) if "depth" in t else None,
+                str(t["pairs"]) if "pairs" in t else None)
 def stages(t):
     return step("stages", t["bin"], t["model"], t.get("act", "f32"), commas(t.get("args")),
                 ",".join(map(str, t["edges"])) if "edges" in t else None)
@@ -303,13 +305,13 @@ for step in "$@"; do
     bench) bench_step ;;
     bench:*) IFS=: read -r _ depths xargs acts <<< "$step"; bench_step "${depths//,/ }" "${xargs//,/ }" "${acts//,/ }" ;;
     ab:*)
-      IFS=: read -r _ a b shape args predict bargs depth <<< "$step"
+      IFS=: read -r _ a b shape args predict bargs depth pairs <<< "$step"
       # An arm without --act runs --act f32, as every arm did before auto became the default
       # (a round's ab rows keep their meaning; give --act auto to measure the default).
       f32arm() { case " $1 " in *" --act "*|*" --act="*) echo "$1" ;; *) echo "$1 --act f32" ;; esac; }
-      abx() { t "ab $1: $3 -> $4 '$5'${6:+ -> '$6'}${7:+ depth $7}"; $B bench ab -m /tmp/$1.gguf --prompts /tmp/one.txt --tokens 128 --pairs 2 \
-        --depth ${7:-0} --a-binary $3 --b-binary $4 --a "$(f32arm "$5")" --b "$(f32arm "${6:-$5}")" --predict "$2" --log $O/predictions.log 2>&1 | tail -4; }
-      abx "$shape" "$predict" ".bin/$a" ".bin/$b" "${args//,/ }" "${bargs//,/ }" "${depth:-}" ;;
+      abx() { t "ab $1: $3 -> $4 '$5'${6:+ -> '$6'}${7:+ depth $7}${8:+ pairs $8}"; $B bench ab -m /tmp/$1.gguf --prompts /tmp/one.txt --tokens 128 --pairs ${8:-2} \
+        --depth ${7:-0} --a-binary $3 --b-binary $4 --a "$(f32arm "$5")" --b "$(f32arm "${6:-$5}")" --predict "$2" --log $O/predictions.log 2>&1 | tail -11; }
+      abx "$shape" "$predict" ".bin/$a" ".bin/$b" "${args//,/ }" "${bargs//,/ }" "${depth:-}" "${pairs:-}" ;;
     stages:*)
       IFS=: read -r _ bin shape act xargs edges <<< "$step"
       act=${act:-f32}

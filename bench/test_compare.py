@@ -187,6 +187,31 @@ class Compare(unittest.TestCase):
         self.assertIn("| llama-1b Q4_0 | q8 | 4096 |", table)
         self.assertIn("| llama-1b Q4_0 | q8 | 0 |", table)
 
+    def test_ingest_keeps_a_repeated_ab_arm_apart_and_reads_its_pairs(self):
+        # Round 80 ran m9 -> s85 twice on one file with the same arguments, and round 81 runs
+        # null arms (one binary against itself) several times and with more pairs: each run is
+        # its own pair, and the pair count comes from the step (" pairs N").
+        head = "NVIDIA H100 80GB HBM3, 580.159.04, 1980 MHz, P0\n== [0 s] build under test 0123456789ab\n"
+        pair = ("== [5 s] ab llama-1b: .bin/baro-top-m9 -> .bin/baro-top-m9 '--dispatch mega --act q8'%s\n"
+                "parity of logits: OK (bitwise identical logits, checksum 1)\n"
+                "verdict: inside — predicted -1%%..+1%%, measured %s (A %s, B %s generation tok/s, mode fast)\n")
+        table8 = ("A                        tg128              1200.0 (1190.5, 1210.2)    1200.1 ± 7.0  1000/0/0\n"
+                  "B                        tg128              1202.4 (1195.0, 1209.9)    1202.3 ± 5.1  1000/0/0\n")
+        log = (head + pair % ("", "+2.36%", "1178.63", "1206.46") + pair % ("", "-0.10%", "1201.00", "1199.80")
+               + (pair % (" pairs 8", "+0.20%", "1200.00", "1202.40")).replace("parity", table8 + "parity"))
+        rows = ingest(log, "81")
+        names = [r["ab"]["pair"] for r in rows]
+        self.assertEqual(len(set(names)), 3, names)
+        self.assertEqual([names[0], names[2]], [names[1], names[3]])
+        self.assertEqual([r["pairs"] for r in rows], [2, 2, 2, 2, 8, 8])
+        # The arms' spread where the log has `bench ab`'s table, null where it does not.
+        self.assertEqual([(r["min"], r["max"]) for r in rows[3:]],
+                         [(None, None), (1190.5, 1210.2), (1195.0, 1209.9)])
+        table = "\n".join(ab_rows_table(rows))
+        self.assertIn("1178.63 → 1206.46", table)
+        self.assertIn("1201.00 → 1199.80", table)
+        self.assertIn("1200.00 → 1202.40", table)
+
     def test_ab_pairs_on_two_files_of_one_shape_in_one_call_stay_apart(self):
         # Round 71 ran the same two binaries on 1B IQ4_XS, Q5_K_M and Q4_K_M in one call: the
         # stored pair name has the shape only, so the table must tell them apart by the quant.
