@@ -284,6 +284,12 @@ bench_step() {
 # A `run` that ended before its passes says so, with its end record's reason (round 77: an
 # ablation's non-finite logits were refused at pass 64 and the log only showed fewer passes —
 # the steps send the run's stderr to /dev/null).
+# sass.py --loops's lines a round reads (stdin): each image's instruction count, the dot loops'
+# serial-load count, and the loops that read the vector from shared memory or take integer
+# dot products (the matvec loops: LDS or IDP), shortest first, at most 16 lines.
+loop_lines() {
+  grep -E "image [0-9]+: [0-9]+ instructions|dot loops with|loop 0x.*(LDS|IDP)" | head -16 | sed 's/^ */   /'
+}
 run_end() {
   python3 -c "
 import json,sys
@@ -364,7 +370,11 @@ if v: print('   gpu_ns positions 4096..: median %.1f us (min %.1f, max %.1f, n %
 # (timestamp queries) and the host period, per consecutive pair of passes.
 for name,g in (('device gap',lambda a,b:b['timestamp_start_ns']-a['timestamp_start_ns']-a['gpu_ns']),('host period',lambda a,b:b['host_start_ns']-a['host_start_ns'])):
   v=sorted(g(a,b)/1e3 for a,b in zip(f,f[1:]) if b['pass']==a['pass']+1 and all(x.get(k) for x in (a,b) for k in ('timestamp_start_ns','gpu_ns','host_start_ns')))
-  if v: print('   %s passes 20..: median %.1f us (min %.1f, max %.1f, n %d)'%(name,statistics.median(v),v[0],v[-1],len(v)))" ;;
+  if v: print('   %s passes 20..: median %.1f us (min %.1f, max %.1f, n %d)'%(name,statistics.median(v),v[0],v[-1],len(v)))"
+      # The module's dot loops where the machine has nvdisasm (the device's CUDA image does):
+      # the listing's instruction mix in call.log, read without bringing the cache back (rounds
+      # 82-84 read it here after the call). Nothing is printed where nvdisasm is missing.
+      python3 bench/sass.py "$O/$bin-$shape-$act${tag:+-$tag}-plain.cache" --loops 2>/dev/null | loop_lines ;;
     record:*)
       IFS=: read -r _ shape file act <<< "$step"
       t "record $shape act ${act:-f32}"; $B record -m /tmp/$shape.gguf --dispatch mega --act ${act:-f32} --passes 120 --spans-every 12 -o "$O/$file" 2>&1 | tail -2 ;;

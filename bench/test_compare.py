@@ -254,5 +254,31 @@ class RunEnd(unittest.TestCase):
         self.assertIn("without an end record", self.say([frame]))
 
 
+class LoopLines(unittest.TestCase):
+    """bench/run.sh's loop_lines: the listing lines a plain step prints (round 82's output)."""
+
+    def test_keeps_the_counts_and_the_matvec_loops_and_drops_the_rest(self):
+        script = open(os.path.join(HERE, "run.sh"), encoding="utf-8").read()
+        start = script.index("loop_lines() {")
+        fn = script[start:script.index("\n}\n", start) + 3]
+        pre = "  c.cache image 0 loop "
+        listing = "\n".join([
+            "  c.cache image 0: 9272 instructions",
+            "  dot loops with a load waiting on an earlier load's registers: 0 of 3",
+            pre + "0x1d20..0x2130: 66 instructions, 8 global loads (32 bytes a lane a trip): IMAD 12, LDG 8",
+            pre + "0x13700..0x14c60: 343 instructions, 4 global loads (40 bytes a lane a trip): LOP3 133, FADD 66, LDS 16",
+            pre + "0x131d0..0x13940: 120 instructions, 4 global loads (40 bytes a lane a trip): LOP3 21, IDP 16",
+            "image 0 opcode histogram: FFMA 900"]) + "\n"
+        out = subprocess.run(["bash", "-c", fn + "loop_lines"], input=listing, capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+        self.assertEqual(len(out), 4, out)
+        self.assertTrue(out[0].endswith("9272 instructions"))
+        self.assertIn("0 of 3", out[1])
+        self.assertIn("LOP3 133", out[2])
+        self.assertIn("IDP 16", out[3])
+        self.assertTrue(all(x.startswith("   ") for x in out))
+        self.assertNotIn("66 instructions", "\n".join(out))
+
+
 if __name__ == "__main__":
     unittest.main()
