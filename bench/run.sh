@@ -281,15 +281,15 @@ bench_step() {
   done; done
 }
 
-# A `run` that ended before its passes says so, with its end record's reason (round 77: an
-# ablation's non-finite logits were refused at pass 64 and the log only showed fewer passes —
-# the steps send the run's stderr to /dev/null).
 # sass.py --loops's lines a round reads (stdin): each image's instruction count, the dot loops'
 # serial-load count, and the loops that read the vector from shared memory or take integer
 # dot products (the matvec loops: LDS or IDP), shortest first, at most 16 lines.
 loop_lines() {
   grep -E "image [0-9]+: [0-9]+ instructions|dot loops with|loop 0x.*(LDS|IDP)" | head -16 | sed 's/^ */   /'
 }
+# A `run` that ended before its passes says so, with its end record's reason (round 77: an
+# ablation's non-finite logits were refused at pass 64 and the log only showed fewer passes —
+# the steps send the run's stderr to /dev/null).
 run_end() {
   python3 -c "
 import json,sys
