@@ -264,12 +264,13 @@ def ingest(path, a):
             act = "q8" if "--act q8" in m.group(4) else "f32"
             for role, binary, v, args in (("A", m.group(2), t.group(4), m.group(4)), ("B", m.group(3), t.group(5), bargs)):
                 ab = dict(pair=pair, role=role)
+                lo, hi = spread.get(role, (None, None))
                 if role == "B":
                     ab.update(predicted=t.group(2), measured=t.group(3), verdict=t.group(1), parity=pend)
                 rows.append(dict(base, tool="bench ab", model=model, quant=quant, depth=depth, act=act, dispatch="mega",
                                  arm="%s %s" % (os.path.basename(binary), args), binary=binary,
-                                 metric="tg128 tok/s", median=float(v), min=spread.get(role, (None, None))[0],
-                                 max=spread.get(role, (None, None))[1], pairs=npairs, mode=t.group(7),
+                                 metric="tg128 tok/s", median=float(v), min=lo, max=hi, pairs=npairs,
+                                 mode=t.group(7),
                                  ab=ab, source=src))
     for r in rows:
         if r["tool"] != "llama-bench":
