@@ -272,7 +272,11 @@ vec4 att_out4(uint i, uint nch) {
 // shift-mask-or form it replaces. The driver makes two LOP3s of the mask and OR (a LOP3
 // takes one immediate, round 25), so a nibble costs two integer instructions where it cost
 // two or three (the loop body 362 -> 354; bench/rounds/22.md-25.md).
-#define Q4_AT(W, MASK, EXP, BIAS) (uintBitsToFloat(((W) & (MASK)) | (EXP)) - (BIAS))
+// EXP + pc.zero is EXP (pc.zero is always 0) but a value the compiler can neither fold nor
+// merge into the OR (an add does not reassociate with it, as EXP | pc.zero did in round 83):
+// five loop-invariant words, so that `(W & MASK) | EXP` can be one LOP3 with MASK its
+// immediate (two immediates made it two: round 82's listing). The same bits.
+#define Q4_AT(W, MASK, EXP, BIAS) (uintBitsToFloat(((W) & (MASK)) | ((EXP) + pc.zero)) - (BIAS))
 
 // One Q4_0 block against 32 input elements: low nibbles are elements 0..15, high 16..31;
 // lo and hi each sum their 16 products in element order. The elements come from sx, four per
