@@ -263,20 +263,15 @@ vec4 att_out4(uint i, uint nch) {
 #define Q4_VAL(n) (uintBitsToFloat(0x4B000000u | (n)) - 8388616.0)
 #define Q8_VAL(byte) (uintBitsToFloat(0x4B000000u | ((byte) ^ 128u)) - 8388736.0)
 
-// The nibble under MASK of a word as the float n - 8, exactly, by a mask, an OR and one
-// subtraction wherever the nibble sits, without shifting it down (round 24): with the
-// exponent E chosen so that the nibble's lowest bit has weight 1 in the mantissa (E = 23 -
-// its bit position), the float is 2^E + n, and subtracting 2^E + 8 is exact. The nibble must
-// lie below bit 23 (the exponent field): a word's upper two bytes are read from w >> 16.
-// Every product sees the same value as Q4_VAL(n), so the sums are bit-identical to the
-// shift-mask-or form it replaces. The driver makes two LOP3s of the mask and OR (a LOP3
-// takes one immediate, round 25), so a nibble costs two integer instructions where it cost
-// two or three (the loop body 362 -> 354; bench/rounds/22.md-25.md).
-// EXP + pc.zero is EXP (pc.zero is always 0) but a value the compiler can neither fold nor
-// merge into the OR (an add does not reassociate with it, as EXP | pc.zero did in round 83):
-// five loop-invariant words, so that `(W & MASK) | EXP` can be one LOP3 with MASK its
-// immediate (two immediates made it two: round 82's listing). The same bits.
-#define Q4_AT(W, MASK, EXP, BIAS) (uintBitsToFloat(((W) & (MASK)) | ((EXP) + pc.zero)) - (BIAS))
+// The nibble under MASK of a word as the float n - 8, exactly: quant.glsl's QAT(W, MASK,
+// EXP, 2^E + 8), a mask, an OR and one subtraction wherever the nibble sits, without shifting
+// it down (round 24): with the exponent E chosen so that the nibble's lowest bit has weight 1
+// in the mantissa (E = 23 - its bit position), the float is 2^E + n, and subtracting 2^E + 8
+// is exact. The nibble must lie below bit 23 (the exponent field): a word's upper two bytes
+// are read from w >> 16. Every product sees the same value as Q4_VAL(n), so the sums are
+// bit-identical to the shift-mask-or form it replaces. With EXP an immediate the driver made
+// two LOP3s of the mask and OR (a LOP3 takes one immediate, round 25); QAT's EXP + pc.zero
+// makes it one (round 85: the loop 343 -> 287 instructions).
 
 // One Q4_0 block against 32 input elements: low nibbles are elements 0..15, high 16..31;
 // lo and hi each sum their 16 products in element order. The elements come from sx, four per
@@ -285,14 +280,14 @@ vec4 att_out4(uint i, uint nch) {
     [[unroll]] for (uint k = 0u; k < 4u; ++k) {                                              \
         uint w = QV[k], w16 = w >> 16u;                                                      \
         vec4 xl = sx4[(B) * 9u + k], xh = sx4[(B) * 9u + 4u + k];                            \
-        lo += Q4_AT(w, 0xFu, 0x4B000000u, 8388616.0) * xl.x;                                 \
-        hi += Q4_AT(w, 0xF0u, 0x49000000u, 524296.0) * xh.x;                                 \
-        lo += Q4_AT(w, 0xF00u, 0x47000000u, 32776.0) * xl.y;                                 \
-        hi += Q4_AT(w, 0xF000u, 0x45000000u, 2056.0) * xh.y;                                 \
-        lo += Q4_AT(w, 0xF0000u, 0x43000000u, 136.0) * xl.z;                                 \
-        hi += Q4_AT(w16, 0xF0u, 0x49000000u, 524296.0) * xh.z;                               \
-        lo += Q4_AT(w16, 0xF00u, 0x47000000u, 32776.0) * xl.w;                               \
-        hi += Q4_AT(w16, 0xF000u, 0x45000000u, 2056.0) * xh.w;                               \
+        lo += QAT(w, 0xFu, 0x4B000000u, 8388616.0) * xl.x;                                   \
+        hi += QAT(w, 0xF0u, 0x49000000u, 524296.0) * xh.x;                                   \
+        lo += QAT(w, 0xF00u, 0x47000000u, 32776.0) * xl.y;                                   \
+        hi += QAT(w, 0xF000u, 0x45000000u, 2056.0) * xh.y;                                   \
+        lo += QAT(w, 0xF0000u, 0x43000000u, 136.0) * xl.z;                                   \
+        hi += QAT(w16, 0xF0u, 0x49000000u, 524296.0) * xh.z;                                 \
+        lo += QAT(w16, 0xF00u, 0x47000000u, 32776.0) * xl.w;                                 \
+        hi += QAT(w16, 0xF000u, 0x45000000u, 2056.0) * xh.w;                                 \
     }
 
 // A lane's quantised block into its accumulator: against the f32 vector in sx, or (ACT_Q8)

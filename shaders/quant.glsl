@@ -11,7 +11,7 @@
 // units l, l + S, l + 2S, ... in ascending order (the op's order: a function of the type and
 // the row alone, never of the schedule), then DEFINE_DOT's subgroupAdd. The elements come
 // from sx four per load (SXI: block B's elements 4k..4k+3 are sx4[9B + k]); the quants become
-// floats without integer->float conversions (Q4_AT: mask, OR and one exact subtraction).
+// floats without integer->float conversions (QAT: mask, OR and one exact subtraction).
 
 // The lane-strided loop over NU units: this lane takes units U = l, l + S, l + 2S, ... in
 // ascending order; every lane counts each back-edge (TICK) and an active unit's unrolled
@@ -20,8 +20,8 @@
     for (uint U##_0 = 0u, U = tlane(); U##_0 < (NU); U##_0 += gl_SubgroupSize, U += gl_SubgroupSize) \
         if (TICK() >= 0u && U < (NU) && TICK_N(TICKS) >= 0u)
 
-// The bits under MASK of W as the float 2^E + n minus BIAS, exactly (decode.comp's Q4_AT,
-// which is defined after this file): EXP is 2^E with E putting MASK's lowest bit at weight 1.
+// The bits under MASK of W as the float 2^E + n minus BIAS, exactly (decode.comp's Q4_0 dot
+// uses it too): EXP is 2^E with E putting MASK's lowest bit at weight 1.
 // EXP + pc.zero (pc.zero is always 0) is a loop-invariant register the compiler can neither
 // fold nor merge into the OR, so `(W & MASK) | EXP` is one LOP3 with MASK its immediate, not
 // two (round 85's s90 for Q4_0: 133 -> 69 LOP3 a 64-weight trip). The same bits.
