@@ -46,6 +46,8 @@ cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 # bench/results.jsonl and the tables bench/compare.py prints from it (the README's speed table)
 python3 bench/test_compare.py
+# bench/stage_summary.py's mode rule: a mixed window's stage rows read one mode's passes
+python3 bench/stage_summary.py --test
 # every crate's module graph is acyclic (scripts/modgraph.py)
 python3 scripts/test_modgraph.py
 cargo test --workspace --release
