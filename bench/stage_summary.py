@@ -9,7 +9,8 @@ unit of whole-grid time), the median per-pass sum of barrier arrival spreads, an
 passes' power modes and contention (a disturbed bucket is labelled, not read as a result).
 A bucket whose passes ran in more than one power mode reads its stage rows from the passes of
 its most common mode (fast on a tie) and says so: a median over a mix moves with the mix
-(round 89: 12 slow passes in 75 read as +1.5 % on every stage), not with the build.
+(round 89: a window with 12 slow passes in 75 read ≈ 1.5 % slower on every stage than
+another build's all-fast window, where the plain passes put the two builds level).
 Used by bench/run.sh (step stages) to compare two builds stage by stage in one device call.
 `stage_summary.py --test` checks that rule (scripts/test.sh runs it).
 """
