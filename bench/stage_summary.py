@@ -54,10 +54,14 @@ def read(lines, edges):
     return buckets, kind_bytes
 
 
-def stage_passes(rows):
+def tally(rows):
+    """The passes of each power mode."""
+    return {m: sum(1 for r in rows if r[5] == m) for m in MODES}
+
+
+def stage_passes(rows, counts):
     """The passes a bucket's stage rows read: all of them when they share one power mode,
     else those of the most common mode (fast first on a tie); and that mode."""
-    counts = {m: sum(1 for r in rows if r[5] == m) for m in MODES}
     mode = max(MODES, key=lambda m: (counts[m], m == "fast"))
     return [r for r in rows if r[5] == mode], mode
 
@@ -72,12 +76,12 @@ def summary(buckets, kind_bytes):
         rows = buckets[b]
         lo = min(r[0] for r in rows)
         hi = max(r[0] for r in rows)
-        modes = {m: sum(1 for r in rows if r[5] == m) for m in MODES}
+        modes = tally(rows)
         contended = sum(1 for r in rows if not r[6])
         out.append(f"  positions {lo}..{hi} ({len(rows)} passes): gpu {med([r[1] for r in rows]):.1f} µs, "
                    f"arrival spread {med([r[4] for r in rows]):.1f} µs; modes {modes['fast']} fast "
                    f"{modes['slow']} slow {modes['unknown']} ?, contended {contended}")
-        sel, mode = stage_passes(rows)
+        sel, mode = stage_passes(rows, modes)
         if len(sel) < len(rows):
             out.append(f"    stage rows: the {len(sel)} {mode} passes (gpu {med([r[1] for r in sel]):.1f} µs); "
                        f"{len(rows) - len(sel)} in other modes left out")
