@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use baro_engine::act::{resolve_act, ActCaps, ActChoice, ActType};
 use baro_engine::device::{DecoderOptions, DeviceInfo, Dispatch};
+use baro_engine::kv::{resolve_kv, KvChoice, KvType};
 use baro_engine::model::{Model, Weights};
 use clap::Args;
 
@@ -71,13 +72,22 @@ pub struct GpuArgs {
     /// multi dispatch has no pass loop.
     #[arg(long, value_name = "on|off", value_parser = validate::on_off)]
     pub pass_loop: Option<bool>,
-    /// KV cache storage: f32 or f16 [default: f32]. f32 is the reference path (bit-exact
-    /// against the goldens); f16 rounds every key and value to f16 when stored (all arithmetic
-    /// stays f32): half the cache's bytes and half the attention's cache reads, logits within
-    /// ~1e-3 of f32's. The gate then checks against a reference that rounds the same way.
-    /// Needs storageBuffer16BitAccess (`baro-top devices` says).
-    #[arg(long, value_name = "f32|f16", value_parser = validate::kv)]
-    pub kv: Option<baro_engine::device::KvType>,
+    /// KV cache storage: auto, f32 or f16 [default: auto]. auto is f16 where the run's
+    /// activations are q8 (what `--act auto` picks for the files people download), the model
+    /// is at least 4096 wide (8B and up: where the q8 kernel runs 1,024 lanes, so the f16
+    /// cache costs no registers; measured +1.2 % at depth 0 and +4.7 % at 4,096 positions on
+    /// an 8B Q4_K_M, while a 1B's 512-lane kernel lost 4.7 % with it) and the device has
+    /// storageBuffer16BitAccess, else f32: stories260K, 1B-wide models and every
+    /// f32-activation run keep f32. f32 is the reference path (bit-exact against the
+    /// goldens); f16 rounds every key and value to f16 when stored (all arithmetic stays f32):
+    /// half the cache's bytes and half the attention's cache reads, logits within ~1e-3 of
+    /// f32's (a tenth of q8's own error; llama.cpp's default cache is f16 too). What auto
+    /// chose is what the run reports (`KV cache f16 (auto)`; JSON: `"kv"` is the type used,
+    /// `"kv_auto": true` beside it), what bench rows carry, and what the gate checks against:
+    /// a reference that rounds the same way. f16 by name needs storageBuffer16BitAccess
+    /// (`baro-top devices` says).
+    #[arg(long, value_name = "auto|f32|f16", value_parser = validate::kv)]
+    pub kv: Option<baro_engine::kv::KvChoice>,
     /// What quantised matrices multiply against: auto, f32 or q8 [default: auto]. auto is q8
     /// where every matrix the decoder multiplies is quantised and the backend can run q8 (a
     /// Vulkan device with shaderIntegerDotProduct and subgroups of a multiple of 8 lanes; the
@@ -180,10 +190,22 @@ impl GpuArgs {
         )
     }
 
+    /// The KV cache type a run of a `dim`-wide model whose activations are `act` takes on a
+    /// backend that can do `caps` (`--kv auto` resolved, [`resolve_kv`]), and whether auto
+    /// chose it.
+    pub fn resolved_kv(&self, act: ActType, dim: usize, caps: ActCaps) -> (KvType, bool) {
+        let choice = self.kv.unwrap_or_default();
+        (
+            resolve_kv(choice, act, dim, caps.kv16),
+            choice == KvChoice::Auto,
+        )
+    }
+
     /// Decoder options for `model` on `device`, `max_seq` positions with dispatch style
-    /// `dispatch`. `--act auto` is resolved here, where the model and the device are both
-    /// known: the options (and so the decoder, its run details, bench rows and the gate's
-    /// reference) carry the concrete type, with `act_auto` saying auto chose it.
+    /// `dispatch`. `--act auto` and then `--kv auto` (which follows the activation type) are
+    /// resolved here, where the model and the device are both known: the options (and so the
+    /// decoder, its run details, bench rows and the gate's reference) carry the concrete
+    /// types, with `act_auto` / `kv_auto` saying auto chose them.
     pub fn decoder_options(
         &self,
         dispatch: Dispatch,
@@ -191,7 +213,9 @@ impl GpuArgs {
         model: &Model,
         device: &DeviceInfo,
     ) -> DecoderOptions {
-        let (act, act_auto) = self.resolved_act(&model.weights, ActCaps::of(device));
+        let caps = ActCaps::of(device);
+        let (act, act_auto) = self.resolved_act(&model.weights, caps);
+        let (kv, kv_auto) = self.resolved_kv(act, model.config.dim, caps);
         DecoderOptions {
             dispatch,
             grid: self.grid,
@@ -201,7 +225,8 @@ impl GpuArgs {
             ring_every: self.ring_every.unwrap_or(1),
             chain: self.chain.unwrap_or(DEFAULT_CHAIN),
             pass_loop: self.pass_loop.unwrap_or(false),
-            kv: self.kv.unwrap_or_default(),
+            kv,
+            kv_auto,
             act,
             act_auto,
             idle_wait_ns: self.idle_wait_ns,

@@ -239,10 +239,10 @@ pub fn prefetch_skew(s: &str) -> Result<u32, String> {
     )
 }
 
-/// `--kv`: how the KV cache stores keys and values, exactly `f32` or `f16` (no other
+/// `--kv`: how the KV cache stores keys and values, exactly `auto`, `f32` or `f16` (no other
 /// spelling, no case folding).
-pub fn kv(s: &str) -> Result<baro_engine::device::KvType, String> {
-    baro_engine::device::KvType::parse(s)
+pub fn kv(s: &str) -> Result<baro_engine::kv::KvChoice, String> {
+    baro_engine::kv::KvChoice::parse(s)
 }
 
 /// `--robust-buffers`: the driver's bounds checks on the decoder's buffers, exactly `default`
@@ -455,8 +455,9 @@ mod tests {
         assert!(grid("65536").expect_err("65536").contains("at most 65535"));
         assert!(margin("nan").is_err());
         assert_eq!(seed("0"), Ok(0));
-        assert_eq!(kv("f16"), Ok(baro_engine::device::KvType::F16));
-        assert!(kv("f64").expect_err("f64").contains("f32, f16"));
+        assert_eq!(kv("f16"), Ok(baro_engine::kv::KvChoice::F16));
+        assert_eq!(kv("auto"), Ok(baro_engine::kv::KvChoice::Auto));
+        assert!(kv("f64").expect_err("f64").contains("auto, f32, f16"));
         assert_eq!(act("q8"), Ok(baro_engine::act::ActChoice::Q8));
         assert_eq!(act("f32"), Ok(baro_engine::act::ActChoice::F32));
         assert_eq!(act("auto"), Ok(baro_engine::act::ActChoice::Auto));

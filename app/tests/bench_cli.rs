@@ -725,9 +725,11 @@ fn bench_rows_carry_the_resolved_act_q8_by_default_on_a_q4_model_f32_with_act_f3
 }
 
 #[test]
-fn bench_rows_carry_the_kv_type_f32_by_default_and_f16_with_kv_f16() {
+fn bench_rows_carry_the_resolved_kv_f16_for_q8_on_a_wide_model_f32_otherwise_and_an_asked_for_type_as_asked(
+) {
     let dir = TempDir::new("kv");
     let p = dir.prompts();
+    // stories260K runs f32 activations, so the default (--kv auto) keeps the f32 cache there.
     for (extra, want) in [(&[][..], "f32"), (&["--kv", "f16"][..], "f16")] {
         let mut a = quick(&p, &["-o", "json"]);
         a.extend_from_slice(extra);
@@ -739,7 +741,62 @@ fn bench_rows_carry_the_kv_type_f32_by_default_and_f16_with_kv_f16() {
             assert_eq!(r["kv"], want, "{extra:?}: {r}");
         }
     }
+    // An all-quantised model runs q8 by default (lavapipe has the integer dot product and
+    // 16-bit storage); the default cache is f16 where the model is 4096 wide
+    // (baro_engine::kv::KV_AUTO_F16_DIM), else f32. Rows carry the type used.
+    let tiny = dir.s("tiny-q4.gguf");
+    let wide = dir.s("wide-q4.gguf");
+    let o = baro(
+        &dir,
+        &[
+            "model", "gen", "--shape", "tiny", "--quant", "q4_0", "-o", &tiny,
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = baro(
+        &dir,
+        &[
+            "model",
+            "gen",
+            "--shape",
+            "tiny",
+            "--dim",
+            "4096",
+            "--hidden",
+            "256",
+            "--layers",
+            "1",
+            "--heads",
+            "32",
+            "--kv-heads",
+            "8",
+            "--vocab",
+            "512",
+            "--seq",
+            "64",
+            "--quant",
+            "q4_0",
+            "-o",
+            &wide,
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (m, extra, want) in [
+        (&tiny, &[][..], "f32"),
+        (&tiny, &["--kv", "f16"][..], "f16"),
+        (&wide, &[][..], "f16"),
+        (&wide, &["--act", "f32"][..], "f32"),
+    ] {
+        let mut a = quick(&p, &["-o", "json", "-m", m]);
+        a.extend_from_slice(extra);
+        let o = baro(&dir, &a);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout(&o)).expect("a JSON array");
+        for r in &rows {
+            assert_eq!(r["kv"], want, "{extra:?}: {r}");
+        }
+    }
     let o = baro(&dir, &quick(&p, &["--kv", "f64"]));
     assert!(!o.status.success(), "--kv f64 accepted");
-    assert!(stderr(&o).contains("f32, f16"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("auto, f32, f16"), "{}", stderr(&o));
 }

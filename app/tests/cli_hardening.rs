@@ -491,11 +491,11 @@ fn robust_buffers_other_than_default_or_off_is_refused_naming_the_accepted_value
 }
 
 #[test]
-fn kv_type_other_than_f32_or_f16_is_refused_naming_the_accepted_values() {
+fn kv_type_other_than_auto_f32_or_f16_is_refused_naming_the_accepted_values() {
     refused_in_every_gpu_command(
         "--kv",
-        &["f64", "F16", "fp16", ""],
-        "expected one of f32, f16",
+        &["f64", "F16", "fp16", "Auto", ""],
+        "expected one of auto, f32, f16",
     );
 }
 
@@ -540,7 +540,7 @@ fn act_auto_is_accepted_and_is_f32_on_the_f32_stories260k_whose_cpu_run_still_sa
         let o = baro(&a);
         assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
         assert!(
-            stderr(&o).contains("backend cpu, KV cache f32, activations f32 (auto)"),
+            stderr(&o).contains("backend cpu, KV cache f32 (auto), activations f32 (auto)"),
             "{extra:?}: {}",
             stderr(&o)
         );
@@ -587,7 +587,8 @@ fn stories260k_with_the_default_act_decodes_the_golden_story_on_vulkan_mega_and_
 }
 
 #[test]
-fn the_default_act_on_an_all_quantised_model_is_q8_and_its_gate_passes_against_the_q8_reference() {
+fn the_default_act_on_an_all_quantised_model_is_q8_with_an_f16_cache_and_its_gate_passes_against_the_same_reference(
+) {
     let dir = std::env::temp_dir().join(format!("baro-act-auto-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp");
     let m = dir.join("tiny-q4.gguf");
@@ -596,11 +597,12 @@ fn the_default_act_on_an_all_quantised_model_is_q8_and_its_gate_passes_against_t
         "model", "gen", "--shape", "tiny", "--quant", "q4_0", "-o", m,
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    // The CPU backend always runs q8: auto takes it on an all-quantised model.
+    // The CPU backend always runs q8: auto takes it on an all-quantised model. The cache
+    // stays f32 under auto on a model narrower than 4096 (baro_engine::kv::KV_AUTO_F16_DIM).
     let o = baro(&["generate", "-m", m, "-n", "12"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("backend cpu, KV cache f32, activations q8 (auto)"),
+        stderr(&o).contains("backend cpu, KV cache f32 (auto), activations q8 (auto)"),
         "{}",
         stderr(&o)
     );
@@ -617,6 +619,7 @@ fn the_default_act_on_an_all_quantised_model_is_q8_and_its_gate_passes_against_t
         ),
         "{err}"
     );
+    assert!(err.contains("KV cache f32 (auto), activations"), "{err}");
     let reference = out
         .lines()
         .find(|l| l.starts_with("reference activations"))
@@ -642,6 +645,77 @@ fn the_default_act_on_an_all_quantised_model_is_q8_and_its_gate_passes_against_t
 }
 
 #[test]
+fn the_default_kv_of_a_q8_run_of_a_4096_wide_model_is_f16_and_its_gate_passes_against_the_f16_reference(
+) {
+    let dir = std::env::temp_dir().join(format!("baro-kv-auto-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let m = dir.join("wide-q4.gguf");
+    let m = m.to_str().expect("utf-8");
+    // One layer 4096 wide (baro_engine::kv::KV_AUTO_F16_DIM): 27 MB, a few seconds a pass on
+    // lavapipe.
+    let o = baro(&[
+        "model",
+        "gen",
+        "--shape",
+        "tiny",
+        "--dim",
+        "4096",
+        "--hidden",
+        "256",
+        "--layers",
+        "1",
+        "--heads",
+        "32",
+        "--kv-heads",
+        "8",
+        "--vocab",
+        "512",
+        "--seq",
+        "64",
+        "--quant",
+        "q4_0",
+        "-o",
+        m,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = baro(&["generate", "-m", m, "-n", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("backend cpu, KV cache f16 (auto), activations q8 (auto)"),
+        "{}",
+        stderr(&o)
+    );
+    // f32 activations or an asked-for cache keep what they say, without "auto".
+    for (extra, want) in [
+        (
+            &["--act", "f32"][..],
+            "KV cache f32 (auto), activations f32",
+        ),
+        (&["--kv", "f32"][..], "KV cache f32, activations q8 (auto)"),
+    ] {
+        let mut a = vec!["generate", "-m", m, "-n", "2"];
+        a.extend_from_slice(extra);
+        let o = baro(&a);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{extra:?}: {}", stderr(&o));
+    }
+    let Some(_turn) = vulkan() else { return };
+    // lavapipe stores f16 (storageBuffer16BitAccess): the gate's reference must round its
+    // cache as the run does (an f32 reference would be the wrong one).
+    let o = baro(&["gate", "-m", m, "--steps", "4"]);
+    let err = stderr(&o);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{err}\n{out}");
+    assert!(
+        err.contains("KV cache f16 (auto) (the reference rounds its cache to f16 too)"),
+        "{err}"
+    );
+    assert!(out.contains("4/4 passes bit-identical"), "{out}");
+    assert!(out.contains("GATE") && out.contains("PASS"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn act_q8_gates_against_the_q8_reference_runs_on_the_cpu_and_is_refused_for_f32_matrices() {
     let dir = std::env::temp_dir().join(format!("baro-act-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp");
@@ -654,7 +728,7 @@ fn act_q8_gates_against_the_q8_reference_runs_on_the_cpu_and_is_refused_for_f32_
     let o = baro(&["generate", "-m", m, "-n", "12", "--act", "q8"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("backend cpu, KV cache f32, activations q8"),
+        stderr(&o).contains("backend cpu, KV cache f32 (auto), activations q8"),
         "{}",
         stderr(&o)
     );

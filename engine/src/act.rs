@@ -211,19 +211,27 @@ impl std::str::FromStr for ActChoice {
     }
 }
 
-/// What a backend can run, as far as the activation type goes: the device's half of the q8
-/// rule (the model's half is [`check_q8_matrices`]).
+/// What a backend can run, as far as the activation type and the KV cache's storage go: the
+/// device's half of the q8 rule (the model's half is [`check_q8_matrices`]) and of
+/// [`crate::kv::resolve_kv`]'s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ActCaps {
     /// The backend runs the q8 path: the CPU reference always; a Vulkan device where
     /// [`crate::vulkan::decoder::check_q8_device`] passes (the check that refuses an explicit q8
     /// run there; `ActCaps::of` lives beside it, so this module does not depend on the decoder).
     pub q8: bool,
+    /// The backend stores an f16 KV cache: the CPU reference always; a Vulkan device with
+    /// `storageBuffer16BitAccess` (what refuses an explicit `--kv f16` there).
+    pub kv16: bool,
 }
 
 impl ActCaps {
-    /// The CPU reference ([`crate::reference::CpuDecoder`]): it computes q8 on any host.
-    pub const CPU_REFERENCE: ActCaps = ActCaps { q8: true };
+    /// The CPU reference ([`crate::reference::CpuDecoder`]): it computes q8 and rounds its cache
+    /// to f16 on any host.
+    pub const CPU_REFERENCE: ActCaps = ActCaps {
+        q8: true,
+        kv16: true,
+    };
 }
 
 /// An activation type as runs report it: `q8`, or `q8 (auto)` where `--act auto` chose it.
@@ -495,8 +503,14 @@ mod tests {
         crate::synth::generate(&cfg, tied, quant, 7, |_, _| {}).unwrap()
     }
 
-    const Q8_DEVICE: ActCaps = ActCaps { q8: true };
-    const NO_INT_DOT: ActCaps = ActCaps { q8: false };
+    const Q8_DEVICE: ActCaps = ActCaps {
+        q8: true,
+        kv16: true,
+    };
+    const NO_INT_DOT: ActCaps = ActCaps {
+        q8: false,
+        kv16: true,
+    };
 
     #[test]
     fn auto_resolves_to_q8_on_an_all_q4_0_model_and_a_q4_k_m_mix() {

@@ -19,9 +19,10 @@ pub enum KvType {
     /// ties to even) when it is stored, and read back as f32. Gives up the f32 reference's
     /// bits (logits move by the keys' and values' rounding, ~1e-3 relative) for half the cache
     /// bytes (twice the context in the same memory) and half the attention's cache reads.
-    /// Mega and multi still agree bitwise. Needs `storageBuffer16BitAccess`. Not faster yet:
-    /// on the H200 it decodes 17–30 % slower than f32 at 4k–16k positions (bench/rounds/12.md),
-    /// since the attention loads 2-byte scalars in latency-bound loops.
+    /// Mega and multi still agree bitwise. Needs `storageBuffer16BitAccess`. Faster at depth
+    /// since the attention's rework (H100, q8: +4.67 % on an 8B Q4_K_M at 4,096 positions,
+    /// bench/rounds/91.md), but the 512-lane q8 kernel of a 1B model loses its register budget
+    /// with it (−4.73 % at depth 0): the CLI's `--kv auto` picks it where it pays.
     F16,
 }
 

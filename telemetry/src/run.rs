@@ -218,6 +218,12 @@ pub struct RunDetails {
     /// so their bytes do not change) means f32, the reference path.
     #[serde(default, skip_serializing_if = "crate::KvType::is_f32")]
     pub kv: crate::KvType,
+    /// `kv` was chosen by `--kv auto` (f16 where the run is q8 and the device stores f16, else
+    /// f32) rather than asked for by name; absent (older recordings, and every run given
+    /// `--kv f32` or `--kv f16`) means it was asked for. `kv` is the type the run used either
+    /// way.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kv_auto: bool,
     /// What the quantised matrices multiplied against; absent (older recordings, and every
     /// f32 run) means f32, the reference path.
     #[serde(default, skip_serializing_if = "crate::ActType::is_f32")]
@@ -256,12 +262,16 @@ pub struct RunDetails {
 }
 
 impl RunDetails {
-    /// What puts this run off the f32 reference path (`kv f16`, `act q8`, or `act q8 (auto)`
-    /// where `--act auto` chose it), in that order; empty for a reference-path run. Every
-    /// screen and log shows these.
+    /// What puts this run off the f32 reference path (`kv f16`, `act q8`, each with ` (auto)`
+    /// where `--kv auto` / `--act auto` chose it), in that order; empty for a reference-path
+    /// run. Every screen and log shows these.
     pub fn path_labels(&self) -> Vec<String> {
         self.kv
             .label()
+            .map(|l| match self.kv_auto {
+                true => format!("{l} (auto)"),
+                false => l,
+            })
             .into_iter()
             .chain(self.act.label().map(|l| match self.act_auto {
                 true => format!("{l} (auto)"),
@@ -276,6 +286,15 @@ impl RunDetails {
         match self.act_auto {
             true => format!("{} (auto)", self.act),
             false => self.act.to_string(),
+        }
+    }
+
+    /// The KV cache type as a run's options line says it: `f16`, or `f16 (auto)` where
+    /// `--kv auto` chose it.
+    pub fn kv_line(&self) -> String {
+        match self.kv_auto {
+            true => format!("{} (auto)", self.kv.name()),
+            false => self.kv.name().to_string(),
         }
     }
 
@@ -331,6 +350,7 @@ pub(crate) mod tests {
             instrumented: true,
             check: None,
             kv: Default::default(),
+            kv_auto: false,
             act: Default::default(),
             act_auto: false,
             prefetch_mib: 0,
@@ -416,6 +436,43 @@ pub(crate) mod tests {
         assert!(f.path_labels().is_empty());
         assert_eq!(f.act_line(), "f32 (auto)");
         assert_eq!(d.act_line(), "f32");
+    }
+
+    #[test]
+    fn kv_auto_is_written_only_when_auto_chose_and_labels_say_auto_beside_the_resolved_type() {
+        let d = details();
+        let j = serde_json::to_string(&d).unwrap();
+        assert!(
+            !j.contains("kv_auto"),
+            "an asked-for kv writes no flag: {j}"
+        );
+        assert!(!serde_json::from_str::<RunDetails>(&j).unwrap().kv_auto);
+        let mut auto = d.clone();
+        auto.kv = crate::KvType::F16;
+        auto.kv_auto = true;
+        auto.act = crate::ActType::Q8;
+        auto.act_auto = true;
+        let ja = serde_json::to_string(&auto).unwrap();
+        assert!(
+            ja.contains("\"kv\":\"f16\""),
+            "kv stays the resolved type: {ja}"
+        );
+        assert!(ja.contains("\"kv_auto\":true"), "{ja}");
+        assert_eq!(serde_json::from_str::<RunDetails>(&ja).unwrap(), auto);
+        assert_eq!(
+            auto.path_labels(),
+            vec!["kv f16 (auto)".to_string(), "act q8 (auto)".to_string()]
+        );
+        assert_eq!(auto.kv_line(), "f16 (auto)");
+        // An asked-for f16 says so without auto; auto that chose f32 has no label.
+        let mut asked = auto.clone();
+        asked.kv_auto = false;
+        assert_eq!(asked.path_labels()[0], "kv f16");
+        let mut f = d.clone();
+        f.kv_auto = true;
+        assert!(f.path_labels().is_empty());
+        assert_eq!(f.kv_line(), "f32 (auto)");
+        assert_eq!(d.kv_line(), "f32");
     }
 
     #[test]

@@ -95,6 +95,7 @@ pub fn synthetic_run(grid: u32, stages: u32, levels: u32) -> RunDetails {
         instrumented: true,
         check: None,
         kv: Default::default(),
+        kv_auto: false,
         act: Default::default(),
         act_auto: false,
         prefetch_mib: 0,

@@ -180,6 +180,7 @@ impl Synth {
             instrumented: true,
             check: None,
             kv: Default::default(),
+            kv_auto: false,
             act: Default::default(),
             act_auto: false,
             prefetch_mib: 0,

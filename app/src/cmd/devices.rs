@@ -54,9 +54,9 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
         outln!(
             "  f16 KV cache     {}",
             if d.storage_16bit {
-                "yes (storageBuffer16BitAccess)"
+                "yes (storageBuffer16BitAccess; --kv auto, the default, stores f16 for q8 runs of models 4096 wide and up)"
             } else {
-                "no: --kv f16 is refused (lacks storageBuffer16BitAccess)"
+                "no: --kv f16 is refused, --kv auto stores f32 (lacks storageBuffer16BitAccess)"
             }
         )?;
         // The check a decoder makes before a q8 run, and the one --act auto goes by.

@@ -106,9 +106,12 @@ fn note_setup(a: &GateArgs, model: &Model, cfg: &GateConfig) {
             DispatchSet::Multi => "multi",
             DispatchSet::Both => "mega and multi",
         },
-        match cfg.decoder.kv {
-            baro_engine::device::KvType::F32 => "f32".to_string(),
-            k => format!("{k} (the reference rounds its cache to {k} too)"),
+        match (
+            cfg.decoder.kv,
+            baro_engine::kv::kv_words(cfg.decoder.kv, cfg.decoder.kv_auto)
+        ) {
+            (baro_engine::device::KvType::F32, w) => w,
+            (k, w) => format!("{w} (the reference rounds its cache to {k} too)"),
         },
         match (
             cfg.decoder.act,

@@ -126,17 +126,17 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     let mut sampler = Sampler::new(model.config.vocab_size, a.temp, a.topp, seed);
     // The activation type the decoder runs (`--act auto` resolved for this model and
     // backend), and whether auto chose it.
-    let (act, act_auto);
+    let (act, act_auto, kv, kv_auto);
     let mut dec: Box<dyn Decode + '_> = match a.backend {
         Backend::Cpu => {
-            (act, act_auto) = a
-                .gpu
-                .resolved_act(&model.weights, baro_engine::act::ActCaps::CPU_REFERENCE);
+            let caps = baro_engine::act::ActCaps::CPU_REFERENCE;
+            (act, act_auto) = a.gpu.resolved_act(&model.weights, caps);
+            (kv, kv_auto) = a.gpu.resolved_kv(act, model.config.dim, caps);
             Box::new(CpuDecoder::with_types(
                 &model.config,
                 &model.weights,
                 steps,
-                a.gpu.kv.unwrap_or_default(),
+                kv,
                 act,
             ))
         }
@@ -147,7 +147,7 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
                 chain: 1,
                 ..a.gpu.decoder_options(dispatch, steps, &model, ctx.info())
             };
-            (act, act_auto) = (opts.act, opts.act_auto);
+            (act, act_auto, kv, kv_auto) = (opts.act, opts.act_auto, opts.kv, opts.kv_auto);
             Box::new(super::PassLogger::new(
                 GpuDecoder::new(&ctx, &model, opts).context("building the Vulkan decoder")?,
             ))
@@ -163,7 +163,7 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             Backend::Cpu => "cpu",
             Backend::Vulkan => "vulkan",
         },
-        a.gpu.kv.unwrap_or_default(),
+        baro_engine::kv::kv_words(kv, kv_auto),
         baro_engine::act::act_words(act, act_auto)
     );
     // Generated text is the vocabulary's bytes: no escape sequence reaches a terminal.

@@ -128,7 +128,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                     d.dispatch,
                     d.grid,
                     d.wg_size,
-                    d.kv,
+                    d.kv_line(),
                     d.act_line(),
                     d.levels.len(),
                     d.stages.len(),

@@ -58,6 +58,7 @@ fn run_details(device: &str) -> RunDetails {
         instrumented: true,
         check: None,
         kv: Default::default(),
+        kv_auto: false,
         act: Default::default(),
         act_auto: false,
         prefetch_mib: 0,

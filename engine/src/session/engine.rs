@@ -324,13 +324,15 @@ impl Engine {
     ) -> Result<Reply> {
         let m = model.as_deref().unwrap_or(&self.b.model);
         // `--act auto` is resolved per model: a new model may take the other type (a Q4 file
-        // q8, F32 matrices f32), and the shadow reference follows it.
+        // q8, F32 matrices f32), and `--kv auto` follows the activation type and the width
+        // (q8 at 4096 and up f16, else f32); the shadow reference follows both.
+        let caps = crate::act::ActCaps::of(&self.b.ctx.info);
         if model.is_some() && opts.act_auto {
-            opts.act = crate::act::resolve_act(
-                crate::act::ActChoice::Auto,
-                &m.weights,
-                crate::act::ActCaps::of(&self.b.ctx.info),
-            );
+            opts.act = crate::act::resolve_act(crate::act::ActChoice::Auto, &m.weights, caps);
+        }
+        if model.is_some() && opts.kv_auto {
+            opts.kv =
+                crate::kv::resolve_kv(crate::kv::KvChoice::Auto, opts.act, m.config.dim, caps.kv16);
         }
         let dec = VulkanDecoder::new(self.b.ctx.clone(), m, opts.clone())?;
         let plan = self.b.plan(m);
@@ -343,7 +345,7 @@ impl Engine {
                     let _ = sh.tx.send(ToShadow::Model(
                         m.clone(),
                         crate::generate::Decode::max_seq(&dec),
-                        dec.opts.act,
+                        (dec.opts.kv, dec.opts.act),
                     ));
                 }
                 (None, Some(_)) => {

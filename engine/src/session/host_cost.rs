@@ -114,6 +114,7 @@ pub fn llama_run(grid: u32, layers: u32) -> RunDetails {
         instrumented: true,
         check: None,
         kv: Default::default(),
+        kv_auto: false,
         act: Default::default(),
         act_auto: false,
         prefetch_mib: 0,

@@ -13,9 +13,9 @@ pub(super) enum ToShadow {
         token: u32,
         gpu_token: u32,
     },
-    /// Follow another model from now on, with the new decoder's positions and activation
-    /// type (a LoadModel under `--act auto` may resolve another one).
-    Model(Box<Model>, usize, ActType),
+    /// Follow another model from now on, with the new decoder's positions, KV storage and
+    /// activation types (a LoadModel under `--act auto` / `--kv auto` may resolve others).
+    Model(Box<Model>, usize, (KvType, ActType)),
 }
 
 /// The shadow reference's thread: the CPU reference, in order, one pass at a time.
@@ -63,7 +63,7 @@ impl Shadow {
 /// storage type, activation type).
 pub(super) fn shadow_main(
     mut model: Model,
-    (mut max_seq, (kv, mut act)): (usize, (KvType, ActType)),
+    (mut max_seq, (mut kv, mut act)): (usize, (KvType, ActType)),
     near_tie: f32,
     hook: Option<ReferenceHook>,
     jobs: Receiver<ToShadow>,
@@ -71,7 +71,7 @@ pub(super) fn shadow_main(
     cancel: Arc<AtomicBool>,
 ) {
     loop {
-        let (next, next_seq, next_act): (Box<Model>, usize, ActType) = {
+        let (next, next_seq, (next_kv, next_act)): (Box<Model>, usize, (KvType, ActType)) = {
             // The reference's KV cache stores what the decoder's does (f16: rounded keys and
             // values; q8: quantised matvec inputs), so an f16-KV or q8 session is judged
             // against a reference that rounds the same way.
@@ -132,6 +132,7 @@ pub(super) fn shadow_main(
         };
         model = *next;
         max_seq = next_seq;
+        kv = next_kv;
         act = next_act;
     }
 }

@@ -615,3 +615,121 @@ fn a_loaded_model_under_act_auto_takes_its_own_activation_type_and_the_shadow_fo
     let o = s.wait().expect("outcome");
     assert!(o.clean(), "{o:?}");
 }
+
+#[test]
+fn a_loaded_wide_model_under_kv_auto_takes_the_f16_cache_and_the_shadow_rounds_its_cache_too() {
+    use baro_engine::act::ActType;
+    use baro_engine::kv::KV_AUTO_F16_DIM;
+    use baro_engine::reference::CpuDecoder;
+    use baro_engine::telemetry::KvType;
+    let Some((ctx, _turn)) = device() else { return };
+    // stories260K runs f32 activations: auto keeps the f32 cache there.
+    let o = DecoderOptions {
+        act: ActType::F32,
+        act_auto: true,
+        kv: KvType::F32,
+        kv_auto: true,
+        ..opts(Dispatch::Mega, 32)
+    };
+    type Logged = Vec<(u64, usize, Vec<f32>)>;
+    let logged: Arc<std::sync::Mutex<Logged>> = Arc::default();
+    let log = logged.clone();
+    let hook = Arc::new(move |pass: u64, pos: usize, logits: &mut [f32]| {
+        log.lock().expect("log").push((pass, pos, logits.to_vec()));
+    });
+    let mut b = SessionBuilder::new(&ctx.into(), Model::embedded().expect("model"), o)
+        .check(Check::Plan(CheckPlan::All))
+        .reference_hook(hook);
+    let rx = b.subscribe(SinkKind::Lossless);
+    let s = b.spawn().expect("session");
+    let mut seen = vec![];
+    next_frame(&rx, &mut seen);
+
+    // A narrow Q4_0 model: q8, but under KV_AUTO_F16_DIM wide, so the cache stays f32.
+    let narrow = crate::common::one_head_group(baro_engine::quant::GgmlType::Q4_0, 5);
+    let Reply::Rebuilt(d) = s
+        .command(Command::LoadModel(Box::new(narrow)))
+        .expect("load the narrow Q4_0")
+    else {
+        panic!("rebuild reply")
+    };
+    assert_eq!(
+        (d.act, d.kv, d.kv_auto),
+        (ActType::Q8, KvType::F32, true),
+        "{d:?}"
+    );
+
+    // One layer KV_AUTO_F16_DIM wide: q8 and the f16 cache (lavapipe stores f16).
+    let (mut cfg, tied) = baro_engine::synth::Shape::Tiny.config();
+    cfg.dim = KV_AUTO_F16_DIM;
+    cfg.hidden_dim = 256;
+    cfg.n_layers = 1;
+    cfg.n_heads = 32;
+    cfg.n_kv_heads = 8;
+    let wide =
+        baro_engine::synth::generate(&cfg, tied, baro_engine::quant::GgmlType::Q4_0, 7, |_, _| {})
+            .expect("wide model");
+    let wide_ref = wide.clone();
+    let Reply::Rebuilt(d) = s
+        .command(Command::LoadModel(Box::new(wide)))
+        .expect("load the wide Q4_0")
+    else {
+        panic!("rebuild reply")
+    };
+    assert_eq!(
+        (d.act, d.kv, d.kv_auto),
+        (ActType::Q8, KvType::F16, true),
+        "{d:?}"
+    );
+    assert!(
+        d.path_labels().contains(&"kv f16 (auto)".to_string()),
+        "{:?}",
+        d.path_labels()
+    );
+    // Its first pass, judged a match by a reference that rounds its cache to f16 too.
+    let deadline = Instant::now() + LONG;
+    let (mut first, mut token) = (None::<u64>, None);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx
+            .recv_timeout(left)
+            .expect("frames and verdicts of the wide model")
+        {
+            Telemetry::Start(d) if d.kv == KvType::F16 => first = Some(u64::MAX),
+            Telemetry::Frame(f) if first == Some(u64::MAX) => {
+                assert_eq!(f.pos, 0, "a loaded model starts its sequence");
+                first = Some(f.pass);
+                token = Some(f.token);
+            }
+            Telemetry::Correctness { pass, correctness }
+                if first.is_some_and(|p| p != u64::MAX && pass >= p) =>
+            {
+                assert_eq!(correctness.verdict, Verdict::Match, "pass {pass}");
+                break;
+            }
+            _ => {}
+        }
+    }
+    let (p0, t0) = (first.expect("a first pass"), token.expect("its token"));
+    let shadow = logged
+        .lock()
+        .expect("log")
+        .iter()
+        .find(|(pass, pos, _)| *pass == p0 && *pos == 0)
+        .map(|(_, _, l)| l.clone())
+        .expect("the shadow's logits of the wide model's first pass");
+    let reference = |kv| {
+        CpuDecoder::with_types(&wide_ref.config, &wide_ref.weights, 32, kv, ActType::Q8)
+            .forward(t0, 0)
+            .to_vec()
+    };
+    let (f16, f32s) = (reference(KvType::F16), reference(KvType::F32));
+    assert_ne!(f16, f32s, "the f16 and f32 caches' references differ here");
+    assert_eq!(
+        shadow, f16,
+        "the shadow rounds its cache to f16 after the load"
+    );
+    assert_eq!(s.command(Command::Stop).expect("stop"), Reply::Stopping);
+    let o = s.wait().expect("outcome");
+    assert!(o.clean(), "{o:?}");
+}

@@ -12,6 +12,7 @@ use std::process::{Command, ExitCode, Stdio};
 use anyhow::{bail, Context};
 use baro_engine::act::act_words;
 use baro_engine::bench::{run_bench, stats, Arm, ArmResult, BenchConfig, BenchReport, Sample};
+use baro_engine::kv::kv_words;
 use baro_engine::telemetry::labels::{ModeConfig, ModeTally};
 use baro_engine::telemetry::PowerMode;
 use clap::Parser;
@@ -360,7 +361,7 @@ fn run_in_process(
     };
     let report = run_bench(&p.device, &p.model, &cfg, |grids| {
         note!(
-            "bench ab: {} | {}{} prompts + {} tokens, {} pairs, A = {:?} (activations {}), B = {:?} (activations {}), grids {grids:?}",
+            "bench ab: {} | {}{} prompts + {} tokens, {} pairs, A = {:?} (activations {}, KV cache {}), B = {:?} (activations {}, KV cache {}), grids {grids:?}",
             p.model.source,
             super::depth_note(a.work.depth),
             p.prompts.len(),
@@ -368,8 +369,10 @@ fn run_in_process(
             a.pairs,
             a.a,
             act_words(arms[0].options.act, arms[0].options.act_auto),
+            kv_words(arms[0].options.kv, arms[0].options.kv_auto),
             a.b,
-            act_words(arms[1].options.act, arms[1].options.act_auto)
+            act_words(arms[1].options.act, arms[1].options.act_auto),
+            kv_words(arms[1].options.kv, arms[1].options.kv_auto)
         )
     })
     .context("benchmarking")?;

@@ -336,7 +336,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     };
     let report = run_bench(&p.device, &p.model, &cfg, |grids| {
         note!(
-            "bench: {} | {}{} prompts + {} tokens x {} runs per arm, arms {}, grids {grids:?}, {} pass{} per submission, activations {}",
+            "bench: {} | {}{} prompts + {} tokens x {} runs per arm, arms {}, grids {grids:?}, {} pass{} per submission, activations {}, KV cache {}",
             p.model.source,
             depth_note(a.work.depth),
             p.prompts.len(),
@@ -346,6 +346,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             base.chain,
             if base.chain == 1 { "" } else { "es" },
             baro_engine::act::act_words(base.act, base.act_auto),
+            baro_engine::kv::kv_words(base.kv, base.kv_auto),
         );
     })
     .context("benchmarking")?;

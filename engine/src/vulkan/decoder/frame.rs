@@ -114,6 +114,7 @@ impl VulkanDecoder {
             instrumented: self.opts.instrument,
             check: None,
             kv: self.opts.kv,
+            kv_auto: self.opts.kv_auto,
             act: self.opts.act,
             act_auto: self.opts.act_auto,
             prefetch_mib: mega_only(self.prefetch_mib()),

@@ -194,8 +194,13 @@ pub struct DecoderOptions {
     /// value to f16 when it is stored (round to nearest even; all arithmetic stays f32), giving
     /// up those bits for half the cache bytes and half the attention's cache reads; mega and
     /// multi still agree bitwise, and the gate checks it against a reference that rounds the
-    /// same way. Needs `storageBuffer16BitAccess` (refused where the device lacks it).
+    /// same way. Needs `storageBuffer16BitAccess` (refused where the device lacks it). Always
+    /// a concrete type: the CLI's `--kv auto` ([`crate::kv::KvChoice`]) is resolved before the
+    /// options are built ([`crate::kv::resolve_kv`]).
     pub kv: KvType,
+    /// `kv` was chosen by `--kv auto` rather than asked for by name: reported in the run
+    /// details ([`RunDetails::kv_auto`]) and nowhere else; the decoder stores `kv` either way.
+    pub kv_auto: bool,
     /// What the quantised matrices multiply against. [`ActType::F32`] (the default) is the
     /// reference path: bit-exact against the goldens. [`ActType::Q8`] quantises each matvec's
     /// input vector per 32-element block to int8 with a power-of-two scale and takes every
@@ -345,6 +350,7 @@ impl Default for DecoderOptions {
             pass_loop: false,
             ring_every: 1,
             kv: KvType::F32,
+            kv_auto: false,
             act: ActType::F32,
             act_auto: false,
         }

@@ -26,10 +26,11 @@ pub fn check_q8_device(info: &crate::vulkan::DeviceInfo) -> Result<()> {
 
 impl crate::act::ActCaps {
     /// A Vulkan device: q8 where the decoder would accept an explicit q8 run on it
-    /// ([`check_q8_device`]).
+    /// ([`check_q8_device`]), an f16 cache where it would accept `--kv f16`.
     pub fn of(info: &crate::vulkan::DeviceInfo) -> crate::act::ActCaps {
         crate::act::ActCaps {
             q8: check_q8_device(info).is_ok(),
+            kv16: info.storage_16bit,
         }
     }
 }
