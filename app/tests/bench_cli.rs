@@ -10,6 +10,8 @@ use std::process::{Command, Output, Stdio};
 
 use baro_engine::sensors::host_lock::{self, HostLock};
 
+mod wide;
+
 const BIN: &str = env!("CARGO_BIN_EXE_baro-top");
 
 struct TempDir(PathBuf);
@@ -753,33 +755,7 @@ fn bench_rows_carry_the_resolved_kv_f16_for_q8_on_a_wide_model_f32_otherwise_and
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = baro(
-        &dir,
-        &[
-            "model",
-            "gen",
-            "--shape",
-            "tiny",
-            "--dim",
-            "4096",
-            "--hidden",
-            "256",
-            "--layers",
-            "1",
-            "--heads",
-            "32",
-            "--kv-heads",
-            "8",
-            "--vocab",
-            "512",
-            "--seq",
-            "64",
-            "--quant",
-            "q4_0",
-            "-o",
-            &wide,
-        ],
-    );
+    let o = baro(&dir, &wide::gen_args(&wide));
     assert!(o.status.success(), "{}", stderr(&o));
     for (m, extra, want) in [
         (&tiny, &[][..], "f32"),

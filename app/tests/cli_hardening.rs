@@ -10,6 +10,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+mod wide;
+
 const BIN: &str = env!("CARGO_BIN_EXE_baro-top");
 const STORIES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -651,32 +653,7 @@ fn the_default_kv_of_a_q8_run_of_a_4096_wide_model_is_f16_and_its_gate_passes_ag
     std::fs::create_dir_all(&dir).expect("tmp");
     let m = dir.join("wide-q4.gguf");
     let m = m.to_str().expect("utf-8");
-    // One layer 4096 wide (baro_engine::kv::KV_AUTO_F16_DIM): 27 MB, a few seconds a pass on
-    // lavapipe.
-    let o = baro(&[
-        "model",
-        "gen",
-        "--shape",
-        "tiny",
-        "--dim",
-        "4096",
-        "--hidden",
-        "256",
-        "--layers",
-        "1",
-        "--heads",
-        "32",
-        "--kv-heads",
-        "8",
-        "--vocab",
-        "512",
-        "--seq",
-        "64",
-        "--quant",
-        "q4_0",
-        "-o",
-        m,
-    ]);
+    let o = baro(&wide::gen_args(m));
     assert!(o.status.success(), "{}", stderr(&o));
     let o = baro(&["generate", "-m", m, "-n", "3"]);
     assert!(o.status.success(), "{}", stderr(&o));

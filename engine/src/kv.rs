@@ -58,15 +58,6 @@ impl KvChoice {
     }
 }
 
-impl From<KvType> for KvChoice {
-    fn from(t: KvType) -> Self {
-        match t {
-            KvType::F32 => KvChoice::F32,
-            KvType::F16 => KvChoice::F16,
-        }
-    }
-}
-
 impl std::fmt::Display for KvChoice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())

@@ -510,6 +510,73 @@ fn a_temperature_that_overflows_the_logits_ends_the_run_in_an_error_after_its_pa
     }
 }
 
+/// The shadow reference's logits, as it computed them (pass, position, logits).
+type Logged = Arc<std::sync::Mutex<Vec<(u64, usize, Vec<f32>)>>>;
+
+/// A session of stories260K with `o`, every pass checked, the shadow's logits logged; its
+/// first frame seen.
+fn logged_session(
+    ctx: Arc<baro_engine::vulkan::GpuContext>,
+    o: DecoderOptions,
+) -> (baro_engine::session::Session, Receiver<Telemetry>, Logged) {
+    let logged: Logged = Arc::default();
+    let log = logged.clone();
+    let hook = Arc::new(move |pass: u64, pos: usize, logits: &mut [f32]| {
+        log.lock().expect("log").push((pass, pos, logits.to_vec()));
+    });
+    let mut b = SessionBuilder::new(&ctx.into(), Model::embedded().expect("model"), o)
+        .check(Check::Plan(CheckPlan::All))
+        .reference_hook(hook);
+    let rx = b.subscribe(SinkKind::Lossless);
+    let s = b.spawn().expect("session");
+    next_frame(&rx, &mut vec![]);
+    (s, rx, logged)
+}
+
+/// After a LoadModel: the first pass (and its token) of the run whose Start `is_new` picks,
+/// once `judged` of its passes have been judged, each a match.
+fn first_pass_of_the_load(
+    rx: &Receiver<Telemetry>,
+    is_new: impl Fn(&baro_engine::telemetry::RunDetails) -> bool,
+    judged: usize,
+) -> (u64, u32) {
+    let deadline = Instant::now() + LONG;
+    let (mut first, mut token, mut n) = (None::<u64>, None, 0);
+    while n < judged {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx
+            .recv_timeout(left)
+            .expect("frames and verdicts of the loaded model")
+        {
+            Telemetry::Start(d) if is_new(&d) => first = Some(u64::MAX),
+            Telemetry::Frame(f) if first == Some(u64::MAX) => {
+                assert_eq!(f.pos, 0, "a loaded model starts its sequence");
+                first = Some(f.pass);
+                token = Some(f.token);
+            }
+            Telemetry::Correctness { pass, correctness }
+                if first.is_some_and(|p| p != u64::MAX && pass >= p) =>
+            {
+                assert_eq!(correctness.verdict, Verdict::Match, "pass {pass}");
+                n += 1;
+            }
+            _ => {}
+        }
+    }
+    (first.expect("a first pass"), token.expect("its token"))
+}
+
+/// The shadow's logits of `pass` at position 0.
+fn shadow_at_0(logged: &Logged, pass: u64) -> Vec<f32> {
+    logged
+        .lock()
+        .expect("log")
+        .iter()
+        .find(|(p, pos, _)| *p == pass && *pos == 0)
+        .map(|(_, _, l)| l.clone())
+        .expect("the shadow's logits of the loaded model's first pass")
+}
+
 #[test]
 fn a_loaded_model_under_act_auto_takes_its_own_activation_type_and_the_shadow_follows_it() {
     use baro_engine::act::ActType;
@@ -522,20 +589,7 @@ fn a_loaded_model_under_act_auto_takes_its_own_activation_type_and_the_shadow_fo
         act_auto: true,
         ..opts(Dispatch::Mega, 32)
     };
-    // The shadow reference's logits, as it computed them (pass, position, logits).
-    type Logged = Vec<(u64, usize, Vec<f32>)>;
-    let logged: Arc<std::sync::Mutex<Logged>> = Arc::default();
-    let log = logged.clone();
-    let hook = Arc::new(move |pass: u64, pos: usize, logits: &mut [f32]| {
-        log.lock().expect("log").push((pass, pos, logits.to_vec()));
-    });
-    let mut b = SessionBuilder::new(&ctx.into(), Model::embedded().expect("model"), o)
-        .check(Check::Plan(CheckPlan::All))
-        .reference_hook(hook);
-    let rx = b.subscribe(SinkKind::Lossless);
-    let s = b.spawn().expect("session");
-    let mut seen = vec![];
-    next_frame(&rx, &mut seen);
+    let (s, rx, logged) = logged_session(ctx, o);
 
     // A Q4_0 model: every matrix quantised, and lavapipe has integer dot products: q8. (Before
     // the fix the session kept the first model's f32.)
@@ -550,44 +604,11 @@ fn a_loaded_model_under_act_auto_takes_its_own_activation_type_and_the_shadow_fo
     assert_eq!((d.act, d.act_auto), (ActType::Q8, true), "{d:?}");
     // Its passes are judged by a q8 reference: every verdict a match (an f32 reference's
     // distance to q8 logits is far past the f32 bounds).
-    let deadline = Instant::now() + LONG;
-    let (mut first, mut judged) = (None::<u64>, 0);
-    let mut first_token = None;
-    while judged < 4 {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx
-            .recv_timeout(left)
-            .expect("frames and verdicts of the Q4_0 model")
-        {
-            Telemetry::Start(d) if d.act == ActType::Q8 => first = Some(u64::MAX),
-            Telemetry::Frame(f) if first == Some(u64::MAX) => {
-                assert_eq!(f.pos, 0, "a loaded model starts its sequence");
-                first = Some(f.pass);
-                first_token = Some(f.token);
-            }
-            Telemetry::Correctness { pass, correctness }
-                if first.is_some_and(|p| p != u64::MAX && pass >= p) =>
-            {
-                assert_eq!(correctness.verdict, Verdict::Match, "pass {pass}");
-                judged += 1;
-            }
-            _ => {}
-        }
-    }
+    let (p0, t0) = first_pass_of_the_load(&rx, |d| d.act == ActType::Q8, 4);
 
     // The shadow judged those passes with the q8 reference's logits, bit for bit (not the f32
     // reference's, which differ by the q8 noise).
-    let (p0, t0) = (
-        first.expect("a first pass"),
-        first_token.expect("its token"),
-    );
-    let shadow = logged
-        .lock()
-        .expect("log")
-        .iter()
-        .find(|(pass, pos, _)| *pass == p0 && *pos == 0)
-        .map(|(_, _, l)| l.clone())
-        .expect("the shadow's logits of the Q4_0 model's first pass");
+    let shadow = shadow_at_0(&logged, p0);
     let reference = |act| {
         CpuDecoder::with_types(&q4_ref.config, &q4_ref.weights, 32, KvType::F32, act)
             .forward(t0, 0)
@@ -631,19 +652,7 @@ fn a_loaded_wide_model_under_kv_auto_takes_the_f16_cache_and_the_shadow_rounds_i
         kv_auto: true,
         ..opts(Dispatch::Mega, 32)
     };
-    type Logged = Vec<(u64, usize, Vec<f32>)>;
-    let logged: Arc<std::sync::Mutex<Logged>> = Arc::default();
-    let log = logged.clone();
-    let hook = Arc::new(move |pass: u64, pos: usize, logits: &mut [f32]| {
-        log.lock().expect("log").push((pass, pos, logits.to_vec()));
-    });
-    let mut b = SessionBuilder::new(&ctx.into(), Model::embedded().expect("model"), o)
-        .check(Check::Plan(CheckPlan::All))
-        .reference_hook(hook);
-    let rx = b.subscribe(SinkKind::Lossless);
-    let s = b.spawn().expect("session");
-    let mut seen = vec![];
-    next_frame(&rx, &mut seen);
+    let (s, rx, logged) = logged_session(ctx, o);
 
     // A narrow Q4_0 model: q8, but under KV_AUTO_F16_DIM wide, so the cache stays f32.
     let narrow = crate::common::one_head_group(baro_engine::quant::GgmlType::Q4_0, 5);
@@ -686,38 +695,10 @@ fn a_loaded_wide_model_under_kv_auto_takes_the_f16_cache_and_the_shadow_rounds_i
         "{:?}",
         d.path_labels()
     );
-    // Its first pass, judged a match by a reference that rounds its cache to f16 too.
-    let deadline = Instant::now() + LONG;
-    let (mut first, mut token) = (None::<u64>, None);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx
-            .recv_timeout(left)
-            .expect("frames and verdicts of the wide model")
-        {
-            Telemetry::Start(d) if d.kv == KvType::F16 => first = Some(u64::MAX),
-            Telemetry::Frame(f) if first == Some(u64::MAX) => {
-                assert_eq!(f.pos, 0, "a loaded model starts its sequence");
-                first = Some(f.pass);
-                token = Some(f.token);
-            }
-            Telemetry::Correctness { pass, correctness }
-                if first.is_some_and(|p| p != u64::MAX && pass >= p) =>
-            {
-                assert_eq!(correctness.verdict, Verdict::Match, "pass {pass}");
-                break;
-            }
-            _ => {}
-        }
-    }
-    let (p0, t0) = (first.expect("a first pass"), token.expect("its token"));
-    let shadow = logged
-        .lock()
-        .expect("log")
-        .iter()
-        .find(|(pass, pos, _)| *pass == p0 && *pos == 0)
-        .map(|(_, _, l)| l.clone())
-        .expect("the shadow's logits of the wide model's first pass");
+    // Its first pass, judged a match by a reference that rounds its cache to f16 too, with
+    // the logits of that reference bit for bit (not the f32 cache's).
+    let (p0, t0) = first_pass_of_the_load(&rx, |d| d.kv == KvType::F16, 1);
+    let shadow = shadow_at_0(&logged, p0);
     let reference = |kv| {
         CpuDecoder::with_types(&wide_ref.config, &wide_ref.weights, 32, kv, ActType::Q8)
             .forward(t0, 0)
