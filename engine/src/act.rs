@@ -236,10 +236,7 @@ impl ActCaps {
 
 /// An activation type as runs report it: `q8`, or `q8 (auto)` where `--act auto` chose it.
 pub fn act_words(act: ActType, auto: bool) -> String {
-    match auto {
-        true => format!("{act} (auto)"),
-        false => act.to_string(),
-    }
+    baro_telemetry::run::auto_words(act, auto)
 }
 
 /// The activation type a run takes for `choice` on the model `w` and a backend that can do

@@ -95,10 +95,7 @@ pub fn resolve_kv(choice: KvChoice, act: ActType, dim: usize, f16_ok: bool) -> K
 
 /// A KV cache type as runs report it: `f16`, or `f16 (auto)` where `--kv auto` chose it.
 pub fn kv_words(kv: KvType, auto: bool) -> String {
-    match auto {
-        true => format!("{} (auto)", kv.name()),
-        false => kv.name().to_string(),
-    }
+    baro_telemetry::run::auto_words(kv.name(), auto)
 }
 
 #[cfg(test)]

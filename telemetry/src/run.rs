@@ -218,8 +218,8 @@ pub struct RunDetails {
     /// so their bytes do not change) means f32, the reference path.
     #[serde(default, skip_serializing_if = "crate::KvType::is_f32")]
     pub kv: crate::KvType,
-    /// `kv` was chosen by `--kv auto` (f16 where the run is q8 and the device stores f16, else
-    /// f32) rather than asked for by name; absent (older recordings, and every run given
+    /// `kv` was chosen by `--kv auto` (f16 where the run is q8, the model at least 4096 wide
+    /// and the device stores f16, else f32) rather than asked for by name; absent (older recordings, and every run given
     /// `--kv f32` or `--kv f16`) means it was asked for. `kv` is the type the run used either
     /// way.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -261,6 +261,15 @@ pub struct RunDetails {
     pub pipelines: Vec<crate::PipelineStats>,
 }
 
+/// `word`, followed by ` (auto)` where an `auto` choice (`--act auto`, `--kv auto`) picked it:
+/// how runs, labels and logs name a resolved type.
+pub fn auto_words(word: impl std::fmt::Display, auto: bool) -> String {
+    match auto {
+        true => format!("{word} (auto)"),
+        false => word.to_string(),
+    }
+}
+
 impl RunDetails {
     /// What puts this run off the f32 reference path (`kv f16`, `act q8`, each with ` (auto)`
     /// where `--kv auto` / `--act auto` chose it), in that order; empty for a reference-path
@@ -268,34 +277,22 @@ impl RunDetails {
     pub fn path_labels(&self) -> Vec<String> {
         self.kv
             .label()
-            .map(|l| match self.kv_auto {
-                true => format!("{l} (auto)"),
-                false => l,
-            })
+            .map(|l| auto_words(l, self.kv_auto))
             .into_iter()
-            .chain(self.act.label().map(|l| match self.act_auto {
-                true => format!("{l} (auto)"),
-                false => l,
-            }))
+            .chain(self.act.label().map(|l| auto_words(l, self.act_auto)))
             .collect()
     }
 
     /// The activation type as a run's options line says it: `q8`, or `q8 (auto)` where
     /// `--act auto` chose it.
     pub fn act_line(&self) -> String {
-        match self.act_auto {
-            true => format!("{} (auto)", self.act),
-            false => self.act.to_string(),
-        }
+        auto_words(self.act, self.act_auto)
     }
 
     /// The KV cache type as a run's options line says it: `f16`, or `f16 (auto)` where
     /// `--kv auto` chose it.
     pub fn kv_line(&self) -> String {
-        match self.kv_auto {
-            true => format!("{} (auto)", self.kv.name()),
-            false => self.kv.name().to_string(),
-        }
+        auto_words(self.kv.name(), self.kv_auto)
     }
 
     /// Name of level `i` (`#i` when out of range): what [`crate::FailWord::line`] wants.
