@@ -589,7 +589,7 @@ fn stories260k_with_the_default_act_decodes_the_golden_story_on_vulkan_mega_and_
 }
 
 #[test]
-fn the_default_act_on_an_all_quantised_model_is_q8_with_an_f16_cache_and_its_gate_passes_against_the_same_reference(
+fn the_default_act_on_an_all_quantised_narrow_model_is_q8_with_the_f32_cache_and_its_gate_passes_against_the_same_reference(
 ) {
     let dir = std::env::temp_dir().join(format!("baro-act-auto-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp");
