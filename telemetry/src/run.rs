@@ -219,9 +219,9 @@ pub struct RunDetails {
     #[serde(default, skip_serializing_if = "crate::KvType::is_f32")]
     pub kv: crate::KvType,
     /// `kv` was chosen by `--kv auto` (f16 where the run is q8, the model at least 4096 wide
-    /// and the device stores f16, else f32) rather than asked for by name; absent (older recordings, and every run given
-    /// `--kv f32` or `--kv f16`) means it was asked for. `kv` is the type the run used either
-    /// way.
+    /// and the device stores f16, else f32) rather than asked for by name; absent (older
+    /// recordings, and every run given `--kv f32` or `--kv f16`) means it was asked for. `kv`
+    /// is the type the run used either way.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub kv_auto: bool,
     /// What the quantised matrices multiplied against; absent (older recordings, and every
