@@ -22,6 +22,8 @@ const HEADER_FIELDS: [&str; 7] = [
     "vocab_size",
     "seq_len",
 ];
+/// The u32 export.py's versioned formats (1: f32, 2: Q8_0) start with: "ak42".
+const VERSIONED_MAGIC: u32 = 0x616b_3432;
 /// Bytes of the header (7 little-endian i32).
 pub const HEADER_BYTES: usize = 4 * HEADER_FIELDS.len();
 
@@ -60,6 +62,15 @@ impl Header {
             return Err(err(format!(
                 "file is {} bytes, shorter than the {HEADER_BYTES}-byte header",
                 bytes.len()
+            )));
+        }
+        // llama2.c's export.py versions 1 and 2 start with the magic "ak42" and a version;
+        // read as a legacy header they would be a 1.6-billion-wide model.
+        if bytes[..4] == VERSIONED_MAGIC.to_le_bytes() {
+            let v = i32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+            return Err(err(format!(
+                "the file starts with llama2.c's magic \"ak42\" (export.py version {v} at byte 0x4): \
+                 run.c reads only the legacy version-0 export (export.py --version 0), and so does baro-top"
             )));
         }
         let mut h = [0i32; 7];
@@ -441,6 +452,19 @@ mod tests {
         );
         // The good header alone is a truncated file.
         assert!(header_err(good).contains("truncated"));
+    }
+
+    #[test]
+    fn a_versioned_export_is_refused_by_its_magic_not_read_as_a_huge_legacy_header() {
+        // export.py --version 1: u32 magic "ak42", i32 version, then the parameters.
+        for version in [1, 2] {
+            let e = header_err([0x616b_3432, version, 64, 172, 5, 8, 4]);
+            assert!(
+                e.contains("\"ak42\"") && e.contains(&format!("version {version}")),
+                "{e}"
+            );
+            assert!(!e.contains("larger than"), "{e}");
+        }
     }
 
     #[test]
