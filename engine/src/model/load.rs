@@ -114,6 +114,15 @@ impl Model {
             let info = file
                 .tensor(&name)
                 .ok_or_else(|| Error::Model(format!("missing tensor {name}")))?;
+            // A matrix is two dimensions and a vector one (trailing 1s allowed, as ggml pads
+            // every shape to four): llama.cpp refuses any other shape, so a 3-D tensor whose
+            // planes happen to multiply out to the expected rows is not read as a matrix.
+            if info.dims.iter().skip(2).any(|&d| d != 1) {
+                return Err(Error::Model(format!(
+                    "tensor {name} has dimensions {:?} (ggml order): baro-top reads only matrices and vectors here, and llama.cpp refuses a tensor of more dimensions",
+                    info.dims
+                )));
+            }
             let (rows, cols) = (info.rows() as usize, info.cols() as usize);
             Tensor::new(name, info.ty, rows, cols, file.tensor_blob(info))
         };
@@ -125,6 +134,7 @@ impl Model {
         };
         // Every blk.N tensor must belong to a block the metadata declares: a block_count that
         // is too small would otherwise silently decode a shallower model.
+        let mut blocks = 0u64;
         for t in &file.tensors {
             let block = t
                 .name
@@ -140,6 +150,18 @@ impl Model {
                     config.n_layers - 1
                 )));
             }
+            if let Some(b) = block {
+                blocks = blocks.max(b + 1);
+            }
+        }
+        // And a block_count that is too large names the first block with no tensor at all,
+        // before anything is sized by it (a 1 MB file may claim a million blocks).
+        if blocks < config.n_layers as u64 {
+            return Err(Error::Model(format!(
+                "{arch_name}.block_count is {}, but the file holds tensors of {blocks} blocks \
+                 (missing tensor blk.{blocks}.attn_norm.weight): the metadata and the tensors disagree",
+                config.n_layers
+            )));
         }
         let mut layers = Vec::with_capacity(config.n_layers);
         for l in 0..config.n_layers {
@@ -339,9 +361,16 @@ fn config_from_gguf(file: &GgufFile, arch: Arch) -> Result<Config> {
         vocab_size,
         seq_len: req("context_length")?,
         rope_theta: file.get_f32(&key("rope.freq_base"))?.unwrap_or(10000.0),
+        // Required, as llama.cpp requires it for these architectures: a default would
+        // guess a constant of every norm (Llama uses 1e-5, Qwen 1e-6).
         norm_eps: file
             .get_f32(&key("attention.layer_norm_rms_epsilon"))?
-            .unwrap_or(1e-5),
+            .ok_or_else(|| {
+                Error::Model(format!(
+                    "missing metadata {}: the RMSNorm epsilon changes every norm, and llama.cpp refuses a {p} file without it",
+                    key("attention.layer_norm_rms_epsilon")
+                ))
+            })?,
         arch,
         head_dim,
         rope_scale,
@@ -382,6 +411,17 @@ fn check_keys(file: &GgufFile, c: &Config, key: &dyn Fn(&str) -> String) -> Resu
             c.n_kv_heads,
             key("attention.head_count"),
             c.n_heads
+        ));
+    }
+    // A head size given apart from dim / n_heads comes from key_length (or value_length):
+    // name the key that set it.
+    if let Some(h) = c.head_dim.filter(|h| *h == 0 || !h.is_multiple_of(2)) {
+        let k = match file.get(&key("attention.key_length")) {
+            Some(_) => key("attention.key_length"),
+            None => key("attention.value_length"),
+        };
+        return bad(format!(
+            "{k} = {h}: the head size must be even and at least 2 (RoPE rotates pairs of a head's elements)"
         ));
     }
     let shown = |k: &str, v: f32| match file.get(&key(k)) {

@@ -18,6 +18,9 @@ pub mod types;
 pub mod vocab;
 mod write;
 
+#[cfg(test)]
+mod tests;
+
 pub use mix::{file_type_name, KMix, Quant, Role};
 pub use types::{Config, Layer, Tensor, Weights};
 pub use vocab::{synthetic_tokenizer, tokenizer_from_gguf, tokenizer_gguf_metadata};
