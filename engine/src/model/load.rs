@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::types::{Arch, Config, Layer, Tensor, Weights};
-use super::vocab::{synthetic_tokenizer, tokenizer_from_gguf};
+use super::vocab::tokenizer_from_gguf;
 use super::{Model, STORIES260K_BIN, STORIES260K_TOK};
 use crate::gguf::{GgufFile, Value};
 use crate::input::{open_input, read_up_to};
@@ -41,16 +41,11 @@ impl Model {
         let regular_len = meta.is_file().then_some(meta.len());
         let mut bytes = Vec::new();
         read_up_to(&mut f, &mut bytes, 4).map_err(io)?;
-        let read_tok = |vocab: usize| -> Result<Option<Tokenizer>> {
-            match tokenizer {
-                Some(p) => Tokenizer::read_llama2c_file(p, vocab)
-                    .map(Some)
-                    .map_err(|e| match e {
-                        Error::Io { .. } => e,
-                        e => Error::Tokenizer(format!("{}: {e}", p.display())),
-                    }),
-                None => Ok(None),
-            }
+        let read_tok = |p: &Path, vocab: usize| -> Result<Tokenizer> {
+            Tokenizer::read_llama2c_file(p, vocab).map_err(|e| match e {
+                Error::Io { .. } => e,
+                e => Error::Tokenizer(format!("{}: {e}", p.display())),
+            })
         };
         if bytes == b"GGUF" {
             if regular_len.is_none() {
@@ -61,10 +56,11 @@ impl Model {
                 )));
             }
             let file = GgufFile::open(path)?;
-            let mut m = Model::from_gguf(&file, tokenizer.is_none())?;
-            if let Some(t) = read_tok(m.config.vocab_size)? {
-                m.tokenizer = t;
-            }
+            let external = tokenizer.map(|p| move |vocab: usize| read_tok(p, vocab));
+            let external = external
+                .as_ref()
+                .map(|f| f as &dyn Fn(usize) -> Result<Tokenizer>);
+            let mut m = Model::from_gguf(&file, external)?;
             m.source = path.display().to_string();
             Ok(m)
         } else {
@@ -79,12 +75,15 @@ impl Model {
             read_up_to(&mut f, &mut bytes, limit).map_err(io)?;
             let ck = llama2c::read_checkpoint(&bytes)?;
             drop(bytes);
-            let tokenizer = read_tok(ck.config.vocab_size)?.ok_or_else(|| {
-                Error::Invalid(format!(
-                    "{} is a llama2.c checkpoint: pass its tokenizer with --tokenizer tok*.bin",
-                    path.display()
-                ))
-            })?;
+            let tokenizer = match tokenizer {
+                Some(p) => read_tok(p, ck.config.vocab_size)?,
+                None => {
+                    return Err(Error::Invalid(format!(
+                        "{} is a llama2.c checkpoint: pass its tokenizer with --tokenizer tok*.bin",
+                        path.display()
+                    )))
+                }
+            };
             Ok(Model {
                 config: ck.config,
                 weights: ck.weights,
@@ -94,15 +93,20 @@ impl Model {
         }
     }
 
-    /// Build a model from a parsed GGUF file (`llama`, `qwen2` or `qwen3`: [`Arch`]). With
-    /// `need_tokenizer`, a missing `tokenizer.ggml.*` is an error.
+    /// Build a model from a parsed GGUF file (`llama`, `qwen2` or `qwen3`: [`Arch`]). Its
+    /// tokenizer is the file's `tokenizer.ggml.*` (missing or malformed: an error), or, with
+    /// `external`, the one that reads for the model's vocabulary size (the file's own
+    /// vocabulary is then not read at all).
     ///
     /// Strict about the math: every `{arch}.*` metadata key and every tensor of the file must
     /// be one this decoder implements (or one that changes nothing, named in
     /// [`HARMLESS_KEYS`]); anything else (an unknown architecture, MoE, sliding-window
     /// attention, YaRN or LongRoPE scaling, partial RoPE, a bias the architecture does not
     /// define) is refused by name, so a model baro-top would decode wrongly never loads.
-    pub fn from_gguf(file: &GgufFile, need_tokenizer: bool) -> Result<Model> {
+    pub fn from_gguf(
+        file: &GgufFile,
+        external: Option<&dyn Fn(usize) -> Result<Tokenizer>>,
+    ) -> Result<Model> {
         let arch_name = file.get_str("general.architecture")?.unwrap_or("");
         let arch = Arch::from_name(arch_name).ok_or_else(|| {
             Error::Model(format!(
@@ -227,10 +231,9 @@ impl Model {
             )));
         }
         weights.validate(&config)?;
-        let tokenizer = match tokenizer_from_gguf(file) {
-            Ok(t) => t,
-            Err(e) if need_tokenizer => return Err(e),
-            Err(_) => synthetic_tokenizer(config.vocab_size, 0)?,
+        let tokenizer = match external {
+            Some(read) => read(config.vocab_size)?,
+            None => tokenizer_from_gguf(file)?,
         };
         if tokenizer.vocab_size() != config.vocab_size {
             return Err(Error::Model(format!(

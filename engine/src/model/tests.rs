@@ -2,6 +2,7 @@
 //! metadata, is refused saying what and where. Files are built in memory from tiny synthetic
 //! models and edited before they are read (no device, no fixture files).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::types::Arch;
@@ -53,7 +54,7 @@ fn gguf_bytes(m: &Model, edit: impl FnOnce(&mut Metadata, &mut Tensors)) -> Vec<
 /// Load `m` written as GGUF after `edit`, with the file's own tokenizer.
 fn load(m: &Model, edit: impl FnOnce(&mut Metadata, &mut Tensors)) -> Result<Model> {
     let file = GgufFile::from_storage(Arc::new(Storage::Owned(gguf_bytes(m, edit))))?;
-    Model::from_gguf(&file, true)
+    Model::from_gguf(&file, None)
 }
 
 fn refused(r: Result<Model>, want: &[&str]) -> String {
@@ -74,6 +75,19 @@ fn set(md: &mut Metadata, k: &str, v: Value) {
 
 fn tensor<'a>(ts: &'a mut Tensors, name: &str) -> &'a mut (String, Vec<u64>, GgmlType, Vec<u8>) {
     ts.iter_mut().find(|t| t.0 == name).expect("tensor in file")
+}
+
+/// A scratch directory removed on drop.
+struct Dir(PathBuf);
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+fn dir(tag: &str) -> Dir {
+    let d = std::env::temp_dir().join(format!("baro-model-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("dir");
+    Dir(d)
 }
 
 #[test]
@@ -148,4 +162,54 @@ fn a_head_size_of_zero_or_odd_from_key_length_is_refused_naming_the_key() {
         set(md, "qwen3.attention.value_length", Value::U32(7));
     });
     refused(r, &["qwen3.attention.value_length = 7"]);
+}
+
+/// A llama2.c tokenizer file of `n` pieces (`<unk>`, `<s>`, `</s>`, then one letter each).
+fn llama2c_tokenizer(n: usize) -> Vec<u8> {
+    let mut b = 8i32.to_le_bytes().to_vec();
+    for i in 0..n {
+        let piece = match i {
+            0 => "<unk>".to_string(),
+            1 => "<s>".to_string(),
+            2 => "</s>".to_string(),
+            _ => format!("t{i}"),
+        };
+        b.extend((-(i as f32)).to_le_bytes());
+        b.extend((piece.len() as i32).to_le_bytes());
+        b.extend(piece.as_bytes());
+    }
+    b
+}
+
+#[test]
+fn an_external_tokenizer_stands_in_for_the_file_s_vocabulary_whatever_its_size() {
+    let d = dir("external");
+    let m = tiny(Arch::Llama, 1);
+    // The embedding cut to 100 rows: a vocabulary too small for a synthetic SentencePiece
+    // one and unlike the 512 tokens the file's own metadata lists.
+    let cut = |md: &mut Metadata, ts: &mut Tensors| {
+        set(md, "llama.vocab_size", Value::U32(100));
+        let t = tensor(ts, "token_embd.weight");
+        t.1 = vec![128, 100];
+        t.3.truncate(100 * 128 * 4);
+    };
+    let tok = d.0.join("tok100.bin");
+    std::fs::write(&tok, llama2c_tokenizer(100)).expect("write tokenizer");
+    for strip in [false, true] {
+        let bytes = gguf_bytes(&m, |md, ts| {
+            cut(md, ts);
+            if strip {
+                md.retain(|(k, _)| !k.starts_with("tokenizer."));
+            }
+        });
+        let p = d.0.join(format!("m{strip}.gguf"));
+        std::fs::write(&p, bytes).expect("write model");
+        // Without the external tokenizer the file's own is read, and refused.
+        let e = Model::open(&p, None).err().expect("refused").to_string();
+        assert!(e.contains("tokenizer"), "{e}");
+        let got = Model::open(&p, Some(&tok)).expect("loads with the external tokenizer");
+        assert_eq!(got.config.vocab_size, 100);
+        assert_eq!(got.tokenizer.vocab_size(), 100);
+        assert_eq!(got.tokenizer.pieces()[3], b"t3");
+    }
 }
