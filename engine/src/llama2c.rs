@@ -22,8 +22,15 @@ const HEADER_FIELDS: [&str; 7] = [
     "vocab_size",
     "seq_len",
 ];
-/// The u32 export.py's versioned formats (1: f32, 2: Q8_0) start with: "ak42".
+/// The u32 that export.py's versioned formats (1: f32, 2: Q8_0) start with: "ak42".
 const VERSIONED_MAGIC: u32 = 0x616b_3432;
+/// The u32 magics of llama.cpp's files from before GGUF (models and LoRA adapters).
+const PRE_GGUF_MAGICS: [(u32, &str); 4] = [
+    (0x6767_6d6c, "ggml"),
+    (0x6767_6d66, "ggmf"),
+    (0x6767_6a74, "ggjt"),
+    (0x6767_6c61, "ggla"),
+];
 /// Bytes of the header (7 little-endian i32).
 pub const HEADER_BYTES: usize = 4 * HEADER_FIELDS.len();
 
@@ -64,13 +71,20 @@ impl Header {
                 bytes.len()
             )));
         }
+        let magic = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
         // llama2.c's export.py versions 1 and 2 start with the magic "ak42" and a version;
         // read as a legacy header they would be a 1.6-billion-wide model.
-        if bytes[..4] == VERSIONED_MAGIC.to_le_bytes() {
+        if magic == VERSIONED_MAGIC {
             let v = i32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
             return Err(err(format!(
                 "the file starts with llama2.c's magic \"ak42\" (export.py version {v} at byte 0x4): \
                  run.c reads only the legacy version-0 export (export.py --version 0), and so does baro-top"
+            )));
+        }
+        if let Some((_, name)) = PRE_GGUF_MAGICS.iter().find(|(m, _)| *m == magic) {
+            return Err(err(format!(
+                "the file starts with the magic '{name}' of llama.cpp's format from before GGUF: \
+                 convert it to GGUF (baro-top reads GGUF and llama2.c version-0 checkpoints)"
             )));
         }
         let mut h = [0i32; 7];
@@ -455,7 +469,8 @@ mod tests {
     }
 
     #[test]
-    fn a_versioned_export_is_refused_by_its_magic_not_read_as_a_huge_legacy_header() {
+    fn versioned_exports_and_pre_gguf_files_are_refused_by_their_magic_not_read_as_huge_legacy_headers(
+    ) {
         // export.py --version 1: u32 magic "ak42", i32 version, then the parameters.
         for version in [1, 2] {
             let e = header_err([0x616b_3432, version, 64, 172, 5, 8, 4]);
@@ -464,6 +479,11 @@ mod tests {
                 "{e}"
             );
             assert!(!e.contains("larger than"), "{e}");
+        }
+        // Nor is a llama.cpp file from before GGUF (magic written as a little-endian u32).
+        for (magic, name) in [(0x6767_6a74u32, "'ggjt'"), (0x6767_6d6c, "'ggml'")] {
+            let e = header_err([magic as i32, 3, 64, 172, 5, 8, 4]);
+            assert!(e.contains(name) && e.contains("GGUF"), "{e}");
         }
     }
 
