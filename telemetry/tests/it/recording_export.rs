@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::io::Cursor;
 
 use baro_telemetry::recording::{export, Compression, Reader};
-use baro_telemetry::synth::synthetic_run;
+use baro_telemetry::synth::{synthetic_frame, synthetic_run};
 use baro_telemetry::{RunDetails, Telemetry};
 
 use super::recording::{record, small, stream};
@@ -432,6 +432,40 @@ fn json_trace_of_a_cut_recording_is_complete_json_and_reports_the_damage() {
     assert_eq!(st.passes, 2); // start, clock, frame 0, sensor, frame 1 | cut
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     slices_by_tid(v["traceEvents"].as_array().unwrap());
+}
+
+/// Passes whose host start, wall or GPU time is near `u64::MAX` (a damaged clock, a crafted
+/// file): every track's timestamps still never go back (they saturate instead of wrapping to
+/// the start of the trace) and every slice still closes.
+#[test]
+fn json_trace_of_passes_with_absurd_times_never_goes_back_in_time_on_any_track() {
+    let run = synthetic_run(2, 5, 3);
+    let mut msgs = vec![Telemetry::Start(run.clone())];
+    for (pass, host, wall, gpu) in [
+        (0, Some(10), 1_000, Some(900)),
+        (1, Some(u64::MAX - 5), 1_000, Some(900)),
+        (2, Some(u64::MAX), u64::MAX, Some(u64::MAX)),
+        (3, None, u64::MAX, None),
+        (4, None, u64::MAX, None),
+        (5, Some(5), 7, Some(7)),
+    ] {
+        let mut f = synthetic_frame(&run, pass, 1);
+        (f.host_start_ns, f.wall_ns, f.gpu_ns) = (host, wall, gpu);
+        msgs.push(Telemetry::Frame(Box::new(f)));
+    }
+    let v = trace_json(&run, &msgs, &export::TraceOptions::everything());
+    let evs = v["traceEvents"].as_array().unwrap();
+    let mut last: HashMap<u64, f64> = HashMap::new();
+    for e in evs.iter().filter(|e| e["ph"] != "M") {
+        let (tid, ts) = (e["tid"].as_u64().unwrap(), e["ts"].as_f64().unwrap());
+        let prev = last.insert(tid, ts).unwrap_or(0.0);
+        assert!(
+            ts >= prev,
+            "tid {tid} goes back from {prev} µs to {ts} µs: {e}"
+        );
+    }
+    let slices = slices_by_tid(evs);
+    assert_eq!(slices[&1].len(), 6, "a slice per pass: {:?}", slices[&1]);
 }
 
 #[test]

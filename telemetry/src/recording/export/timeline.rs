@@ -262,7 +262,7 @@ impl Timeline {
                 self.host0 = Some(h);
                 0
             }
-            _ => self.prev_base_wall.map_or(0, |(b, w)| b + w),
+            _ => self.prev_base_wall.map_or(0, |(b, w)| b.saturating_add(w)),
         };
         let base = wanted.max(self.prev_end).max(self.watermark);
         self.prev_base_wall = Some((base, f.wall_ns));
@@ -274,7 +274,7 @@ impl Timeline {
                 .spanned_passes
                 .is_multiple_of(self.spans_every);
         let hi = spans.last_stamp().map_or(0, u64::from);
-        let end = base + hi.max(f.gpu_ns.unwrap_or(f.wall_ns));
+        let end = base.saturating_add(hi.max(f.gpu_ns.unwrap_or(f.wall_ns)));
         let warnings = crate::analysis::frame_warnings(&self.run, f);
         let info = PassInfo {
             pass: f.pass,
@@ -365,8 +365,8 @@ impl Timeline {
         for (n, (_, items)) in lanes.into_iter().enumerate() {
             for (a, b, s) in items {
                 let t = Track::Grid(n as u32);
-                self.push(out, base + a, t, Kind::Begin(s));
-                self.push(out, base + b, t, Kind::End(s));
+                self.push(out, base.saturating_add(a), t, Kind::Begin(s));
+                self.push(out, base.saturating_add(b), t, Kind::End(s));
             }
         }
     }
@@ -410,8 +410,8 @@ impl Timeline {
                 let a = a.max(free);
                 let b = b.max(a);
                 free = b;
-                self.push(out, base + a, t, Kind::Begin(s));
-                self.push(out, base + b, t, Kind::End(s));
+                self.push(out, base.saturating_add(a), t, Kind::Begin(s));
+                self.push(out, base.saturating_add(b), t, Kind::End(s));
             }
         }
         if keep {
