@@ -84,6 +84,12 @@ fn is_own_stream(m: &std::fs::Metadata) -> bool {
     })
 }
 
+/// Whether `out` is this process's own stdout or stderr (`-`, `/dev/stdout`, `/proc/self/fd/1`):
+/// where a reader that went away ends the process quietly ([`out::reader_gone`]).
+pub fn is_own_output(out: &Path) -> bool {
+    out == Path::new("-") || std::fs::metadata(out).is_ok_and(|m| is_own_stream(&m))
+}
+
 /// Classify `out` (see [`Target`]); refuses a directory, a socket, a path with no file name,
 /// and any file this command reads (by device and inode, whatever name reaches it).
 fn target(out: &Path) -> anyhow::Result<Target> {
@@ -139,7 +145,17 @@ pub fn write_atomic(
         return write_stdout(write);
     }
     match target(out)? {
-        Target::Direct(p) => write(&p).with_context(|| format!("writing {}", p.display())),
+        Target::Direct(p) => {
+            // This process's own stdout or stderr (`/dev/stdout`, `/proc/self/fd/1`): a reader
+            // that went away ends the process quietly, as on `-` (crate::out's rule).
+            let own = is_own_output(&p);
+            write(&p).map_err(|e| {
+                if own && out::is_broken_pipe(&e) {
+                    out::reader_gone();
+                }
+                e.context(format!("writing {}", p.display()))
+            })
+        }
         Target::Replace(p) => {
             let tmp = Temporary::new(partial_path(&p));
             write(&tmp.0).with_context(|| format!("writing {}", tmp.0.display()))?;

@@ -62,6 +62,20 @@ pub fn device_abandoned(code: u8) -> ! {
     unsafe { libc::_exit(code as i32) }
 }
 
+/// Whether `e` (or an error it wraps) is a write into a pipe whose reader has gone.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        let io =
+            c.downcast_ref::<io::Error>().or_else(|| match c
+                .downcast_ref::<baro_telemetry::recording::RecordingError>(
+            ) {
+                Some(baro_telemetry::recording::RecordingError::Io(e)) => Some(e),
+                _ => None,
+            });
+        io.is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
 fn check<T>(r: io::Result<T>) -> io::Result<T> {
     match r {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => reader_gone(),

@@ -202,6 +202,32 @@ fn closed_stdout_ends_gpu_subcommands_quietly_with_status_0() {
     ]);
 }
 
+/// An output named by a path that is this process's stdout (`/dev/stdout`, `/proc/self/fd/1`)
+/// follows stdout's rule: a reader that went away ends the command quietly (was "error:
+/// writing /dev/stdout: Broken pipe", status 2).
+#[test]
+fn export_into_dev_stdout_with_stdout_closed_exits_quietly_with_status_0() {
+    let rec = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../recordings/h200-llama1b-mega.baro"
+    );
+    for out in ["/dev/stdout", "/proc/self/fd/1"] {
+        for flag in ["--csv", "--csv-passes", "--perfetto", "--perfetto-proto"] {
+            quiet_exit(&["export", rec, flag, out]);
+        }
+    }
+}
+
+/// `record -o -` (or `/dev/stdout`) into a pipe whose reader quit: a quiet exit, not "error:
+/// writing -: Broken pipe" (status 2).
+#[test]
+fn record_into_stdout_with_stdout_closed_exits_quietly_with_status_0() {
+    let Some(_turn) = vulkan() else { return };
+    for out in ["-", "/dev/stdout"] {
+        quiet_exit(&["record", "-o", out, "--passes", "2", "--dispatch", "multi"]);
+    }
+}
+
 #[test]
 fn zero_bench_runs_or_tokens_are_refused_naming_the_flag_not_a_panic() {
     refused(

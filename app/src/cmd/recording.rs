@@ -605,6 +605,15 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
+    // Into this process's stdout (`-o -`, `/dev/stdout`): a reader that went away (`| head`)
+    // ends the process quietly, as every command's stdout does (crate::out).
+    let own_stdout = crate::files::is_own_output(&a.out);
+    let quiet_if_reader_gone = |e: anyhow::Error| {
+        if own_stdout && crate::out::is_broken_pipe(&e) {
+            crate::out::reader_gone();
+        }
+        e
+    };
     let file = out.file.try_clone().context("the recording's file")?;
     let mut rec = baro_telemetry::recording::Recorder::new(
         std::io::BufWriter::with_capacity(1 << 20, file),
@@ -639,17 +648,19 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
             note_progress(s.frames, a.passes, s.bytes, t0.elapsed());
         }
     })
+    .map_err(|e| quiet_if_reader_gone(e.into()))
     .with_context(|| format!("writing {}", a.out.display()))?;
     let backlog = rec.backlog();
     let outcome = session.wait().context("the decode session")?;
     let Some((w, stats)) = rec
         .finish()
+        .map_err(|e| quiet_if_reader_gone(e.into()))
         .with_context(|| format!("finishing {}", a.out.display()))?
     else {
         bail!("the session ended before it started: nothing was recorded");
     };
     w.into_inner()
-        .map_err(|e| e.into_error())
+        .map_err(|e| quiet_if_reader_gone(e.into_error().into()))
         .with_context(|| format!("flushing {}", a.out.display()))?;
     out.keep();
     if live {
