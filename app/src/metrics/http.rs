@@ -214,14 +214,31 @@ pub struct Request {
     pub accept: Option<String>,
 }
 
-/// Parse a request head (up to and excluding the blank line); `None` when malformed.
+/// Parse a request head (up to and excluding the blank line); `None` when malformed. Lines
+/// end in CRLF or a bare LF (RFC 9112 §2.2 lets a server take a bare LF: `printf 'GET
+/// /metrics HTTP/1.0\n\n' | nc` is a common check). The target may be in origin form
+/// (`/metrics`) or absolute form (`http://host:port/metrics`, which §3.2.2 says a server
+/// must accept).
 pub fn parse_head(head: &str) -> Option<Request> {
-    let mut lines = head.split("\r\n");
+    let mut lines = head.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
     let mut first = lines.next()?.split(' ');
     let (method, target, version) = (first.next()?, first.next()?, first.next()?);
     if first.next().is_some() || !version.starts_with("HTTP/1.") || method.is_empty() {
         return None;
     }
+    let target = match ["http://", "https://"].iter().find_map(|scheme| {
+        target
+            .get(..scheme.len())
+            .filter(|p| p.eq_ignore_ascii_case(scheme))
+            .map(|p| &target[p.len()..])
+    }) {
+        // The authority ends at the path, the query or the end (then the path is `/`).
+        Some(rest) => match rest.find(['/', '?', '#']) {
+            Some(i) if rest[i..].starts_with('/') => &rest[i..],
+            _ => "/",
+        },
+        None => target,
+    };
     let path = target.split(['?', '#']).next().unwrap_or("").to_string();
     let mut accept = None;
     for l in lines.filter(|l| !l.is_empty()) {
@@ -237,12 +254,22 @@ pub fn parse_head(head: &str) -> Option<Request> {
     })
 }
 
+/// Where the head in `buf` ends: at its empty line, whether lines end in CRLF or a bare LF
+/// (`\n\n`, `\n\r\n`): the offset of the line break before the empty line.
+fn head_end(buf: &[u8]) -> Option<usize> {
+    (0..buf.len()).find(|&j| {
+        buf[j] == b'\n'
+            && (buf.get(j + 1) == Some(&b'\n')
+                || (buf.get(j + 1) == Some(&b'\r') && buf.get(j + 2) == Some(&b'\n')))
+    })
+}
+
 /// The request head, which must be complete by `deadline`: `Err(TimedOut)` after it.
 fn read_head(stream: &mut TcpStream, deadline: Instant) -> io::Result<Option<String>> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+        if let Some(end) = head_end(&buf) {
             buf.truncate(end);
             return Ok(String::from_utf8(buf).ok());
         }

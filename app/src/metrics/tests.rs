@@ -635,6 +635,41 @@ fn endpoint_serves_metrics_an_index_and_404_and_refuses_other_methods() {
     );
 }
 
+/// A head whose lines end in a bare LF (`printf 'GET /metrics HTTP/1.0\n\n' | nc`) is answered
+/// at once (was: held to the 2 s head deadline, then 408 "not complete in time"), and an
+/// absolute-form target (`GET http://host/metrics`, RFC 9112 §3.2.2) is routed by its path
+/// (was: 404).
+#[test]
+fn a_head_with_bare_lf_line_ends_or_an_absolute_target_is_served_at_once() {
+    let (_tx, rx) = crossbeam_channel::bounded::<Telemetry>(1);
+    let server = super::serve("127.0.0.1:0".parse().unwrap(), rx).unwrap();
+    let addr = server.local_addr();
+    for (request, want) in [
+        ("GET /metrics HTTP/1.0\n\n", "baro_up"),
+        ("GET /metrics HTTP/1.1\nHost: x\nAccept: */*\n\n", "baro_up"),
+        ("GET /metrics HTTP/1.1\r\nHost: x\n\r\n", "baro_up"),
+        (
+            &format!("GET http://{addr}/metrics?x=1 HTTP/1.1\r\n\r\n"),
+            "baro_up",
+        ),
+        ("GET HTTP://x HTTP/1.1\r\n\r\n", "/metrics"),
+    ] {
+        let t = Instant::now();
+        let (status, head, body) = http(addr, request);
+        assert_eq!(status, 200, "{request:?}: {head}");
+        assert!(body.contains(want), "{request:?}: {body}");
+        assert!(
+            t.elapsed() < super::http::HEAD_DEADLINE,
+            "{request:?}: {:?}",
+            t.elapsed()
+        );
+    }
+    let r = parse_head("GET /metrics HTTP/1.1\nAccept: text/plain\n").unwrap();
+    assert_eq!(r.accept.as_deref(), Some("text/plain"));
+    // A CR alone is no line end: the head is one malformed request line.
+    assert_eq!(parse_head("GET / HTTP/1.1\rAccept: x"), None);
+}
+
 /// Whether something on `addr` answers `GET /metrics` with baro-top's families. A bare
 /// `connect` cannot tell: once the port is free, a connect to it can meet itself (TCP
 /// simultaneous open, when the kernel picks the same port as the source) or another
