@@ -80,6 +80,18 @@ pub fn seconds(ns: u64) -> String {
     format!("{whole}.{}", f.trim_end_matches('0'))
 }
 
+/// A float sample value as both formats spell it: `NaN`, `+Inf`, `-Inf` (Rust writes `inf`,
+/// which OpenMetrics refuses), else its shortest decimal.
+pub fn float(v: f32) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else {
+        v.to_string()
+    }
+}
+
 struct Out {
     s: String,
     format: Format,
@@ -263,7 +275,7 @@ pub fn render(a: &Aggregator, now_ns: u64, format: Format) -> String {
     o.gauge(&c::MEM_CLOCK, s.mem_hz);
     o.gauge(&c::THROTTLE, s.throttle);
     o.gauge(&c::GPU_CLIENTS, s.gpu_clients);
-    o.gauge(&c::CPU_BUSY, s.cpu_busy);
+    o.gauge(&c::CPU_BUSY, s.cpu_busy.map(float));
     if let Some(current) = s.mode {
         o.family(&c::POWER_MODE);
         for (i, m) in MODES.iter().enumerate() {

@@ -370,6 +370,32 @@ fn info_carries_the_run_and_version_and_sensors_are_in_base_units() {
     );
 }
 
+/// A non-finite sensor value (a producer's bug, a crafted stream) is exposed as the formats
+/// spell it, `+Inf`, `-Inf`, `NaN` (was `inf` and `-inf`: a line OpenMetrics parsers refuse).
+#[test]
+fn a_non_finite_gauge_is_written_nan_plus_inf_or_minus_inf() {
+    for (v, want) in [
+        (f32::INFINITY, "+Inf"),
+        (f32::NEG_INFINITY, "-Inf"),
+        (f32::NAN, "NaN"),
+        (0.25, "0.25"),
+    ] {
+        let mut a = Aggregator::new();
+        let s = Telemetry::Sensor(SensorSample {
+            host_ns: 0,
+            reading: SensorReading::CpuBusy { fraction: v },
+        });
+        a.ingest(&s, 0);
+        for f in [Format::Prometheus, Format::OpenMetrics] {
+            assert_eq!(
+                value(&render(&a, 0, f), "baro_cpu_busy_ratio", ""),
+                want,
+                "{f:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn info_labels_an_f16_kv_run_f16() {
     let mut stream = small_stream();
