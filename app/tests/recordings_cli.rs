@@ -337,3 +337,41 @@ fn replay_names_the_recording_device_and_its_driver_once_each() {
     );
     assert_eq!(line.matches("NVIDIA").count(), 1, "{line}");
 }
+
+/// A pass whose recorded wall time is longer than any run can record (the watchdog abandons a
+/// pass within an hour) is replayed at `--speed 1` without waiting it out, said once on
+/// stderr (was: the replay slept for the pass's 292 years).
+#[test]
+fn replay_at_speed_does_not_wait_out_a_pass_longer_than_any_run_records() {
+    let d = tmpdir("absurd-wall");
+    let f = d.join("a.baro");
+    let run = synthetic_run(8, 12, 4);
+    let mut w = Writer::create(&f, &RecordingHeader::new(run.clone(), "test")).expect("writer");
+    w.write(&Telemetry::Start(run.clone())).expect("write");
+    for (p, wall) in [(0, 1_000_000), (1, u64::MAX / 2), (2, 1_000_000)] {
+        let mut fr = synthetic_frame(&run, p, 3);
+        fr.wall_ns = wall;
+        w.write(&Telemetry::Frame(Box::new(fr))).expect("write");
+    }
+    w.finish().expect("finish");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_baro-top"))
+        .args(["replay", f.to_str().expect("utf-8 path"), "--headless"])
+        .args(["--speed", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("baro-top runs");
+    let t0 = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if t0.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("replay still waiting after 30 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().expect("output");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.matches("without waiting it out").count(), 1, "{err}");
+    assert!(err.contains("pass 1 says it took"), "{err}");
+}

@@ -23,6 +23,21 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::action::{Control, ProducerStatus};
 
+/// The longest pass a replay waits out at its speed: an hour, the most `--watchdog-ms` lets a
+/// pass run before the device is abandoned, so no run records a longer one. A recording that
+/// says otherwise (a damaged clock, a crafted file) is replayed without the wait, not paused
+/// for years.
+pub const MAX_PACED_PASS_NS: u64 = 3_600_000_000_000;
+
+/// `wall_ns` as replay paces it: 0 for a pass longer than [`MAX_PACED_PASS_NS`].
+pub fn paced_wall_ns(wall_ns: u64) -> u64 {
+    if wall_ns > MAX_PACED_PASS_NS {
+        0
+    } else {
+        wall_ns
+    }
+}
+
 /// Where the recording's bytes are.
 #[derive(Clone, Debug)]
 pub enum Source {
@@ -329,9 +344,11 @@ impl Player {
         }
     }
 
-    /// When a frame whose pass took `wall_ns` is due.
+    /// When a frame whose pass took `wall_ns` is due (a pass longer than any run records,
+    /// [`MAX_PACED_PASS_NS`], is not waited out).
     fn due(&self, wall_ns: u64) -> Instant {
         if self.cfg.speed > 0.0 {
+            let wall_ns = paced_wall_ns(wall_ns);
             self.clock + Duration::from_nanos((wall_ns as f64 / self.cfg.speed) as u64)
         } else {
             self.clock

@@ -240,6 +240,7 @@ pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let speed = a.speed.unwrap_or(0.0);
     let t0 = Instant::now();
     let mut recorded_ns = 0u64;
+    let mut said_unpaced = false;
     let mut failed = false;
     let mut ended_ok = None;
     let mut damage = None;
@@ -258,7 +259,17 @@ pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
         if let Telemetry::Frame(f) = &msg {
             failed |= f.failed();
             if speed > 0.0 {
-                recorded_ns = recorded_ns.saturating_add(f.wall_ns);
+                let wall_ns = crate::ui::replay::paced_wall_ns(f.wall_ns);
+                if wall_ns != f.wall_ns && !said_unpaced {
+                    said_unpaced = true;
+                    note!(
+                        "baro-top: {}: pass {} says it took {} s, longer than any run records (an hour): replayed without waiting it out",
+                        a.file.display(),
+                        f.pass,
+                        f.wall_ns / 1_000_000_000
+                    );
+                }
+                recorded_ns = recorded_ns.saturating_add(wall_ns);
                 let due = Duration::from_nanos((recorded_ns as f64 / speed) as u64);
                 if let Some(wait) = due.checked_sub(t0.elapsed()) {
                     std::thread::sleep(wait);
