@@ -228,6 +228,56 @@ fn record_into_stdout_with_stdout_closed_exits_quietly_with_status_0() {
     }
 }
 
+/// The smallest `bench rec` (one pair of 10-pass blocks on lavapipe) writing its recording
+/// into `out`.
+fn bench_rec_into(out: &str) -> [&str; 14] {
+    [
+        "bench",
+        "rec",
+        "--passes",
+        "20",
+        "--block",
+        "10",
+        "--chain",
+        "1",
+        "--dispatch",
+        "multi",
+        "--allow-cpu",
+        "--no-wait",
+        "--out",
+        out,
+    ]
+}
+
+/// `bench rec --out -` (or `/dev/stdout`) into a pipe whose reader quit: a quiet exit, as
+/// `record`'s (was "error: writing -: Broken pipe", status 2).
+#[test]
+fn bench_rec_into_stdout_with_stdout_closed_exits_quietly_with_status_0() {
+    let Some(_turn) = vulkan() else { return };
+    for out in ["-", "/dev/stdout"] {
+        quiet_exit(&bench_rec_into(out));
+    }
+}
+
+/// `bench rec --out -` into a pipe that is read: stdout is the recording alone, whole (its
+/// results table goes to stderr, as `record`'s summary does), status 0 (was "error: syncing
+/// - to disk: Invalid argument", status 2: a pipe has no disk to sync).
+#[test]
+fn bench_rec_into_stdout_writes_the_recording_alone_and_its_results_on_stderr() {
+    let Some(_turn) = vulkan() else { return };
+    let o = baro(&bench_rec_into("-"));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("median wall"), "the results on stderr:\n{err}");
+    let r = baro_telemetry::recording::Reader::new(std::io::Cursor::new(&o.stdout))
+        .expect("stdout is a recording");
+    let frames = r
+        .map(|m| m.expect("the recording reads to its end, undamaged"))
+        .filter(|m| matches!(m, baro_telemetry::Telemetry::Frame(_)))
+        .count();
+    assert!(frames > 0, "no frames recorded");
+}
+
 #[test]
 fn zero_bench_runs_or_tokens_are_refused_naming_the_flag_not_a_panic() {
     refused(

@@ -316,17 +316,21 @@ impl Frame {
         !self.fail.word.ok() || self.correctness.is_some_and(|c| c.verdict.is_failure())
     }
 
-    /// Sum of the stages' busy time, ns.
+    /// Sum of the stages' busy time, ns (saturating at `u64::MAX`: a damaged or crafted
+    /// recording's times never wrap to a small sum).
     pub fn busy_ns(&self) -> u64 {
-        self.stages.iter().map(|s| s.busy_ns).sum()
+        (self.stages.iter())
+            .map(|s| s.busy_ns)
+            .fold(0, u64::saturating_add)
     }
 
-    /// Sum over barriers of arrival spread + release (the time spent waiting at barriers), ns.
+    /// Sum over barriers of arrival spread + release (the time spent waiting at barriers), ns,
+    /// saturating at `u64::MAX`.
     pub fn barrier_ns(&self) -> u64 {
         self.barriers
             .iter()
-            .map(|b| b.arrival_spread_ns + b.release_ns)
-            .sum()
+            .map(|b| b.arrival_spread_ns.saturating_add(b.release_ns))
+            .fold(0, u64::saturating_add)
     }
 }
 

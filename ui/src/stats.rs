@@ -136,8 +136,10 @@ impl Stats {
             charged[i] = t.charged_ns.min(u32::MAX as u64 - 1) as u32;
             slowest[i] = t.max_busy_ns.min(u32::MAX as u64 - 1) as u32;
             let k = self.kinds[i].code() as usize;
-            kb[k] += t.busy_ns;
-            kc[k] += t.charged_ns;
+            // Saturating: a damaged or crafted recording's times near u64::MAX must not
+            // wrap to a small (plausible, wrong) kind time.
+            kb[k] = kb[k].saturating_add(t.busy_ns);
+            kc[k] = kc[k].saturating_add(t.charged_ns);
         }
         for k in 0..kb.len() {
             if kb[k] > 0 {
@@ -265,8 +267,8 @@ impl Stats {
                 slowest[i * m + nb[i]] = p.slowest[i] as u64;
                 nb[i] += 1;
                 let k = self.kinds[i].code() as usize;
-                kb[k * m + j] += p.busy[i] as u64;
-                kc[k * m + j] += p.charged[i] as u64;
+                kb[k * m + j] = kb[k * m + j].saturating_add(u64::from(p.busy[i]));
+                kc[k * m + j] = kc[k * m + j].saturating_add(u64::from(p.charged[i]));
             }
             for (l, b) in p.barriers.iter().enumerate().take(nl) {
                 if b[0] == u32::MAX {
@@ -376,9 +378,11 @@ impl Summary {
             Telemetry::Start(_) => {}
             Telemetry::Frame(f) => {
                 self.passes += 1;
-                self.wall_ns += f.wall_ns;
+                // Saturating, as every sum of recorded times (a damaged recording's near
+                // u64::MAX must not wrap to a small total and a huge tok/s).
+                self.wall_ns = self.wall_ns.saturating_add(f.wall_ns);
                 if let Some(g) = f.gpu_ns {
-                    self.gpu_ns += g;
+                    self.gpu_ns = self.gpu_ns.saturating_add(g);
                     self.gpu_passes += 1;
                 }
                 match (&f.correctness, f.check) {
@@ -481,5 +485,59 @@ impl Summary {
             self.tokens(),
             self.fail_word()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baro_telemetry::StageTiming;
+
+    /// Recorded times near `u64::MAX` (a damaged or crafted recording): the per-kind sums and
+    /// the whole stream's wall and GPU totals saturate at `u64::MAX` (never below any one
+    /// part), so the damaged passes read as the slowest there are; they do not wrap round to a
+    /// few ns (a release build: a kind "20 ns", tok/s in the hundreds of millions) or panic (an
+    /// overflow-checked build).
+    #[test]
+    fn kind_sums_and_stream_totals_of_near_max_times_saturate_monotone_instead_of_wrapping() {
+        let big = (1u64 << 63) + 10;
+        let st = |id: u32| StageTiming {
+            stage: id,
+            name: "q".into(),
+            level: 0,
+            busy_ns: big,
+            charged_ns: big,
+            max_busy_ns: big,
+        };
+        let f = Frame {
+            gpu_ns: Some(big),
+            wall_ns: big,
+            stages: vec![st(0), st(1)],
+            ..Default::default()
+        };
+        let mut s = Stats::new(vec![StageKind::Q, StageKind::Q], 0);
+        s.ingest(&f, 1_000_000, &[]);
+        let q = StageKind::Q.code() as usize;
+        // The histograms' top (100 s): the saturated sum, not the 20 ns it wraps to.
+        for h in [&s.kind_busy[q], &s.kind_charged[q]] {
+            assert!(
+                h.max() >= s.busy[0].max(),
+                "{} < {}",
+                h.max(),
+                s.busy[0].max()
+            );
+            assert!(h.max() >= 99_000_000_000, "{}", h.max());
+        }
+        let mut sum = Summary::default();
+        let mut last = 0;
+        for _ in 0..3 {
+            sum.ingest(&Telemetry::Frame(Box::new(f.clone())));
+            assert!(sum.wall_ns >= last, "{} < {last}", sum.wall_ns);
+            last = sum.wall_ns;
+        }
+        assert_eq!((sum.wall_ns, sum.gpu_ns), (u64::MAX, u64::MAX));
+        let t = sum.tok_s().unwrap();
+        assert!(t < 1e-9, "{t} tok/s");
+        assert_eq!(crate::text::us(u64::MAX), format!("{} µs", u64::MAX / 1000));
     }
 }

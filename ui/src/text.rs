@@ -183,7 +183,7 @@ pub fn ms(ns: u64) -> String {
 
 /// Whole microseconds: `378 µs` (the attribution warnings' unit).
 pub fn us(ns: u64) -> String {
-    format!("{} µs", (ns + 500) / 1000)
+    format!("{} µs", ns.saturating_add(500) / 1000)
 }
 
 /// A verdict as the screen and the headless lines name it (`near-tie`, never `NearTie`).

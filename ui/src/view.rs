@@ -572,7 +572,7 @@ fn kind_rows(
             .iter()
             .filter(|s| s.kind == *k)
             .map(|s| d.meta.weight_bytes.get(s.id as usize).copied().unwrap_or(0))
-            .sum();
+            .fold(0, u64::saturating_add);
         rows.push(StageRow {
             name: k.name().into(),
             kind: *k,
@@ -629,13 +629,13 @@ fn stage_rows(
 /// release).
 fn barrier_rows(run: &RunDetails, bars: &[[Pcts; 3]]) -> (Vec<BarrierRow>, u64) {
     let mut barriers = vec![];
-    let mut wait = 0;
+    let mut wait: u64 = 0;
     for (l, p) in bars.iter().enumerate() {
         let p = *p;
         if p[0].n == 0 {
             continue;
         }
-        wait += p[0].p50 + p[1].p50;
+        wait = wait.saturating_add(p[0].p50.saturating_add(p[1].p50));
         barriers.push(BarrierRow {
             level: l as u32,
             name: run.level_name(l as u32).into_owned().into(),

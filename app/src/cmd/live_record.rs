@@ -119,7 +119,9 @@ pub fn recorder(file: File, quant: Option<String>) -> Recorder<BufWriter<File>> 
     Recorder::new(BufWriter::with_capacity(1 << 20, file), env!("BARO_COMMIT")).quant(quant)
 }
 
-/// Write the footer, flush and sync the file: what it holds. `bytes` is set to its size.
+/// Write the footer, flush and sync the file: what it holds. `bytes` is set to its size. A
+/// pipe, FIFO or terminal (`bench rec --out -`) is flushed only: it has no disk to sync to
+/// (fsync fails there, EINVAL) and no size; its size is the bytes written.
 pub fn finish(
     rec: Recorder<BufWriter<File>>,
     path: &Path,
@@ -133,9 +135,14 @@ pub fn finish(
         .into_inner()
         .map_err(|e| e.into_error())
         .with_context(|| format!("flushing {shown}"))?;
-    f.sync_all()
-        .with_context(|| format!("syncing {shown} to disk"))?;
-    let bytes_now = f.metadata().map_or(0, |m| m.len());
+    let regular = f.metadata().is_ok_and(|m| m.is_file());
+    let bytes_now = if regular {
+        f.sync_all()
+            .with_context(|| format!("syncing {shown} to disk"))?;
+        f.metadata().map_or(0, |m| m.len())
+    } else {
+        stats.bytes
+    };
     bytes.store(bytes_now, Ordering::Relaxed);
     Ok(Summary {
         path: path.to_path_buf(),

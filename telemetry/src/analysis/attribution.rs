@@ -93,7 +93,7 @@ pub enum AttributionWarning {
 
 /// Whole microseconds, `378 µs`: the warnings' unit (the dashboard prints this text).
 fn us(ns: u64) -> String {
-    format!("{} µs", (ns + 500) / 1000)
+    format!("{} µs", ns.saturating_add(500) / 1000)
 }
 
 impl fmt::Display for TailWarning {

@@ -70,7 +70,9 @@ impl RunBandwidth {
     /// The run's weight bytes and its device's nominal peak.
     pub fn of(run: &RunDetails) -> RunBandwidth {
         RunBandwidth {
-            weight_bytes: run.stages.iter().map(|s| s.weight_bytes).sum(),
+            weight_bytes: (run.stages.iter())
+                .map(|s| s.weight_bytes)
+                .fold(0, u64::saturating_add),
             peak_bytes_per_s: nominal_peak_bytes_per_s(&run.device),
         }
     }

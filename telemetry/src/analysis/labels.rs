@@ -232,7 +232,8 @@ impl PowerModeClassifier {
         self.held
     }
 
-    /// The pass's latency indicator and its source.
+    /// The pass's latency indicator and its source. The stages' busy times are summed
+    /// saturating at `u64::MAX` (a damaged or crafted recording's times), never wrapped.
     pub fn indicator(&self, frame: &Frame) -> Option<(Indicator, u64)> {
         if !frame.torn && !frame.stages.is_empty() {
             let busy: u64 = frame
@@ -240,7 +241,7 @@ impl PowerModeClassifier {
                 .iter()
                 .filter(|s| !self.excluded.contains(&s.stage))
                 .map(|s| s.busy_ns)
-                .sum();
+                .fold(0, u64::saturating_add);
             if busy > 0 {
                 return Some((Indicator::StageBusy, busy));
             }
@@ -486,16 +487,26 @@ impl Default for ContentionConfig {
 
 /// The work a pass can account for from inside the kernel, ns: the extent of its stamps
 /// (first stamp to the last stage end or barrier exit), else the sum of its dispatch times
-/// (multi), else of its stages' charged times. `None` without any.
+/// (multi), else of its stages' charged times. `None` without any. Sums saturate at
+/// `u64::MAX` (a damaged or crafted recording's times), never wrap to a small number.
 pub fn accounted_ns(frame: &Frame) -> Option<u64> {
     if let Some(m) = frame.spans.last_stamp() {
         return Some(u64::from(m));
     }
     if !frame.dispatch_ns.is_empty() {
-        return Some(frame.dispatch_ns.iter().sum());
+        return Some(
+            frame
+                .dispatch_ns
+                .iter()
+                .fold(0, |a, &b| a.saturating_add(b)),
+        );
     }
     if !frame.stages.is_empty() && !frame.torn {
-        return Some(frame.stages.iter().map(|st| st.charged_ns).sum());
+        return Some(
+            (frame.stages.iter())
+                .map(|st| st.charged_ns)
+                .fold(0, u64::saturating_add),
+        );
     }
     None
 }

@@ -460,8 +460,12 @@ fn summarise<R: Read + Seek>(r: &mut Reader<R>) -> Summary {
                     let Some(d) = run.stages.get(t.stage as usize) else {
                         continue;
                     };
-                    *p.busy.entry(d.kind.code()).or_default() += t.busy_ns;
-                    *p.charged.entry(d.kind.code()).or_default() += t.charged_ns;
+                    // Saturating: a damaged or crafted recording's times near u64::MAX
+                    // must not wrap to a small (plausible, wrong) sum.
+                    let b = p.busy.entry(d.kind.code()).or_default();
+                    *b = b.saturating_add(t.busy_ns);
+                    let c = p.charged.entry(d.kind.code()).or_default();
+                    *c = c.saturating_add(t.charged_ns);
                 }
                 s.kinds.push(p);
                 s.window.push(&f);
@@ -494,7 +498,9 @@ fn median(v: Option<&Vec<u64>>) -> Option<u64> {
     Some(if n % 2 == 1 {
         v[n / 2]
     } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2
+        // The mean of the two middle values, without overflowing near u64::MAX.
+        let (lo, hi) = (v[n / 2 - 1], v[n / 2]);
+        lo + (hi - lo) / 2
     })
 }
 

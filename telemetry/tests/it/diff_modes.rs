@@ -196,3 +196,40 @@ fn diff_names_differing_weights_and_says_when_one_label_may_be_an_older_classifi
     let m = weights("q8_0", "q4_k+q6_k");
     assert_eq!(m, ["weights differ (A q8_0, B q4_k+q6_k)"]);
 }
+
+/// Stage times near `u64::MAX` (a damaged or crafted recording): each kind's per-pass sum
+/// and the median over passes saturate at `u64::MAX` (never below any one stage's time), so
+/// the damaged side reads as the slowest there is, with B faster on every kind; they do not
+/// wrap round to a few ns (a release build: B "slower" by millions of %) or panic (an
+/// overflow-checked build), and the table's µs do not wrap to 0.
+#[test]
+fn diff_of_passes_with_near_max_stage_times_saturates_sums_and_medians_monotone() {
+    let run = synthetic_run(4, 16, 7);
+    let big = (1u64 << 63) + 10;
+    // 4 passes: an even count, so the median is the mean of the middle two.
+    let a = recording(&run, 4, |f| {
+        for s in &mut f.stages {
+            (s.busy_ns, s.charged_ns, s.max_busy_ns) = (big, u64::MAX, big);
+        }
+    });
+    let b = recording(&run, 4, |_| {});
+    let d = compare(&a, &b);
+    assert!(!d.kinds.is_empty());
+    for k in &d.kinds {
+        let stages = run.stages.iter().filter(|s| s.kind == k.kind).count();
+        // Two stages of a kind: 2 × (2⁶³ + 10) saturates (it wraps to 20 ns); one stage: its
+        // own time (the median of two equal passes, not their wrapped sum over 2).
+        let want = if stages > 1 { u64::MAX } else { big };
+        assert_eq!(k.a_busy_ns, Some(want), "{:?}: {stages} stages", k.kind);
+        assert_eq!(k.a_charged_ns, Some(u64::MAX), "{:?}", k.kind);
+        assert!(k.b_busy_ns.unwrap() < want, "{k:?}");
+        if let Some(p) = d.busy_delta_pct(k) {
+            assert!(p < 0.0, "{:?}: B {p:+.1}% against a saturated A", k.kind);
+        }
+    }
+    let text = d.to_string();
+    assert!(!text.contains(" 0 µs"), "{text}");
+    // A tail warning's charged time, in whole µs: u64::MAX / 1000 (it wraps to 0).
+    let saturated = format!("{} µs", u64::MAX / 1000);
+    assert!(text.contains(&saturated), "{text}");
+}

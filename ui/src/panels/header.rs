@@ -251,7 +251,7 @@ impl Header<'_> {
 /// where known: `HBM 2.04 TB/s 42% of 4.80` (`HBM 2.04 TB/s` without a peak); `None` on a
 /// CPU device, before a pass, or without the stages' weight bytes.
 pub fn roofline(d: &crate::state::Data, p50_ns: u64) -> Option<String> {
-    let bytes: u64 = d.meta.weight_bytes.iter().sum();
+    let bytes = (d.meta.weight_bytes.iter()).fold(0, |a: u64, &b| a.saturating_add(b));
     if d.on_cpu() || bytes == 0 || p50_ns == 0 {
         return None;
     }

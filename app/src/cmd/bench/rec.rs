@@ -89,30 +89,42 @@ impl Recorder {
     fn spawn(path: PathBuf, file: File, quant: Option<String>) -> anyhow::Result<Recorder> {
         let (ctl, ctl_rx) = unbounded::<Receiver<Telemetry>>();
         let (stop, stop_rx) = unbounded::<()>();
+        // Into this process's stdout (`--out -`, `/dev/stdout`): a reader that went away
+        // (`| head`) ends the process quietly, as every command's stdout does (crate::out).
+        let own_stdout = crate::files::is_own_output(&path);
         let join = std::thread::Builder::new()
             .name("baro-recorder".into())
             .spawn(move || {
-                let mut rec = live_record::recorder(file, quant);
-                let mut backlog = 0;
-                let mut again = false;
-                for rx in ctl_rx.iter() {
-                    if again {
-                        // A new subscription starts with the run's Start, already written.
-                        rec.skip_repeated_start();
+                let write = || {
+                    let mut rec = live_record::recorder(file, quant);
+                    let mut backlog = 0;
+                    let mut again = false;
+                    for rx in ctl_rx.iter() {
+                        if again {
+                            // A new subscription starts with the run's Start, already written.
+                            rec.skip_repeated_start();
+                        }
+                        let p = rec
+                            .pump(&rx, &stop_rx, |_| ())
+                            .with_context(|| format!("writing {}", path.display()))?;
+                        again = true;
+                        backlog = backlog.max(p.drained);
+                        if p.ended {
+                            break;
+                        }
                     }
-                    let p = rec
-                        .pump(&rx, &stop_rx, |_| ())
-                        .with_context(|| format!("writing {}", path.display()))?;
-                    again = true;
-                    backlog = backlog.max(p.drained);
-                    if p.ended {
-                        break;
+                    Ok((
+                        live_record::finish(rec, &path, &AtomicU64::new(0))?,
+                        backlog,
+                    ))
+                };
+                let r = write();
+                if let Err(e) = &r {
+                    if own_stdout && crate::out::is_broken_pipe(e) {
+                        crate::out::reader_gone();
                     }
                 }
-                Ok((
-                    live_record::finish(rec, &path, &AtomicU64::new(0))?,
-                    backlog,
-                ))
+                r
             })
             .context("starting the recorder thread")?;
         Ok(Recorder { ctl, stop, join })
@@ -214,13 +226,19 @@ pub fn run(a: RecBenchArgs) -> anyhow::Result<ExitCode> {
     }
     let samples = measured?;
     let (summary, backlog) = written?;
-    print(&samples, blocks)?;
-    outln!(
-        "recorded {}: {} passes, {:.2} MiB; writer backlog at a switch-off at most {backlog} messages{}",
-        summary.path.display(),
-        summary.passes,
-        summary.bytes as f64 / (1 << 20) as f64,
-        if temp { " (temporary file, removed)" } else { "" }
+    // The recording is on stdout (`--out -`, `/dev/stdout`): the results go to stderr, as
+    // `record`'s, so that stdout holds the recording alone.
+    let to_stderr = a.out.as_deref().is_some_and(crate::files::is_own_output);
+    print(&samples, blocks, to_stderr)?;
+    say(
+        to_stderr,
+        format_args!(
+            "recorded {}: {} passes, {:.2} MiB; writer backlog at a switch-off at most {backlog} messages{}",
+            summary.path.display(),
+            summary.passes,
+            summary.bytes as f64 / (1 << 20) as f64,
+            if temp { " (temporary file, removed)" } else { "" }
+        ),
     )?;
     if outcome.failed_passes > 0 || outcome.failed_checks > 0 {
         note!(
@@ -369,9 +387,22 @@ fn arm_stats(
     ([arm(0), arm(1)], pairs)
 }
 
-fn print(samples: &[Sample], blocks: usize) -> anyhow::Result<()> {
+/// One line of results: on stdout, or on stderr where stdout holds the recording.
+fn say(to_stderr: bool, line: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+    if to_stderr {
+        note!("{line}");
+        Ok(())
+    } else {
+        outln!("{line}")
+    }
+}
+
+fn print(samples: &[Sample], blocks: usize, to_stderr: bool) -> anyhow::Result<()> {
     let (wall, wall_pairs) = arm_stats(samples, blocks, |s| Some(s.wall_ns));
     let (period, period_pairs) = arm_stats(samples, blocks, |s| s.period_ns);
+    macro_rules! outln {
+        ($($t:tt)*) => { say(to_stderr, format_args!($($t)*)) };
+    }
     outln!(
         "{:<4} {:>7} {:>15} {:>17} {:>8}",
         "arm",

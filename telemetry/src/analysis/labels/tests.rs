@@ -241,3 +241,76 @@ fn a_discarded_baseline_takes_the_held_mode_with_it() {
     assert_eq!(clocked(&mut c, 3310, 405, 1), [S]);
     assert_eq!(clocked(&mut c, 2000, 405, 1), [S]);
 }
+
+/// Stage, dispatch or charged times near `u64::MAX` (a damaged or crafted recording): the
+/// indicator and the accounted time saturate at `u64::MAX` (never below any one part), so the
+/// pass reads as the longest there is, not wrapped round to a few ns (release) or a panic
+/// (overflow-checked builds); a time-sliced verdict is not invented from a wrapped sum.
+#[test]
+fn indicator_and_accounted_time_of_near_max_times_saturate_monotone_instead_of_wrapping() {
+    let big = (1u64 << 63) + 10;
+    let st = |id: u32, ns: u64| StageTiming {
+        stage: id,
+        name: "x".into(),
+        level: 0,
+        busy_ns: ns,
+        charged_ns: ns,
+        max_busy_ns: ns,
+    };
+    let c = PowerModeClassifier::new(ModeConfig::default());
+    // Wrapping, 2 × (2⁶³ + 10) is 20 ns; 2⁶³ + 10 plus 5 saturates too, never below 2⁶³.
+    for stages in [
+        vec![st(0, big), st(1, big)],
+        vec![st(0, big), st(1, 5), st(2, big)],
+        vec![st(0, u64::MAX), st(1, u64::MAX), st(2, 1)],
+    ] {
+        let f = Frame {
+            gpu_ns: Some(1_000_000),
+            stages: stages.clone(),
+            ..Default::default()
+        };
+        assert_eq!(
+            c.indicator(&f),
+            Some((Indicator::StageBusy, u64::MAX)),
+            "{stages:?}"
+        );
+        assert_eq!(accounted_ns(&f), Some(u64::MAX), "{stages:?}");
+        assert_eq!(f.busy_ns(), u64::MAX, "{stages:?}");
+        // Accounted for all its GPU time: not time-sliced.
+        let l = ContentionLabeler::default().label(&f, &SensorState::default());
+        assert_eq!(l.unaccounted_ns, Some(0), "{stages:?}");
+        assert!(!l.gpu_time_sliced, "{l:?}");
+    }
+    // One stage alone is its own time; adding a stage never lowers the sum.
+    let mut f = Frame {
+        stages: vec![st(0, big)],
+        ..Default::default()
+    };
+    let mut last = 0;
+    for add in [1, big, u64::MAX] {
+        let (_, x) = c.indicator(&f).unwrap();
+        assert!(x >= last, "{x} < {last}");
+        last = x;
+        f.stages.push(st(f.stages.len() as u32, add));
+    }
+    assert_eq!(last, u64::MAX);
+    // Dispatch times (multi): the same rule.
+    let f = Frame {
+        gpu_ns: Some(1_000_000),
+        dispatch_ns: vec![big, big],
+        ..Default::default()
+    };
+    assert_eq!(accounted_ns(&f), Some(u64::MAX));
+    // The barrier wait the headless dashboard prints: the same rule.
+    let b = crate::spans::BarrierTiming {
+        level: 0,
+        arrival_spread_ns: big,
+        release_ns: big,
+        exit_spread_ns: 0,
+    };
+    let f = Frame {
+        barriers: vec![b.clone(), b],
+        ..Default::default()
+    };
+    assert_eq!(f.barrier_ns(), u64::MAX);
+}
