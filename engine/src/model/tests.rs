@@ -2,7 +2,6 @@
 //! metadata, is refused saying what and where. Files are built in memory from tiny synthetic
 //! models and edited before they are read (no device, no fixture files).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::types::Arch;
@@ -75,19 +74,6 @@ fn set(md: &mut Metadata, k: &str, v: Value) {
 
 fn tensor<'a>(ts: &'a mut Tensors, name: &str) -> &'a mut (String, Vec<u64>, GgmlType, Vec<u8>) {
     ts.iter_mut().find(|t| t.0 == name).expect("tensor in file")
-}
-
-/// A scratch directory removed on drop.
-struct Dir(PathBuf);
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-fn dir(tag: &str) -> Dir {
-    let d = std::env::temp_dir().join(format!("baro-model-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).expect("dir");
-    Dir(d)
 }
 
 #[test]
@@ -183,7 +169,7 @@ fn llama2c_tokenizer(n: usize) -> Vec<u8> {
 
 #[test]
 fn an_external_tokenizer_stands_in_for_the_file_s_vocabulary_whatever_its_size() {
-    let d = dir("external");
+    let d = tempfile::tempdir().expect("scratch dir");
     let m = tiny(Arch::Llama, 1);
     // The embedding cut to 100 rows: a vocabulary too small for a synthetic SentencePiece
     // one and unlike the 512 tokens the file's own metadata lists.
@@ -193,7 +179,7 @@ fn an_external_tokenizer_stands_in_for_the_file_s_vocabulary_whatever_its_size()
         t.1 = vec![128, 100];
         t.3.truncate(100 * 128 * 4);
     };
-    let tok = d.0.join("tok100.bin");
+    let tok = d.path().join("tok100.bin");
     std::fs::write(&tok, llama2c_tokenizer(100)).expect("write tokenizer");
     for strip in [false, true] {
         let bytes = gguf_bytes(&m, |md, ts| {
@@ -202,7 +188,7 @@ fn an_external_tokenizer_stands_in_for_the_file_s_vocabulary_whatever_its_size()
                 md.retain(|(k, _)| !k.starts_with("tokenizer."));
             }
         });
-        let p = d.0.join(format!("m{strip}.gguf"));
+        let p = d.path().join(format!("m{strip}.gguf"));
         std::fs::write(&p, bytes).expect("write model");
         // Without the external tokenizer the file's own is read, and refused.
         let e = Model::open(&p, None).err().expect("refused").to_string();
