@@ -24,7 +24,7 @@ mod tests;
 pub use mix::{file_type_name, KMix, Quant, Role};
 pub use types::{Config, Layer, Tensor, Weights};
 pub use vocab::{synthetic_tokenizer, tokenizer_from_gguf, tokenizer_gguf_metadata};
-pub use write::gguf_info;
+pub use write::{gguf_info, gguf_tensors};
 
 use crate::tokenizer::Tokenizer;
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::types::Arch;
-use super::{gguf_info, Model};
+use super::{gguf_tensors, Model};
 use crate::blob::Storage;
 use crate::gguf::{GgufFile, GgufWriter, Value};
 use crate::quant::GgmlType;
@@ -29,15 +29,7 @@ fn tiny(arch: Arch, layers: usize) -> Model {
 /// `m` as GGUF bytes, its metadata and tensors edited by `edit` first.
 fn gguf_bytes(m: &Model, edit: impl FnOnce(&mut Metadata, &mut Tensors)) -> Vec<u8> {
     let mut md = m.gguf_metadata("crafted").expect("metadata");
-    let mut ts: Tensors = m
-        .weights
-        .tensors()
-        .into_iter()
-        .map(|t| {
-            let (n, dims, ty) = gguf_info(t);
-            (n, dims, ty, t.data.to_vec())
-        })
-        .collect();
+    let mut ts: Tensors = gguf_tensors(m);
     edit(&mut md, &mut ts);
     let shapes: Vec<_> = ts
         .iter()

@@ -145,6 +145,19 @@ impl Model {
     }
 }
 
+/// Every tensor of `m` as a GGUF file lists it (name, dims in ggml order, type) with its bytes
+/// copied: what a test edits before writing a crafted file.
+pub fn gguf_tensors(m: &Model) -> Vec<(String, Vec<u64>, GgmlType, Vec<u8>)> {
+    m.weights
+        .tensors()
+        .into_iter()
+        .map(|t| {
+            let (n, dims, ty) = gguf_info(t);
+            (n, dims, ty, t.data.to_vec())
+        })
+        .collect()
+}
+
 /// GGUF tensor info of a tensor: dims in ggml order (`[cols]` for vectors, `[cols, rows]`).
 pub fn gguf_info(t: &Tensor) -> (String, Vec<u64>, GgmlType) {
     let vector = t.name.ends_with("norm.weight")

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use baro_engine::gate::{run_gate, GateConfig};
 use baro_engine::gguf::{write_file, Value};
 use baro_engine::model::types::Arch;
-use baro_engine::model::{gguf_info, Config, Model};
+use baro_engine::model::{gguf_tensors, Config, Model};
 use baro_engine::quant::GgmlType;
 use baro_engine::reference::CpuDecoder;
 use baro_engine::synth::{self, Llama3Rope, Shape};
@@ -169,15 +169,7 @@ fn crafted(
     edit: impl FnOnce(&mut Vec<(String, Value)>, &mut Vec<(String, Vec<u64>, GgmlType, Vec<u8>)>),
 ) -> PathBuf {
     let mut md = m.gguf_metadata("crafted").expect("metadata");
-    let mut ts: Vec<_> = m
-        .weights
-        .tensors()
-        .into_iter()
-        .map(|t| {
-            let (n, dims, ty) = gguf_info(t);
-            (n, dims, ty, t.data.to_vec())
-        })
-        .collect();
+    let mut ts = gguf_tensors(m);
     edit(&mut md, &mut ts);
     let p = d.0.join("m.gguf");
     let refs: Vec<_> = ts
