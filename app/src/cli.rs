@@ -35,7 +35,7 @@ pub enum Command {
     #[command(subcommand)]
     Model(ModelCommand),
     /// Record a headless decode to a file (`.baro`): every message, losslessly.
-    Record(cmd::recording::RecordArgs),
+    Record(cmd::record::RecordArgs),
     /// Replay a recording (`.baro`): the dashboard, or --headless lines / --json.
     Replay(cmd::recording::ReplayArgs),
     /// Export a recording as a trace (Perfetto protobuf, Trace Event JSON) and/or CSVs.

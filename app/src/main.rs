@@ -70,7 +70,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Model(ModelCommand::Info(a)) => cmd::model::info(a),
         Command::Replay(a) if a.headless => cmd::recording::replay_headless(&a),
         Command::Replay(a) => cmd::recording::replay_dashboard(&a),
-        Command::Record(a) => cmd::recording::record(a),
+        Command::Record(a) => cmd::record::record(a),
         Command::Export(a) => cmd::recording::export(&a),
         Command::Diff(a) => cmd::recording::diff(&a),
         Command::Serve(a) => cmd::serve::run(a),

@@ -9,6 +9,7 @@ pub mod generate;
 pub mod live;
 pub mod live_record;
 pub mod model;
+pub mod record;
 pub mod recording;
 pub mod run;
 pub mod serve;

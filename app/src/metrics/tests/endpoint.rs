@@ -1,0 +1,215 @@
+//! The metrics endpoint over a real socket: routing, methods, request heads, the bind error,
+//! and promtool's check of what it serves.
+
+use super::*;
+
+/// `(status, head, body)` of one HTTP request.
+fn http(addr: SocketAddr, request: &str) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_string(), body.to_string())
+}
+
+fn get(addr: SocketAddr, path: &str, accept: &str) -> (u16, String, String) {
+    http(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: x\r\nAccept: {accept}\r\n\r\n"),
+    )
+}
+
+#[test]
+fn endpoint_serves_metrics_an_index_and_404_and_refuses_other_methods() {
+    let (tx, rx) = crossbeam_channel::bounded(64);
+    let server = super::super::serve("127.0.0.1:0".parse().unwrap(), rx).unwrap();
+    let addr = server.local_addr();
+    assert_ne!(addr.port(), 0);
+    for m in small_stream() {
+        tx.send(m).unwrap();
+    }
+    // The consumer thread ingests asynchronously: wait (bounded) until the passes show.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let body = loop {
+        let (status, head, body) = get(addr, "/metrics", "*/*");
+        assert_eq!(status, 200, "{head}");
+        assert!(
+            head.contains("Content-Type: text/plain; version=0.0.4; charset=utf-8"),
+            "{head}"
+        );
+        if body.contains("baro_passes_total{") {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "no passes after 20 s:\n{body}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(value(&body, "baro_up", ""), "1");
+
+    let (status, head, body) = get(
+        addr,
+        "/metrics",
+        "application/openmetrics-text;version=1.0.0",
+    );
+    assert_eq!(status, 200);
+    assert!(head.contains("Content-Type: application/openmetrics-text; version=1.0.0"));
+    assert!(body.ends_with("# EOF\n"));
+    let (status, head, body) = get(addr, "/", "*/*");
+    assert_eq!(status, 200);
+    assert!(
+        head.contains("text/html") && body.contains("/metrics"),
+        "{body}"
+    );
+    let (status, head, body) = http(addr, "HEAD /metrics HTTP/1.1\r\n\r\n");
+    assert_eq!((status, body.as_str()), (200, ""), "{head}");
+    assert_eq!(get(addr, "/nope", "*/*").0, 404);
+    let (status, head, _) = http(addr, "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(status, 405);
+    assert!(head.contains("Allow: GET, HEAD"), "{head}");
+    assert_eq!(http(addr, "garbage\r\n\r\n").0, 400);
+
+    // The producer goes away: up drops to 0, the endpoint keeps serving the last values.
+    drop(tx);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while value(&get(addr, "/metrics", "*/*").2, "baro_up", "") != "0" {
+        assert!(Instant::now() < deadline, "baro_up stayed 1");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        answers_as_an_exporter(addr),
+        "the probe must see a live server"
+    );
+    let t = Instant::now();
+    server.shutdown();
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(
+        !answers_as_an_exporter(addr),
+        "still serving metrics on {addr} after shutdown"
+    );
+}
+
+/// A head whose lines end in a bare LF (`printf 'GET /metrics HTTP/1.0\n\n' | nc`) is answered
+/// at once (was: held to the 2 s head deadline, then 408 "not complete in time"), and an
+/// absolute-form target (`GET http://host/metrics`, RFC 9112 §3.2.2) is routed by its path
+/// (was: 404).
+#[test]
+fn a_head_with_bare_lf_line_ends_or_an_absolute_target_is_served_at_once() {
+    let (_tx, rx) = crossbeam_channel::bounded::<Telemetry>(1);
+    let server = super::super::serve("127.0.0.1:0".parse().unwrap(), rx).unwrap();
+    let addr = server.local_addr();
+    for (request, want) in [
+        ("GET /metrics HTTP/1.0\n\n", "baro_up"),
+        ("GET /metrics HTTP/1.1\nHost: x\nAccept: */*\n\n", "baro_up"),
+        ("GET /metrics HTTP/1.1\r\nHost: x\n\r\n", "baro_up"),
+        (
+            &format!("GET http://{addr}/metrics?x=1 HTTP/1.1\r\n\r\n"),
+            "baro_up",
+        ),
+        ("GET HTTP://x HTTP/1.1\r\n\r\n", "/metrics"),
+    ] {
+        let t = Instant::now();
+        let (status, head, body) = http(addr, request);
+        assert_eq!(status, 200, "{request:?}: {head}");
+        assert!(body.contains(want), "{request:?}: {body}");
+        assert!(
+            t.elapsed() < super::super::http::HEAD_DEADLINE,
+            "{request:?}: {:?}",
+            t.elapsed()
+        );
+    }
+    let r = parse_head("GET /metrics HTTP/1.1\nAccept: text/plain\n").unwrap();
+    assert_eq!(r.accept.as_deref(), Some("text/plain"));
+    // A CR alone is no line end: the head is one malformed request line.
+    assert_eq!(parse_head("GET / HTTP/1.1\rAccept: x"), None);
+}
+
+/// Whether something on `addr` answers `GET /metrics` with baro-top's families. A bare
+/// `connect` cannot tell: once the port is free, a connect to it can meet itself (TCP
+/// simultaneous open, when the kernel picks the same port as the source) or another
+/// test's fresh listener on a reused ephemeral port, and both happened under CI load.
+/// The timeouts are generous: the probe is also asked to see a live server, which on a loaded
+/// machine can take seconds to accept (it polls every 50 ms) and answer; a closed port is
+/// refused at once, so they cost nothing there.
+fn answers_as_an_exporter(addr: SocketAddr) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(10)) else {
+        return false;
+    };
+    if s.local_addr().ok() == s.peer_addr().ok() {
+        return false;
+    }
+    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+    if s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut resp = String::new();
+    let _ = s.read_to_string(&mut resp);
+    resp.contains("baro_up")
+}
+
+#[test]
+fn binding_an_address_in_use_is_an_error_that_names_it() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap();
+    let (_tx, rx) = crossbeam_channel::bounded(1);
+    let Err(e) = super::super::serve(addr, rx) else {
+        panic!("bound {addr} twice");
+    };
+    let msg = format!("{e:#}");
+    assert!(
+        msg.contains(&addr.to_string()) && msg.contains("in use"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn promtool_check_metrics_accepts_the_exposition() {
+    let Some(promtool) = tool("promtool") else {
+        return;
+    };
+    let t = exposition(Format::Prometheus);
+    let mut child = std::process::Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(t.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "promtool: {said}\n{t}"
+    );
+}
+
+/// A Prometheus tool on PATH. Missing: a failure in CI (CI=true) and by default; a printed
+/// skip only outside CI with BARO_SKIP_PROMETHEUS set.
+fn tool(name: &str) -> Option<std::path::PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(name))
+            .find(|f| f.is_file())
+    });
+    if found.is_none() {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        if !ci && std::env::var_os("BARO_SKIP_PROMETHEUS").is_some() {
+            eprintln!("skipped: {name} is not installed (BARO_SKIP_PROMETHEUS is set)");
+            return None;
+        }
+        panic!("{name} is not installed: `apt-get install prometheus` (scripts/test.sh does)");
+    }
+    found
+}
