@@ -59,7 +59,7 @@ pub struct AbArgs {
     /// before running, judged after.
     #[arg(long, value_name = "LO%..HI%", value_parser = parse_range, allow_hyphen_values = true)]
     pub predict: Option<PctRange>,
-    /// The predictions log (appended).
+    /// The predictions log (appended; `-` is stdout).
     #[arg(long, value_name = "FILE", default_value = "baro-predictions.log")]
     pub log: PathBuf,
     /// Vulkan device: index or name substring (one device for both arms).
@@ -218,15 +218,30 @@ fn now_utc() -> String {
         .map_or(0, |d| d.as_secs()))
 }
 
+/// Append one line to the predictions log (`-`: stdout). A regular file is synced, so that
+/// a prediction outlives whatever the run does next; a pipe, a terminal or `/dev/null` has
+/// no disk to sync (fsync refuses them). Into this process's own stdout whose reader went
+/// away, the process ends quietly, as every command's stdout does (crate::out).
 fn append_log(path: &Path, line: &str) -> anyhow::Result<()> {
+    let ctx = || format!("--log {}", path.display());
+    if path == Path::new("-") {
+        return writeln!(crate::out::Stdout::lock(), "{line}").with_context(ctx);
+    }
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
-        .with_context(|| format!("--log {}", path.display()))?;
-    writeln!(f, "{line}").with_context(|| format!("--log {}", path.display()))?;
-    f.sync_all()
-        .with_context(|| format!("--log {}", path.display()))
+        .with_context(ctx)?;
+    if let Err(e) = writeln!(f, "{line}") {
+        if e.kind() == std::io::ErrorKind::BrokenPipe && crate::files::is_own_output(path) {
+            crate::out::reader_gone();
+        }
+        return Err(e).with_context(ctx);
+    }
+    if f.metadata().with_context(ctx)?.is_file() {
+        f.sync_all().with_context(ctx)?;
+    }
+    Ok(())
 }
 
 /// Parse one in-process arm's options.
