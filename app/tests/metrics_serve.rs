@@ -1,5 +1,6 @@
 //! `baro-top serve` as a user runs it: refusals with status 2, the endpoint on synthetic
-//! telemetry and on a live lavapipe decode, a clean stop on SIGINT and SIGTERM.
+//! telemetry and on a live lavapipe decode, a clean stop on SIGINT and SIGTERM, a scrape
+//! answered while slow clients hold every slot, a slow request head cut at its deadline.
 
 #![allow(clippy::unwrap_used)]
 
@@ -298,4 +299,81 @@ fn record_metrics_serves_the_recorded_runs_passes_while_it_records() {
     }
     drop(guard);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn slow_clients_holding_every_slot_do_not_starve_a_scrape() {
+    let (_guard, addr, _stderr) = start_serve(&["--synthetic"]);
+    // 80 slowloris clients (more than the 64 slots), each trickling a byte every 500 ms and
+    // reconnecting 50 ms after the server drops it.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let slow: Vec<_> = (0..80)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(50));
+                    let Ok(mut c) = TcpStream::connect(addr) else {
+                        continue;
+                    };
+                    for b in b"GET /metrics HTTP/1.1\r\nX-Slow: ".iter().cycle() {
+                        if stop.load(std::sync::atomic::Ordering::Relaxed)
+                            || c.write_all(&[*b]).is_err()
+                        {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(500));
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(3));
+    // Every scrape while they keep going is answered 200.
+    for _ in 0..5 {
+        let mut s = TcpStream::connect(addr).expect("connects");
+        s.set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").expect("write");
+        let mut resp = String::new();
+        let _ = s.read_to_string(&mut resp);
+        assert!(
+            resp.starts_with("HTTP/1.1 200"),
+            "a scrape among slow clients: {:?}",
+            resp.lines().next()
+        );
+        std::thread::sleep(Duration::from_millis(700));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in slow {
+        let _ = t.join();
+    }
+}
+
+#[test]
+fn a_slow_request_head_is_cut_at_the_whole_request_deadline() {
+    let (_guard, addr, _stderr) = start_serve(&["--synthetic"]);
+    let mut c = TcpStream::connect(addr).expect("connect");
+    c.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let t = Instant::now();
+    let mut resp = vec![];
+    // One byte every 300 ms (each well inside any per-read timeout) until the server answers.
+    for b in b"GET /metrics HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".iter() {
+        if c.write_all(&[*b]).is_err() {
+            break;
+        }
+        let mut buf = [0u8; 256];
+        if let Ok(n) = c.read(&mut buf) {
+            resp.extend_from_slice(&buf[..n]);
+            if n == 0 || !resp.is_empty() {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let took = t.elapsed();
+    let resp = String::from_utf8_lossy(&resp);
+    assert!(resp.starts_with("HTTP/1.1 408"), "{resp:?} after {took:?}");
+    assert!(took < Duration::from_secs(10), "cut after {took:?}");
 }
