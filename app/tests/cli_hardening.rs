@@ -1,6 +1,7 @@
 //! What the binary does with input a user can give it by mistake: absurd sizes, endless
-//! files, bad values (closed pipes: closed_pipes.rs). Every case ends in a clear message (status 2) or a quiet exit,
-//! never a panic, an abort, a hang, a silent clamp or a leftover file.
+//! files, bad values (closed pipes: closed_pipes.rs). Every case ends in a clear message
+//! (status 2) or a quiet exit, never a panic, an abort, a hang, a silent clamp or a leftover
+//! file.
 //!
 //! Tests that need a Vulkan device run on lavapipe (`LP_NUM_THREADS=2`), one at a time; with no
 //! device they fail, unless `BARO_SKIP_VULKAN` is set outside CI (as in engine/tests/common).
