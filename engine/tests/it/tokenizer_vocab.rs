@@ -52,10 +52,13 @@ fn vocab_file(name: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
-/// The cases of `ggml-vocab-NAME.gguf.inp` / `.out`, split as llama.cpp's test-tokenizer-0.
-fn cases(name: &str) -> Vec<(String, Vec<u32>)> {
-    let inp = std::fs::read_to_string(data(&format!("ggml-vocab-{name}.gguf.inp"))).expect(".inp");
-    let out = std::fs::read_to_string(data(&format!("ggml-vocab-{name}.gguf.out"))).expect(".out");
+/// The cases of `ggml-vocab-NAME.gguf{set}.inp` / `.out` (`set` "" for llama.cpp's own,
+/// ".adversarial" for ours), split as llama.cpp's test-tokenizer-0.
+fn cases(name: &str, set: &str) -> Vec<(String, Vec<u32>)> {
+    let inp =
+        std::fs::read_to_string(data(&format!("ggml-vocab-{name}.gguf{set}.inp"))).expect(".inp");
+    let out =
+        std::fs::read_to_string(data(&format!("ggml-vocab-{name}.gguf{set}.out"))).expect(".out");
     let sep = "\n__ggml_vocab_test__\n";
     let mut inputs = Vec::new();
     let mut rest = inp.as_str();
@@ -87,9 +90,9 @@ fn cases(name: &str) -> Vec<(String, Vec<u32>)> {
     inputs.into_iter().zip(outputs).collect()
 }
 
-fn check(name: &str) {
+fn check(name: &str, set: &str) {
     let (_dir, tok) = vocab(name);
-    let cases = cases(name);
+    let cases = cases(name, set);
     assert!(cases.len() >= 40, "{name}: {} cases", cases.len());
     let mut failed = Vec::new();
     for (i, (text, want)) in cases.iter().enumerate() {
@@ -108,8 +111,9 @@ fn check(name: &str) {
             prev = id;
         }
         let spm = name == "llama-spm" && !text.is_empty();
+        // SPM writes spaces as '▁' before tokenizing, so a '▁' in the text comes back a space.
         let expect = if spm {
-            format!(" {text}")
+            format!(" {text}").replace('\u{2581}', " ")
         } else {
             text.clone()
         };
@@ -131,22 +135,115 @@ fn check(name: &str) {
 
 #[test]
 fn llama_bpe_vocabulary_reproduces_every_llama_cpp_case() {
-    check("llama-bpe");
+    check("llama-bpe", "");
 }
 
 #[test]
 fn qwen2_vocabulary_reproduces_every_llama_cpp_case() {
-    check("qwen2");
+    check("qwen2", "");
 }
 
 #[test]
 fn gpt2_vocabulary_reproduces_every_llama_cpp_case() {
-    check("gpt-2");
+    check("gpt-2", "");
 }
 
 #[test]
 fn llama_spm_vocabulary_reproduces_every_llama_cpp_case() {
-    check("llama-spm");
+    check("llama-spm", "");
+}
+
+// The adversarial sets: whitespace runs of every kind, digit runs, mixed-case contractions,
+// ZWJ emoji, combining marks, special-token text (not parsed), control characters, long runs;
+// their ids are llama.cpp's (llama_tokenize, no BOS, parse_special off), found by a
+// differential fuzz against it (SOURCE.md).
+
+#[test]
+fn llama_bpe_vocabulary_reproduces_every_adversarial_case() {
+    check("llama-bpe", ".adversarial");
+}
+
+#[test]
+fn qwen2_vocabulary_reproduces_every_adversarial_case() {
+    check("qwen2", ".adversarial");
+}
+
+#[test]
+fn gpt2_vocabulary_reproduces_every_adversarial_case() {
+    check("gpt-2", ".adversarial");
+}
+
+#[test]
+fn llama_spm_vocabulary_reproduces_every_adversarial_case() {
+    check("llama-spm", ".adversarial");
+}
+
+#[test]
+fn invalid_utf8_and_nul_bytes_tokenize_as_in_llama_cpp() {
+    // Byte-level BPE decodes each invalid byte to U+FFFD (surrogates and overlong forms to the
+    // value their bits spell); SPM keeps the bytes, grouping a lead byte with the next ones
+    // whatever they are (`\xe2\x82` takes the first byte of the `▁` the space became).
+    // Ids from llama.cpp's llama_tokenize (no BOS, parse_special off).
+    let texts: [&[u8]; 6] = [
+        b"\xff",
+        b"a\xc3(",
+        b"\xed\xa0\x80",
+        b"\xc0\x80",
+        b"x\0y",
+        b"\xe2\x82 z",
+    ];
+    let want: [(&str, [&[u32]; 6]); 4] = [
+        (
+            "llama-spm",
+            [
+                &[29871, 258],
+                &[263, 198, 43],
+                &[29871, 240, 163, 131],
+                &[29871, 195, 131],
+                &[921, 3, 29891],
+                &[29871, 229, 133, 229, 153, 132, 29920],
+            ],
+        ),
+        (
+            "llama-bpe",
+            [
+                &[5809],
+                &[64, 5809, 7],
+                &[169, 64319],
+                &[188],
+                &[87, 188, 88],
+                &[10178, 1167],
+            ],
+        ),
+        (
+            "qwen2",
+            [
+                &[5691],
+                &[64, 5691, 7],
+                &[169, 63219],
+                &[188],
+                &[87, 188, 88],
+                &[9973, 1147],
+            ],
+        ),
+        (
+            "gpt-2",
+            [
+                &[4210],
+                &[64, 4210, 7],
+                &[169, 254, 222],
+                &[188],
+                &[87, 188, 88],
+                &[6353, 1976],
+            ],
+        ),
+    ];
+    for (name, ids) in want {
+        let (_d, t) = vocab(name);
+        for (text, want) in texts.iter().zip(ids) {
+            assert_eq!(t.tokenize(text, false, false), want, "{name} {text:?}");
+        }
+    }
 }
 
 #[test]
