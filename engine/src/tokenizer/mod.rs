@@ -396,8 +396,14 @@ impl Tokenizer {
             }
         }
         impl Ord for Cand {
+            // Scores compare as run.c's `>` compares them: -0.0 ties 0.0 (then the earlier
+            // pair wins), where `total_cmp` would rank 0.0 first. No NaN reaches the heap:
+            // only scores above NO_SCORE are pushed.
             fn cmp(&self, o: &Self) -> Ordering {
-                self.0.total_cmp(&o.0).then(self.1.cmp(&o.1))
+                self.0
+                    .partial_cmp(&o.0)
+                    .unwrap_or(Ordering::Equal)
+                    .then(self.1.cmp(&o.1))
             }
         }
         let n = tokens.len();

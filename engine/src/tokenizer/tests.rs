@@ -215,6 +215,30 @@ fn merges_take_the_highest_score_and_the_first_pair_on_ties() {
 }
 
 #[test]
+fn a_merge_scoring_minus_zero_ties_one_scoring_zero_and_the_earlier_pair_wins() {
+    // run.c keeps the first pair unless a later one scores `>` it, and neither of -0.0 and
+    // 0.0 is `>` the other: the earlier pair "ab" merges, whichever of the two it scores
+    // (tok512's first merge, " t", scores -0.0).
+    for (ab, bc) in [(-0.0, 0.0), (0.0, -0.0)] {
+        let t = small(&[
+            (" ", 0.0),
+            ("a", 0.0),
+            ("b", 0.0),
+            ("c", 0.0),
+            ("ab", ab),
+            ("bc", bc),
+        ]);
+        assert_eq!(
+            t.encode(b"abc", false, false),
+            [3, 7, 6],
+            "ab {ab}, bc {bc}"
+        );
+        let initial = vec![3, 4, 5, 6];
+        assert_eq!(t.merge_all(initial.clone()), t.merge_all_reference(initial));
+    }
+}
+
+#[test]
 fn fallbacks_where_run_c_is_undefined() {
     // No " " piece: the dummy prefix is <0x20> when present, else left out.
     let t = small(&[("a", 0.0), ("<0x20>", 0.0)]);
