@@ -32,9 +32,17 @@ fn whole_u32(s: &str, min: u32, max: u32, why: &str) -> Result<u32, String> {
     whole(s, min.into(), max.into(), why).map(|v| v as u32)
 }
 
+/// A number read as run.c reads `-t` and `-p` (`float v = atof(s)`): the decimal rounded to
+/// the nearest double, then that double to the nearest float. Parsing straight to f32 rounds
+/// once and can give the neighbouring float (`1.00000005960464478` is 1.0000001 directly,
+/// 1.0 through the double), so the same flag would sample another text than run.c.
+fn c_float(s: &str) -> Result<f32, String> {
+    parse::<f64>(s, "a number").map(|v| v as f32)
+}
+
 /// `--temp`: a finite number >= 0 (0 = greedy).
 pub fn temperature(s: &str) -> Result<f32, String> {
-    let v: f32 = parse(s, "a number")?;
+    let v = c_float(s)?;
     if !v.is_finite() || v < 0.0 {
         return Err(format!(
             "{v} is not a temperature: must be a finite number >= 0 (0 = greedy argmax; logits are divided by it)"
@@ -45,7 +53,7 @@ pub fn temperature(s: &str) -> Result<f32, String> {
 
 /// `--topp`: a probability in [0, 1] (0 or 1 = plain sampling, no nucleus).
 pub fn top_p(s: &str) -> Result<f32, String> {
-    let v: f32 = parse(s, "a number")?;
+    let v = c_float(s)?;
     if !(0.0..=1.0).contains(&v) {
         return Err(format!(
             "{v} is not a top-p: must be a probability from 0 to 1 (the nucleus keeps the tokens whose probabilities sum to it; 0 or 1 = no nucleus)"
@@ -442,6 +450,22 @@ mod tests {
         for bad in ["On", "1", "true", "", " on"] {
             assert!(on_off(bad).expect_err(bad).contains("on or off"), "{bad}");
         }
+    }
+
+    #[test]
+    fn temperature_and_top_p_round_through_a_double_as_run_c_atof_does() {
+        // Each decimal sits just past the midpoint between two floats: straight to f32 it
+        // rounds away from run.c's value, through the double it lands on the midpoint and
+        // rounds to even, as `float t = atof(s)` does.
+        assert_eq!(temperature("1.00000005960464478"), Ok(1.0));
+        assert_eq!(temperature("0.50000002980232239"), Ok(0.5));
+        assert_eq!(top_p("0.99999997019767761"), Ok(1.0));
+        assert_eq!(top_p("0.90000000596046448"), Ok(0.9));
+        // The range is checked on the float run.c uses: 1.00000001 is 1.
+        assert_eq!(top_p("1.00000001"), Ok(1.0));
+        assert_eq!(temperature("1e-50"), Ok(0.0));
+        // Overflowing the float is not a temperature.
+        assert!(temperature("1e39").is_err());
     }
 
     #[test]

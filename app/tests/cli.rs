@@ -47,6 +47,22 @@ fn seeded_sampling_is_reproducible_and_differs_from_greedy() {
 }
 
 #[test]
+fn generate_reads_temperature_and_top_p_as_run_c_atof_does() {
+    // run.c's `topp = atof(s)` turns 0.99999997019767761 into the double halfway between the
+    // floats 0.99999994 and 1, then to 1 (ties to even): no nucleus, the same text as -p 1.
+    let run = |p: &str| {
+        let o = baro(&[
+            "generate", "-t", "1", "-p", p, "-s", "7", "-n", "40", "-i", "Once",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        o.stdout
+    };
+    let want = "Once upon a time, there was a powerful dog named Kitty. They were playing in the park in the table, but\n";
+    assert_eq!(String::from_utf8_lossy(&run("1")), want);
+    assert_eq!(String::from_utf8_lossy(&run("0.99999997019767761")), want);
+}
+
+#[test]
 fn bad_input_gets_a_clear_error_and_status_2() {
     let out = baro(&["generate", "--model", "/no/such/model.gguf"]);
     assert_eq!(out.status.code(), Some(2));
