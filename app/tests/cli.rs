@@ -63,6 +63,49 @@ fn generate_reads_temperature_and_top_p_as_run_c_atof_does() {
 }
 
 #[test]
+fn generate_encodes_a_prompt_that_is_not_utf8_byte_by_byte_as_run_c_does() {
+    use std::os::unix::ffi::OsStrExt;
+    // run.c's output for these prompts: a lone byte (0xE9, a stray 0x80) is its byte-fallback
+    // token, which safe_printf does not print.
+    for (prompt, want) in [
+        (
+            &b"caf\xe9"[..],
+            "caf was a big, red ball. It was a big, red ball. The ball was very s\n",
+        ),
+        (
+            b"\x80\x80 stray",
+            " strayed in the park. A little boy named Tim went to the park with his\n",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_baro-top"))
+            .args(["generate", "-n", "30", "-i"])
+            .arg(std::ffi::OsStr::from_bytes(prompt))
+            .output()
+            .expect("baro-top runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{prompt:?}");
+    }
+}
+
+#[test]
+fn generate_takes_a_prompt_that_starts_with_a_dash_as_run_c_does() {
+    let out = baro(&["generate", "-n", "12", "-i", "- a list"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "- a listening is a big\n"
+    );
+}
+
+#[test]
 fn bad_input_gets_a_clear_error_and_status_2() {
     let out = baro(&["generate", "--model", "/no/such/model.gguf"]);
     assert_eq!(out.status.code(), Some(2));

@@ -29,9 +29,10 @@ pub enum Backend {
 pub struct GenerateArgs {
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Prompt text (run.c -i).
-    #[arg(long, short = 'i', default_value = "")]
-    pub prompt: String,
+    /// Prompt text (run.c -i), byte for byte: bytes that are not UTF-8 are encoded as run.c
+    /// encodes them (byte fallback), and a prompt may start with `-` (`-i "- a list"`).
+    #[arg(long, short = 'i', default_value = "", allow_hyphen_values = true)]
+    pub prompt: std::ffi::OsString,
     /// Positions to run, prompt included, 0..=2^20; 0 = the model's context length (run.c -n).
     #[arg(long = "steps", short = 'n', default_value_t = 200, value_parser = crate::validate::steps, allow_negative_numbers = true)]
     pub steps: usize,
@@ -103,9 +104,15 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
                 model.source
             );
         }
-        ChatTemplate::detect(model.tokenizer.chat_template(), &model.source)?.user_prompt(&a.prompt)
+        let Some(msg) = a.prompt.to_str() else {
+            bail!("--chat: the prompt is not UTF-8, and a chat template is text (drop --chat to encode its bytes as they are)");
+        };
+        ChatTemplate::detect(model.tokenizer.chat_template(), &model.source)?
+            .user_prompt(msg)
+            .into_bytes()
     } else {
-        a.prompt.clone()
+        // run.c encodes the prompt's bytes as they are: a prompt that is not UTF-8 is no error.
+        std::os::unix::ffi::OsStrExt::as_bytes(a.prompt.as_os_str()).to_vec()
     };
     let opts = GenerateOptions {
         // The template's header tokens are control tokens: --chat parses them.
@@ -173,7 +180,7 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         dec.as_mut(),
         &model.tokenizer,
         &mut sampler,
-        prompt.as_bytes(),
+        &prompt,
         steps,
         &mut out,
         opts,
