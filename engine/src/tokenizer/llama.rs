@@ -286,9 +286,15 @@ impl LlamaVocab {
             }
         }
         impl Ord for Bigram {
-            // Highest score first, then the leftmost.
+            // Highest score first, then the leftmost. Scores compare as llama.cpp's `<` and
+            // `==` compare them: -0.0 ties 0.0 (then the leftmost pair merges), where
+            // `total_cmp` alone would rank 0.0 first. A NaN (a malformed file's) keeps
+            // total_cmp's place, so the order stays total.
             fn cmp(&self, o: &Self) -> Ordering {
-                self.score.total_cmp(&o.score).then(o.left.cmp(&self.left))
+                let key = |x: f32| if x == 0.0 { 0.0 } else { x };
+                key(self.score)
+                    .total_cmp(&key(o.score))
+                    .then(o.left.cmp(&self.left))
             }
         }
         let mut syms: Vec<Sym> = Vec::with_capacity(s.len());
@@ -522,3 +528,60 @@ fn find(hay: &[u8], pat: &[u8]) -> Option<usize> {
 
 mod build;
 pub use build::{ModelSpec, Spec, SpecialIds};
+
+#[cfg(test)]
+mod tests {
+    use super::build::{ModelSpec, Spec, SpecialIds};
+    use super::LlamaVocab;
+
+    /// An SPM vocabulary of `tokens` with their scores (ids in order).
+    fn spm(tokens: &[(&str, f32)]) -> LlamaVocab {
+        LlamaVocab::build(Spec {
+            model: ModelSpec::Spm {
+                add_space_prefix: Some(false),
+            },
+            tokens: tokens.iter().map(|(t, _)| t.to_string()).collect(),
+            scores: Some(tokens.iter().map(|(_, s)| *s).collect()),
+            attrs: None,
+            ids: SpecialIds::default(),
+            add_bos: None,
+            add_eos: None,
+            meta: vec![],
+        })
+    }
+
+    #[test]
+    fn an_spm_merge_scoring_minus_zero_ties_one_scoring_zero_and_the_leftmost_pair_wins() {
+        // llama.cpp's bigram queue orders by `<` and `==` on the score, then the leftmost
+        // pair: -0.0 and 0.0 tie, so "ab" merges before "bc" whichever of the two it scores.
+        for (ab, bc) in [(-0.0, 0.0), (0.0, -0.0)] {
+            let v = spm(&[
+                ("<unk>", 0.0),
+                ("<s>", 0.0),
+                ("</s>", 0.0),
+                ("a", -1.0),
+                ("b", -1.0),
+                ("c", -1.0),
+                ("ab", ab),
+                ("bc", bc),
+            ]);
+            assert_eq!(
+                v.tokenize(b"abc", false, false, false),
+                [6, 5],
+                "ab {ab}, bc {bc}"
+            );
+        }
+        // A higher score still wins over the leftmost pair.
+        let v = spm(&[
+            ("<unk>", 0.0),
+            ("<s>", 0.0),
+            ("</s>", 0.0),
+            ("a", -1.0),
+            ("b", -1.0),
+            ("c", -1.0),
+            ("ab", -0.5),
+            ("bc", -0.25),
+        ]);
+        assert_eq!(v.tokenize(b"abc", false, false, false), [3, 7]);
+    }
+}
