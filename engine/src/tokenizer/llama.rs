@@ -534,8 +534,19 @@ mod tests {
     use super::build::{ModelSpec, Spec, SpecialIds};
     use super::LlamaVocab;
 
-    /// An SPM vocabulary of `tokens` with their scores (ids in order).
-    fn spm(tokens: &[(&str, f32)]) -> LlamaVocab {
+    /// An SPM vocabulary of "a", "b", "c" (ids 3–5) and the merges "ab" (6) and "bc" (7)
+    /// scoring `ab` and `bc`.
+    fn abc(ab: f32, bc: f32) -> LlamaVocab {
+        let tokens = [
+            ("<unk>", 0.0),
+            ("<s>", 0.0),
+            ("</s>", 0.0),
+            ("a", -1.0),
+            ("b", -1.0),
+            ("c", -1.0),
+            ("ab", ab),
+            ("bc", bc),
+        ];
         LlamaVocab::build(Spec {
             model: ModelSpec::Spm {
                 add_space_prefix: Some(false),
@@ -555,16 +566,7 @@ mod tests {
         // llama.cpp's bigram queue orders by `<` and `==` on the score, then the leftmost
         // pair: -0.0 and 0.0 tie, so "ab" merges before "bc" whichever of the two it scores.
         for (ab, bc) in [(-0.0, 0.0), (0.0, -0.0)] {
-            let v = spm(&[
-                ("<unk>", 0.0),
-                ("<s>", 0.0),
-                ("</s>", 0.0),
-                ("a", -1.0),
-                ("b", -1.0),
-                ("c", -1.0),
-                ("ab", ab),
-                ("bc", bc),
-            ]);
+            let v = abc(ab, bc);
             assert_eq!(
                 v.tokenize(b"abc", false, false, false),
                 [6, 5],
@@ -572,16 +574,9 @@ mod tests {
             );
         }
         // A higher score still wins over the leftmost pair.
-        let v = spm(&[
-            ("<unk>", 0.0),
-            ("<s>", 0.0),
-            ("</s>", 0.0),
-            ("a", -1.0),
-            ("b", -1.0),
-            ("c", -1.0),
-            ("ab", -0.5),
-            ("bc", -0.25),
-        ]);
-        assert_eq!(v.tokenize(b"abc", false, false, false), [3, 7]);
+        assert_eq!(
+            abc(-0.5, -0.25).tokenize(b"abc", false, false, false),
+            [3, 7]
+        );
     }
 }
