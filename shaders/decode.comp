@@ -689,6 +689,17 @@ const uint ATT_R = ATT_Q <= ATT_KQ ? 1u : ATT_Q <= 2u * ATT_KQ ? 2u : ATT_Q <= 4
 // f32 cache, 8 of an f16 one: four halves widened with unpackHalf2x16, exactly as a scalar
 // f16 load widens them); a head size of 4k+2 (the fallback) reads scalars, the two elements
 // past the head size zero.
+// The f16 cache's attention loops load every raw quad first and widen them after
+// (F16_RAW_FIRST) only from 1,024 lanes, and on CPU devices past 64 lanes (so that CI runs
+// both forms: lavapipe's default 64 lanes the widen-as-it-lands one, kv_f16.rs's 128 the
+// raw-first one). At 512 lanes on the H100 the raw-first form cost the q8 module its
+// register budget (91 registers with the f32 cache, 64 and 16 bytes of local memory with
+// f16: round 91, −4.7 % at 1B depth 0); at 1,024 lanes every module is held to 64 anyway and
+// the raw-first form is round 46's +2.6 % at depth 4096. A macro, not a global const: glslang
+// emits a const's || as short-circuit code inside its first reader, which spirv-val refuses
+// (the value does not dominate its other uses).
+#define F16_RAW_FIRST (gl_WorkGroupSize.x >= 1024u || (CPU_PAUSE && gl_WorkGroupSize.x > 64u))
+
 vec4 kq4(uint o) {
 #ifdef KV16
     if (KV_F16) { uvec2 u = kvc16x4.kv[o >> 2u]; return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y)); }
@@ -833,10 +844,11 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
             // Every load first (independent, in flight together), then the arithmetic.
             vec4 kq[ATT_KQ];
 #ifdef KV16
-            if (KV_F16 && (hs & 3u) == 0u) {
+            if (KV_F16 && (hs & 3u) == 0u && F16_RAW_FIRST) {
                 // f16: the raw halves of every quad first, then the widening (kq4's widening
                 // right after its load made the driver wait for each load before issuing the
-                // next: one round trip per quad; bench/rounds/46.md).
+                // next: one round trip per quad; bench/rounds/46.md). Below F16_RAW_FIRST's
+                // width, kq4 widens each quad as it lands: the same values.
                 uvec2 kh[ATT_KQ];
                 [[unroll]] for (uint y = 0u; y < ATT_KQ; ++y) {
                     uint j = r + R * (y0 + y);
@@ -919,7 +931,7 @@ void unit_attn(uint layer, uint hg, uint c, uint nch) {
                 TICK();
                 vec4 vq[ATT_VP];
 #ifdef KV16
-                if (KV_F16 && (hs & 3u) == 0u) {
+                if (KV_F16 && (hs & 3u) == 0u && F16_RAW_FIRST) {
                     // f16: every raw load first, then the widening (as the keys above).
                     uvec2 vh[ATT_VP];
                     [[unroll]] for (uint p = 0u; p < ATT_VP; ++p) {

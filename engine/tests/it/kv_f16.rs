@@ -51,6 +51,29 @@ fn f16_kv_tracks_the_f16_rounded_reference_and_mega_equals_multi_past_256_positi
     );
 }
 
+/// At 128 lanes a CPU device runs the f16 attention loops' raw-first form (decode.comp's
+/// F16_RAW_FIRST: every raw quad loaded, then widened; the H200 runs it from 1,024 lanes);
+/// lavapipe's default 64 lanes run the widen-as-it-lands form in the test above. Both must
+/// give the f16-rounded reference's values, and mega and multi the same bits.
+#[test]
+fn f16_kv_raw_first_loops_at_128_lanes_track_the_f16_rounded_reference_and_mega_equals_multi() {
+    let Some((ctx, _turn)) = device() else { return };
+    assert!(
+        ctx.info.storage_16bit,
+        "the test device must have storageBuffer16BitAccess"
+    );
+    let model = model();
+    let mut gate = GateConfig::new(N, vec![Dispatch::Mega, Dispatch::Multi], prompt(&model));
+    gate.decoder.kv = KvType::F16;
+    gate.decoder.wg_size = Some(128);
+    let r = run_gate(&ctx.clone().into(), &model, &gate, |_, _| {}).expect("gate ran");
+    assert_gate_clean(&r, N, 1e-4, "f16 KV at 128 lanes");
+    eprintln!(
+        "f16 KV at 128 lanes vs the f16-rounded reference: worst rel-L2 {:.3e}",
+        r.max_rel_l2().unwrap_or(f64::NAN)
+    );
+}
+
 #[test]
 fn f16_kv_changes_the_logits_of_the_f32_kv_run_but_stays_close_to_them() {
     assert_eq!(
