@@ -76,8 +76,11 @@ impl std::str::FromStr for KvChoice {
 /// up), so every lane is held to 64 registers whichever cache it reads. Measured on an H100
 /// (bench/rounds/91.md, `bench ab` f32 → f16 cache, q8): 8B Q4_K_M +1.22 % at depth 0 and
 /// +4.67 % at 4096, 8B Q4_0 −0.22 % at 0 (within the instrument's ±0.3 %) and +3.1 % at
-/// 4096 (round 74); below it the 512-lane kernel with the f16 cache lost its register budget
-/// (91 → 64, 1B Q4_0 −4.73 % at depth 0, −0.22 % at 4096), so narrower models keep f32.
+/// 4096 (round 74). Below it the 512-lane kernel with the f16 cache lost its register budget
+/// (round 91: 91 → 64, 1B Q4_0 −4.73 % at depth 0); since round 93 (the raw-first f16 loops
+/// only from 1,024 lanes) it keeps 91, and the f16 cache there measures level with f32
+/// (1B Q4_0 −0.57 % at depth 0, +0.63 % at 4096; 1B Q4_K_M +0.62 % at 4096): no gain worth
+/// the f16 rounding, so narrower models keep the reference cache.
 pub const KV_AUTO_F16_DIM: usize = 4096;
 
 /// The storage type a run takes for `choice` when its activations are `act` (already
