@@ -29,8 +29,10 @@ fn prompt(model: &baro_engine::model::Model) -> Vec<u32> {
     t
 }
 
-#[test]
-fn f16_kv_tracks_the_f16_rounded_reference_and_mega_equals_multi_past_256_positions() {
+/// Decodes N positions with the f16 cache (at `wg_size` lanes, or the device's default) in
+/// mega and multi next to the CPU reference that rounds its cache the same way; asserts
+/// every pass clean, the tokens exact, mega ≡ multi bitwise and rel-L2 < 1e-4.
+fn f16_kv_gate(wg_size: Option<u32>, what: &str) {
     let Some((ctx, _turn)) = device() else { return };
     assert!(
         ctx.info.storage_16bit,
@@ -43,35 +45,28 @@ fn f16_kv_tracks_the_f16_rounded_reference_and_mega_equals_multi_past_256_positi
     // by f32 ulps (another summation order), and now and then such an ulp carries a value
     // across an f16 rounding boundary, which costs a whole f16 ulp (2^13 f32 ulps).
     gate.decoder.kv = KvType::F16;
+    gate.decoder.wg_size = wg_size;
     let r = run_gate(&ctx.clone().into(), &model, &gate, |_, _| {}).expect("gate ran");
-    assert_gate_clean(&r, N, 1e-4, "f16 KV");
+    assert_gate_clean(&r, N, 1e-4, what);
     eprintln!(
-        "f16 KV vs the f16-rounded reference: worst rel-L2 {:.3e}",
+        "{what} vs the f16-rounded reference: worst rel-L2 {:.3e}",
         r.max_rel_l2().unwrap_or(f64::NAN)
     );
 }
 
+/// Lavapipe's default 64 lanes run the f16 attention loops' widen-as-it-lands form (each
+/// quad widened as it is loaded).
+#[test]
+fn f16_kv_tracks_the_f16_rounded_reference_and_mega_equals_multi_past_256_positions() {
+    f16_kv_gate(None, "f16 KV");
+}
+
 /// At 128 lanes a CPU device runs the f16 attention loops' raw-first form (decode.comp's
-/// F16_RAW_FIRST: every raw quad loaded, then widened; the H200 runs it from 1,024 lanes);
-/// lavapipe's default 64 lanes run the widen-as-it-lands form in the test above. Both must
-/// give the f16-rounded reference's values, and mega and multi the same bits.
+/// F16_RAW_FIRST: every raw quad loaded, then widened; a GPU runs it from 1,024 lanes). Both
+/// forms must give the f16-rounded reference's values, and mega and multi the same bits.
 #[test]
 fn f16_kv_raw_first_loops_at_128_lanes_track_the_f16_rounded_reference_and_mega_equals_multi() {
-    let Some((ctx, _turn)) = device() else { return };
-    assert!(
-        ctx.info.storage_16bit,
-        "the test device must have storageBuffer16BitAccess"
-    );
-    let model = model();
-    let mut gate = GateConfig::new(N, vec![Dispatch::Mega, Dispatch::Multi], prompt(&model));
-    gate.decoder.kv = KvType::F16;
-    gate.decoder.wg_size = Some(128);
-    let r = run_gate(&ctx.clone().into(), &model, &gate, |_, _| {}).expect("gate ran");
-    assert_gate_clean(&r, N, 1e-4, "f16 KV at 128 lanes");
-    eprintln!(
-        "f16 KV at 128 lanes vs the f16-rounded reference: worst rel-L2 {:.3e}",
-        r.max_rel_l2().unwrap_or(f64::NAN)
-    );
+    f16_kv_gate(Some(128), "f16 KV at 128 lanes");
 }
 
 #[test]
