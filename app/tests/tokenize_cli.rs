@@ -150,6 +150,40 @@ fn generate_chat_refuses_a_model_without_a_chat_template_naming_it() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("llama2.c tokenizer"));
 }
 
+#[test]
+fn generate_chat_refuses_a_prompt_that_is_not_utf8_naming_it_and_without_chat_encodes_its_bytes() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = Tmp::new("chat-bytes");
+    let p = dir.path().join("tiny.gguf");
+    let ps = p.to_str().expect("path");
+    ok(&baro(&[
+        "model", "gen", "--shape", "tiny", "--seed", "3", "-o", ps,
+    ]));
+    let run = |chat: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_baro-top"));
+        c.args(["generate", "-m", ps, "-n", "4"]);
+        if chat {
+            c.arg("--chat");
+        }
+        c.arg("-i")
+            .arg(std::ffi::OsStr::from_bytes(b"a\xffb"))
+            .output()
+            .expect("runs")
+    };
+    // A chat template is text: the bytes are refused by name, before any template is looked
+    // for, with the way out.
+    let out = run(true);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--chat: the prompt is not UTF-8") && err.contains("drop --chat"),
+        "{err}"
+    );
+    // Without --chat the same bytes are encoded as they are (run.c's way) and it generates.
+    let text = ok(&run(false));
+    assert!(text.ends_with('\n'), "{text}");
+}
+
 /// `base`'s vocabulary with `tokenizer.ggml.add_bos_token` / `add_eos_token` set.
 fn with_adds(dir: &Path, base: &str, bos: bool, eos: bool) -> PathBuf {
     use baro_engine::gguf::{GgufFile, Value};
