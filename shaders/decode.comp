@@ -684,22 +684,24 @@ const uint ATT_R = ATT_Q <= ATT_KQ ? 1u : ATT_Q <= 2u * ATT_KQ ? 2u : ATT_Q <= 4
     : ATT_Q <= 8u * ATT_KQ ? 8u : ATT_Q <= 16u * ATT_KQ ? 16u : ATT_Q <= 32u * ATT_KQ ? 32u
     : ATT_Q <= 64u * ATT_KQ ? 64u : 128u;
 
-// Quad j (elements 4j..4j+3) of the key (k_quad) or value (v_quad) row whose element 0 is
-// cache element b. A head size that is a multiple of 4 reads it in one load (16 bytes of an
-// f32 cache, 8 of an f16 one: four halves widened with unpackHalf2x16, exactly as a scalar
-// f16 load widens them); a head size of 4k+2 (the fallback) reads scalars, the two elements
-// past the head size zero.
 // The f16 cache's attention loops load every raw quad first and widen them after
 // (F16_RAW_FIRST) only from 1,024 lanes, and on CPU devices past 64 lanes (so that CI runs
 // both forms: lavapipe's default 64 lanes the widen-as-it-lands one, kv_f16.rs's 128 the
 // raw-first one). At 512 lanes on the H100 the raw-first form cost the q8 module its
 // register budget (91 registers with the f32 cache, 64 and 16 bytes of local memory with
 // f16: round 91, −4.7 % at 1B depth 0); at 1,024 lanes every module is held to 64 anyway and
-// the raw-first form is round 46's +2.6 % at depth 4096. A macro, not a global const: glslang
+// the raw-first form is round 46's +2.6 % at depth 4096. Round 93: with the widening form
+// below 1,024 lanes the 512-lane module keeps 91 registers and no local memory with the f16
+// cache (+4.40 % at 1B q8, bitwise the same logits). A macro, not a global const: glslang
 // emits a const's || as short-circuit code inside its first reader, which spirv-val refuses
 // (the value does not dominate its other uses).
 #define F16_RAW_FIRST (gl_WorkGroupSize.x >= 1024u || (CPU_PAUSE && gl_WorkGroupSize.x > 64u))
 
+// Quad j (elements 4j..4j+3) of the key (k_quad) or value (v_quad) row whose element 0 is
+// cache element b. A head size that is a multiple of 4 reads it in one load (16 bytes of an
+// f32 cache, 8 of an f16 one: four halves widened with unpackHalf2x16, exactly as a scalar
+// f16 load widens them); a head size of 4k+2 (the fallback) reads scalars, the two elements
+// past the head size zero.
 vec4 kq4(uint o) {
 #ifdef KV16
     if (KV_F16) { uvec2 u = kvc16x4.kv[o >> 2u]; return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y)); }
