@@ -126,14 +126,28 @@ fn tokenize_of_a_file_without_a_tokenizer_says_so() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("/no/such.gguf"));
 }
 
+/// A tiny synthetic model (`model gen --shape tiny`, a GGUF vocabulary run as llama.cpp runs
+/// it, no chat template) written into `dir`.
+fn tiny_gguf(dir: &Tmp) -> PathBuf {
+    let p = dir.path().join("tiny.gguf");
+    ok(&baro(&[
+        "model",
+        "gen",
+        "--shape",
+        "tiny",
+        "--seed",
+        "3",
+        "-o",
+        p.to_str().expect("path"),
+    ]));
+    p
+}
+
 #[test]
 fn generate_chat_refuses_a_model_without_a_chat_template_naming_it() {
     let dir = Tmp::new("chat");
-    let p = dir.path().join("tiny.gguf");
+    let p = tiny_gguf(&dir);
     let ps = p.to_str().expect("path");
-    ok(&baro(&[
-        "model", "gen", "--shape", "tiny", "--seed", "3", "-o", ps,
-    ]));
     let out = baro(&["generate", "-m", ps, "-n", "4", "--chat", "-i", "Hi"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -154,11 +168,8 @@ fn generate_chat_refuses_a_model_without_a_chat_template_naming_it() {
 fn generate_chat_refuses_a_prompt_that_is_not_utf8_naming_it_and_without_chat_encodes_its_bytes() {
     use std::os::unix::ffi::OsStrExt;
     let dir = Tmp::new("chat-bytes");
-    let p = dir.path().join("tiny.gguf");
+    let p = tiny_gguf(&dir);
     let ps = p.to_str().expect("path");
-    ok(&baro(&[
-        "model", "gen", "--shape", "tiny", "--seed", "3", "-o", ps,
-    ]));
     let run = |chat: bool| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_baro-top"));
         c.args(["generate", "-m", ps, "-n", "4"]);
