@@ -281,8 +281,7 @@ interface! {
         /// Level.
         LEVEL = 6,
         /// A row-granular stage's workgroups in the megakernel: first | count << 16. A level's
-        /// stages share the grid so that each team runs one unit where they all fit in one
-        /// round, else in proportion to their weight bytes (`Program::stage_shares`).
+        /// stages share the grid in proportion to their weight bytes (`stage_workgroups`).
         WGS = 7,
         /// Words per record.
         WORDS = 8,
