@@ -106,6 +106,30 @@ fn generate_takes_a_prompt_that_starts_with_a_dash_as_run_c_does() {
 }
 
 #[test]
+fn a_level_run_in_one_round_keeps_mega_and_multi_bit_identical_and_the_gate_clean() {
+    // Ten workgroups of 64 lanes (8 teams on lavapipe): the q/k/v level's shares follow its
+    // units (4, 2, 4 workgroups; by bytes the value rows would take two rounds), the
+    // engine's program test pins that. Lavapipe runs a workgroup per pool thread, hence
+    // LP_NUM_THREADS; on a GPU the same flags run the same gate.
+    let out = Command::new(env!("CARGO_BIN_EXE_baro-top"))
+        .args(["gate", "--grid", "10", "--wg-size", "64", "--steps", "6"])
+        .env("LP_NUM_THREADS", "10")
+        .output()
+        .expect("baro-top runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("6/6 passes bit-identical")
+            && text.contains("tokens vs CPU reference      exact"),
+        "{text}"
+    );
+}
+
+#[test]
 fn bad_input_gets_a_clear_error_and_status_2() {
     let out = baro(&["generate", "--model", "/no/such/model.gguf"]);
     assert_eq!(out.status.code(), Some(2));

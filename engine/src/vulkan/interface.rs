@@ -281,7 +281,8 @@ interface! {
         /// Level.
         LEVEL = 6,
         /// A row-granular stage's workgroups in the megakernel: first | count << 16. A level's
-        /// stages share the grid in proportion to their weight bytes (`stage_workgroups`).
+        /// stages share the grid in proportion to their weight bytes, each with at least one
+        /// round's workgroups where the level's needs fit (`Program::stage_shares`).
         WGS = 7,
         /// Words per record.
         WORDS = 8,

@@ -68,6 +68,83 @@ pub fn stage_workgroups(grid: u32, off: u64, cost: u64, level: u64) -> (u32, u32
     (w0 as u32, (w1 - w0) as u32)
 }
 
+/// A level's stage shares `(first, count)`, at least one round's worth each: stage s needs
+/// `ceil(units[s] / teams)` workgroups so that each of its teams runs at most one unit
+/// (decode.comp's `first_unit`: unit u on team u / count of workgroup first + u % count).
+/// The grid goes to the stages in proportion to `cost`, except that a stage whose
+/// proportional share is below its need gets its need and the others share the rest in
+/// proportion (water-filling: the most cost a workgroup carries is as small as one round
+/// allows). Integer counts by cumulative floors, so the shares tile the grid in stage order;
+/// where no need binds they are the cost shares ([`stage_workgroups`]). Where the needs
+/// exceed the grid, or the level has one stage, the shares follow `cost` alone. Cost shares
+/// alone gave the 8B's value rows two rounds on some teams while query teams idled beside
+/// them (bench/rounds/96.md).
+pub fn round_shares(grid: u32, teams: u32, units: &[u32], cost: &[u64]) -> Vec<(u32, u32)> {
+    let total: u64 = cost.iter().sum();
+    let by_cost = || {
+        let mut off = 0u64;
+        cost.iter()
+            .map(|&c| {
+                let r = stage_workgroups(grid, off, c, total);
+                off += c;
+                r
+            })
+            .collect()
+    };
+    let teams = u64::from(teams.max(1));
+    let need: Vec<u64> = units
+        .iter()
+        .map(|&u| u64::from(u).div_ceil(teams).max(1))
+        .collect();
+    let g = u64::from(grid);
+    if units.len() < 2 || total == 0 || need.iter().sum::<u64>() > g || g > 0xFFFF {
+        return by_cost();
+    }
+    // Fix every stage whose proportional share of what is left falls below its need, until
+    // none does; the free stages' shares are then all at least their needs.
+    let mut fixed = vec![false; need.len()];
+    loop {
+        let left = g
+            - (0..need.len())
+                .filter(|&i| fixed[i])
+                .map(|i| need[i])
+                .sum::<u64>();
+        let free: u64 = (0..need.len())
+            .filter(|&i| !fixed[i])
+            .map(|i| cost[i])
+            .sum();
+        let short: Vec<usize> = (0..need.len())
+            .filter(|&i| {
+                !fixed[i]
+                    && u128::from(left) * u128::from(cost[i])
+                        < u128::from(need[i]) * u128::from(free)
+            })
+            .collect();
+        if short.is_empty() {
+            let (mut w0, mut cum) = (0u64, 0u64);
+            let floor =
+                |c: u64| (u128::from(left) * u128::from(c) / u128::from(free.max(1))) as u64;
+            return (0..need.len())
+                .map(|i| {
+                    let nw = if fixed[i] {
+                        need[i]
+                    } else {
+                        let before = floor(cum);
+                        cum += cost[i];
+                        floor(cum) - before
+                    };
+                    let r = (w0 as u32, nw as u32);
+                    w0 += nw;
+                    r
+                })
+                .collect();
+        }
+        for i in short {
+            fixed[i] = true;
+        }
+    }
+}
+
 /// Sync words of one pass that are read back: the fixed words and one residency word per
 /// workgroup (`interface::sy`).
 pub fn sync_words(grid: u32) -> usize {
@@ -420,35 +497,25 @@ impl Program {
         }
     }
 
-    /// Every stage's workgroups `(first, count)` in the megakernel ([`stage_workgroups`]):
-    /// a stage's share of the grid follows the weight bytes it streams (a Q/K unit is a row
-    /// pair, a V unit one row), or its units where it streams none.
-    pub fn stage_shares(&self, grid: u32) -> Vec<(u32, u32)> {
-        let cost: Vec<u64> = (0..self.stages.len())
-            .map(|i| match self.stage_weight_bytes(i) {
-                0 => u64::from(self.stages[i].units),
-                b => b,
-            })
-            .collect();
-        let mut level_cost = vec![0u64; self.levels.len()];
-        for (s, c) in self.stages.iter().zip(&cost) {
-            level_cost[s.level as usize] += c;
-        }
-        let mut cost_off = 0u64;
-        let mut cur_level = u32::MAX;
+    /// Every stage's workgroups `(first, count)` in the megakernel, `teams` subgroups a
+    /// workgroup: each level's stages by [`round_shares`] (in proportion to their costs, but
+    /// at least the workgroups one round of a stage's units needs, where the level's needs
+    /// fit the grid). A stage's cost is the weight bytes it streams (a Q/K unit is a row
+    /// pair, a V unit one row), or its units where it streams none. Which team computes a
+    /// unit never changes its value: the shares move time, never bits.
+    pub fn stage_shares(&self, grid: u32, teams: u32) -> Vec<(u32, u32)> {
         let mut shares = Vec::with_capacity(self.stages.len());
-        for (i, s) in self.stages.iter().enumerate() {
-            if s.level != cur_level {
-                cur_level = s.level;
-                cost_off = 0;
-            }
-            shares.push(stage_workgroups(
-                grid,
-                cost_off,
-                cost[i],
-                level_cost[s.level as usize],
-            ));
-            cost_off += cost[i];
+        let mut first = 0;
+        for level in self.stages.chunk_by(|a, b| a.level == b.level) {
+            let units: Vec<u32> = level.iter().map(|s| s.units).collect();
+            let cost: Vec<u64> = (first..first + level.len())
+                .map(|i| match self.stage_weight_bytes(i) {
+                    0 => u64::from(self.stages[i].units),
+                    b => b,
+                })
+                .collect();
+            shares.extend(round_shares(grid, teams, &units, &cost));
+            first += level.len();
         }
         shares
     }
@@ -476,8 +543,15 @@ impl Program {
     }
 
     /// Serialise: header, levels, stages, tensors. `places[i]` is tensor i's GPU placement;
-    /// `ring` is (frame words, slots).
-    pub fn words(&self, places: &[TensorPlace], ring: (u32, u32), grid: u32) -> Vec<u32> {
+    /// `ring` is (frame words, slots); `grid` and `teams` (subgroups a workgroup) set the
+    /// stages' shares ([`Program::stage_shares`]).
+    pub fn words(
+        &self,
+        places: &[TensorPlace],
+        ring: (u32, u32),
+        grid: u32,
+        teams: u32,
+    ) -> Vec<u32> {
         let mut w = self.header[..h::WORDS].to_vec();
         w[h::RING_FRAME_WORDS] = ring.0;
         w[h::RING_SLOTS] = ring.1;
@@ -492,7 +566,7 @@ impl Program {
             w.extend(r);
         }
         w[h::STAGES] = w.len() as u32;
-        let shares = self.stage_shares(grid);
+        let shares = self.stage_shares(grid, teams);
         let mut unit_off = 0u32;
         let mut cur_level = u32::MAX;
         for (i, s) in self.stages.iter().enumerate() {
@@ -533,7 +607,7 @@ impl Program {
 
 #[cfg(test)]
 mod tests {
-    use super::{full_groups, groups, stage_workgroups, ATT_HEADS};
+    use super::{full_groups, groups, round_shares, stage_workgroups, ATT_HEADS};
 
     #[test]
     fn full_groups_holds_exactly_when_every_head_group_has_att_heads_query_heads() {
@@ -619,6 +693,87 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_level_that_fits_one_round_gives_every_team_at_most_one_unit_and_tiles_the_grid() {
+        // The 8B's q/k/v level (Q4_0 bytes; Q/K units are row pairs), 32 teams a workgroup:
+        // by bytes alone the value stage got 22 workgroups (704 teams) for 1,024 rows.
+        let cost = [9_437_184u64, 2_359_296, 2_359_296];
+        assert_eq!(shares(132, &cost)[2], (110, 22));
+        assert_eq!(
+            round_shares(132, 32, &[2048, 512, 1024], &cost),
+            vec![(0, 80), (80, 20), (100, 32)]
+        );
+        // Every level shape and grid: where the units fit one round, each stage has the
+        // workgroups its units need, the shares tile the grid in stage order; otherwise they
+        // are the byte shares.
+        let mut x = 12345u64;
+        let mut rnd = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let mut fitted = 0;
+        for _ in 0..5000 {
+            let n = 1 + rnd(4) as usize;
+            let teams = 1 + rnd(40) as u32;
+            let grid = 1 + rnd(300) as u32;
+            let units: Vec<u32> = (0..n).map(|_| 1 + rnd(3000) as u32).collect();
+            let cost: Vec<u64> = (0..n).map(|_| rnd(20_000_000)).collect();
+            let got = round_shares(grid, teams, &units, &cost);
+            let need: u32 = units.iter().map(|u| u.div_ceil(teams)).sum();
+            if n < 2 || need > grid || cost.iter().sum::<u64>() == 0 {
+                assert_eq!(
+                    got,
+                    shares(grid, &cost),
+                    "{grid} {teams} {units:?} {cost:?}"
+                );
+                continue;
+            }
+            fitted += 1;
+            // Where every stage's proportional share covers its need, nothing is moved.
+            let total: u64 = cost.iter().sum();
+            if units.iter().zip(&cost).all(|(&u, &c)| {
+                u128::from(grid) * u128::from(c)
+                    >= u128::from(u.div_ceil(teams)) * u128::from(total)
+            }) {
+                assert_eq!(
+                    got,
+                    shares(grid, &cost),
+                    "{grid} {teams} {units:?} {cost:?}"
+                );
+            }
+            let mut w = 0;
+            for (i, (&(w0, nw), &u)) in got.iter().zip(&units).enumerate() {
+                assert_eq!(w0, w, "stage {i} of {got:?}: shares must tile in order");
+                assert!(
+                    nw * teams >= u,
+                    "stage {i}: {nw} x {teams} teams for {u} units"
+                );
+                w += nw;
+            }
+            assert_eq!(w, grid, "{got:?} must cover the grid {grid}");
+        }
+        assert!(
+            fitted > 500,
+            "the sweep tried the one-round rule {fitted} times"
+        );
+    }
+
+    #[test]
+    fn stories260k_on_ten_workgroups_of_eight_teams_runs_its_value_rows_in_one_round() {
+        // app/tests/cli.rs gates this shape on lavapipe (LP_NUM_THREADS=10, 64 lanes of
+        // subgroups of 8): by bytes the value stage would get 3 workgroups for 32 rows.
+        let model = crate::model::Model::embedded().expect("model");
+        let p = super::Program::new(&model, 16);
+        let (units, cost): (Vec<u32>, Vec<u64>) = (0..3)
+            .map(|i| (p.stages[i].units, p.stage_weight_bytes(i)))
+            .unzip();
+        assert_eq!(units, [32, 16, 32], "q/k row pairs, v rows");
+        assert_eq!(shares(10, &cost)[2].1, 3);
+        assert_eq!(&p.stage_shares(10, 8)[..3], [(0, 4), (4, 2), (6, 4)]);
     }
 
     #[test]

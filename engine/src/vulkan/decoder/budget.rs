@@ -146,7 +146,7 @@ pub fn pass_loops(p: &Program, c: &Config, pos: u32, l: &Launch) -> PassLoops {
     let (wg, sg) = (u64::from(l.wg), u64::from(l.sg.max(1)));
     let nteams = (wg / sg).max(1);
     let grid = l.grid.max(1);
-    let shares = p.stage_shares(grid);
+    let shares = p.stage_shares(grid, nteams as u32);
     let (d, hidden, qd) = (c.dim as u64, c.hidden_dim as u64, c.q_dim() as u64);
     let nch = u64::from(att_chunks(pos + 1).min(ATT_CHUNKS));
     let tensor = |i: u32| p.tensors.get(i as usize);

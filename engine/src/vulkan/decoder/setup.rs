@@ -546,9 +546,12 @@ impl VulkanDecoder {
             STORAGE,
             MemoryLocation::GpuOnly,
         )?;
-        let mut prog_words = self
-            .program
-            .words(&places, (ring_frame_words, ring_slots), self.grid);
+        let mut prog_words = self.program.words(
+            &places,
+            (ring_frame_words, ring_slots),
+            self.grid,
+            self.wg_size / self.ctx.info.subgroup_size.max(1),
+        );
         // A decoder option, not the model's: the idle workgroups' wait (a header word, so
         // its block stays in the kernel at every value; see the shader's grid_barrier).
         prog_words[super::super::interface::h::IDLE_WAIT_NS] = self.idle_wait_ns();
