@@ -8,6 +8,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod exporter_probe;
+use exporter_probe::tool;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -44,23 +47,6 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-fn tool(name: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join(name))
-            .find(|f| f.is_file())
-    });
-    if found.is_none() {
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-        if !ci && std::env::var_os("BARO_SKIP_PROMETHEUS").is_some() {
-            eprintln!("skipped: {name} is not installed (BARO_SKIP_PROMETHEUS is set)");
-            return None;
-        }
-        panic!("{name} is not installed: `apt-get install prometheus` (scripts/test.sh does)");
-    }
-    found
 }
 
 /// A port that was free a moment ago (bound to :0, then released). Another process can take

@@ -4,6 +4,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod exporter_probe;
+use exporter_probe::answers_as_an_exporter;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -15,27 +18,6 @@ fn baro(args: &[&str]) -> std::process::Output {
         .args(args)
         .output()
         .expect("baro-top runs")
-}
-
-/// Whether something on `addr` answers `GET /metrics` with baro-top's families. A bare
-/// `connect` cannot tell once the server is gone: a connect to a free ephemeral port can
-/// meet itself (TCP simultaneous open) or another test's listener that reused the port.
-fn answers_as_an_exporter(addr: SocketAddr) -> bool {
-    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else {
-        return false;
-    };
-    if s.local_addr().ok() == s.peer_addr().ok() {
-        return false;
-    }
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    if s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
-    let mut resp = String::new();
-    let _ = s.read_to_string(&mut resp);
-    resp.contains("baro_up")
 }
 
 /// Kills the child on drop (a failed assertion must not leave a server running).
@@ -192,7 +174,10 @@ fn serve_live_decodes_stories260k_into_stage_histograms_and_exits_0_on_sigterm()
             .any(|l| l.contains("metrics endpoint stopped after") && l.contains("(stopped)")),
         "{said:?}"
     );
-    assert!(!answers_as_an_exporter(addr), "still serving on {addr}");
+    assert!(
+        !answers_as_an_exporter(addr, Duration::from_secs(2)),
+        "still serving on {addr}"
+    );
 }
 
 #[test]
@@ -242,7 +227,10 @@ fn serve_synthetic_exposes_passes_and_stops_cleanly_on_sigterm_and_sigint() {
                 .any(|l| l.contains("metrics endpoint stopped after")),
             "{said:?}"
         );
-        assert!(!answers_as_an_exporter(addr), "still serving on {addr}");
+        assert!(
+            !answers_as_an_exporter(addr, Duration::from_secs(2)),
+            "still serving on {addr}"
+        );
     }
 }
 

@@ -3,6 +3,10 @@
 
 use super::*;
 
+#[path = "../../../tests/exporter_probe/mod.rs"]
+mod exporter_probe;
+use exporter_probe::{answers_as_an_exporter, tool};
+
 /// `(status, head, body)` of one HTTP request.
 fn http(addr: SocketAddr, request: &str) -> (u16, String, String) {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -82,14 +86,14 @@ fn endpoint_serves_metrics_an_index_and_404_and_refuses_other_methods() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(
-        answers_as_an_exporter(addr),
+        answers_as_an_exporter(addr, Duration::from_secs(30)),
         "the probe must see a live server"
     );
     let t = Instant::now();
     server.shutdown();
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     assert!(
-        !answers_as_an_exporter(addr),
+        !answers_as_an_exporter(addr, Duration::from_secs(30)),
         "still serving metrics on {addr} after shutdown"
     );
 }
@@ -127,31 +131,6 @@ fn a_head_with_bare_lf_line_ends_or_an_absolute_target_is_served_at_once() {
     assert_eq!(r.accept.as_deref(), Some("text/plain"));
     // A CR alone is no line end: the head is one malformed request line.
     assert_eq!(parse_head("GET / HTTP/1.1\rAccept: x"), None);
-}
-
-/// Whether something on `addr` answers `GET /metrics` with baro-top's families. A bare
-/// `connect` cannot tell: once the port is free, a connect to it can meet itself (TCP
-/// simultaneous open, when the kernel picks the same port as the source) or another
-/// test's fresh listener on a reused ephemeral port, and both happened under CI load.
-/// The timeouts are generous: the probe is also asked to see a live server, which on a loaded
-/// machine can take seconds to accept (it polls every 50 ms) and answer; a closed port is
-/// refused at once, so they cost nothing there.
-fn answers_as_an_exporter(addr: SocketAddr) -> bool {
-    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(10)) else {
-        return false;
-    };
-    if s.local_addr().ok() == s.peer_addr().ok() {
-        return false;
-    }
-    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
-    if s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
-    let mut resp = String::new();
-    let _ = s.read_to_string(&mut resp);
-    resp.contains("baro_up")
 }
 
 #[test]
@@ -193,23 +172,4 @@ fn promtool_check_metrics_accepts_the_exposition() {
         out.status.success() && said.trim().is_empty(),
         "promtool: {said}\n{t}"
     );
-}
-
-/// A Prometheus tool on PATH. Missing: a failure in CI (CI=true) and by default; a printed
-/// skip only outside CI with BARO_SKIP_PROMETHEUS set.
-fn tool(name: &str) -> Option<std::path::PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join(name))
-            .find(|f| f.is_file())
-    });
-    if found.is_none() {
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-        if !ci && std::env::var_os("BARO_SKIP_PROMETHEUS").is_some() {
-            eprintln!("skipped: {name} is not installed (BARO_SKIP_PROMETHEUS is set)");
-            return None;
-        }
-        panic!("{name} is not installed: `apt-get install prometheus` (scripts/test.sh does)");
-    }
-    found
 }
