@@ -370,8 +370,9 @@ DEFINE_DOT(dot_range, XS)
 float dot_sx(uint t, uint row) { return dot_range(t, row, 0u, T(t, T_COLS)); }
 
 // The workgroups [w0, w0 + nw) a row-granular stage's units run on (stage record b). In the
-// megakernel a level's stages share the grid in proportion to the weight bytes they stream
-// (the host's stage_workgroups: every workgroup has work, and holds one stage's units or two
+// megakernel a level's stages share the grid in proportion to the weight bytes they stream,
+// each with at least the workgroups one round of its units needs where the level's needs
+// fit (the host's round_shares: every workgroup has work, and holds one stage's units or two
 // at a share's edge, so the instrumented build's barrier between stages costs what the plain
 // build's schedule costs); a one-stage dispatch (multi) has the grid to itself. Unit u goes to team
 // u / nw of workgroup w0 + u % nw, then u + nw * nteams, ...: which team computes a unit never

@@ -78,7 +78,8 @@ pub fn stage_workgroups(grid: u32, off: u64, cost: u64, level: u64) -> (u32, u32
 /// where no need binds they are the cost shares ([`stage_workgroups`]). Where the needs
 /// exceed the grid, or the level has one stage, the shares follow `cost` alone. Cost shares
 /// alone gave the 8B's value rows two rounds on some teams while query teams idled beside
-/// them (bench/rounds/96.md).
+/// them; these shares measured +0.1…+0.5 % on an H100, though the q/k/v level's end did not
+/// move: the value rows' second round was not its critical path (bench/rounds/96.md).
 pub fn round_shares(grid: u32, teams: u32, units: &[u32], cost: &[u64]) -> Vec<(u32, u32)> {
     let total: u64 = cost.iter().sum();
     let by_cost = || {
