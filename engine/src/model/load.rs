@@ -107,6 +107,7 @@ impl Model {
         file: &GgufFile,
         external: Option<&dyn Fn(usize) -> Result<Tokenizer>>,
     ) -> Result<Model> {
+        refuse_split(file)?;
         let arch_name = file.get_str("general.architecture")?.unwrap_or("");
         let arch = Arch::from_name(arch_name).ok_or_else(|| {
             Error::Model(format!(
@@ -450,6 +451,24 @@ fn check_keys(file: &GgufFile, c: &Config, key: &dyn Fn(&str) -> String) -> Resu
 
 /// Any key under the architecture's prefix `p` that is neither read nor harmless may change
 /// the math (a new llama.cpp feature, a softcap, a scale): refused, never ignored.
+/// A shard of a split model (llama-gguf-split's `split.count` above 1, or a `split.no` past
+/// the first): its tensors are only part of the model, and where the missing part is just
+/// `output.weight` the rest would load as a complete model with a classifier tied to the
+/// embedding, and decode another model. llama.cpp opens the other shards; baro-top reads one
+/// file, so a shard is refused by name with the way to merge it.
+fn refuse_split(file: &GgufFile) -> Result<()> {
+    let count = file.get_u64("split.count")?;
+    let no = file.get_u64("split.no")?;
+    if count.is_some_and(|c| c > 1) || no.is_some_and(|n| n > 0) {
+        let of = count.map_or_else(|| "?".to_string(), |c| c.to_string());
+        let shard = no.map_or_else(|| "?".to_string(), |n| (n + 1).to_string());
+        return Err(Error::Model(format!(
+            "split.count/split.no: this file is shard {shard} of {of} of a split GGUF, not a whole model; baro-top reads one file: merge the shards first (`llama-gguf-split --merge FIRST-SHARD.gguf OUT.gguf`)"
+        )));
+    }
+    Ok(())
+}
+
 fn refuse_unknown_keys(file: &GgufFile, p: &str) -> Result<()> {
     for (k, _) in &file.metadata {
         if let Some(rest) = k.strip_prefix(&format!("{p}.")) {

@@ -343,6 +343,38 @@ fn metadata_that_changes_the_math_is_refused_by_name() {
 }
 
 #[test]
+fn a_shard_of_a_split_gguf_is_refused_naming_the_split_even_when_its_tensors_would_load() {
+    let d = dir("split");
+    let m = model(&shape(Arch::Llama, 1, None), GgmlType::F32, 15);
+    // The first of two shards whose second holds only output.weight: every other tensor is
+    // here, so without the check it loads with the classifier tied to the embedding.
+    let p = crafted(&d, &m, |md, ts| {
+        set(md, "split.count", Value::U16(2));
+        set(md, "split.no", Value::U16(0));
+        set(md, "split.tensors.count", Value::I32(ts.len() as i32));
+        ts.retain(|t| t.0 != "output.weight");
+    });
+    refused(
+        &p,
+        &["split.count", "shard 1 of 2", "llama-gguf-split --merge"],
+    );
+    // A later shard (split.no past the first), whatever split.count says.
+    let p = crafted(&d, &m, |md, _| set(md, "split.no", Value::U16(1)));
+    refused(&p, &["shard 2 of ?"]);
+    // A "split" of one file is the whole model, as llama.cpp reads it.
+    let p = crafted(&d, &m, |md, _| {
+        set(md, "split.count", Value::U16(1));
+        set(md, "split.no", Value::U16(0));
+    });
+    Model::open(&p, None).expect("a one-shard split is a whole model");
+    // A split key of another type is an error naming it, not a skipped check.
+    let p = crafted(&d, &m, |md, _| {
+        set(md, "split.count", Value::String("2".into()))
+    });
+    refused(&p, &["split.count"]);
+}
+
+#[test]
 fn metadata_values_outside_the_math_are_refused_naming_the_key_and_the_value() {
     let d = dir("values");
     let m = model(&shape(Arch::Llama, 1, None), GgmlType::F32, 16);
