@@ -102,7 +102,8 @@ impl Model {
     /// be one this decoder implements (or one that changes nothing, named in
     /// [`HARMLESS_KEYS`]); anything else (an unknown architecture, MoE, sliding-window
     /// attention, YaRN or LongRoPE scaling, partial RoPE, a bias the architecture does not
-    /// define) is refused by name, so a model baro-top would decode wrongly never loads.
+    /// define, one shard of a split file) is refused by name, so a model baro-top would
+    /// decode wrongly never loads.
     pub fn from_gguf(
         file: &GgufFile,
         external: Option<&dyn Fn(usize) -> Result<Tokenizer>>,
@@ -449,8 +450,6 @@ fn check_keys(file: &GgufFile, c: &Config, key: &dyn Fn(&str) -> String) -> Resu
     Ok(())
 }
 
-/// Any key under the architecture's prefix `p` that is neither read nor harmless may change
-/// the math (a new llama.cpp feature, a softcap, a scale): refused, never ignored.
 /// A shard of a split model (llama-gguf-split's `split.count` above 1, or a `split.no` past
 /// the first): its tensors are only part of the model, and where the missing part is just
 /// `output.weight` the rest would load as a complete model with a classifier tied to the
@@ -469,6 +468,8 @@ fn refuse_split(file: &GgufFile) -> Result<()> {
     Ok(())
 }
 
+/// Any key under the architecture's prefix `p` that is neither read nor harmless may change
+/// the math (a new llama.cpp feature, a softcap, a scale): refused, never ignored.
 fn refuse_unknown_keys(file: &GgufFile, p: &str) -> Result<()> {
     for (k, _) in &file.metadata {
         if let Some(rest) = k.strip_prefix(&format!("{p}.")) {
