@@ -509,9 +509,11 @@ impl Program {
         let mut first = 0;
         for level in self.stages.chunk_by(|a, b| a.level == b.level) {
             let units: Vec<u32> = level.iter().map(|s| s.units).collect();
-            let cost: Vec<u64> = (first..first + level.len())
-                .map(|i| match self.stage_weight_bytes(i) {
-                    0 => u64::from(self.stages[i].units),
+            let cost: Vec<u64> = level
+                .iter()
+                .zip(first..)
+                .map(|(s, i)| match self.stage_weight_bytes(i) {
+                    0 => u64::from(s.units),
                     b => b,
                 })
                 .collect();
