@@ -101,6 +101,40 @@ pub fn rel_ns(t: u64, base: u64) -> u64 {
     (t as u32).wrapping_sub(base as u32) as u64
 }
 
+/// The GPU time of each pass of a pass loop whose dispatch took `total_ns` (timestamps), from
+/// `ends`, the device clock (ns) when workgroup 0 was done with each pass (its argmax, then
+/// the grid barrier that ends every pass but the last): pass `k > 0` took
+/// `ends[k] − ends[k − 1]` (its levels and its barrier); pass 0 the rest of the dispatch (its
+/// start, its levels and barrier, the dispatch's end after the last pass), so the times add
+/// up to the dispatch's.
+///
+/// A clock whose high words are all zero is taken as one of which only the low 32 bits move
+/// (lavapipe): its differences are taken modulo 2^32 ([`rel_ns`]), since its low word wraps
+/// every ≈ 4.3 s wherever a loop happens to run. A wrapped difference is the true one only if
+/// no pass hid a whole period, which holds when what is left for pass 0 is under 2^32 ns.
+/// `None` where the stamps are out of order, exceed the dispatch, or are ambiguous (nothing
+/// to trust).
+pub fn pass_loop_split(total_ns: u64, ends: &[u64]) -> Option<Vec<u64>> {
+    if ends.is_empty() {
+        return None;
+    }
+    let wide = ends.iter().any(|&e| e >> 32 != 0);
+    let mut each = vec![0; ends.len()];
+    for k in 1..ends.len() {
+        each[k] = if wide {
+            ends[k].checked_sub(ends[k - 1])?
+        } else {
+            rel_ns(ends[k], ends[k - 1])
+        };
+    }
+    let later = each[1..].iter().try_fold(0u64, |a, &b| a.checked_add(b))?;
+    each[0] = total_ns.checked_sub(later)?;
+    if !wide && each[0] > u64::from(u32::MAX) {
+        return None;
+    }
+    Some(each)
+}
+
 /// A moment in UTC on the proleptic Gregorian calendar, to the second (what a recording's file
 /// name, a log line or a banner shows; see [`civil_utc`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,6 +279,50 @@ mod tests {
         assert_eq!(rel_ns((7u64 << 32) | 100, (7u64 << 32) | 40), 60);
         // Only the low word counts: a high word that did not move (lavapipe) is ignored.
         assert_eq!(rel_ns(3, (9u64 << 32) | 1), 2);
+    }
+
+    #[test]
+    fn a_pass_loop_split_takes_later_passes_from_the_clock_and_gives_pass_0_the_rest() {
+        let base = 7u64 << 32;
+        let ends = [base + 1_000, base + 1_400, base + 1_900];
+        assert_eq!(pass_loop_split(2_000, &ends), Some(vec![1_100, 400, 500]));
+        // One pass: the whole dispatch.
+        assert_eq!(pass_loop_split(2_000, &ends[..1]), Some(vec![2_000]));
+        assert_eq!(pass_loop_split(2_000, &[]), None);
+    }
+
+    #[test]
+    fn a_pass_loop_split_unwraps_a_32_bit_clock_whose_low_word_wrapped_mid_loop() {
+        // lavapipe: the high word reads 0 and the low word wraps every ≈ 4.3 s.
+        let ends = [u32::MAX as u64 - 99, 300, 900];
+        assert_eq!(pass_loop_split(5_000, &ends), Some(vec![4_000, 400, 600]));
+    }
+
+    #[test]
+    fn a_pass_loop_split_refuses_stamps_out_of_order_or_past_the_dispatch() {
+        let base = 3u64 << 32;
+        // A 64-bit clock that ran backwards.
+        assert_eq!(pass_loop_split(5_000, &[base + 900, base + 300]), None);
+        // Later passes longer than the whole dispatch.
+        assert_eq!(pass_loop_split(500, &[base, base + 400, base + 800]), None);
+        assert_eq!(pass_loop_split(500, &[100, 500, 900]), None);
+    }
+
+    #[test]
+    fn a_pass_loop_split_of_a_32_bit_clock_is_refused_where_a_pass_could_hide_a_wrap() {
+        let period = 1u64 << 32;
+        // 2^32 ns left for pass 0: a later pass may have taken a whole period more.
+        assert_eq!(pass_loop_split(period + 400, &[100, 500]), None);
+        assert_eq!(
+            pass_loop_split(period + 399, &[100, 500]),
+            Some(vec![period - 1, 400])
+        );
+        // A 64-bit clock resolves long passes.
+        let base = 5u64 << 32;
+        assert_eq!(
+            pass_loop_split(2 * period, &[base, base + period]),
+            Some(vec![period, period])
+        );
     }
 
     #[test]

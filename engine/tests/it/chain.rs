@@ -428,9 +428,11 @@ fn a_pass_loop_gives_each_pass_a_device_clock_gpu_time_and_the_windows_tile_its_
     assert_eq!(dec.last_dispatches(), 1);
     let windows: Vec<(u64, u64)> = passes
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(i, p)| {
             assert!(p.fail.ok(), "{}", p.fail.line(|l| dec.level_name(l)));
-            p.window.expect("a window")
+            p.window
+                .unwrap_or_else(|| panic!("pass {i}: no window (GPU time {:?})", p.gpu_ns))
         })
         .collect();
     for (i, (p, w)) in passes.iter().zip(&windows).enumerate() {

@@ -1,6 +1,7 @@
 //! One pass: record, submit under the watchdog, read back the fail word and logits.
 
 use super::*;
+use baro_telemetry::clock::pass_loop_split;
 
 impl VulkanDecoder {
     /// The fence watchdog for the next pass: `fence_timeout` if set, else the expected pass
@@ -573,7 +574,8 @@ impl VulkanDecoder {
                         | (u64::from(word(rb.sync_word(s, sy::PASS_END + 1))) << 32)
                 };
                 let ends: Vec<u64> = (first..first + count).map(end).collect();
-                match pass_loop_times(t1.saturating_sub(t0), &ends, self.has_clock()) {
+                let split = Some(t1.saturating_sub(t0)).filter(|_| self.has_clock());
+                match split.and_then(|total| pass_loop_split(total, &ends)) {
                     Some(each) => {
                         let k = slot - first;
                         let start = t0 + each[..k].iter().sum::<u64>();
@@ -639,26 +641,6 @@ impl VulkanDecoder {
 /// The most passes one dispatch's pass loop runs on a CPU device or without a device clock
 /// (see `runs`).
 const MAX_CPU_LOOP: usize = 4;
-
-/// The GPU time of each pass of a pass loop whose dispatch took `total_ns` (timestamps), from
-/// `ends`, the device clock (ns) when workgroup 0 was done with each pass (its argmax, then
-/// the grid barrier that ends every pass but the last): pass `k > 0` took
-/// `ends[k] − ends[k − 1]` (its levels and its barrier); pass 0 the rest of the dispatch (its
-/// start, its levels and barrier, the dispatch's end after the last pass), so the times
-/// add up to the dispatch's. `None` without a device clock, or where the stamps are out of
-/// order or exceed the dispatch (nothing to trust).
-fn pass_loop_times(total_ns: u64, ends: &[u64], has_clock: bool) -> Option<Vec<u64>> {
-    if !has_clock || ends.is_empty() {
-        return None;
-    }
-    let mut each = vec![0; ends.len()];
-    for k in 1..ends.len() {
-        each[k] = ends[k].checked_sub(ends[k - 1])?;
-    }
-    let later: u64 = each[1..].iter().sum();
-    each[0] = total_ns.checked_sub(later)?;
-    Some(each)
-}
 
 /// `words` rounded up to a multiple of `align_bytes` (a power of two or not) in words.
 fn align_words(words: usize, align_bytes: u64) -> usize {
