@@ -101,6 +101,49 @@ pub fn rel_ns(t: u64, base: u64) -> u64 {
     (t as u32).wrapping_sub(base as u32) as u64
 }
 
+/// The shader device clock's rate against the timestamp queries. VK_KHR_shader_clock leaves the
+/// device clock's unit to the driver: NVIDIA's and lavapipe's count ns; others may count a
+/// reference clock's ticks (AMD's shader realtime counter is a fixed-rate reference clock).
+/// Every stage span, barrier time, spin timeout and idle wait here is read as ns, so a clock
+/// that does not count ns must not be used.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClockRate {
+    /// Device clock ticks per timestamp-domain ns.
+    pub ticks_per_ns: f64,
+    /// Its uncertainty (the two calibration windows over the time between them), ticks per ns.
+    pub uncertainty: f64,
+}
+
+impl ClockRate {
+    /// The rate between two calibrations, each `(timestamp ns, device clock, window
+    /// half-width ns)`, `b` after `a`. Clock differences as [`pass_loop_split`] takes them:
+    /// modulo 2^32 where the high words are zero. `None` where no time passed between them.
+    pub fn between(a: (u64, u64, u64), b: (u64, u64, u64)) -> Option<ClockRate> {
+        let dt = b.0.checked_sub(a.0).filter(|&d| d > 0)? as f64;
+        let wide = (a.1 | b.1) >> 32 != 0;
+        let dc = if wide {
+            b.1.wrapping_sub(a.1)
+        } else {
+            rel_ns(b.1, a.1)
+        };
+        Some(ClockRate {
+            ticks_per_ns: dc as f64 / dt,
+            uncertainty: (a.2 + b.2) as f64 / dt,
+        })
+    }
+
+    /// Whether the clock counts ns: the rate within 2 % of one tick a ns, or within three
+    /// times its uncertainty of it (a measurement too loose to tell keeps the clock).
+    pub fn counts_ns(&self) -> bool {
+        (self.ticks_per_ns - 1.0).abs() <= (3.0 * self.uncertainty).max(0.02)
+    }
+
+    /// The rate in MHz (ticks per µs).
+    pub fn mhz(&self) -> f64 {
+        self.ticks_per_ns * 1000.0
+    }
+}
+
 /// The GPU time of each pass of a pass loop whose dispatch took `total_ns` (timestamps), from
 /// `ends`, the device clock (ns) when workgroup 0 was done with each pass (its argmax, then
 /// the grid barrier that ends every pass but the last): pass `k > 0` took
@@ -279,6 +322,48 @@ mod tests {
         assert_eq!(rel_ns((7u64 << 32) | 100, (7u64 << 32) | 40), 60);
         // Only the low word counts: a high word that did not move (lavapipe) is ignored.
         assert_eq!(rel_ns(3, (9u64 << 32) | 1), 2);
+    }
+
+    #[test]
+    fn a_ns_clock_counts_ns_and_a_100_mhz_one_does_not() {
+        let base = 9u64 << 32;
+        // 20 ms apart, 2 µs windows: a ns clock 300 ns off, and AMD's 100 MHz reference.
+        let ns = ClockRate::between(
+            (1_000_000, base, 1_000),
+            (21_000_000, base + 20_000_300, 1_000),
+        )
+        .unwrap();
+        assert!(ns.counts_ns(), "{ns:?}");
+        assert!((ns.uncertainty - 1e-4).abs() < 1e-12, "{ns:?}");
+        let amd = ClockRate::between(
+            (1_000_000, base, 1_000),
+            (21_000_000, base + 2_000_000, 1_000),
+        )
+        .unwrap();
+        assert!(!amd.counts_ns(), "{amd:?}");
+        assert!((amd.mhz() - 100.0).abs() < 1e-9, "{}", amd.mhz());
+        // 3 % fast is not ns either.
+        let fast =
+            ClockRate::between((0, base, 100), (10_000_000, base + 10_300_000, 100)).unwrap();
+        assert!(!fast.counts_ns(), "{fast:?}");
+    }
+
+    #[test]
+    fn a_clock_rate_unwraps_a_32_bit_clock_and_keeps_a_clock_it_cannot_judge() {
+        // lavapipe: the low word wrapped between the two samples.
+        let r = ClockRate::between(
+            (5_000, u32::MAX as u64 - 999, 50),
+            (25_005_000, 24_999_000, 50),
+        )
+        .unwrap();
+        assert!((r.ticks_per_ns - 1.0).abs() < 1e-12, "{r:?}");
+        assert!(r.counts_ns());
+        // Windows as wide as the gap: too loose to refuse the clock on.
+        let loose = ClockRate::between((0, 0, 400_000), (1_000_000, 100_000, 400_000)).unwrap();
+        assert!(loose.counts_ns(), "{loose:?}");
+        // No time between the samples: no rate.
+        assert_eq!(ClockRate::between((7, 1, 1), (7, 2, 1)), None);
+        assert_eq!(ClockRate::between((8, 1, 1), (7, 2, 1)), None);
     }
 
     #[test]

@@ -259,6 +259,11 @@ pub struct RunDetails {
     /// lacks the extension (and in older recordings).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pipelines: Vec<crate::PipelineStats>,
+    /// Why the run has no stage or barrier times though its device has a clock (the clock
+    /// does not count ns, e.g. "the device clock ticks at 100.0 MHz …"); absent (older
+    /// recordings, and every run whose clock counts ns or that has none) means none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_clock_off: Option<String>,
 }
 
 /// `word`, followed by ` (auto)` where an `auto` choice (`--act auto`, `--kv auto`) picked it:
@@ -354,6 +359,7 @@ pub(crate) mod tests {
             idle_wait_ns: 0,
             pass_loop: false,
             robust_buffers_off: false,
+            device_clock_off: None,
             pipelines: Vec::new(),
         }
     }

@@ -102,6 +102,7 @@ pub fn synthetic_run(grid: u32, stages: u32, levels: u32) -> RunDetails {
         idle_wait_ns: 0,
         pass_loop: false,
         robust_buffers_off: false,
+        device_clock_off: None,
         pipelines: Vec::new(),
     }
 }

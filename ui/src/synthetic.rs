@@ -187,6 +187,7 @@ impl Synth {
             idle_wait_ns: 0,
             pass_loop: false,
             robust_buffers_off: false,
+            device_clock_off: None,
             pipelines: Vec::new(),
         };
         Synth {

@@ -662,9 +662,11 @@ fn attribution(run: &RunDetails, sel: &Selected) -> Vec<String> {
     };
     let last = |l: u32| sel.last.get(l as usize).copied().flatten().map(|(w, _)| w);
     let straggler = analysis::straggler(&sel.last_all, sel.barriers_seen, run.grid, sel.passes);
-    straggler
+    // A run without stage times says why first (its device clock does not count ns).
+    run.device_clock_off
         .iter()
-        .map(ToString::to_string)
+        .cloned()
+        .chain(straggler.iter().map(ToString::to_string))
         .chain(
             analysis::tails(run, cost, last)
                 .iter()

@@ -325,3 +325,26 @@ fn switching_the_synthetic_producers_dispatch_sends_a_new_start_that_the_dashboa
     drop(rx);
     h.join().expect("producer thread");
 }
+
+#[test]
+fn a_run_whose_device_clock_is_off_says_why_first_in_its_attribution() {
+    use baro_telemetry::Telemetry;
+    let layout = Layout::default_preset();
+    let mut s = baro_ui::synthetic::Synth::new(clean());
+    let meta = baro_ui::synthetic::meta(s.details());
+    let mut st = baro_ui::app::new_state(meta, &layout);
+    let why = "the device clock ticks at 100.0 MHz (±0.0), not once a ns: it is off, so no stage or barrier times";
+    for mut m in s.stream(20) {
+        if let Telemetry::Start(d) = &mut m {
+            d.device_clock_off = Some(why.into());
+        }
+        st.live.ingest(m);
+    }
+    st.prepare();
+    assert_eq!(
+        st.derived.attribution.first().map(String::as_str),
+        Some(why),
+        "{:?}",
+        st.derived.attribution
+    );
+}

@@ -135,6 +135,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                     d.instrumented,
                     check_name(d.check)
                 );
+                if let Some(why) = &d.device_clock_off {
+                    note!("run: {why}");
+                }
                 for p in &d.pipelines {
                     note!("run: pipeline {}: {}", p.pipeline, p.summary());
                 }

@@ -65,6 +65,7 @@ fn run_details(device: &str) -> RunDetails {
         idle_wait_ns: 0,
         pass_loop: false,
         robust_buffers_off: false,
+        device_clock_off: None,
         pipelines: Vec::new(),
     }
 }

@@ -286,9 +286,12 @@ fn cpu_burner_processes_raise_others_busy_and_flip_the_label_to_contended() {
     std::thread::sleep(Duration::from_millis(100));
     let during = busy_over(&mut s, Duration::from_millis(600));
     drop(burners);
+    // The burners share the cores with whatever this process runs meanwhile (another test on
+    // the second test thread): they hold at least 80 % of what it leaves them.
+    let room = 1.0 - during.own;
     assert!(
-        during.others >= 0.8,
-        "burners on every core, others busy only {:.2} (before {:.2})",
+        during.others >= 0.8 * room && during.others >= 0.5,
+        "burners on every core, others busy only {:.2} of the {room:.2} this process left (before {:.2})",
         during.others,
         before.others
     );
@@ -302,7 +305,7 @@ fn cpu_burner_processes_raise_others_busy_and_flip_the_label_to_contended() {
     let c = ContentionLabeler::default().label(&Frame::default(), &st);
     assert!(!c.is_quiet());
     assert!(
-        matches!(c.reasons[..], [ContentionReason::CpuBusy { fraction }] if fraction >= 0.8),
+        matches!(c.reasons[..], [ContentionReason::CpuBusy { fraction }] if fraction == during.others),
         "{c:?}"
     );
     assert!(c.summary().starts_with("CPU ") && c.summary().ends_with("% busy"));

@@ -121,6 +121,7 @@ pub fn llama_run(grid: u32, layers: u32) -> RunDetails {
         idle_wait_ns: 0,
         pass_loop: false,
         robust_buffers_off: false,
+        device_clock_off: None,
         pipelines: Vec::new(),
     }
 }

@@ -6,7 +6,7 @@
 use std::ffi::{c_char, CStr};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
@@ -156,6 +156,9 @@ pub struct GpuContext {
     /// A submission missed its watchdog: the device may never idle again, so nothing may wait
     /// for it (see [`GpuContext::mark_hung`]).
     hung: AtomicBool,
+    /// The shader device clock's rate, measured by the first decoder that runs with the clock
+    /// (`VulkanDecoder::new`); `None` inside where it could not be measured.
+    pub(crate) clock_rate: OnceLock<Option<baro_telemetry::clock::ClockRate>>,
     /// The chosen device.
     pub info: DeviceInfo,
 }
@@ -604,6 +607,7 @@ impl GpuContext {
             queue: Mutex::new(queue),
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
             hung: AtomicBool::new(false),
+            clock_rate: OnceLock::new(),
             info: chosen,
         })
     }

@@ -12,6 +12,7 @@ mod act_q8;
 mod arch;
 mod attention;
 mod chain;
+mod clock_rate;
 mod contention_burners;
 mod cpu_budget;
 mod golden;

@@ -1,6 +1,7 @@
 //! Clock calibration: device clock ↔ timestamp queries ↔ host CLOCK_MONOTONIC.
 
 use super::*;
+use baro_telemetry::clock::ClockRate;
 
 /// Device clock ↔ timestamp-query calibration (see [`VulkanDecoder::calibrate`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -15,6 +16,72 @@ pub struct Calibration {
 }
 
 impl VulkanDecoder {
+    /// Upload `model` and build the pipeline. Where the run would use the device clock, its
+    /// unit is checked first (once a device, [`Self::measure_clock_rate`]): a clock that does
+    /// not count ns would misstate every stage span, barrier time, spin timeout and idle
+    /// wait, so the decoder is built again without it and says why ([`Self::clock_off`]).
+    pub fn new(ctx: Arc<GpuContext>, model: &Model, opts: DecoderOptions) -> Result<VulkanDecoder> {
+        let mut dec = Self::build(ctx.clone(), model, opts.clone())?;
+        if !dec.has_clock() {
+            return Ok(dec);
+        }
+        let rate = match opts.test_clock_rate {
+            Some(r) => Some(ClockRate {
+                ticks_per_ns: r,
+                uncertainty: 0.0,
+            }),
+            None => match ctx.clock_rate.get() {
+                Some(r) => *r,
+                None => {
+                    let r = dec.measure_clock_rate()?;
+                    *ctx.clock_rate.get_or_init(|| r)
+                }
+            },
+        };
+        let Some(r) = rate.filter(|r| !r.counts_ns()) else {
+            return Ok(dec);
+        };
+        let why = format!(
+            "the device clock ticks at {:.1} MHz (±{:.1}), not once a ns: it is off, so no stage or barrier times",
+            r.mhz(),
+            r.uncertainty * 1000.0
+        );
+        drop(dec);
+        let opts = DecoderOptions {
+            no_device_clock: true,
+            ..opts
+        };
+        let mut dec = Self::build(ctx, model, opts).map_err(|e| match e {
+            Error::Invalid(m) => Error::Invalid(format!("{m} ({why})")),
+            e => e,
+        })?;
+        dec.clock_off = Some(why);
+        Ok(dec)
+    }
+
+    /// Why this decoder runs without the device clock its device has (the clock does not
+    /// count ns); `None` where it runs with it, or was asked to run without.
+    pub fn clock_off(&self) -> Option<&str> {
+        self.clock_off.as_deref()
+    }
+
+    /// The device clock's rate against the timestamp queries: two calibrations (the tighter
+    /// of four windows each) 20 ms apart. `None` without a device clock or timestamps.
+    pub fn measure_clock_rate(&mut self) -> Result<Option<ClockRate>> {
+        let Some(a) = self.calibrate(4)? else {
+            return Ok(None);
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        let Some(b) = self.calibrate(4)? else {
+            return Ok(None);
+        };
+        let sample = |c: Calibration| {
+            let clock = (c.at_ts_ns as i64).wrapping_sub(c.offset_ns) as u64;
+            (c.at_ts_ns, clock, c.uncertainty_ns)
+        };
+        Ok(ClockRate::between(sample(a), sample(b)))
+    }
+
     /// Calibrate the shader's device clock against the timestamp-query domain: `samples`
     /// single-workgroup dispatches that read the clock between two timestamps; the tightest
     /// window wins. Returns `None` without a device clock or timestamps.

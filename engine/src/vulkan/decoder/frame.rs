@@ -121,6 +121,7 @@ impl VulkanDecoder {
             idle_wait_ns: mega_only(self.idle_wait_ns()),
             pass_loop: self.pass_loop(),
             robust_buffers_off: self.opts.robust_buffers == RobustBuffers::Off,
+            device_clock_off: self.clock_off().map(str::to_string),
             pipelines: self.pipeline_stats.clone(),
         }
     }

@@ -160,6 +160,8 @@ pub struct DecoderOptions {
     /// Run the documented fallback for devices without VK_KHR_shader_clock even where the
     /// clock exists: spins are bounded by the iteration budget alone and stamps read 0.
     pub no_device_clock: bool,
+    /// Test only: the device clock's rate (ticks a ns) instead of measuring it.
+    pub test_clock_rate: Option<f64>,
     /// Passes one submission may hold ([`VulkanDecoder::step_chain`]: greedy passes chained
     /// on the GPU, each reading the previous pass's argmax there); 1..=[`MAX_CHAIN`]. Each
     /// slot has its own readback (fail word, argmax, logits when read, ring frame) and
@@ -340,6 +342,7 @@ impl Default for DecoderOptions {
             test_slow_kind: None,
             test_stall_wg: None,
             test_iter_budget: None,
+            test_clock_rate: None,
             pipeline_cache_out: None,
             idle_wait_ns: None,
             prefetch_mib: None,
@@ -475,6 +478,8 @@ pub struct VulkanDecoder {
     n_queries: u32,
     passes: u32,
     last_window: Option<(u64, u64)>,
+    /// Why the device clock is off though the device has one (its unit is not the ns).
+    clock_off: Option<String>,
     /// Where each chain slot's sync words, output words and ring frame lie in `readback`.
     rb: ReadbackLayout,
     /// Timestamp queries per chain slot.

@@ -36,8 +36,12 @@ impl crate::act::ActCaps {
 }
 
 impl VulkanDecoder {
-    /// Upload `model` and build the pipeline.
-    pub fn new(ctx: Arc<GpuContext>, model: &Model, opts: DecoderOptions) -> Result<VulkanDecoder> {
+    /// Upload `model` and build the pipeline ([`VulkanDecoder::new`] checks the clock's unit).
+    pub(super) fn build(
+        ctx: Arc<GpuContext>,
+        model: &Model,
+        opts: DecoderOptions,
+    ) -> Result<VulkanDecoder> {
         let info = ctx.info.clone();
         let cpu = info.kind == DeviceKind::Cpu;
         check_robust_buffers(&info, opts.robust_buffers)?;
@@ -350,6 +354,7 @@ impl VulkanDecoder {
             n_queries: 0,
             passes: 0,
             last_window: None,
+            clock_off: None,
             rb: ReadbackLayout::default(),
             queries_per_pass: 0,
             last_slot: 0,
