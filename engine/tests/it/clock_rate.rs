@@ -5,11 +5,10 @@
 //! why, with the same values.
 
 use crate::common;
+use crate::idle_wait::logits;
 
-use baro_engine::model::Model;
 use baro_engine::quant::GgmlType;
-use baro_engine::vulkan::{DecoderOptions, GpuContext, VulkanDecoder};
-use std::sync::Arc;
+use baro_engine::vulkan::{DecoderOptions, VulkanDecoder};
 
 fn opts(rate: Option<f64>) -> DecoderOptions {
     DecoderOptions {
@@ -17,18 +16,6 @@ fn opts(rate: Option<f64>) -> DecoderOptions {
         test_clock_rate: rate,
         ..Default::default()
     }
-}
-
-/// Logits (as bits) of three clean passes.
-fn logits(ctx: &Arc<GpuContext>, m: &Model, o: DecoderOptions) -> Vec<Vec<u32>> {
-    let mut dec = VulkanDecoder::new(ctx.clone(), m, o).expect("decoder");
-    (0..3)
-        .map(|pos| {
-            let p = dec.step((pos * 7 + 1) as u32, pos).expect("pass");
-            assert!(p.fail.ok(), "pass {pos}: {:?}", p.fail);
-            dec.logits().iter().map(|v| v.to_bits()).collect()
-        })
-        .collect()
 }
 
 #[test]
@@ -88,7 +75,7 @@ fn a_device_clock_that_does_not_count_ns_is_turned_off_and_the_run_says_why() {
     drop(near);
     // Off, the values keep their bits.
     assert!(
-        logits(&ctx, &m, opts(Some(0.1))) == logits(&ctx, &m, opts(None)),
+        logits(&ctx, &m, opts(Some(0.1)), 3) == logits(&ctx, &m, opts(None), 3),
         "turning the clock off changed the logits"
     );
     // A wait asked for by name needs the clock: refused, saying why it is off.

@@ -18,7 +18,7 @@ fn one_head_group(ty: GgmlType) -> Model {
 }
 
 /// Logits (as bits) of `passes` passes, every one clean.
-fn logits(
+pub(crate) fn logits(
     ctx: &std::sync::Arc<baro_engine::vulkan::GpuContext>,
     m: &Model,
     opts: DecoderOptions,
