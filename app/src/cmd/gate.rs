@@ -75,6 +75,9 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
             if let Err(e) = outln!("{}", grid_line.as_deref().unwrap_or_default()) {
                 write_error.get_or_insert(e);
             }
+            if let Some(why) = &d.device_clock_off {
+                note!("gate: {why}");
+            }
         }
         if let Err(e) = outln!("{}", pass_line(p)) {
             write_error.get_or_insert(e);
