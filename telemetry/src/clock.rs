@@ -110,17 +110,24 @@ pub fn rel_ns(t: u64, base: u64) -> u64 {
 pub struct ClockRate {
     /// Device clock ticks per timestamp-domain ns.
     pub ticks_per_ns: f64,
-    /// Its uncertainty (the two calibration windows over the time between them), ticks per ns.
+    /// Its relative uncertainty: the two calibration windows' half-widths over the time
+    /// between them.
     pub uncertainty: f64,
 }
 
 impl ClockRate {
     /// The rate between two calibrations, each `(timestamp ns, device clock, window
     /// half-width ns)`, `b` after `a`. Clock differences as [`pass_loop_split`] takes them:
-    /// modulo 2^32 where the high words are zero. `None` where no time passed between them.
+    /// modulo 2^32 where the high words are zero. `None` where no time passed between them,
+    /// or where such a clock could have wrapped between them (2^31 ns or more apart, windows
+    /// included: a thread descheduled for seconds).
     pub fn between(a: (u64, u64, u64), b: (u64, u64, u64)) -> Option<ClockRate> {
-        let dt = b.0.checked_sub(a.0).filter(|&d| d > 0)? as f64;
+        let dt = b.0.checked_sub(a.0).filter(|&d| d > 0)?;
         let wide = (a.1 | b.1) >> 32 != 0;
+        if !wide && dt.saturating_add(a.2).saturating_add(b.2) >= 1 << 31 {
+            return None;
+        }
+        let dt = dt as f64;
         let dc = if wide {
             b.1.wrapping_sub(a.1)
         } else {
@@ -141,6 +148,11 @@ impl ClockRate {
     /// The rate in MHz (ticks per µs).
     pub fn mhz(&self) -> f64 {
         self.ticks_per_ns * 1000.0
+    }
+
+    /// The rate's uncertainty in MHz.
+    pub fn mhz_uncertainty(&self) -> f64 {
+        self.mhz() * self.uncertainty
     }
 }
 
@@ -342,6 +354,7 @@ mod tests {
         .unwrap();
         assert!(!amd.counts_ns(), "{amd:?}");
         assert!((amd.mhz() - 100.0).abs() < 1e-9, "{}", amd.mhz());
+        assert!((amd.mhz_uncertainty() - 0.01).abs() < 1e-12, "{amd:?}");
         // 3 % fast is not ns either.
         let fast =
             ClockRate::between((0, base, 100), (10_000_000, base + 10_300_000, 100)).unwrap();
@@ -364,6 +377,15 @@ mod tests {
         // No time between the samples: no rate.
         assert_eq!(ClockRate::between((7, 1, 1), (7, 2, 1)), None);
         assert_eq!(ClockRate::between((8, 1, 1), (7, 2, 1)), None);
+        // A 32-bit clock sampled 2^31 ns apart may have wrapped unseen: no rate; a 64-bit
+        // one is read across any gap.
+        let gap = 1u64 << 31;
+        assert_eq!(ClockRate::between((0, 5, 0), (gap, 5, 0)), None);
+        assert_eq!(ClockRate::between((0, 5, 10), (gap - 20, 5, 10)), None);
+        assert!(ClockRate::between((0, 5, 10), (gap - 21, 5, 10)).is_some());
+        let base = 1u64 << 40;
+        let wide = ClockRate::between((0, base, 0), (4 * gap, base + 4 * gap, 0)).unwrap();
+        assert!(wide.counts_ns() && wide.ticks_per_ns == 1.0, "{wide:?}");
     }
 
     #[test]

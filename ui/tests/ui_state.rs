@@ -333,7 +333,7 @@ fn a_run_whose_device_clock_is_off_says_why_first_in_its_attribution() {
     let mut s = baro_ui::synthetic::Synth::new(clean());
     let meta = baro_ui::synthetic::meta(s.details());
     let mut st = baro_ui::app::new_state(meta, &layout);
-    let why = "the device clock ticks at 100.0 MHz (±0.0), not once a ns: it is off, so no stage or barrier times";
+    let why = "the device clock ticks at 100.0 MHz (±0.0), not once a ns: it is off, so no stage or barrier times (nor a pass loop's per-pass GPU times)";
     for mut m in s.stream(20) {
         if let Telemetry::Start(d) = &mut m {
             d.device_clock_off = Some(why.into());

@@ -612,6 +612,20 @@ impl GpuContext {
         })
     }
 
+    /// The shader device clock's rate against the timestamp queries, as the device's first
+    /// decoder with the clock measured it (`VulkanDecoder::new`); `None` before that, or
+    /// where it could not be measured.
+    pub fn clock_rate(&self) -> Option<baro_telemetry::clock::ClockRate> {
+        self.clock_rate.get().copied().flatten()
+    }
+
+    /// Test only: the clock rate decoders on this context take instead of measuring it (as
+    /// if measured); false where a rate is already kept.
+    #[doc(hidden)]
+    pub fn test_set_clock_rate(&self, rate: baro_telemetry::clock::ClockRate) -> bool {
+        self.clock_rate.set(Some(rate)).is_ok()
+    }
+
     /// Record that work on this device missed its watchdog. From then on nothing waits for
     /// the device: decoders and the context leak their handles on drop instead of waiting
     /// for an idle that may never come (a process exit reclaims them).

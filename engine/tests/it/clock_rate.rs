@@ -8,7 +8,9 @@ use crate::common;
 use crate::idle_wait::logits;
 
 use baro_engine::quant::GgmlType;
-use baro_engine::vulkan::{DecoderOptions, VulkanDecoder};
+use baro_engine::vulkan::{DecoderOptions, GpuContext, VulkanDecoder};
+use baro_telemetry::clock::ClockRate;
+use std::sync::Arc;
 
 fn opts(rate: Option<f64>) -> DecoderOptions {
     DecoderOptions {
@@ -44,6 +46,34 @@ fn the_test_devices_clock_counts_ns_and_the_decoder_keeps_it() {
         r.counts_ns() && (r.ticks_per_ns - 1.0).abs() < 0.02 + 3.0 * r.uncertainty,
         "{r:?}"
     );
+    assert!(
+        r.uncertainty < 0.05,
+        "a measurement too loose to judge a clock: {r:?}"
+    );
+    // The device keeps what its first decoder with the clock measured.
+    let kept = ctx.clock_rate().expect("the device's measured rate");
+    assert!(kept.counts_ns(), "{kept:?}");
+}
+
+#[test]
+fn a_device_whose_measured_clock_does_not_count_ns_turns_it_off_for_every_decoder() {
+    let Some((shared, _turn)) = common::device() else {
+        return;
+    };
+    // A context of its own: the shared one keeps its real measurement.
+    let ctx = Arc::new(GpuContext::new(None).expect("a second context on the test device"));
+    assert_eq!(shared.info.name, ctx.info.name);
+    assert!(ctx.test_set_clock_rate(ClockRate {
+        ticks_per_ns: 0.1,
+        uncertainty: 1e-4,
+    }));
+    let m = common::one_head_group(GgmlType::Q4_0, 53);
+    for _ in 0..2 {
+        let dec = VulkanDecoder::new(ctx.clone(), &m, opts(None)).expect("decoder");
+        assert!(!dec.has_clock());
+        let why = dec.clock_off().expect("the reason");
+        assert!(why.contains("100.0 MHz (±0.0)"), "{why}");
+    }
 }
 
 #[test]

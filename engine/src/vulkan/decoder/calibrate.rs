@@ -17,7 +17,8 @@ pub struct Calibration {
 
 impl VulkanDecoder {
     /// Upload `model` and build the pipeline. Where the run would use the device clock, its
-    /// unit is checked first (once a device, [`Self::measure_clock_rate`]): a clock that does
+    /// unit is checked first (by the device's first decoder, [`Self::measure_clock_rate`];
+    /// [`GpuContext::clock_rate`] keeps the result): a clock that does
     /// not count ns would misstate every stage span, barrier time, spin timeout and idle
     /// wait, so the decoder is built again without it and says why ([`Self::clock_off`]).
     pub fn new(ctx: Arc<GpuContext>, model: &Model, opts: DecoderOptions) -> Result<VulkanDecoder> {
@@ -33,7 +34,13 @@ impl VulkanDecoder {
             None => match ctx.clock_rate.get() {
                 Some(r) => *r,
                 None => {
-                    let r = dec.measure_clock_rate()?;
+                    // A verdict against the clock is measured twice (a thread descheduled
+                    // between two samples, or a clock stepped, misleads one measurement);
+                    // what the device keeps is the last measurement.
+                    let mut r = dec.measure_clock_rate()?;
+                    if r.is_some_and(|r| !r.counts_ns()) {
+                        r = dec.measure_clock_rate()?;
+                    }
                     *ctx.clock_rate.get_or_init(|| r)
                 }
             },
@@ -42,9 +49,9 @@ impl VulkanDecoder {
             return Ok(dec);
         };
         let why = format!(
-            "the device clock ticks at {:.1} MHz (±{:.1}), not once a ns: it is off, so no stage or barrier times",
+            "the device clock ticks at {:.1} MHz (±{:.1}), not once a ns: it is off, so no stage or barrier times (nor a pass loop's per-pass GPU times)",
             r.mhz(),
-            r.uncertainty * 1000.0
+            r.mhz_uncertainty()
         );
         drop(dec);
         let opts = DecoderOptions {
@@ -65,8 +72,9 @@ impl VulkanDecoder {
         self.clock_off.as_deref()
     }
 
-    /// The device clock's rate against the timestamp queries: two calibrations (the tighter
-    /// of four windows each) 20 ms apart. `None` without a device clock or timestamps.
+    /// The device clock's rate against the timestamp queries: two calibrations (the tightest
+    /// of four windows each) 20 ms apart. `None` without a device clock or timestamps, or
+    /// where the two samples cannot give a rate ([`ClockRate::between`]).
     pub fn measure_clock_rate(&mut self) -> Result<Option<ClockRate>> {
         let Some(a) = self.calibrate(4)? else {
             return Ok(None);
