@@ -18,9 +18,9 @@ pub struct Calibration {
 impl VulkanDecoder {
     /// Upload `model` and build the pipeline. Where the run would use the device clock, its
     /// unit is checked first (by the device's first decoder, [`Self::measure_clock_rate`];
-    /// [`GpuContext::clock_rate`] keeps the result): a clock that does
-    /// not count ns would misstate every stage span, barrier time, spin timeout and idle
-    /// wait, so the decoder is built again without it and says why ([`Self::clock_off`]).
+    /// [`GpuContext::clock_rate`] keeps the result): a clock that does not count ns would
+    /// misstate every stage span, barrier time, spin timeout and idle wait, so the decoder
+    /// is built again without it and says why ([`Self::clock_off`]).
     pub fn new(ctx: Arc<GpuContext>, model: &Model, opts: DecoderOptions) -> Result<VulkanDecoder> {
         let mut dec = Self::build(ctx.clone(), model, opts.clone())?;
         if !dec.has_clock() {
