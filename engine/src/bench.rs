@@ -139,6 +139,8 @@ pub struct ArmResult {
     pub prefetch_mib: u32,
     /// The idle workgroups' wait the arm's decoder resolved, ns (0: none).
     pub idle_wait_ns: u32,
+    /// Why the arm's decoder runs without the device's clock (its unit is not the ns).
+    pub device_clock_off: Option<String>,
 }
 
 /// The bench's result.
@@ -308,6 +310,7 @@ pub fn run_bench(
             pipelines: s.details.pipelines.clone(),
             prefetch_mib: s.details.prefetch_mib,
             idle_wait_ns: s.details.idle_wait_ns,
+            device_clock_off: s.details.device_clock_off.clone(),
         })
         .collect();
     for ((arm, s), o) in cfg.arms.iter().zip(st.iter_mut()).zip(out.iter_mut()) {

@@ -667,6 +667,7 @@ pub fn child_arm(name: &str, run: u64, rows: &[Row]) -> anyhow::Result<(ArmResul
         differing: vec![],
         pipelines: vec![],
         prefetch_mib: pp.prefetch_mib.unwrap_or(0),
+        device_clock_off: None,
         idle_wait_ns: pp.idle_wait_ns.unwrap_or(0),
     };
     let info = ArmInfo {

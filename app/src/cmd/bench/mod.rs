@@ -29,9 +29,13 @@ use crate::args::{DispatchSet, GpuArgs, ModelArgs, TimingArgs};
 use output::{ArmInfo, Format, Meta};
 
 /// Each arm's pipelines as the driver's compiler reports them (registers, spills), one
-/// line each on stderr; nothing where the driver reports none.
+/// line each on stderr; nothing where the driver reports none. And where an arm runs without
+/// the device's clock (its unit is not the ns), why: its kernels are not the clocked ones.
 pub(crate) fn note_pipelines(report: &BenchReport) {
     for a in &report.arms {
+        if let Some(why) = &a.device_clock_off {
+            note!("bench: arm {}: {why}", a.arm.name);
+        }
         for p in &a.pipelines {
             note!(
                 "bench: arm {} pipeline {}: {}",

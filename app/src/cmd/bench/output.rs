@@ -547,6 +547,7 @@ mod tests {
             differing: vec![],
             pipelines: vec![],
             prefetch_mib: 16,
+            device_clock_off: None,
             idle_wait_ns: 2000,
         }
     }
