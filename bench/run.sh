@@ -266,7 +266,7 @@ bench_step() {
       local dl=${depths:+ d$d}
       for a in $acts; do
         t "baro-top $f act $a$dl${xargs:+ $xargs}"
-        $B bench -m /tmp/$f.gguf --prompts /tmp/one.txt --tokens 128 --runs 3 --depth $d --dispatch mega --act $a $xargs 2>&1 | grep -E " tg|parity|compared|refus|error"
+        $B bench -m /tmp/$f.gguf --prompts /tmp/one.txt --tokens 128 --runs 3 --depth $d --dispatch mega --act $a $xargs 2>&1 | grep -E " tg|parity|compared|refus|error|not once a ns"
       done
     done
   done; done
