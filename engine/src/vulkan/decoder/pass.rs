@@ -574,8 +574,12 @@ impl VulkanDecoder {
                         | (u64::from(word(rb.sync_word(s, sy::PASS_END + 1))) << 32)
                 };
                 let ends: Vec<u64> = (first..first + count).map(end).collect();
-                let split = Some(t1.saturating_sub(t0)).filter(|_| self.has_clock());
-                match split.and_then(|total| pass_loop_split(total, &ends)) {
+                let split = if self.has_clock() {
+                    pass_loop_split(t1.saturating_sub(t0), &ends)
+                } else {
+                    None
+                };
+                match split {
                     Some(each) => {
                         let k = slot - first;
                         let start = t0 + each[..k].iter().sum::<u64>();
