@@ -99,6 +99,27 @@ impl Error {
         }
     }
 
+    /// The same error with `what` (the step that was under way) before its message; its
+    /// class ([`Error::kind`]) is kept. A pass's fail report and an I/O error's path are
+    /// left as they are: they already say where.
+    pub fn during(self, what: &str) -> Self {
+        match self {
+            Error::Llama2c(m) => Error::Llama2c(format!("{what}: {m}")),
+            Error::Tokenizer(m) => Error::Tokenizer(format!("{what}: {m}")),
+            Error::Model(m) => Error::Model(format!("{what}: {m}")),
+            Error::Invalid(m) => Error::Invalid(format!("{what}: {m}")),
+            Error::Vulkan(m) => Error::Vulkan(format!("{what}: {m}")),
+            Error::DeviceLost(m) => Error::DeviceLost(format!("{what}: {m}")),
+            Error::Watchdog(m) => Error::Watchdog(format!("{what}: {m}")),
+            Error::EngineThread(m) => Error::EngineThread(format!("{what}: {m}")),
+            Error::Gguf { offset, msg } => Error::Gguf {
+                offset,
+                msg: format!("{what}: {msg}"),
+            },
+            e @ (Error::Io { .. } | Error::PassFailed { .. }) => e,
+        }
+    }
+
     /// Wrap an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
@@ -113,7 +134,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_variant_falls_in_the_class_a_ui_acts_on() {
+    fn every_variant_falls_in_the_class_a_ui_acts_on_and_keeps_it_under_context() {
         let fail = baro_telemetry::FailReport::new(
             baro_telemetry::FailWord {
                 bits: baro_telemetry::fail::bits::TIMEOUT,
@@ -152,6 +173,19 @@ mod tests {
         ];
         for (e, k) in cases {
             assert_eq!(e.kind(), k, "{e}");
+            let plain = e.to_string();
+            let d = e.during("measuring the clock");
+            assert_eq!(d.kind(), k, "{d}: `during` changed the class");
+            let s = d.to_string();
+            match k {
+                // Their messages already say where (the path, the pass).
+                ErrorKind::Io | ErrorKind::PassFailed => assert_eq!(s, plain),
+                _ => assert!(
+                    s.contains("measuring the clock: ")
+                        && s.ends_with(plain.rsplit(": ").next().unwrap()),
+                    "{s}"
+                ),
+            }
         }
     }
 

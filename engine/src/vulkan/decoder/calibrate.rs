@@ -37,9 +37,10 @@ impl VulkanDecoder {
                     // A verdict against the clock is measured twice (a thread descheduled
                     // between two samples, or a clock stepped, misleads one measurement);
                     // what the device keeps is the last measurement.
-                    let mut r = dec.measure_clock_rate()?;
+                    let during = "measuring the device clock's rate against the timestamp queries";
+                    let mut r = dec.measure_clock_rate().map_err(|e| e.during(during))?;
                     if r.is_some_and(|r| !r.counts_ns()) {
-                        r = dec.measure_clock_rate()?;
+                        r = dec.measure_clock_rate().map_err(|e| e.during(during))?;
                     }
                     *ctx.clock_rate.get_or_init(|| r)
                 }
