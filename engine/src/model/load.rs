@@ -320,11 +320,21 @@ fn config_from_gguf(file: &GgufFile, arch: Arch) -> Result<Config> {
         )));
     }
     if let Some(v) = file.get(&key("attention.causal")) {
-        if v.as_bool() != Some(true) {
-            return Err(Error::Model(format!(
-                "{} is not true: only causal attention is implemented",
-                key("attention.causal")
-            )));
+        match v.as_bool() {
+            Some(true) => {}
+            Some(false) => {
+                return Err(Error::Model(format!(
+                    "{} is false: only causal attention is implemented",
+                    key("attention.causal")
+                )))
+            }
+            None => {
+                return Err(Error::Model(format!(
+                    "{} has type {}, not bool (llama.cpp reads it as a bool; only causal attention, true, is implemented)",
+                    key("attention.causal"),
+                    v.type_name()
+                )))
+            }
         }
     }
     let dim = req("embedding_length")?;
@@ -342,6 +352,23 @@ fn config_from_gguf(file: &GgufFile, arch: Arch) -> Result<Config> {
     // Either length defaults to dim / n_heads, as in llama.cpp.
     let even = (n_heads > 0 && dim.is_multiple_of(n_heads)).then(|| dim / n_heads);
     let (kl, vl) = (get("attention.key_length")?, get("attention.value_length")?);
+    // A width that heads do not divide has no default: llama.cpp then takes the missing
+    // length as the integer quotient, which differs from the given one and is refused. Say
+    // so by name rather than use the one length for both.
+    if even.is_none() && kl.is_some() != vl.is_some() {
+        let (given, missing) = if kl.is_some() {
+            ("attention.key_length", "attention.value_length")
+        } else {
+            ("attention.value_length", "attention.key_length")
+        };
+        return Err(Error::Model(format!(
+            "{} = {} but {} is missing, and embedding_length {dim} is not a multiple of head_count {n_heads}: the missing head size has no default (llama.cpp takes {} and refuses the pair)",
+            key(given),
+            kl.or(vl).unwrap_or(0),
+            key(missing),
+            dim.checked_div(n_heads).unwrap_or(0)
+        )));
+    }
     let (k, v) = (kl.or(even), vl.or(even));
     if let (Some(k), Some(v)) = (k, v) {
         if k != v {

@@ -142,6 +142,49 @@ fn a_head_size_of_zero_or_odd_from_key_length_is_refused_naming_the_key() {
     refused(r, &["qwen3.attention.value_length = 7"]);
 }
 
+#[test]
+fn one_head_length_without_the_other_is_refused_where_heads_do_not_divide_the_width() {
+    // llama.cpp would take the missing one as dim / n_heads rounded down, unequal to the one
+    // given; using the given length for both would decode another model.
+    for arch in [Arch::Llama, Arch::Qwen3] {
+        let m = tiny(arch, 1);
+        let a = arch.name();
+        for (given, missing) in [
+            ("key_length", "value_length"),
+            ("value_length", "key_length"),
+        ] {
+            let r = load(&m, |md, _| {
+                set(md, &format!("{a}.attention.head_count"), Value::U32(3));
+                set(md, &format!("{a}.attention.head_count_kv"), Value::U32(3));
+                set(md, &format!("{a}.attention.{given}"), Value::U32(22));
+            });
+            refused(
+                r,
+                &[
+                    &format!("{a}.attention.{given} = 22"),
+                    &format!("{a}.attention.{missing} is missing"),
+                    "not a multiple of head_count 3",
+                ],
+            );
+        }
+    }
+}
+
+#[test]
+fn attention_causal_of_another_type_is_refused_naming_the_type() {
+    let m = tiny(Arch::Llama, 1);
+    let r = load(&m, |md, _| set(md, "llama.attention.causal", Value::U8(1)));
+    refused(r, &["llama.attention.causal has type u8, not bool"]);
+    let r = load(&m, |md, _| {
+        set(md, "llama.attention.causal", Value::Bool(false))
+    });
+    refused(r, &["llama.attention.causal is false"]);
+    load(&m, |md, _| {
+        set(md, "llama.attention.causal", Value::Bool(true))
+    })
+    .expect("causal true");
+}
+
 /// A llama2.c tokenizer file of `n` pieces (`<unk>`, `<s>`, `</s>`, then one letter each).
 fn llama2c_tokenizer(n: usize) -> Vec<u8> {
     let mut b = 8i32.to_le_bytes().to_vec();
