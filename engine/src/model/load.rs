@@ -172,6 +172,9 @@ impl Model {
         let mut layers = Vec::with_capacity(config.n_layers);
         for l in 0..config.n_layers {
             let t = |s: &str| tensor(format!("blk.{l}.{s}.weight"));
+            // Each q/k/v bias on its own, as llama.cpp reads them (create_tensor_qkv: every
+            // bias TENSOR_NOT_REQUIRED; build_qkv adds the ones present): a qwen2 file
+            // without some decodes there as here, so it is not refused.
             let bias = |s: &str| -> Result<Option<Tensor>> {
                 if arch.has_qkv_bias() {
                     optional(format!("blk.{l}.{s}.bias"))
