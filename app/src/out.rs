@@ -7,12 +7,28 @@
 //! behind. Other write errors on stdout are returned to the caller; on stderr (diagnostics,
 //! best effort) they are ignored.
 //!
+//! A command whose exit status is a verdict (`gate`: 0 only if every pass is clean) calls
+//! [`verdict_outlives_the_reader`] first: there a closed pipe only silences the output, and the
+//! command runs on to its verdict and exits with it. Exiting 0 at the first closed pipe would
+//! make `set -o pipefail; baro-top gate | head -1` pass a gate that refuses.
+//!
 //! Use [`outln!`] for stdout and [`note!`] for stderr instead of `println!` /
 //! `eprintln!` (which panic on a closed pipe), and [`Stdout`] where a `Write` is needed.
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
+
+/// Set by [`verdict_outlives_the_reader`]: a closed pipe silences the output instead of
+/// ending the process.
+static VERDICT: AtomicBool = AtomicBool::new(false);
+
+/// This command's exit status is a verdict: from here on, a closed pipe (stdout or stderr)
+/// silences what would be printed there, and the command runs on to its verdict.
+pub fn verdict_outlives_the_reader() {
+    VERDICT.store(true, Ordering::Relaxed);
+}
 
 /// Temporary files being written now, removed by a quiet exit ([`reader_gone`],
 /// [`device_abandoned`]): what must not outlive the process.
@@ -76,9 +92,18 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-fn check<T>(r: io::Result<T>) -> io::Result<T> {
+/// A write's result, where a closed pipe ends the process quietly ([`reader_gone`]) or, for
+/// a verdict ([`verdict_outlives_the_reader`]), counts as written (`silenced`: what the
+/// write would have returned) so that the command runs on.
+fn check<T>(r: io::Result<T>, silenced: T) -> io::Result<T> {
     match r {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => reader_gone(),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+            if VERDICT.load(Ordering::Relaxed) {
+                Ok(silenced)
+            } else {
+                reader_gone()
+            }
+        }
         other => other,
     }
 }
@@ -95,13 +120,13 @@ impl Stdout {
 
 impl Write for Stdout {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        check(self.0.write(buf))
+        check(self.0.write(buf), buf.len())
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        check(self.0.write_all(buf))
+        check(self.0.write_all(buf), ())
     }
     fn flush(&mut self) -> io::Result<()> {
-        check(self.0.flush())
+        check(self.0.flush(), ())
     }
 }
 
@@ -207,7 +232,7 @@ fn is_control(b: u8) -> bool {
 pub fn stderr_fmt(args: std::fmt::Arguments<'_>) {
     let text = clean(&args.to_string());
     let mut e = io::stderr().lock();
-    let _ = check(e.write_all(text.as_bytes()).and_then(|()| e.flush()));
+    let _ = check(e.write_all(text.as_bytes()).and_then(|()| e.flush()), ());
 }
 
 /// `s` with escape sequences and control characters removed (as the dashboard draws text

@@ -1,7 +1,9 @@
 //! Outputs that are not plain files: stdout closed by its reader (`| head` after it has quit),
 //! `/dev/stdout` and `/proc/self/fd/1` named as paths, `/dev/null`. A reader that went away
-//! ends a command quietly with status 0 (nothing on stderr); an output that cannot be synced
-//! is written and not synced, never an error.
+//! ends a command quietly with status 0 (nothing on stderr), except that a command whose
+//! status is a verdict (gate, run, bench, diff, replay --headless) runs on, silenced, and
+//! exits with its verdict; an output that cannot be synced is written and not synced, never
+//! an error.
 //!
 //! Tests that need a Vulkan device run on lavapipe, one at a time (hardening::vulkan).
 
@@ -59,6 +61,50 @@ fn closed_stdout_ends_gpu_subcommands_quietly_with_status_0() {
         "-n",
         "3",
     ]);
+}
+
+/// A command whose exit status is a verdict keeps it when its reader goes: the closed pipe
+/// silences the lines, quietly, and the status is still the verdict (it was 0: `set -o
+/// pipefail; baro-top gate | head -1` passed a gate that refused).
+#[track_caller]
+fn verdict_kept(args: &[&str], want: i32) {
+    let o = with_stdout_closed(args);
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(want),
+        "{args:?} with stdout closed: {:?}\n{err}",
+        o.status
+    );
+    for bad in ["panicked", "Broken pipe"] {
+        assert!(!err.contains(bad), "{args:?}: stderr has {bad:?}:\n{err}");
+    }
+}
+
+fn shipped(name: &str) -> String {
+    format!("{}/../recordings/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn closed_stdout_keeps_the_verdict_of_a_diff_and_a_replay() {
+    let (f32, q8, multi) = (
+        shipped("h200-llama1b-mega.baro"),
+        shipped("h200-llama1b-q8-mega.baro"),
+        shipped("h200-llama1b-multi.baro"),
+    );
+    // Tokens that differ: 1; that agree: 0.
+    verdict_kept(&["diff", &f32, &q8], 1);
+    verdict_kept(&["diff", &f32, &multi], 0);
+    verdict_kept(&["replay", &f32, "--headless"], 0);
+}
+
+#[test]
+fn closed_stdout_keeps_a_refusing_gates_and_a_failed_runs_status_1() {
+    let Some(_turn) = vulkan() else { return };
+    // Workgroup 0 of the megakernel never arrives: every pass fails its barrier.
+    let stall = ["--dispatch", "mega", "--inject-stall-wg", "0"];
+    verdict_kept(&[&["gate", "--steps", "2"][..], &stall].concat(), 1);
+    verdict_kept(&[&["run", "--passes", "2"][..], &stall].concat(), 1);
 }
 
 /// An output named by a path that is this process's stdout (`/dev/stdout`, `/proc/self/fd/1`)

@@ -1,6 +1,7 @@
 //! `baro-top gate`: decode on the GPU next to the CPU reference and refuse unless every pass
 //! is clean. Prints one line per pass with every mode's fail word, then a summary table.
-//! Exit status: 0 all clean, 1 the gate refused, 2 could not run.
+//! Exit status: 0 all clean, 1 the gate refused, 2 could not run — also when the reader of
+//! its output has gone (a closed pipe silences the lines, never the verdict).
 
 use std::process::ExitCode;
 
@@ -33,6 +34,8 @@ pub struct GateArgs {
 }
 
 pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
+    // `gate | head -1`: the reader may go; the exit status must still be the verdict.
+    crate::out::verdict_outlives_the_reader();
     if a.gpu.chain.is_some() {
         anyhow::bail!(
             "--chain: the gate compares one pass per submission (bench, live, run, record and serve chain passes)"

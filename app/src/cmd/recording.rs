@@ -234,6 +234,8 @@ pub fn describe(r: &Reader<impl std::io::Read + std::io::Seek>) -> String {
 /// whole, 1 if the recorded run failed, 2 if the file is damaged (after printing everything
 /// before the damage).
 pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
+    // Its exit status is a verdict: a reader that goes silences the lines, not the verdict.
+    crate::out::verdict_outlives_the_reader();
     let mut r = open(&a.file)?;
     note!("baro-top: replaying {}", describe(&r));
     let speed = a.speed.unwrap_or(0.0);
@@ -477,6 +479,8 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
 /// differ, 2 when either file is damaged or cut, the token streams have no pass in common,
 /// or the comparison is refused.
 pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
+    // Its exit status is a verdict: a reader that goes silences the lines, not the verdict.
+    crate::out::verdict_outlives_the_reader();
     let mut ra = open(&a.a)?;
     let mut rb = open(&a.b)?;
     let report = diff::compare(&mut ra, &mut rb).context("comparing the recordings")?;

@@ -72,6 +72,8 @@ fn check_name(p: Option<CheckPlan>) -> String {
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    // Its exit status is a verdict: a reader that goes silences the lines, not the verdict.
+    crate::out::verdict_outlives_the_reader();
     let model = super::load_model(&a.model)?;
     if let Some(out) = &a.pipeline_cache_out {
         // Before the device: the model (or another input) is refused at once.

@@ -259,6 +259,8 @@ fn arm_options(flag: &str, s: &str) -> anyhow::Result<(ArmArgs, Vec<String>)> {
 }
 
 pub fn run(a: AbArgs) -> anyhow::Result<ExitCode> {
+    // Its exit status is a verdict: a reader that goes silences the lines, not the verdict.
+    crate::out::verdict_outlives_the_reader();
     let binaries = a.a_binary.is_some() || a.b_binary.is_some();
     for (flag, p) in [("--a-binary", &a.a_binary), ("--b-binary", &a.b_binary)] {
         if let Some(p) = p {

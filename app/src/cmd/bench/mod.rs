@@ -294,6 +294,8 @@ pub fn note_nondeterminism(report: &BenchReport) {
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
+    // Its exit status is a verdict: a reader that goes silences the lines, not the verdict.
+    crate::out::verdict_outlives_the_reader();
     match a.sub {
         Some(BenchSub::Ab(x)) => return ab::run(x),
         Some(BenchSub::Ui(u)) => return super::bench_ui::run(u),
