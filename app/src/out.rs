@@ -10,7 +10,8 @@
 //! A command whose exit status is a verdict (`gate`: 0 only if every pass is clean) calls
 //! [`verdict_outlives_the_reader`] first: there a closed pipe only silences the output, and the
 //! command runs on to its verdict and exits with it. Exiting 0 at the first closed pipe would
-//! make `set -o pipefail; baro-top gate | head -1` pass a gate that refuses.
+//! make `set -o pipefail; baro-top gate | head -1` pass a gate that refuses (and cut a
+//! `record -o FILE` whose diagnostics' reader went: the quiet exit removes the file).
 //!
 //! Use [`outln!`] for stdout and [`note!`] for stderr instead of `println!` /
 //! `eprintln!` (which panic on a closed pipe), and [`Stdout`] where a `Write` is needed.

@@ -1,7 +1,7 @@
 //! Outputs that are not plain files: stdout closed by its reader (`| head` after it has quit),
 //! `/dev/stdout` and `/proc/self/fd/1` named as paths, `/dev/null`. A reader that went away
 //! ends a command quietly with status 0 (nothing on stderr), except that a command whose
-//! status is a verdict (gate, run, bench, diff, replay --headless) runs on, silenced, and
+//! status is a verdict (gate, run, record, bench, diff, replay --headless) runs on, silenced, and
 //! exits with its verdict; an output that cannot be synced is written and not synced, never
 //! an error.
 //!
@@ -105,6 +105,46 @@ fn closed_stdout_keeps_a_refusing_gates_and_a_failed_runs_status_1() {
     let stall = ["--dispatch", "mega", "--inject-stall-wg", "0"];
     verdict_kept(&[&["gate", "--steps", "2"][..], &stall].concat(), 1);
     verdict_kept(&[&["run", "--passes", "2"][..], &stall].concat(), 1);
+}
+
+/// `record -o FILE 2>&1 | head -1`: the reader of its diagnostics goes at the first line; the
+/// recording still finishes, whole (it was cut: the quiet exit removed the file being written).
+#[test]
+fn a_recording_into_a_file_finishes_when_the_reader_of_its_diagnostics_goes() {
+    let Some(_turn) = vulkan() else { return };
+    let dir = std::env::temp_dir().join(format!("baro-closed-rec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let f = dir.join("r.baro");
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let mut c = cmd(&[
+        "record",
+        "-o",
+        f.to_str().expect("utf-8"),
+        "--passes",
+        "3",
+        "--dispatch",
+        "multi",
+    ]);
+    c.stdout(Stdio::null()).stderr(writer);
+    let o = c
+        .spawn()
+        .expect("baro-top starts")
+        .wait_with_output()
+        .expect("wait");
+    drop(c);
+    assert_eq!(o.status.code(), Some(0), "{:?}", o.status);
+    let r = cmd(&["replay", f.to_str().expect("utf-8"), "--headless"])
+        .output()
+        .expect("replay");
+    let lines = String::from_utf8_lossy(&r.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    assert_eq!(
+        lines.lines().filter(|l| l.starts_with("pass ")).count(),
+        3,
+        "{lines}"
+    );
 }
 
 /// An output named by a path that is this process's stdout (`/dev/stdout`, `/proc/self/fd/1`)

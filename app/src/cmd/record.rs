@@ -58,6 +58,10 @@ pub struct RecordArgs {
 /// with progress on stderr. Exit status: 0 when the run and every check were clean, 1 when a
 /// pass or a verdict failed (the recording is kept: it shows the failure), 2 on errors.
 pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
+    // Its exit status is a verdict, and a recording into a file must finish: a reader of its
+    // diagnostics that goes (`2>&1 | head -1`) silences them, not the recording or the verdict.
+    // A recording into stdout whose reader goes still ends quietly (below).
+    crate::out::verdict_outlives_the_reader();
     use baro_engine::sensors::host_lock;
     use baro_engine::session::{SessionBuilder, SinkKind};
     crate::ui::terminal::install_signals().context("catching signals")?;
