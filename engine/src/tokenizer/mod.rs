@@ -50,8 +50,9 @@ fn c_str(s: &[u8]) -> &[u8] {
     }
 }
 
-/// The byte a piece of exactly the shape `<0xHH>` stands for (two hex digits, either case, as
-/// `%02hhX` reads them).
+/// The byte a GGUF vocabulary's byte token stands for: exactly `<0xHH>` (two hex digits,
+/// either case), the form llama.cpp's converters write and its loader reads; a byte token of
+/// another form is refused when the vocabulary loads.
 pub(crate) fn byte_piece_value(piece: &[u8]) -> Option<u8> {
     match piece {
         [b'<', b'0', b'x', hi, lo, b'>'] => {
@@ -60,6 +61,36 @@ pub(crate) fn byte_piece_value(piece: &[u8]) -> Option<u8> {
         }
         _ => None,
     }
+}
+
+/// The byte run.c's decode reads from a piece, `sscanf(piece, "<0x%02hhX>", &b) == 1`, with
+/// glibc's rules for the conversion: the piece (a C string) starts `<0x`; blanks are
+/// skipped; then at most two characters: an optional sign, an optional `0x` after a leading
+/// 0, hex digits (at least one digit, the `0` counts); the value negated for `-` and cut to a
+/// byte. What follows the conversion is not checked (`>` included): `<0x4>` is 0x04, `<0x41>x`
+/// 0x41, `<0x-1>` 0xFF, `<0x 43>` 0x43; `<0x>` and `<0xg1>` are no byte.
+pub(crate) fn runc_byte_piece(piece: &[u8]) -> Option<u8> {
+    let s = c_str(piece).strip_prefix(b"<0x")?;
+    let blank = |c: &u8| matches!(c, b' ' | b'\t'..=b'\r');
+    let s = &s[s.iter().position(|c| !blank(c)).unwrap_or(s.len())..];
+    let (mut width, mut i, mut digits, mut v) = (2usize, 0usize, 0u32, 0u32);
+    let neg = s.first() == Some(&b'-');
+    if matches!(s.first(), Some(b'+' | b'-')) {
+        (i, width) = (1, 1);
+    }
+    if s.get(i) == Some(&b'0') {
+        (i, width, digits) = (i + 1, width - 1, 1);
+        if width > 0 && matches!(s.get(i), Some(b'x' | b'X')) {
+            (i, width) = (i + 1, width - 1);
+        }
+    }
+    while width > 0 {
+        let Some(d) = s.get(i).and_then(|&c| (c as char).to_digit(16)) else {
+            break;
+        };
+        (v, digits, i, width) = (v * 16 + d, digits + 1, i + 1, width - 1);
+    }
+    (digits > 0).then_some(if neg { v.wrapping_neg() } else { v } as u8)
 }
 
 /// run.c's `safe_printf` filter: `None` when nothing would be printed.
@@ -539,8 +570,8 @@ impl Tokenizer {
     }
 
     /// The bytes of `token` as run.c's `decode()` gives them: the piece up to its first NUL,
-    /// without its leading `' '` when `prev_token` is BOS; a piece `<0xXX>` (after that strip)
-    /// is the single raw byte 0xXX. Empty for an id outside the vocabulary. Pass the result
+    /// without its leading `' '` when `prev_token` is BOS; a piece that run.c's `sscanf(piece,
+    /// "<0x%02hhX>", ..)` reads (after that strip; [`runc_byte_piece`]) is that single raw byte. Empty for an id outside the vocabulary. Pass the result
     /// through [`printable`] to print what run.c prints.
     ///
     /// For a GGUF vocabulary: [`Tokenizer::decode_special`] without control tokens.
@@ -554,7 +585,7 @@ impl Tokenizer {
                 piece = rest;
             }
         }
-        match byte_piece_value(piece) {
+        match runc_byte_piece(piece) {
             Some(b) => &BYTES[b as usize..b as usize + 1],
             None => piece,
         }

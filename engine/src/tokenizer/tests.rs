@@ -112,7 +112,8 @@ fn byte_tokens_decode_to_raw_bytes() {
     assert_eq!(printable(t.decode(5, 3)), None);
     assert_eq!(printable(t.decode(5, 258)), None);
     assert_eq!(printable(t.decode(5, 13)), Some(&b"\n"[..]));
-    // Only exactly "<0xHH>" is a byte piece; after BOS the stripped piece is what counts.
+    // A byte piece is what `sscanf(piece, "<0x%02hhX>", &b) == 1` reads; after BOS the
+    // stripped piece is what counts.
     let s = small(&[
         ("<0x41>", 0.0),
         ("<0x4>", 0.0),
@@ -121,11 +122,57 @@ fn byte_tokens_decode_to_raw_bytes() {
         ("<0x4a>", 0.0),
     ]);
     assert_eq!(s.decode(0, 3), b"A");
-    assert_eq!(s.decode(0, 4), b"<0x4>");
-    assert_eq!(s.decode(0, 5), b"<0x41>x");
+    assert_eq!(s.decode(0, 4), [4u8]);
+    assert_eq!(s.decode(0, 5), b"A");
     assert_eq!(s.decode(0, 6), b" <0x42>");
     assert_eq!(s.decode(1, 6), b"B");
     assert_eq!(s.decode(0, 7), b"J");
+}
+
+#[test]
+fn byte_pieces_are_read_as_glibcs_sscanf_reads_them() {
+    // Each value as glibc 2.36's sscanf(piece, "<0x%02hhX>", &b) gave it (None: it returned 0).
+    let cases: [(&[u8], Option<u8>); 26] = [
+        (b"<0x4>", Some(0x04)),
+        (b"<0x41>x", Some(0x41)),
+        (b"<0x42", Some(0x42)),
+        (b"<0x-1>", Some(0xff)),
+        (b"<0x 43>", Some(0x43)),
+        (b"<0x+7>", Some(0x07)),
+        (b"<0x>", None),
+        (b"<0x->", None),
+        (b"<0xg1>", None),
+        (b"<0x0x41>", Some(0)),
+        (b"<0x0x>", Some(0)),
+        (b"<0xX1>", None),
+        (b"<0x\n\t4f>", Some(0x4f)),
+        (b"<0x-0>", Some(0)),
+        (b"<0x+>", None),
+        (b"<0X41>", None),
+        (b"<0x4g>", Some(0x04)),
+        (b"<0x-f>", Some(0xf1)),
+        (b"<0xff>", Some(0xff)),
+        (b"<0x123>", Some(0x12)),
+        (b"<0x0>", Some(0)),
+        (b"<0x 0x5>", Some(0)),
+        (b"<0x\x0b7>", Some(0x07)),
+        (b"<0x-x1>", None),
+        (b"<0x\x0041>", None),
+        (b" <0x41>", None),
+    ];
+    for (piece, want) in cases {
+        assert_eq!(
+            super::runc_byte_piece(piece),
+            want,
+            "{:?}",
+            String::from_utf8_lossy(piece)
+        );
+    }
+    // A GGUF byte token is exactly <0xHH> (llama.cpp's form; others are refused at load).
+    assert_eq!(super::byte_piece_value(b"<0x4a>"), Some(0x4a));
+    for other in [&b"<0x4>"[..], b"<0x41>x", b"<0x 43>", b"<0x-1>"] {
+        assert_eq!(super::byte_piece_value(other), None);
+    }
 }
 
 #[test]
