@@ -145,15 +145,16 @@ pub fn margin_steps(s: &str) -> Result<usize, String> {
     .map(|v| v as usize)
 }
 
-/// `generate -n`: positions, prompt included, 0..=2^20 (0 = the model's context).
+/// `generate -n`: positions, prompt included, any whole number from 0; 0 or more than the
+/// model's context is the context, as run.c clamps it (`generate::effective_steps`).
 pub fn steps(s: &str) -> Result<usize, String> {
     whole(
         s,
         0,
-        MAX_MODEL_DIM,
-        "positions; 0 = the model's context, no model has more than 2^20",
+        u64::MAX,
+        "positions; 0 or more than the model's context = the context",
     )
-    .map(|v| v as usize)
+    .map(|v| usize::try_from(v).unwrap_or(usize::MAX))
 }
 
 /// Hidden `--inject-stall-wg`: a workgroup index, 0..=65534 (below the largest grid).
@@ -441,6 +442,17 @@ mod tests {
             let e = robust_buffers(bad).expect_err("accepted");
             assert!(e.contains("one of default, off"), "{bad:?}: {e}");
         }
+    }
+
+    #[test]
+    fn generate_steps_take_any_whole_number_from_0_and_leave_the_clamp_to_the_context() {
+        assert_eq!(steps("0"), Ok(0));
+        assert_eq!(steps("1048577"), Ok(1_048_577));
+        assert_eq!(steps("18446744073709551615"), Ok(usize::MAX));
+        for bad in ["-1", "18446744073709551616", "1.5", "", "ten"] {
+            assert!(steps(bad).is_err(), "{bad}");
+        }
+        assert_eq!(baro_engine::generate::effective_steps(usize::MAX, 512), 512);
     }
 
     #[test]

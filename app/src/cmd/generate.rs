@@ -33,7 +33,8 @@ pub struct GenerateArgs {
     /// encodes them (byte fallback), and a prompt may start with `-` (`-i "- a list"`).
     #[arg(long, short = 'i', default_value = "", allow_hyphen_values = true)]
     pub prompt: std::ffi::OsString,
-    /// Positions to run, prompt included, 0..=2^20; 0 = the model's context length (run.c -n).
+    /// Positions to run, prompt included, a whole number >= 0; 0 or more than the model's
+    /// context length = the context length, as run.c clamps it (run.c -n).
     #[arg(long = "steps", short = 'n', default_value_t = 200, value_parser = crate::validate::steps, allow_negative_numbers = true)]
     pub steps: usize,
     /// Temperature, a finite number >= 0; 0 = greedy argmax (run.c -t).
