@@ -44,6 +44,8 @@ impl Model {
         let read_tok = |p: &Path, vocab: usize| -> Result<Tokenizer> {
             Tokenizer::read_llama2c_file(p, vocab).map_err(|e| match e {
                 Error::Io { .. } => e,
+                // The class's own "tokenizer: " comes once, before the path.
+                Error::Tokenizer(m) => Error::Tokenizer(format!("{}: {m}", p.display())),
                 e => Error::Tokenizer(format!("{}: {e}", p.display())),
             })
         };

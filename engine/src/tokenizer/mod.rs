@@ -161,7 +161,7 @@ impl Tokenizer {
         let room = (total - 4) / 8;
         if vocab_size > room {
             return Err(err(format!(
-                "{vocab_size} records need at least {} bytes, the file has {total}",
+                "{vocab_size} records (the model's vocabulary size) need at least {} bytes, the file has {total}: it is cut, or belongs to another model",
                 vocab_size.saturating_mul(8).saturating_add(4)
             )));
         }
@@ -170,6 +170,11 @@ impl Tokenizer {
         let mut at = 4usize;
         for i in 0..vocab_size {
             let rec = at;
+            if at == total {
+                return Err(err(format!(
+                    "the file ends after {i} whole records (byte {at:#x}), but the model's vocabulary size is {vocab_size}: it is cut, or belongs to another model"
+                )));
+            }
             let score = f32::from_le_bytes(read_4(at, &format!("record {i} score"))?);
             let len = i32::from_le_bytes(read_4(at + 4, &format!("record {i} length"))?);
             at += 8;
@@ -189,8 +194,9 @@ impl Tokenizer {
         }
         if at != total {
             return Err(err(format!(
-                "{} bytes after the last of {vocab_size} records (the model's vocabulary size) at byte {at:#x}",
-                total - at
+                "{} byte{} after the last of {vocab_size} records (the model's vocabulary size) at byte {at:#x}: it belongs to another model, or holds more than a tokenizer",
+                total - at,
+                if total - at == 1 { "" } else { "s" }
             )));
         }
         Self::build(pieces, scores, max_token_length, 1, 2)
@@ -231,14 +237,15 @@ impl Tokenizer {
             let at = buf.len() - 1;
             // Check the records themselves first; then the trailing data is the only problem.
             Self::from_llama2c(&buf[..at], vocab_size)?;
-            let total = std::fs::metadata(path)
-                .ok()
-                .filter(|m| m.is_file())
-                .map_or("at least 1 byte".to_string(), |m| {
-                    format!("{} bytes", m.len().saturating_sub(at as u64))
-                });
+            let total = std::fs::metadata(path).ok().filter(|m| m.is_file()).map_or(
+                "at least 1 byte".to_string(),
+                |m| {
+                    let n = m.len().saturating_sub(at as u64);
+                    format!("{n} byte{}", if n == 1 { "" } else { "s" })
+                },
+            );
             return Err(Error::Tokenizer(format!(
-                "llama2.c tokenizer file: {total} after the last of {vocab_size} records (the model's vocabulary size) at byte {at:#x}"
+                "llama2.c tokenizer file: {total} after the last of {vocab_size} records (the model's vocabulary size) at byte {at:#x}: it belongs to another model, or holds more than a tokenizer"
             )));
         }
         Self::from_llama2c(&buf, vocab_size)

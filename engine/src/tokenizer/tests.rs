@@ -359,10 +359,17 @@ fn malformed_tokenizer_files_are_errors() {
     let e = Tokenizer::from_llama2c(&long, 512)
         .expect_err("trailing byte")
         .to_string();
-    assert!(e.contains("1 bytes after"), "{e}");
-    // Fewer records than the file holds leaves trailing bytes too.
+    assert!(e.contains("1 byte after"), "{e}");
+    // Fewer records than the file holds leaves trailing bytes too; more than it holds names
+    // both counts: the files do not belong together.
     assert!(Tokenizer::from_llama2c(TOK512, 511).is_err());
-    assert!(Tokenizer::from_llama2c(TOK512, 513).is_err());
+    let e = Tokenizer::from_llama2c(TOK512, 513)
+        .expect_err("a record short")
+        .to_string();
+    assert!(
+        e.contains("ends after 512 whole records") && e.contains("vocabulary size is 513"),
+        "{e}"
+    );
     assert!(Tokenizer::from_llama2c(TOK512, usize::MAX).is_err());
     // Record 0 sits at byte 4; its length field at byte 8.
     let mut bad = TOK512.to_vec();
