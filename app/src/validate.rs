@@ -44,8 +44,14 @@ fn c_float(s: &str) -> Result<f32, String> {
 pub fn temperature(s: &str) -> Result<f32, String> {
     let v = c_float(s)?;
     if !v.is_finite() || v < 0.0 {
+        // The text as given: a value past the float's range reads `inf` once converted.
+        let shown = if v.is_infinite() && !s.trim().to_ascii_lowercase().contains("inf") {
+            format!("{} (past the largest float)", s.trim())
+        } else {
+            v.to_string()
+        };
         return Err(format!(
-            "{v} is not a temperature: must be a finite number >= 0 (0 = greedy argmax; logits are divided by it)"
+            "{shown} is not a temperature: must be a finite number >= 0 (0 = greedy argmax; logits are divided by it)"
         ));
     }
     Ok(v)
@@ -476,8 +482,12 @@ mod tests {
         // The range is checked on the float run.c uses: 1.00000001 is 1.
         assert_eq!(top_p("1.00000001"), Ok(1.0));
         assert_eq!(temperature("1e-50"), Ok(0.0));
-        // Overflowing the float is not a temperature.
-        assert!(temperature("1e39").is_err());
+        // Overflowing the float is not a temperature, and the message shows what was given.
+        let e = temperature("1e39").expect_err("1e39");
+        assert!(e.starts_with("1e39 (past the largest float) is not"), "{e}");
+        assert!(temperature("inf")
+            .expect_err("inf")
+            .starts_with("inf is not"));
     }
 
     #[test]

@@ -133,6 +133,13 @@ fn a_checkpoint_with_one_bad_header_field_gets_the_loaders_error_naming_that_fie
         &baro(&["model", "info", readme]),
         &["not a model file", "starts with \"# baro-top"],
     );
+    // An empty file says so, not that it starts with "".
+    let empty = dir.path("empty.bin");
+    std::fs::write(&empty, b"").expect("write");
+    refused(
+        &baro(&["generate", "-m", s(&empty), "-n", "2"]),
+        &["not a model file", "this file is empty"],
+    );
 }
 
 // ---- 6. leftovers ---------------------------------------------------------------------------

@@ -88,7 +88,7 @@ pub fn run(a: GateArgs) -> anyhow::Result<ExitCode> {
     })
     .context("running the gate")?;
     if let Some(e) = write_error {
-        return Err(e).context("writing to stdout");
+        return Err(e.into());
     }
     let ok = summary(&report, &cfg)?;
     Ok(if ok {

@@ -92,9 +92,14 @@ fn not_a_model(p: &std::path::Path) -> Option<String> {
         .flat_map(|b| b.escape_ascii())
         .map(char::from)
         .collect();
+    let starts = if head.is_empty() {
+        "this file is empty".to_string()
+    } else {
+        format!("this starts with \"{shown}\"")
+    };
     Some(format!(
         "not a model file: a model is GGUF (it starts with `GGUF`) or a llama2.c checkpoint (a \
-         header of seven small integers), and this starts with \"{shown}\""
+         header of seven small integers), and {starts}"
     ))
 }
 

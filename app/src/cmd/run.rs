@@ -119,7 +119,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             lines.count(&t);
             // A frame's attribution warnings come from its spans, before they are left out.
             let line = json.line(t, a.spans)?;
-            outln!("{line}").context("writing to stdout")?;
+            outln!("{line}")?;
             continue;
         }
         match &t {
@@ -161,7 +161,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             _ => {}
         }
         for l in lines.push(t) {
-            outln!("{l}").context("writing to stdout")?;
+            outln!("{l}")?;
         }
     }
     // The closing summary: stdout after the lines, stderr beside JSON (stdout stays JSON).
@@ -169,7 +169,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         note!("run: {}", lines.summary().line());
     } else {
         for l in lines.finish() {
-            outln!("{l}").context("writing to stdout")?;
+            outln!("{l}")?;
         }
     }
     // The exit status is the engine's outcome, not what this loop happened to see.
