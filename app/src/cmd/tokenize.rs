@@ -29,8 +29,9 @@ pub struct TokenizeArgs {
     #[arg(long)]
     pub no_bos: bool,
     /// The text to tokenize, byte for byte as given: no backslash escapes (llama-tokenize's
-    /// `--no-escape`); bytes that are not UTF-8 are tokenized as llama.cpp decodes them (each
-    /// invalid byte U+FFFD). A text that starts with `-` goes after `--`.
+    /// `--no-escape`); bytes that are not UTF-8 are tokenized as llama.cpp decodes them with a
+    /// GGUF vocabulary (each invalid byte U+FFFD), and as run.c encodes them with a llama2.c
+    /// tokenizer (byte fallback, `<0xFF>`). A text that starts with `-` goes after `--`.
     pub text: std::ffi::OsString,
 }
 
