@@ -241,11 +241,13 @@ pub fn check_recording(out: &Path, force: bool) -> anyhow::Result<()> {
 }
 
 /// Open `out` for a recording streamed as it is made (`record -o`): a new file, or with
-/// `force` an existing regular one (truncated only once this process holds its lock); a FIFO
-/// or a device as it is; `-` stdout. A regular file is locked exclusively (`flock`) for the
-/// life of the returned file, so a second recorder to the same file is refused, never
-/// interleaved. Refuses a directory, a socket and any of the command's inputs.
-pub fn create_recording(out: &Path, force: bool) -> anyhow::Result<std::fs::File> {
+/// `force` an existing regular one, left as it is (the second value is true: the caller
+/// truncates it with [`truncate_recording`] once the new run has started, so that a run that
+/// cannot start leaves the old recording whole); a FIFO or a device as it is; `-` stdout. A
+/// regular file is locked exclusively (`flock`) for the life of the returned file, so a
+/// second recorder to the same file is refused, never interleaved. Refuses a directory, a
+/// socket and any of the command's inputs.
+pub fn create_recording(out: &Path, force: bool) -> anyhow::Result<(std::fs::File, bool)> {
     use std::os::fd::AsRawFd;
     if out == Path::new("-") {
         // SAFETY: dup returns a new descriptor that the File then owns.
@@ -254,13 +256,17 @@ pub fn create_recording(out: &Path, force: bool) -> anyhow::Result<std::fs::File
             return Err(std::io::Error::last_os_error()).context("duplicating stdout");
         }
         // SAFETY: fd is a fresh descriptor owned by nothing else.
-        return Ok(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+        return Ok((
+            unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) },
+            false,
+        ));
     }
     let p = match target(out)? {
         Target::Direct(p) => {
             return std::fs::OpenOptions::new()
                 .write(true)
                 .open(&p)
+                .map(|f| (f, false))
                 .with_context(|| format!("opening {}", p.display()))
         }
         Target::Replace(p) => p,
@@ -297,11 +303,14 @@ pub fn create_recording(out: &Path, force: bool) -> anyhow::Result<std::fs::File
         }
         return Err(e).with_context(|| format!("locking {}", out.display()));
     }
-    if existed {
-        f.set_len(0)
-            .with_context(|| format!("truncating {}", p.display()))?;
-    }
-    Ok(f)
+    Ok((f, existed))
+}
+
+/// Empty an existing recording [`create_recording`] opened (its bytes are replaced by the
+/// new run's from here on).
+pub fn truncate_recording(f: &std::fs::File, out: &Path) -> anyhow::Result<()> {
+    f.set_len(0)
+        .with_context(|| format!("truncating {}", out.display()))
 }
 
 /// [`write_atomic`] of bytes.

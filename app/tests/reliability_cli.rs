@@ -322,6 +322,35 @@ fn record_refuses_an_existing_file_without_force_and_keeps_it() {
     assert_eq!(std::fs::metadata(&model).expect("meta").len(), size);
 }
 
+/// `--force` replaces the old recording with the new run's, not with nothing: a run that
+/// cannot start (q8 activations asked of an f32 model: refused when the session starts)
+/// leaves the old file whole (it was emptied first, then removed as an empty new file).
+#[test]
+fn record_force_keeps_the_old_recording_when_the_new_run_cannot_start() {
+    if skip_without_vulkan() {
+        return;
+    }
+    let p = tmp("precious.baro");
+    std::fs::write(&p, b"precious recording").expect("write");
+    let o = baro(&[
+        "record",
+        "-o",
+        s(&p),
+        "--force",
+        "--passes",
+        "2",
+        "--act",
+        "q8",
+        "--no-wait",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("q8"), "{}", err(&o));
+    assert_eq!(
+        std::fs::read(&p).expect("the old recording is still there"),
+        b"precious recording"
+    );
+}
+
 #[test]
 fn record_force_overwrites_and_a_second_recorder_on_the_same_file_is_refused() {
     if skip_without_vulkan() {

@@ -82,7 +82,7 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     // the sensor thread's first look at the lock).
     let (_lock, other_holder) = take_host_lock(&lock_file, a.no_wait)?;
     // A file that appeared meanwhile, or that another recorder holds, is refused here.
-    let out = OutFile::create(&a.out, a.force)?;
+    let mut out = OutFile::create(&a.out, a.force)?;
     let dispatch = a
         .dispatch
         .unwrap_or(crate::args::DispatchArg::Mega)
@@ -122,6 +122,9 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
         }
         e
     };
+    // The run has started (the session, the metrics port): only now does an existing file
+    // (`--force`) give way to the new recording.
+    out.start()?;
     let file = out.file.try_clone().context("the recording's file")?;
     let mut rec = baro_telemetry::recording::Recorder::new(
         std::io::BufWriter::with_capacity(1 << 20, file),
@@ -196,21 +199,34 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `record`'s output while it is made: locked (see [`crate::files::create_recording`]); a
-/// new file that never got a header is removed again if the command fails before it.
+/// new file that never got a header is removed again if the command fails before it; an
+/// existing one (`--force`) is emptied only once the run has started ([`OutFile::start`]),
+/// so a run that cannot start leaves it whole.
 struct OutFile<'a> {
     path: &'a Path,
     file: std::fs::File,
+    /// An existing file, not yet emptied.
+    existed: bool,
     keep: bool,
 }
 
 impl<'a> OutFile<'a> {
     fn create(path: &'a Path, force: bool) -> anyhow::Result<Self> {
-        let file = crate::files::create_recording(path, force)?;
+        let (file, existed) = crate::files::create_recording(path, force)?;
         Ok(OutFile {
             path,
             file,
+            existed,
             keep: false,
         })
+    }
+
+    /// The new recording begins: an existing file is emptied for it.
+    fn start(&mut self) -> anyhow::Result<()> {
+        if std::mem::take(&mut self.existed) {
+            crate::files::truncate_recording(&self.file, self.path)?;
+        }
+        Ok(())
     }
 
     fn keep(mut self) {
@@ -224,7 +240,7 @@ impl Drop for OutFile<'_> {
             .file
             .metadata()
             .is_ok_and(|m| m.is_file() && m.len() == 0);
-        if !self.keep && empty {
+        if !self.keep && !self.existed && empty {
             let _ = std::fs::remove_file(self.path);
         }
     }

@@ -194,7 +194,10 @@ pub fn run(a: RecBenchArgs) -> anyhow::Result<ExitCode> {
         ),
     };
     // The shared writer: never onto an input (the model), a device or FIFO written in place.
-    let file = crate::files::create_recording(&path, true)?;
+    let (file, existed) = crate::files::create_recording(&path, true)?;
+    if existed {
+        crate::files::truncate_recording(&file, &path)?;
+    }
     let source = model.source.clone();
     let dispatch = a.dispatch.get();
     let mut opts = a
