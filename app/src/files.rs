@@ -135,8 +135,8 @@ fn target(out: &Path) -> anyhow::Result<Target> {
 /// written through `OUT.partial` next to it, renamed over it only once complete (through a
 /// symlink: the file it names, the link kept). A FIFO, a device (`/dev/null`) or this
 /// process's own stdout is written in place, never replaced by a regular file; `-` is
-/// stdout. Refuses a directory, a socket, and any of the command's inputs (checked before
-/// anything is written).
+/// stdout. Refuses a directory, a socket, a recording, and any of the command's inputs
+/// (checked before anything is written).
 pub fn write_atomic(
     out: &Path,
     write: impl FnOnce(&Path) -> anyhow::Result<()>,
@@ -157,6 +157,7 @@ pub fn write_atomic(
             })
         }
         Target::Replace(p) => {
+            refuse_replacing_a_recording(&p, out)?;
             let tmp = Temporary::new(partial_path(&p));
             write(&tmp.0).with_context(|| format!("writing {}", tmp.0.display()))?;
             std::fs::rename(&tmp.0, &p)
@@ -165,6 +166,25 @@ pub fn write_atomic(
             Ok(())
         }
     }
+}
+
+/// A recording is the one output that cannot be made again: no export, model or cache
+/// replaces one (`export a.baro --csv b.baro` destroyed b.baro). `record --force` replaces
+/// a recording on purpose, through [`create_recording`].
+fn refuse_replacing_a_recording(p: &Path, out: &Path) -> anyhow::Result<()> {
+    use std::io::Read;
+    let mut head = [0u8; 8];
+    let is_recording = std::fs::File::open(p)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && head == baro_telemetry::recording::MAGIC;
+    if is_recording {
+        bail!(
+            "{} is a baro-top recording: refusing to replace it with this output (remove it first, or name another file)",
+            out.display()
+        );
+    }
+    Ok(())
 }
 
 /// `-`: the bytes go to a temporary file first (the writers need a path), then to stdout.

@@ -95,6 +95,127 @@ fn replay_of_a_cut_recording_prints_every_complete_pass_and_exits_2_naming_the_o
 }
 
 #[test]
+fn replay_without_headless_into_a_pipe_exits_as_headless_does() {
+    // Stdout is a pipe here: the same lines as --headless, and its status (it ended 0).
+    let d = tmpdir("piped");
+    let f = d.join("a.baro");
+    write_recording(&f, 5, 2, true);
+    let bytes = std::fs::read(&f).expect("read");
+    let cut = d.join("cut.baro");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).expect("io");
+    for (file, want) in [(&f, 0), (&cut, 2)] {
+        let path = file.to_str().expect("utf-8 path");
+        let (piped, headless) = (
+            baro(&["replay", path]),
+            baro(&["replay", path, "--headless"]),
+        );
+        assert_eq!(piped.status.code(), Some(want), "{}", stderr(&piped));
+        assert_eq!(stdout(&piped), stdout(&headless));
+    }
+}
+
+#[test]
+fn export_and_diff_of_a_recording_without_its_footer_say_the_recorder_did_not_finish() {
+    let d = tmpdir("nofooter");
+    let (cut, whole) = (d.join("cut.baro"), d.join("whole.baro"));
+    write_recording(&cut, 5, 3, false);
+    write_recording(&whole, 5, 3, true);
+    let csv = d.join("p.csv");
+    for (file, said) in [(&cut, true), (&whole, false)] {
+        let f = file.to_str().expect("utf-8 path");
+        let o = baro(&["export", f, "--csv-passes", csv.to_str().expect("utf-8")]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_eq!(
+            stderr(&o).contains("no index footer (the recorder did not finish)"),
+            said,
+            "{}",
+            stderr(&o)
+        );
+    }
+    let o = baro(&[
+        "diff",
+        cut.to_str().expect("utf-8"),
+        whole.to_str().expect("utf-8"),
+    ]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("cut.baro: the recording has no index footer") && !err.contains("whole.baro:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn export_never_replaces_a_recording_but_replaces_its_own_earlier_output() {
+    let d = tmpdir("clobber");
+    let (a, b) = (d.join("a.baro"), d.join("b.baro"));
+    write_recording(&a, 3, 4, true);
+    write_recording(&b, 3, 5, true);
+    let before = std::fs::read(&b).expect("read");
+    let (sa, sb) = (a.to_str().expect("utf-8"), b.to_str().expect("utf-8"));
+    for flag in ["--csv", "--csv-passes", "--perfetto", "--perfetto-proto"] {
+        let o = baro(&["export", sa, flag, sb]);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("is a baro-top recording: refusing to replace it"),
+            "{}",
+            stderr(&o)
+        );
+        assert_eq!(std::fs::read(&b).expect("read"), before, "{flag}");
+    }
+    // An earlier export is replaced as before.
+    let csv = d.join("a.csv");
+    std::fs::write(&csv, b"old").expect("write");
+    let o = baro(&["export", sa, "--csv", csv.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_ne!(std::fs::read(&csv).expect("read"), b"old");
+}
+
+#[test]
+fn replay_says_when_it_skipped_records_of_a_kind_it_does_not_know() {
+    // A record from a future writer between two frames: kind 0x20, 3 bytes, its own crc.
+    let run = synthetic_run(8, 12, 4);
+    let header = RecordingHeader::new(run.clone(), "test");
+    let frame = |p| Telemetry::Frame(Box::new(synthetic_frame(&run, p, 6)));
+    let mut w = Writer::new(Vec::new(), &header).expect("writer");
+    w.write(&Telemetry::Start(run.clone())).expect("start");
+    w.write(&frame(0)).expect("frame");
+    let mut bytes = w.get_ref().clone();
+    let payload = [1u8, 2, 3];
+    let mut crc = !0u32;
+    for &b in 3u32.to_le_bytes().iter().chain(&[0x20]).chain(&payload) {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    bytes.extend_from_slice(&3u32.to_le_bytes());
+    bytes.push(0x20);
+    bytes.extend_from_slice(&(!crc).to_le_bytes());
+    bytes.extend_from_slice(&payload);
+    let d = tmpdir("unknown");
+    let f = d.join("a.baro");
+    std::fs::write(&f, &bytes).expect("write");
+    let o = baro(&["replay", f.to_str().expect("utf-8"), "--headless"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1 record of a kind this baro-top does not know skipped"),
+        "{}",
+        stderr(&o)
+    );
+    // Without the foreign record, nothing is said.
+    let mut plain = Writer::new(Vec::new(), &header).expect("writer");
+    plain.write(&Telemetry::Start(run.clone())).expect("start");
+    plain.write(&frame(0)).expect("frame");
+    std::fs::write(&f, plain.get_ref()).expect("write");
+    let o = baro(&["replay", f.to_str().expect("utf-8"), "--headless"]);
+    assert!(!stderr(&o).contains("does not know"), "{}", stderr(&o));
+}
+
+#[test]
 fn replay_speed_paces_the_passes_by_their_recorded_wall_time() {
     let d = tmpdir("speed");
     let f = d.join("a.baro");

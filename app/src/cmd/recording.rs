@@ -51,6 +51,12 @@ pub fn replay_dashboard(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let banner = vec![crate::ui::replay::banner(&label, r.header())];
     drop(r);
     let tty = std::io::stdout().is_terminal();
+    if !tty {
+        // The same lines as --headless, and its exit status: 2 for a damaged or cut file, 1
+        // for a run that failed (the dashboard's headless fallback ended 0 either way).
+        note!("baro-top: stdout is not a terminal: printing one line per pass instead of the dashboard (like top -b)");
+        return replay_headless(a);
+    }
     let cfg = crate::ui::replay::ReplayConfig {
         source: crate::ui::replay::Source::File(a.file.clone()),
         label,
@@ -316,6 +322,14 @@ pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
             a.file.display()
         );
     }
+    if r.skipped() > 0 {
+        note!(
+            "baro-top: {}: {} record{} of a kind this baro-top does not know skipped (written by a newer one?): passes may be missing",
+            a.file.display(),
+            r.skipped(),
+            if r.skipped() == 1 { "" } else { "s" }
+        );
+    }
     Ok(if failed || ended_ok == Some(false) {
         ExitCode::from(1)
     } else {
@@ -392,6 +406,9 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         ("--csv", &a.csv),
         ("--csv-passes", &a.csv_passes),
     ])?;
+    // A file without its index footer was cut between records (a crash, kill -9): said once,
+    // beside what was exported, as replay says it.
+    let unfinished = open(&a.file)?.index().is_none();
     let mut damaged = false;
     let mut report = |out: &Path, s: &export::ExportStats, what: &str| {
         note!(
@@ -465,6 +482,12 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         let s = export_to(out, |w| export::csv_passes(&mut r, w))?;
         report(out, &s, "rows");
     }
+    if unfinished && !damaged {
+        note!(
+            "baro-top: {}: the recording has no index footer (the recorder did not finish); every complete pass was exported",
+            a.file.display()
+        );
+    }
     Ok(if damaged {
         ExitCode::from(2)
     } else {
@@ -496,12 +519,17 @@ pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     } else {
         outln!("{}", crate::out::clean(&report.to_string()))?;
     }
-    for (name, side) in [(&a.a, &report.a), (&a.b, &report.b)] {
+    for (name, side, r) in [(&a.a, &report.a, &ra), (&a.b, &report.b, &rb)] {
         if let Some(d) = &side.damage {
             note!(
                 "baro-top: {}: the recording is damaged or cut: {}; compared everything before it",
                 name.display(),
                 d
+            );
+        } else if !r.finished() {
+            note!(
+                "baro-top: {}: the recording has no index footer (the recorder did not finish); every complete pass was compared",
+                name.display()
             );
         }
     }
