@@ -437,14 +437,23 @@ pub(crate) fn encode_index(out: &mut Vec<u8>, entries: &[(u64, u64)]) {
     }
 }
 
-/// Read an index payload.
-pub(crate) fn decode_index(payload: &[u8]) -> Result<Vec<(u64, u64)>, DecodeError> {
+/// Read an index payload whose entries point into `data` bytes of records: each entry names
+/// a record of its own (a head and at least one byte), so no more than `data / 10` of them
+/// exist. That bound, not the payload's size, sizes the entries (16 bytes each in memory
+/// against 2 in the payload: a 256 MiB footer over no records claimed 2 GiB).
+pub(crate) fn decode_index(payload: &[u8], data: u64) -> Result<Vec<(u64, u64)>, DecodeError> {
     let mut b = Bytes::new(payload);
     let n = b.varint("index entries")?;
     if n > b.left() as u64 / 2 {
         return Err(format!(
             "index: {n} entries do not fit in {} bytes",
             b.left()
+        ));
+    }
+    let records = data / (super::RECORD_HEAD + 1);
+    if n > records {
+        return Err(format!(
+            "index: {n} entries, but {data} bytes of records hold at most {records}"
         ));
     }
     let mut v = Vec::with_capacity(n as usize);

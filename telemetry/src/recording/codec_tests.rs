@@ -69,7 +69,23 @@ fn index_round_trips_with_non_monotonic_passes() {
     let e = vec![(0, 100), (5, 200), (3, 900), (u64::MAX, 1000)];
     let mut out = vec![];
     encode_index(&mut out, &e);
-    assert_eq!(decode_index(&out).unwrap(), e);
+    assert_eq!(decode_index(&out, 1000).unwrap(), e);
+}
+
+#[test]
+fn an_index_of_more_entries_than_its_records_can_hold_is_refused_before_it_is_sized() {
+    // Four entries need four records of at least 10 bytes each.
+    let e = vec![(0, 100), (1, 200), (2, 300), (3, 400)];
+    let mut out = vec![];
+    encode_index(&mut out, &e);
+    assert_eq!(decode_index(&out, 40).unwrap(), e);
+    let err = decode_index(&out, 39).unwrap_err();
+    assert!(err.contains("39 bytes of records hold at most 3"), "{err}");
+    // A count of 2^40 in a payload that could hold it by its own size is still refused.
+    let mut huge = vec![];
+    put_varint(&mut huge, 1 << 40);
+    huge.extend_from_slice(&vec![0u8; 1 << 20]);
+    assert!(decode_index(&huge, 1 << 20).is_err());
 }
 
 #[test]

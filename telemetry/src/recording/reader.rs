@@ -340,7 +340,8 @@ impl<R: Read + Seek> Reader<R> {
             return Ok(None);
         }
         self.read_payload(&h)?;
-        let entries = codec::decode_index(&self.raw).map_err(|w| corrupt(at, w))?;
+        let entries =
+            codec::decode_index(&self.raw, at - self.data_start).map_err(|w| corrupt(at, w))?;
         if entries.iter().any(|&(_, o)| o < self.data_start || o >= at) {
             return Ok(None);
         }
@@ -466,7 +467,8 @@ impl<R: Read + Seek> Reader<R> {
             let next = h.offset + RECORD_HEAD + u64::from(h.len);
             if h.kind & !kind::LZ4 == kind::INDEX {
                 self.read_payload(&h)?;
-                codec::decode_index(&self.raw).map_err(|w| corrupt(h.offset, w))?;
+                codec::decode_index(&self.raw, h.offset.saturating_sub(self.data_start))
+                    .map_err(|w| corrupt(h.offset, w))?;
                 self.check_trailer(h.offset, next)?;
                 self.pos = self.len;
                 self.finished = true;
