@@ -168,6 +168,16 @@ pub fn write_atomic(
     }
 }
 
+/// Binary bytes (a recording, a protobuf trace) never go to a terminal (`-` with stdout
+/// one): they would garble it, and nothing could read them back.
+pub fn refuse_binary_onto_a_terminal(what: &str) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() {
+        bail!("-: stdout is a terminal, and {what} is binary: redirect it (`> FILE`, `| ...`) or name a file");
+    }
+    Ok(())
+}
+
 /// A recording is the one output that cannot be made again: no export, model or cache
 /// replaces one (`export a.baro --csv b.baro` destroyed b.baro). `record --force` replaces
 /// a recording on purpose, through [`create_recording`].
@@ -247,7 +257,7 @@ impl Scratch {
 /// checks its output before the work that precedes creating it).
 pub fn check_recording(out: &Path, force: bool) -> anyhow::Result<()> {
     if out == Path::new("-") {
-        return Ok(());
+        return refuse_binary_onto_a_terminal("a recording");
     }
     if let Target::Replace(p) = target(out)? {
         if !force && std::fs::symlink_metadata(&p).is_ok() {
@@ -270,6 +280,7 @@ pub fn check_recording(out: &Path, force: bool) -> anyhow::Result<()> {
 pub fn create_recording(out: &Path, force: bool) -> anyhow::Result<(std::fs::File, bool)> {
     use std::os::fd::AsRawFd;
     if out == Path::new("-") {
+        refuse_binary_onto_a_terminal("a recording")?;
         // SAFETY: dup returns a new descriptor that the File then owns.
         let fd = unsafe { libc::dup(1) };
         if fd < 0 {

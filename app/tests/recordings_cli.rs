@@ -215,6 +215,60 @@ fn replay_says_when_it_skipped_records_of_a_kind_it_does_not_know() {
     assert!(!stderr(&o).contains("does not know"), "{}", stderr(&o));
 }
 
+/// Run baro-top with stdout a terminal (a pseudo-terminal nobody reads: the output is small).
+fn with_stdout_a_terminal(args: &[&str]) -> Output {
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors into the out-parameters; the rest may be null.
+    let r = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(r, 0, "openpty");
+    // SAFETY: `slave` is a fresh descriptor owned by nothing else.
+    let tty = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(slave) };
+    let o = Command::new(env!("CARGO_BIN_EXE_baro-top"))
+        .args(args)
+        .stdout(tty)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("baro-top runs");
+    // SAFETY: closing the master descriptor this function opened.
+    unsafe { libc::close(master) };
+    o
+}
+
+#[test]
+fn binary_outputs_onto_a_terminal_are_refused_before_anything_runs() {
+    let d = tmpdir("tty");
+    let f = d.join("a.baro");
+    write_recording(&f, 2, 7, true);
+    let f = f.to_str().expect("utf-8");
+    for (args, what) in [
+        (
+            vec!["export", f, "--perfetto-proto", "-"],
+            "a protobuf trace is binary",
+        ),
+        (
+            vec!["record", "-o", "-", "--passes", "2"],
+            "a recording is binary",
+        ),
+    ] {
+        let o = with_stdout_a_terminal(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(what), "{args:?}: {}", stderr(&o));
+        // Refused before a device is opened.
+        assert!(!stderr(&o).contains("device 0"), "{args:?}: {}", stderr(&o));
+    }
+    // Text goes to a terminal as before.
+    let o = with_stdout_a_terminal(&["export", f, "--csv-passes", "-"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
 #[test]
 fn replay_speed_paces_the_passes_by_their_recorded_wall_time() {
     let d = tmpdir("speed");

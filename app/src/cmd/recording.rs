@@ -455,6 +455,9 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
             left_out = s.left_out();
         }
         if let Some(out) = &a.perfetto_proto {
+            if out == Path::new("-") {
+                crate::files::refuse_binary_onto_a_terminal("a protobuf trace")?;
+            }
             let mut r = open(&a.file)?;
             let s = export_to(out, |w| export::proto_trace(&mut r, w, &opts))?;
             report(out, &s, "trace events");
