@@ -159,7 +159,8 @@ pub fn write_atomic(
         Target::Replace(p) => {
             refuse_replacing_a_recording(&p, out)?;
             let tmp = Temporary::new(partial_path(&p));
-            write(&tmp.0).with_context(|| format!("writing {}", tmp.0.display()))?;
+            // Named as the user named it: the temporary is ours.
+            write(&tmp.0).with_context(|| format!("writing {}", out.display()))?;
             std::fs::rename(&tmp.0, &p)
                 .with_context(|| format!("renaming {} to {}", tmp.0.display(), p.display()))?;
             tmp.forget();

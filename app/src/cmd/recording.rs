@@ -418,7 +418,10 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
             s.events
         );
         if let Some(d) = &s.damage {
-            note!("baro-top: the recording is damaged or cut: {d}; exported everything before it");
+            note!(
+                "baro-top: {}: the recording is damaged or cut: {d}; exported everything before it",
+                a.file.display()
+            );
             damaged = true;
         }
     };
