@@ -153,7 +153,15 @@ impl<R: Read + Seek> Reader<R> {
         }
         let hlen = u32::from_le_bytes(le4(&pre[12..16]));
         let hcrc = u32::from_le_bytes(le4(&pre[16..20]));
-        if hlen > MAX_HEADER || PREAMBLE + u64::from(hlen) > len {
+        if hlen > MAX_HEADER {
+            return Err(corrupt(
+                12,
+                format!(
+                    "the header says {hlen} bytes, more than the {MAX_HEADER}-byte cap on a header"
+                ),
+            ));
+        }
+        if PREAMBLE + u64::from(hlen) > len {
             return Err(trunc(
                 0,
                 format!(

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use baro_telemetry::fail::bits;
 use baro_telemetry::recording::{
     diff, kind, Compression, Reader, RecordingError, RecordingHeader, Writer, FORMAT_VERSION,
+    MAX_HEADER,
 };
 use baro_telemetry::synth::{synthetic_frame, synthetic_run};
 use baro_telemetry::{
@@ -465,4 +466,25 @@ fn write_fuzz_seed_corpus() {
             std::fs::write(dir.join(format!("{name}-nofooter.baro")), &bytes[..cut]).unwrap();
         }
     }
+}
+
+#[test]
+fn a_header_length_past_the_cap_is_named_as_past_the_cap_not_as_a_cut_file() {
+    let mut bytes = b"BARO-REC".to_vec();
+    bytes.extend_from_slice(&1u32.to_le_bytes());
+    bytes.extend_from_slice(&(MAX_HEADER + 1).to_le_bytes());
+    bytes.extend_from_slice(&0u32.to_le_bytes());
+    bytes.extend_from_slice(&[0u8; 64]);
+    let e = Reader::new(Cursor::new(&bytes))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains(&format!(
+            "the header says {} bytes, more than the",
+            MAX_HEADER + 1
+        )),
+        "{e}"
+    );
+    assert!(!e.contains("truncated"), "{e}");
 }
