@@ -91,8 +91,16 @@ pub struct MetricsServer {
 /// fed by `rx`. Binding errors (an address in use, one not on this host) are returned with
 /// the address in the message.
 pub fn serve(addr: SocketAddr, rx: Receiver<Telemetry>) -> anyhow::Result<MetricsServer> {
-    let listener = TcpListener::bind(addr).with_context(|| {
-        format!("cannot listen on {addr} for --metrics (another exporter on that port?)")
+    let listener = TcpListener::bind(addr).map_err(|e| {
+        let hint = match e.kind() {
+            std::io::ErrorKind::AddrInUse => " (another exporter on that port?)",
+            std::io::ErrorKind::AddrNotAvailable => {
+                " (no interface of this host has that address: 127.0.0.1 or 0.0.0.0 listen here)"
+            }
+            std::io::ErrorKind::PermissionDenied => " (ports below 1024 need privileges)",
+            _ => "",
+        };
+        anyhow::Error::new(e).context(format!("cannot listen on {addr} for --metrics{hint}"))
     })?;
     let addr = listener.local_addr().context("reading the bound address")?;
     listener

@@ -143,7 +143,21 @@ fn binding_an_address_in_use_is_an_error_that_names_it() {
     };
     let msg = format!("{e:#}");
     assert!(
-        msg.contains(&addr.to_string()) && msg.contains("in use"),
+        msg.contains(&addr.to_string())
+            && msg.contains("in use")
+            && msg.contains("another exporter"),
+        "{msg}"
+    );
+    // An address no interface has (TEST-NET-1, RFC 5737) gets its own hint, not that one.
+    let (_tx, rx) = crossbeam_channel::bounded(1);
+    let Err(e) = super::super::serve("192.0.2.1:0".parse().unwrap(), rx) else {
+        panic!("bound 192.0.2.1");
+    };
+    let msg = format!("{e:#}");
+    assert!(
+        msg.contains("192.0.2.1:0")
+            && msg.contains("no interface")
+            && !msg.contains("another exporter"),
         "{msg}"
     );
 }
