@@ -261,7 +261,7 @@ pub fn check_recording(out: &Path, force: bool) -> anyhow::Result<()> {
         return refuse_binary_onto_a_terminal("a recording");
     }
     if let Target::Replace(p) = target(out)? {
-        if !force && std::fs::symlink_metadata(&p).is_ok() {
+        if !force && std::fs::symlink_metadata(&p).is_ok() && !is_empty_file(&p) {
             bail!(
                 "{} exists: refusing to overwrite a file (--force overwrites it)",
                 out.display()
@@ -310,7 +310,7 @@ pub fn create_recording(out: &Path, force: bool) -> anyhow::Result<(std::fs::Fil
     {
         Ok(f) => (f, false),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            if !force {
+            if !force && !is_empty_file(&p) {
                 bail!(
                     "{} exists: refusing to overwrite a file (--force overwrites it)",
                     out.display()
@@ -336,6 +336,12 @@ pub fn create_recording(out: &Path, force: bool) -> anyhow::Result<(std::fs::Fil
         return Err(e).with_context(|| format!("locking {}", out.display()));
     }
     Ok((f, existed))
+}
+
+/// An empty regular file holds nothing to lose: a recorder killed while its device started
+/// (`kill -9`) leaves one, and the next `record` to that path takes it without `--force`.
+fn is_empty_file(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() == 0)
 }
 
 /// Empty an existing recording [`create_recording`] opened (its bytes are replaced by the

@@ -311,6 +311,21 @@ fn record_refuses_an_existing_file_without_force_and_keeps_it() {
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
     assert!(err(&o).contains("--force"), "{}", err(&o));
     assert_eq!(std::fs::read(&p).expect("read"), b"precious");
+    // An empty file (what a recorder killed during its device's start leaves) holds nothing
+    // to lose: it passes the check (here the next one, the context, refuses the run).
+    let empty = tmp("empty.baro");
+    std::fs::write(&empty, b"").expect("write");
+    let o = baro(&[
+        "record",
+        "-o",
+        s(&empty),
+        "--passes",
+        "1",
+        "--ctx",
+        "100000",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("--ctx 100000"), "{}", err(&o));
     // Nor over the model it reads.
     let model = tmp("model-as-out.gguf");
     let o = baro(&["model", "gen", "-o", s(&model)]);

@@ -15,10 +15,12 @@ pub struct RecordArgs {
     /// The recording to write (`.baro`; `-`: stdout). Written as it goes: a run killed
     /// mid-way leaves a file whose every complete pass replays; Ctrl-C or SIGTERM stops the
     /// decode and finishes the file (exit 130 / 143; a second Ctrl-C ends at once). An
-    /// existing file is refused without --force; the file is locked while recording.
+    /// existing file is refused without --force (an empty one is taken); the file is locked
+    /// while recording.
     #[arg(long, short = 'o')]
     pub out: PathBuf,
-    /// Overwrite an existing recording.
+    /// Overwrite an existing recording (emptied once the new run has started: a run that
+    /// cannot start leaves it as it was).
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
