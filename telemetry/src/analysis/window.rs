@@ -4,21 +4,52 @@
 //! the most frequent last arriver per level, and the straggler over all counted barriers.
 //! The dashboard does the same over its sliding window from its own statistics.
 
-use super::attribution::{last_arrivers, straggler, tails, AttributionWarning, StageCost};
-use crate::{Frame, RunDetails};
+use std::collections::HashMap;
 
-/// One pass's closing-stage costs and last arrivers, by level.
-#[derive(Clone, Debug)]
-struct PassLevels {
-    cost: Vec<Option<StageCost>>,
-    last: Vec<Option<u32>>,
+use super::attribution::{last_arrivers, straggler, tails, AttributionWarning, StageCost};
+use crate::{Frame, RunDetails, StageId};
+
+/// One pass's row of a level's closing stage: `slot` names the closing stage (see
+/// [`Window::slot`]); `slowest_ns` is the row's `max_busy_ns`.
+#[derive(Clone, Copy, Debug)]
+struct Row {
+    slot: u32,
+    pass: u32,
+    busy_ns: u64,
+    charged_ns: u64,
+    slowest_ns: u64,
 }
 
-/// Passes of one run, kept for [`Window::warnings`].
+/// One pass's last arriver at a level (the level's position in the run).
+#[derive(Clone, Copy, Debug)]
+struct Last {
+    level: u32,
+    pass: u32,
+    workgroup: u32,
+}
+
+/// Passes of one run, kept for [`Window::warnings`]: per pass only the rows of stages that
+/// close a level (the first row of each) and the levels' stamped last arrivers, so that
+/// taking a pass in costs its rows plus its levels, and memory grows with what the frames
+/// hold of those, never with levels × passes.
 #[derive(Clone, Debug)]
 pub struct Window {
     run: RunDetails,
-    passes: Vec<PassLevels>,
+    /// Per level (its position in the run), the slot of its closing stage.
+    level_slot: Vec<Option<u32>>,
+    /// Slot of each closing stage whose id is below the run's stage count (`u32::MAX`: the
+    /// stage closes no level).
+    dense: Vec<u32>,
+    /// Slots of closing stages whose ids lie past the run's stages (a crafted header's).
+    sparse: HashMap<StageId, u32>,
+    /// Per slot, 1 + the last pass that took a row of it (a pass's first row counts).
+    taken: Vec<u32>,
+    /// Every pass's closing-stage rows.
+    rows: Vec<Row>,
+    /// Every pass's stamped last arrivers.
+    last: Vec<Last>,
+    /// Passes taken in.
+    passes: u32,
 }
 
 /// The dashboard's median: the middle value, the upper one of an even count.
@@ -31,104 +62,160 @@ fn median(v: &mut [u64]) -> Option<u64> {
 impl Window {
     /// For passes of `run`.
     pub fn new(run: RunDetails) -> Window {
+        let mut dense = vec![u32::MAX; run.stages.len()];
+        let mut sparse = HashMap::new();
+        let mut slots = 0u32;
+        let mut level_slot = Vec::with_capacity(run.levels.len());
+        for lv in &run.levels {
+            let Some(&sid) = lv.stages.last() else {
+                level_slot.push(None);
+                continue;
+            };
+            let slot = match dense.get_mut(sid as usize) {
+                Some(s) => s,
+                None => sparse.entry(sid).or_insert(u32::MAX),
+            };
+            if *slot == u32::MAX {
+                *slot = slots;
+                slots += 1;
+            }
+            level_slot.push(Some(*slot));
+        }
         Window {
             run,
-            passes: vec![],
+            level_slot,
+            dense,
+            sparse,
+            taken: vec![0; slots as usize],
+            rows: vec![],
+            last: vec![],
+            passes: 0,
         }
     }
 
     /// Passes taken in.
     pub fn len(&self) -> usize {
-        self.passes.len()
+        self.passes as usize
     }
 
     /// Whether no pass was taken in.
     pub fn is_empty(&self) -> bool {
-        self.passes.is_empty()
+        self.passes == 0
     }
 
-    /// Take one pass in (its index is [`Self::len`] before the call).
+    /// The slot of stage `sid` where it closes a level.
+    fn slot(&self, sid: StageId) -> Option<u32> {
+        match self.dense.get(sid as usize) {
+            Some(&s) => (s != u32::MAX).then_some(s),
+            None if self.sparse.is_empty() => None,
+            None => self.sparse.get(&sid).copied(),
+        }
+    }
+
+    /// Take one pass in (its index is [`Self::len`] before the call): one look at each of
+    /// its stage rows and each of its levels.
     pub fn push(&mut self, f: &Frame) {
-        let cost = self
-            .run
-            .levels
-            .iter()
-            .map(|lv| {
-                let sid = *lv.stages.last()?;
-                let t = f.stages.iter().find(|t| t.stage == sid)?;
-                Some(StageCost {
-                    busy_ns: t.busy_ns,
-                    charged_ns: t.charged_ns,
-                    slowest_ns: Some(t.max_busy_ns),
-                })
+        let pass = self.passes;
+        self.passes += 1;
+        for t in &f.stages {
+            let Some(slot) = self.slot(t.stage) else {
+                continue;
+            };
+            let taken = &mut self.taken[slot as usize];
+            if *taken == self.passes {
+                continue; // a level reads its closing stage's first row
+            }
+            *taken = self.passes;
+            self.rows.push(Row {
+                slot,
+                pass,
+                busy_ns: t.busy_ns,
+                charged_ns: t.charged_ns,
+                slowest_ns: t.max_busy_ns,
+            });
+        }
+        let nl = self.run.levels.len();
+        let last = last_arrivers(&f.spans).into_iter().take(nl).enumerate();
+        self.last.extend(last.filter_map(|(l, w)| {
+            Some(Last {
+                level: l as u32,
+                pass,
+                workgroup: w?,
             })
-            .collect();
-        self.passes.push(PassLevels {
-            cost,
-            last: last_arrivers(&f.spans),
-        });
+        }));
     }
 
     /// The warnings over the passes `keep(index)` selects: the straggler first, then the
-    /// tails of the median costs, largest first.
-    pub fn warnings(&self, keep: impl Fn(usize) -> bool) -> Vec<AttributionWarning> {
-        let sel: Vec<&PassLevels> = (self.passes.iter().enumerate())
-            .filter(|(i, _)| keep(*i))
-            .map(|(_, p)| p)
-            .collect();
+    /// tails of the median costs, largest first. (Orders what it keeps in place: no copy.)
+    pub fn warnings(&mut self, keep: impl Fn(usize) -> bool) -> Vec<AttributionWarning> {
+        let sel: Vec<bool> = (0..self.len()).map(keep).collect();
+        let passes = sel.iter().filter(|&&k| k).count();
         let nl = self.run.levels.len();
+        // Per closing stage, the medians of its selected rows.
+        self.rows.sort_unstable_by_key(|r| r.slot);
+        let mut slot_cost = vec![None; self.taken.len()];
+        let (mut busy, mut charged, mut slowest) = (vec![], vec![], vec![]);
+        for g in self.rows.chunk_by(|a, b| a.slot == b.slot) {
+            busy.clear();
+            charged.clear();
+            slowest.clear();
+            for r in g.iter().filter(|r| sel[r.pass as usize]) {
+                busy.push(r.busy_ns);
+                charged.push(r.charged_ns);
+                slowest.push(r.slowest_ns);
+            }
+            if let (Some(busy_ns), Some(charged_ns)) = (median(&mut busy), median(&mut charged)) {
+                slot_cost[g[0].slot as usize] = Some(StageCost {
+                    busy_ns,
+                    charged_ns,
+                    slowest_ns: median(&mut slowest),
+                });
+            }
+        }
         let mut cost = vec![None; self.run.stages.len()];
-        let mut frequent = vec![None; nl];
+        for (lv, slot) in self.run.levels.iter().zip(&self.level_slot) {
+            let c = slot.and_then(|s| slot_cost[s as usize]);
+            if let (Some(&sid), Some(c)) = (lv.stages.last(), c) {
+                if let Some(x) = cost.get_mut(sid as usize) {
+                    *x = Some(c);
+                }
+            }
+        }
+        // Per level, its most frequent last arriver (the lowest among equals); the straggler
+        // counts every last arrival of a workgroup of the grid.
         let mut counts = vec![0u32; self.run.grid as usize];
         let mut seen = 0u32;
-        for (l, lv) in self.run.levels.iter().enumerate() {
-            let of = |f: fn(&StageCost) -> Option<u64>| {
-                let mut v: Vec<u64> = sel
-                    .iter()
-                    .filter_map(|p| p.cost.get(l).copied().flatten().as_ref().and_then(f))
-                    .collect();
-                median(&mut v)
-            };
-            if let (Some(&sid), Some(busy_ns), Some(charged_ns)) = (
-                lv.stages.last(),
-                of(|c| Some(c.busy_ns)),
-                of(|c| Some(c.charged_ns)),
-            ) {
-                if let Some(c) = cost.get_mut(sid as usize) {
-                    *c = Some(StageCost {
-                        busy_ns,
-                        charged_ns,
-                        slowest_ns: of(|c| c.slowest_ns),
-                    });
+        let mut frequent = vec![None; nl];
+        self.last.sort_unstable_by_key(|x| (x.level, x.workgroup));
+        let mut ws: Vec<u32> = vec![];
+        for g in self.last.chunk_by(|a, b| a.level == b.level) {
+            ws.clear();
+            ws.extend(
+                (g.iter())
+                    .filter(|x| sel[x.pass as usize] && (x.workgroup as usize) < counts.len())
+                    .map(|x| x.workgroup),
+            );
+            let mut best: Option<(u32, u32)> = None; // (count, workgroup)
+            for run in ws.chunk_by(|a, b| a == b) {
+                let (w, c) = (run[0], run.len() as u32);
+                counts[w as usize] += c;
+                seen += c;
+                if best.is_none_or(|(bc, _)| c > bc) {
+                    best = Some((c, w));
                 }
             }
-            let mut per_wg: Vec<(u32, u32)> = vec![];
-            for w in sel.iter().filter_map(|p| p.last.get(l).copied().flatten()) {
-                let Some(c) = counts.get_mut(w as usize) else {
-                    continue;
-                };
-                *c += 1;
-                seen += 1;
-                match per_wg.iter_mut().find(|(x, _)| *x == w) {
-                    Some((_, c)) => *c += 1,
-                    None => per_wg.push((w, 1)),
-                }
-            }
-            frequent[l] = per_wg
-                .into_iter()
-                .max_by_key(|&(w, c)| (c, std::cmp::Reverse(w)))
-                .map(|(w, _)| w);
+            frequent[g[0].level as usize] = best.map(|(_, w)| w);
         }
         let mut out: Vec<AttributionWarning> =
-            straggler(&counts, seen, self.run.grid, sel.len() as u64)
+            straggler(&counts, seen, self.run.grid, passes as u64)
                 .map(AttributionWarning::Straggler)
                 .into_iter()
                 .collect();
-        let level_of = |l: u32| {
-            (self.run.levels.iter())
-                .position(|lv| lv.index == l)
-                .and_then(|i| frequent[i])
-        };
+        let mut position: HashMap<u32, usize> = HashMap::with_capacity(nl);
+        for (i, lv) in self.run.levels.iter().enumerate() {
+            position.entry(lv.index).or_insert(i);
+        }
+        let level_of = |l: u32| position.get(&l).and_then(|&i| frequent[i]);
         out.extend(
             tails(
                 &self.run,

@@ -13,3 +13,4 @@ mod recording_crash;
 mod recording_export;
 mod scenarios;
 mod trace_importers;
+mod window;
