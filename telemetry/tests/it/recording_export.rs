@@ -334,6 +334,75 @@ fn auto_spans_every_picks_the_smallest_n_within_the_span_budget() {
 }
 
 #[test]
+fn one_pass_over_the_span_budget_keeps_one_workgroup_in_k_within_it_and_says_so() {
+    // One pass of 8,192 workgroups: ≈ 190,000 workgroup spans against a budget of 20,000
+    // (dropping whole passes cannot help: there is one).
+    let run = synthetic_run(8_192, 16, 7);
+    let msgs = stream(&run, 1, 5);
+    let (bytes, _) = record(&run, &msgs, Compression::Lz4);
+    let survey = export::survey(&mut Reader::new(Cursor::new(&bytes)).unwrap(), None);
+    let budget = 20_000;
+    assert_eq!(survey.spanned_passes, 1);
+    assert!(survey.spans > 8 * budget, "{survey:?}");
+    let opts = export::TraceOptions {
+        spans_every: export::SpansEvery::Auto { budget },
+        ..Default::default()
+    }
+    .resolve(&survey);
+    let export::WgSelect::Every(k) = opts.workgroups else {
+        panic!("not thinned: {opts:?}");
+    };
+    assert!(k > 1, "{k}");
+    for (i, proto) in [false, true].into_iter().enumerate() {
+        let mut out = vec![];
+        let mut r = Reader::new(Cursor::new(&bytes)).unwrap();
+        let st = if proto {
+            export::proto_trace(&mut r, &mut out, &opts).unwrap()
+        } else {
+            export::json_trace(&mut r, &mut out, &opts).unwrap()
+        };
+        let s = &st.sampling;
+        // Within the budget, and not needlessly far below it.
+        assert_eq!(s.spans_total, survey.spans, "{i}");
+        assert!(s.spans_kept <= budget && s.spans_kept > budget / 2, "{s:?}");
+        let said = st.left_out().expect("the trace does not hold every span");
+        assert!(
+            said.contains(&format!("one workgroup in {k} (0, {k}, ")),
+            "{said}"
+        );
+        assert!(
+            said.contains(&format!(
+                "left out {} of {}",
+                s.spans_total - s.spans_kept,
+                s.spans_total
+            )),
+            "{said}"
+        );
+        if !proto {
+            let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+            let tids: Vec<u64> = slices_by_tid(v["traceEvents"].as_array().unwrap())
+                .into_keys()
+                .filter(|&t| t >= 1000)
+                .collect();
+            assert_eq!(tids.len() as u64, 8_192u64.div_ceil(u64::from(k)));
+            assert!(
+                tids.iter().all(|t| (t - 1000) % u64::from(k) == 0),
+                "{tids:?}"
+            );
+        }
+    }
+    // A budget the pass fits keeps every workgroup.
+    let whole = export::TraceOptions {
+        spans_every: export::SpansEvery::Auto {
+            budget: survey.spans,
+        },
+        ..Default::default()
+    }
+    .resolve(&survey);
+    assert_eq!(whole.workgroups, export::WgSelect::All);
+}
+
+#[test]
 fn proto_and_json_traces_hold_the_same_slices_at_the_same_times() {
     use baro_telemetry::recording::export::protos as pb;
     use prost::Message;

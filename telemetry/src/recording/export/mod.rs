@@ -37,7 +37,8 @@
 //! exactly the same digits as the start of the one after it. A workgroup's slices are
 //! siblings: one whose stamp would overlap its predecessor's is started at the predecessor's
 //! end. Sampling ([`TraceOptions`]) keeps every pass on the passes, mode and grid tracks and
-//! thins the workgroup tracks only.
+//! thins the workgroup tracks only: one pass in N, and where one pass alone holds more spans
+//! than the budget, one workgroup in K within the kept passes.
 //!
 //! JSON (Trace Event Format): pid 1; tids passes 1, power mode 2, grid lanes 3…, wg w
 //! 1000 + w; every tid named, `process_sort_index`/`thread_sort_index` in the order above;
@@ -109,9 +110,19 @@ impl ExportStats {
         if s.spans_kept == s.spans_total {
             return None;
         }
+        let thinned = if s.wg_every > 1 {
+            format!(
+                ", in those of one workgroup in {} (0, {}, {}, …)",
+                s.wg_every,
+                s.wg_every,
+                2 * s.wg_every
+            )
+        } else {
+            String::new()
+        };
         Some(format!(
             "left out {} of {} workgroup spans: workgroup tracks for {} of {} passes with spans \
-             (one in {}), the others show their grid aggregate",
+             (one in {}){thinned}, the others show their grid aggregate",
             s.spans_total - s.spans_kept,
             s.spans_total,
             s.wg_passes,
@@ -143,6 +154,9 @@ pub enum WgSelect {
     List(Vec<u32>),
     /// Per pass, the workgroup with the most stage work.
     Slowest,
+    /// Workgroups 0, N, 2N, …: what [`TraceOptions::resolve`] keeps of every workgroup where
+    /// one pass alone holds more spans than the budget.
+    Every(u32),
 }
 
 impl std::str::FromStr for WgSelect {
@@ -221,7 +235,9 @@ impl TraceOptions {
         }
     }
 
-    /// `Auto` resolved to `Every(N)` for the recording `survey` describes.
+    /// `Auto` resolved to `Every(N)` for the recording `survey` describes; where even one
+    /// kept pass holds more spans than the budget, every workgroup ([`WgSelect::All`]) is
+    /// thinned to one in K ([`WgSelect::Every`]), the smallest K that fits.
     pub fn resolve(&self, survey: &Survey) -> TraceOptions {
         let mut o = self.clone();
         if let SpansEvery::Auto { budget } = self.spans_every {
@@ -230,6 +246,7 @@ impl TraceOptions {
                 WgSelect::All => g,
                 WgSelect::List(l) => l.iter().filter(|&&w| u128::from(w) < g).count() as u128,
                 WgSelect::Slowest => 1,
+                WgSelect::Every(k) => g.div_ceil(u128::from((*k).max(1))),
             };
             // Spans the selected workgroups hold; keeping passes 0, N, 2N, … of P keeps
             // ceil(P / N) of them: the smallest N whose share fits the budget.
@@ -239,6 +256,16 @@ impl TraceOptions {
             let mut n = wanted.div_ceil(u128::from(budget.max(1))).max(1);
             while n < p && !fits(n) {
                 n += 1;
+            }
+            // One pass alone over the budget (or, past the last pass, the first): of every
+            // workgroup keep one in K, the smallest K whose spans fit.
+            if !fits(n) && self.workgroups == WgSelect::All {
+                let kept_passes = p.div_ceil(n);
+                let m = u128::from(budget) * p * g / (kept_passes * wanted).max(1);
+                let k = if m == 0 { g } else { g.div_ceil(m) }.clamp(1, g);
+                if k > 1 {
+                    o.workgroups = WgSelect::Every(k as u32);
+                }
             }
             o.spans_every = SpansEvery::Every(n.min(u128::from(u64::MAX)) as u64);
         }

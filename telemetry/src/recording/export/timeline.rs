@@ -158,6 +158,9 @@ pub struct Sampling {
     pub spans_kept: u64,
     /// The resolved one-in-N (spanned passes) that kept workgroup spans.
     pub spans_every: u64,
+    /// In those passes, one workgroup in N (0, N, 2N, …) kept its track, where the
+    /// selection was thinned ([`WgSelect::Every`]); 0 or 1: not thinned.
+    pub wg_every: u64,
 }
 
 /// Builds the batches (see the module doc).
@@ -197,6 +200,10 @@ impl Timeline {
             used: Default::default(),
             sampling: Sampling {
                 spans_every,
+                wg_every: match opts.workgroups {
+                    WgSelect::Every(k) => u64::from(k.max(1)),
+                    _ => 1,
+                },
                 ..Default::default()
             },
             scratch: vec![],
@@ -397,6 +404,7 @@ impl Timeline {
                     WgSelect::All => true,
                     WgSelect::List(l) => l.contains(&w),
                     WgSelect::Slowest => chosen == Some(w),
+                    WgSelect::Every(k) => w.is_multiple_of((*k).max(1)),
                 };
             if !wanted || evs.is_empty() {
                 continue;
