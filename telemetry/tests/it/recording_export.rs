@@ -367,7 +367,10 @@ fn one_pass_over_the_span_budget_keeps_one_workgroup_in_k_within_it_and_says_so(
         assert!(s.spans_kept <= budget && s.spans_kept > budget / 2, "{s:?}");
         let said = st.left_out().expect("the trace does not hold every span");
         assert!(
-            said.contains(&format!("one workgroup in {k} (0, {k}, ")),
+            said.contains(&format!(
+                "workgroup tracks for 1 of 1 passes with spans (one in 1), in those of one \
+                 workgroup in {k} (0, {k}, "
+            )),
             "{said}"
         );
         assert!(

@@ -266,6 +266,8 @@ impl TraceOptions {
                 if k > 1 {
                     o.workgroups = WgSelect::Every(k as u32);
                 }
+                // Past the last pass, one in N keeps the first pass alone: say one in P.
+                n = n.min(p);
             }
             o.spans_every = SpansEvery::Every(n.min(u128::from(u64::MAX)) as u64);
         }
