@@ -270,6 +270,25 @@ fn binary_outputs_onto_a_terminal_are_refused_before_anything_runs() {
 }
 
 #[test]
+fn export_refuses_a_workgroup_outside_the_recordings_grid() {
+    let d = tmpdir("wgs");
+    let f = d.join("a.baro");
+    write_recording(&f, 2, 8, true);
+    let (f, out) = (f.to_str().expect("utf-8"), d.join("t.json"));
+    let out = out.to_str().expect("utf-8");
+    // synthetic_run(8, ..): a grid of 8 workgroups.
+    let o = baro(&["export", f, "--perfetto", out, "--workgroups", "0,99999"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("workgroup 99999 is not in") && stderr(&o).contains("grid of 8 (0-7)"),
+        "{}",
+        stderr(&o)
+    );
+    let o = baro(&["export", f, "--perfetto", out, "--workgroups", "0,7"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
 fn replay_speed_paces_the_passes_by_their_recorded_wall_time() {
     let d = tmpdir("speed");
     let f = d.join("a.baro");

@@ -425,6 +425,18 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
             damaged = true;
         }
     };
+    if let (export::WgSelect::List(l), true) = (&a.workgroups, traces) {
+        // A workgroup the run did not have would get no track, and the trace would read as
+        // one that left every span out by sampling.
+        let grid = open(&a.file)?.header().run.grid;
+        if let Some(w) = l.iter().find(|&&w| w >= grid) {
+            bail!(
+                "--workgroups: workgroup {w} is not in {}'s grid of {grid} (0-{})",
+                a.file.display(),
+                grid.saturating_sub(1)
+            );
+        }
+    }
     if traces {
         let opts = export::TraceOptions {
             spans_every: match a.spans_every {
