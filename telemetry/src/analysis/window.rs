@@ -37,11 +37,10 @@ pub struct Window {
     run: RunDetails,
     /// Per level (its position in the run), the slot of its closing stage.
     level_slot: Vec<Option<u32>>,
-    /// Slot of each closing stage whose id is below the run's stage count (`u32::MAX`: the
-    /// stage closes no level).
+    /// Slot of each stage that closes a level (`u32::MAX`: it closes none). A closing stage
+    /// whose id lies past the run's stages (a crafted header's) gets none: its cost could not
+    /// be placed anyway.
     dense: Vec<u32>,
-    /// Slots of closing stages whose ids lie past the run's stages (a crafted header's).
-    sparse: HashMap<StageId, u32>,
     /// Per slot, 1 + the last pass that took a row of it (a pass's first row counts).
     taken: Vec<u32>,
     /// Every pass's closing-stage rows.
@@ -63,17 +62,12 @@ impl Window {
     /// For passes of `run`.
     pub fn new(run: RunDetails) -> Window {
         let mut dense = vec![u32::MAX; run.stages.len()];
-        let mut sparse = HashMap::new();
         let mut slots = 0u32;
         let mut level_slot = Vec::with_capacity(run.levels.len());
         for lv in &run.levels {
-            let Some(&sid) = lv.stages.last() else {
+            let Some(slot) = (lv.stages.last()).and_then(|&sid| dense.get_mut(sid as usize)) else {
                 level_slot.push(None);
                 continue;
-            };
-            let slot = match dense.get_mut(sid as usize) {
-                Some(s) => s,
-                None => sparse.entry(sid).or_insert(u32::MAX),
             };
             if *slot == u32::MAX {
                 *slot = slots;
@@ -85,7 +79,6 @@ impl Window {
             run,
             level_slot,
             dense,
-            sparse,
             taken: vec![0; slots as usize],
             rows: vec![],
             last: vec![],
@@ -105,11 +98,10 @@ impl Window {
 
     /// The slot of stage `sid` where it closes a level.
     fn slot(&self, sid: StageId) -> Option<u32> {
-        match self.dense.get(sid as usize) {
-            Some(&s) => (s != u32::MAX).then_some(s),
-            None if self.sparse.is_empty() => None,
-            None => self.sparse.get(&sid).copied(),
-        }
+        self.dense
+            .get(sid as usize)
+            .copied()
+            .filter(|&s| s != u32::MAX)
     }
 
     /// Take one pass in (its index is [`Self::len`] before the call): one look at each of
