@@ -45,11 +45,6 @@ pub struct ReplayArgs {
 /// 0 after the dashboard.
 pub fn replay_dashboard(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     use std::io::IsTerminal;
-    let label = a.file.display().to_string();
-    // Check the file before the terminal changes (a file that is not a recording).
-    let r = open(&a.file)?;
-    let banner = vec![crate::ui::replay::banner(&label, r.header())];
-    drop(r);
     let tty = std::io::stdout().is_terminal();
     if !tty {
         // The same lines as --headless, and its exit status: 2 for a damaged or cut file, 1
@@ -57,6 +52,11 @@ pub fn replay_dashboard(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
         note!("baro-top: stdout is not a terminal: printing one line per pass instead of the dashboard (like top -b)");
         return replay_headless(a);
     }
+    let label = a.file.display().to_string();
+    // Check the file before the terminal changes (a file that is not a recording).
+    let r = open(&a.file)?;
+    let banner = vec![crate::ui::replay::banner(&label, r.header())];
+    drop(r);
     let cfg = crate::ui::replay::ReplayConfig {
         source: crate::ui::replay::Source::File(a.file.clone()),
         label,
@@ -407,8 +407,11 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         ("--csv-passes", &a.csv_passes),
     ])?;
     // A file without its index footer was cut between records (a crash, kill -9): said once,
-    // beside what was exported, as replay says it.
-    let unfinished = open(&a.file)?.index().is_none();
+    // beside what was exported, as replay says it. The grid checks --workgroups below.
+    let (unfinished, grid) = {
+        let r = open(&a.file)?;
+        (r.index().is_none(), r.header().run.grid)
+    };
     let mut damaged = false;
     let mut report = |out: &Path, s: &export::ExportStats, what: &str| {
         note!(
@@ -428,7 +431,6 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     if let (export::WgSelect::List(l), true) = (&a.workgroups, traces) {
         // A workgroup the run did not have would get no track, and the trace would read as
         // one that left every span out by sampling.
-        let grid = open(&a.file)?.header().run.grid;
         if let Some(w) = l.iter().find(|&&w| w >= grid) {
             bail!(
                 "--workgroups: workgroup {w} is not in {}'s grid of {grid} (0-{})",

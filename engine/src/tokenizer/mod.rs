@@ -578,8 +578,9 @@ impl Tokenizer {
 
     /// The bytes of `token` as run.c's `decode()` gives them: the piece up to its first NUL,
     /// without its leading `' '` when `prev_token` is BOS; a piece that run.c's `sscanf(piece,
-    /// "<0x%02hhX>", ..)` reads (after that strip; [`runc_byte_piece`]) is that single raw byte. Empty for an id outside the vocabulary. Pass the result
-    /// through [`printable`] to print what run.c prints.
+    /// "<0x%02hhX>", ..)` reads (after that strip; [`runc_byte_piece`]) is that single raw
+    /// byte. Empty for an id outside the vocabulary. Pass the result through [`printable`] to
+    /// print what run.c prints.
     ///
     /// For a GGUF vocabulary: [`Tokenizer::decode_special`] without control tokens.
     pub fn decode(&self, prev_token: u32, token: u32) -> &[u8] {
