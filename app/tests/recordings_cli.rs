@@ -569,3 +569,68 @@ fn replay_at_speed_does_not_wait_out_a_pass_longer_than_any_run_records() {
     assert_eq!(err.matches("without waiting it out").count(), 1, "{err}");
     assert!(err.contains("pass 1 says it took"), "{err}");
 }
+
+#[test]
+fn a_flipped_byte_costs_replay_export_and_diff_its_one_pass_and_they_read_on_and_exit_2() {
+    let d = tmpdir("flip");
+    let (whole, flip) = (d.join("whole.baro"), d.join("flip.baro"));
+    write_recording(&whole, 10, 3, true);
+    let at = baro_telemetry::recording::Reader::open(&whole)
+        .expect("open")
+        .index()
+        .and_then(|i| i.offset_of(4))
+        .expect("pass 4 is indexed");
+    let mut bytes = std::fs::read(&whole).expect("read");
+    bytes[at as usize + 30] ^= 0x04;
+    std::fs::write(&flip, &bytes).expect("write");
+    let fs = flip.to_str().expect("utf-8 path");
+
+    let o = baro(&["replay", fs, "--headless"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let passes: Vec<String> = stdout(&o)
+        .lines()
+        .filter(|l| l.starts_with("pass "))
+        .map(|l| l.split_whitespace().nth(1).unwrap_or("").to_string())
+        .collect();
+    let want: Vec<String> = (0..10).filter(|&p| p != 4).map(|p| p.to_string()).collect();
+    assert_eq!(
+        passes,
+        want,
+        "every pass but the damaged one: {}",
+        stdout(&o)
+    );
+    let e = stderr(&o);
+    assert!(
+        e.contains(&format!(
+            "1 damaged stretch skipped, the first at byte {at} "
+        )),
+        "{e}"
+    );
+    assert!(e.contains("replayed every sound record around it"), "{e}");
+
+    let csv = d.join("passes.csv");
+    let o = baro(&["export", fs, "--csv-passes", csv.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("exported every sound record"),
+        "{}",
+        stderr(&o)
+    );
+    let rows = std::fs::read_to_string(&csv).expect("csv");
+    assert_eq!(
+        rows.lines().count(),
+        1 + 9,
+        "a header and nine passes: {rows}"
+    );
+
+    let o = baro(&["diff", whole.to_str().expect("utf-8"), fs, "--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(j["b"]["passes"], 9, "{j}");
+    assert!(
+        j["b"]["damage"]
+            .as_str()
+            .is_some_and(|s| s.contains("compared every sound record")),
+        "{j}"
+    );
+}

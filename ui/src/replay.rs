@@ -7,8 +7,9 @@
 //! dispatch) reach the screen through [`Control::status`].
 //!
 //! A seek or restart sends `Start` again (the one in effect there), so the dashboard begins
-//! afresh at the new place. A damaged or cut recording replays up to the damage; then a note
-//! names the byte offset.
+//! afresh at the new place. A damaged recording replays every sound record: reading goes on
+//! past each damaged stretch, and a note names the first's byte offset and counts them; a cut
+//! one replays up to the cut.
 
 use std::io::{Cursor, Read, Seek};
 use std::path::PathBuf;
@@ -17,7 +18,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use baro_telemetry::control::Command;
-use baro_telemetry::recording::{Reader, RecordingHeader};
+use baro_telemetry::recording::{damage_note, Reader, RecordingHeader};
 use baro_telemetry::{Dispatch, Telemetry};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
@@ -209,6 +210,7 @@ pub fn spawn(
                 force: false,
                 clock: Instant::now(),
                 slowest: None,
+                first_damage: None,
             }
             .play()
         })?;
@@ -230,6 +232,8 @@ struct Player {
     /// When the last frame was due.
     clock: Instant,
     slowest: Option<Option<u64>>,
+    /// The first damage iteration met (the note names it and counts the stretches).
+    first_damage: Option<String>,
 }
 
 /// What the loop does next.
@@ -250,18 +254,23 @@ impl Player {
             if pending.is_none() && !at_end {
                 match self.r.next() {
                     Some(Ok(m)) => pending = Some(m),
+                    // Reading goes on from the next sound record: the note says what was
+                    // skipped so far, and stays until another replaces it.
                     Some(Err(e)) => {
+                        let first = self.first_damage.get_or_insert_with(|| e.to_string());
                         note(
                             &self.status,
                             format!(
-                                "{}: the recording is damaged or cut: {e}; replayed everything before it",
-                                self.cfg.label
+                                "{}: {}",
+                                self.cfg.label,
+                                damage_note(first, self.r.skips(), "replayed")
                             ),
                         );
-                        at_end = true;
+                        // On to the next sound record (every error moves the reader on).
+                        continue;
                     }
                     None => {
-                        if !self.r.finished() {
+                        if !self.r.finished() && self.first_damage.is_none() {
                             note(
                                 &self.status,
                                 format!(
@@ -401,15 +410,12 @@ impl Player {
         Next::Go
     }
 
-    /// The pass with the longest time (GPU, else wall) up to any damage.
+    /// The pass with the longest time (GPU, else wall) of every sound frame.
     fn find_slowest(&self) -> Option<u64> {
         let r = self.cfg.source.open().ok()?;
         let mut best: Option<(u64, u64)> = None;
         for m in r {
             let Ok(Telemetry::Frame(f)) = m else {
-                if m.is_err() {
-                    break;
-                }
                 continue;
             };
             let d = f.gpu_ns.unwrap_or(f.wall_ns);
@@ -428,7 +434,9 @@ impl Player {
             Err(_) => match self.cfg.source.open() {
                 Ok(mut r) => {
                     let (mut hit, mut run) = (false, None);
-                    while let Some(Ok(m)) = r.next() {
+                    for m in r.by_ref() {
+                        // Past damage as iteration goes: from the next sound record.
+                        let Ok(m) = m else { continue };
                         match m {
                             Telemetry::Start(d) => run = Some(d),
                             Telemetry::Frame(f) if f.pass == pass => {

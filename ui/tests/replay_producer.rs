@@ -214,7 +214,7 @@ fn slowest_jumps_to_the_longest_pass_and_restart_begins_at_pass_zero() {
 }
 
 #[test]
-fn damaged_file_replays_up_to_the_damage_and_notes_its_byte_offset() {
+fn a_cut_file_replays_up_to_the_cut_and_notes_its_byte_offset() {
     let f = tmp("cut.baro");
     write(&f, 20, 1, None);
     let bytes = std::fs::read(&f).expect("read");
@@ -236,6 +236,40 @@ fn damaged_file_replays_up_to_the_damage_and_notes_its_byte_offset() {
     let st = ctl.status().expect("status");
     assert!(st.notes.is_empty(), "notes are handed over once");
     assert_eq!(st.total, Some(frames as u64));
+}
+
+#[test]
+fn a_flipped_byte_costs_its_pass_and_the_replay_goes_on_to_the_end_with_a_note() {
+    let f = tmp("flip.baro");
+    write(&f, 20, 1, None);
+    let at = baro_telemetry::recording::Reader::open(&f)
+        .expect("open")
+        .index()
+        .and_then(|i| i.offset_of(9))
+        .expect("pass 9 is indexed");
+    let mut bytes = std::fs::read(&f).expect("read");
+    bytes[at as usize + 25] ^= 0x20;
+    std::fs::write(&f, &bytes).expect("write");
+    let (rx, ctl, h, _) = spawn(cfg(&f, 0.0, false)).expect("spawn");
+    let passes: Vec<u64> = rx
+        .iter()
+        .filter_map(|m| match m {
+            Telemetry::Frame(f) => Some(f.pass),
+            _ => None,
+        })
+        .collect();
+    h.join().expect("thread");
+    assert_eq!(passes, (0..20).filter(|&p| p != 9).collect::<Vec<_>>());
+    let notes = ctl.status().expect("status").notes;
+    let line = notes
+        .iter()
+        .find(|n| n.contains("damaged stretch"))
+        .unwrap_or_else(|| panic!("no damage note in {notes:?}"));
+    assert!(line.contains(&format!("at byte {at} ")), "{line}");
+    assert!(
+        line.contains("replayed every sound record around it"),
+        "{line}"
+    );
 }
 
 #[test]

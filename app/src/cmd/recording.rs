@@ -1,15 +1,15 @@
 //! Recordings on disk: `replay` (headless lines or JSON, at a chosen speed), `export` (traces:
 //! Perfetto protobuf and Trace Event JSON; CSVs) and `diff` (two recordings side by side). The
 //! file format is the telemetry crate's (`baro_telemetry::recording`); a damaged or cut file is
-//! read up to the damage, every complete message is used, and the damage is reported with its
-//! byte offset.
+//! read past the damage (from the next sound record on), every sound message is used, and the
+//! damage is reported with its byte offset and the stretches skipped; the exit status is 2.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use baro_telemetry::recording::{diff, export, Reader};
+use baro_telemetry::recording::{damage_note, diff, export, Reader};
 use baro_telemetry::Telemetry;
 use clap::Args;
 
@@ -237,8 +237,8 @@ pub fn describe(r: &Reader<impl std::io::Read + std::io::Seek>) -> String {
 
 /// `replay --headless [--json]`: every message of the recording, paced by `--speed` against
 /// the recorded pass times. Exit status: 0 if the recorded run ended cleanly and the file was
-/// whole, 1 if the recorded run failed, 2 if the file is damaged (after printing everything
-/// before the damage).
+/// whole, 1 if the recorded run failed, 2 if the file is damaged (after printing every sound
+/// message around the damage).
 pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     // Its exit status is a verdict: a reader that goes silences the lines, not the verdict.
     crate::out::verdict_outlives_the_reader();
@@ -258,9 +258,10 @@ pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     for msg in r.by_ref() {
         let msg = match msg {
             Ok(m) => m,
+            // Reading goes on from the next sound record; the first damage is named.
             Err(e) => {
-                damage = Some(e);
-                break;
+                damage.get_or_insert(e);
+                continue;
             }
         };
         if let Telemetry::Frame(f) = &msg {
@@ -311,8 +312,9 @@ pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(e) = damage {
         note!(
-            "baro-top: {}: the recording is damaged or cut: {e}; everything before it was replayed",
-            a.file.display()
+            "baro-top: {}: {}",
+            a.file.display(),
+            damage_note(&e, r.skips(), "replayed")
         );
         return Ok(ExitCode::from(2));
     }
@@ -422,8 +424,9 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         );
         if let Some(d) = &s.damage {
             note!(
-                "baro-top: {}: the recording is damaged or cut: {d}; exported everything before it",
-                a.file.display()
+                "baro-top: {}: {}",
+                a.file.display(),
+                damage_note(d, &s.skips, "exported")
             );
             damaged = true;
         }
@@ -541,11 +544,7 @@ pub fn diff(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     }
     for (name, side, r) in [(&a.a, &report.a, &ra), (&a.b, &report.b, &rb)] {
         if let Some(d) = &side.damage {
-            note!(
-                "baro-top: {}: the recording is damaged or cut: {}; compared everything before it",
-                name.display(),
-                d
-            );
+            note!("baro-top: {}: {d}", name.display());
         } else if !r.finished() {
             note!(
                 "baro-top: {}: the recording has no index footer (the recorder did not finish); every complete pass was compared",

@@ -49,7 +49,8 @@ pub struct Side {
     pub modes: ModeTally,
     /// The weights' format (`q4_0`, …), where the header says.
     pub quant: Option<String>,
-    /// Where the recording was damaged or cut (it was read up to there).
+    /// What damage the reading met and read past ([`super::damage_note`]); `None` for a
+    /// sound file.
     pub damage: Option<String>,
 }
 
@@ -439,6 +440,7 @@ fn summarise<R: Read + Seek>(r: &mut Reader<R>) -> Summary {
     };
     let mut sensors = SensorState::default();
     let mut probe = PowerModeClassifier::for_run(ModeConfig::default(), &run);
+    let mut first_damage = None;
     for msg in r.by_ref() {
         match msg {
             Ok(Telemetry::Start(d)) => {
@@ -478,12 +480,13 @@ fn summarise<R: Read + Seek>(r: &mut Reader<R>) -> Summary {
                 });
             }
             Ok(_) => {}
+            // Reading goes on past it: the first is named, the reader counts the rest.
             Err(e) => {
-                s.side.damage = Some(e.to_string());
-                break;
+                first_damage.get_or_insert(e);
             }
         }
     }
+    s.side.damage = first_damage.map(|e| super::damage_note(&e, r.skips(), "compared"));
     s.run = Some(run);
     s
 }
@@ -505,7 +508,7 @@ fn median(v: Option<&Vec<u64>>) -> Option<u64> {
 }
 
 /// Compare the remaining messages of `a` and `b`. Damage in either is reported in its
-/// [`Side::damage`], and the comparison uses what was read before it.
+/// [`Side::damage`], and the comparison uses every sound record around it.
 pub fn compare<RA: Read + Seek, RB: Read + Seek>(
     a: &mut Reader<RA>,
     b: &mut Reader<RB>,
@@ -647,7 +650,7 @@ impl fmt::Display for DiffReport {
                 s.modes
             )?;
             if let Some(d) = &s.damage {
-                writeln!(f, "   read up to damage: {d}")?;
+                writeln!(f, "   {d}")?;
             }
         }
         match self.compared {

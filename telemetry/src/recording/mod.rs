@@ -5,8 +5,9 @@
 //! killed mid-run leaves a file whose every complete record replays); [`Recorder`] is the
 //! one road from a session's stream to a `Writer` (`record`, the dashboard's `r` and `bench
 //! rec` take it: the header from the stream's `Start`, spans thinned, the write loop); [`Reader`] gives the
-//! messages back, seeks to a pass through the index footer, and on a truncated or damaged file
-//! yields everything before the damage, then one error naming the byte offset. [`export`]
+//! messages back, seeks to a pass through the index footer, and on a damaged file yields one
+//! error naming the byte offset of each damaged stretch and every sound record around them
+//! (a file cut short: everything before the cut, then its error). [`export`]
 //! turns a recording into a trace (Perfetto protobuf, Trace Event JSON) or CSVs; [`diff`] compares two.
 //!
 //! This module never drops or reorders messages, and never returns a message it could not
@@ -83,10 +84,22 @@
 //! # Damage
 //!
 //! A file ends cleanly after a whole record (a crash between records: no footer; see
-//! [`Reader::finished`]) or after the trailer. Anything else — a record header or payload
-//! cut short, a checksum that does not match, a payload that does not decode, bytes after
-//! the trailer, a trailer that does not point at the footer — ends the reading with one
-//! [`RecordingError`] carrying the offset of the record (or header, or trailer) at fault.
+//! [`Reader::finished`]) or after the trailer. Anything else is damage, and each damaged
+//! stretch gives one [`RecordingError`] carrying the offset of the record (or header, or
+//! trailer) at fault; [`Reader::skips`] lists the stretches. Reading goes on past it from
+//! the next sound record — one whose head fits the file and whose checksum holds:
+//!
+//! - a record whose checksum held but that does not decode: the record after it;
+//! - a record whose checksum fails: the record where its head says it ends, where that
+//!   one is sound (a flipped bit in a payload or a checksum costs its record only), else
+//! - a head that cannot be one (a length past its cap or the file), or a checksum that
+//!   fails with no sound record where the head says: the first offset after the damage
+//!   where a sound record starts, found by a scan that reads and checksums at most four
+//!   times the file's length (plus one largest record) before it gives up;
+//! - the header, the index footer or the trailer: none (every message is before the
+//!   footer; a damaged header is refused).
+//!
+//! A file cut inside a record ends with that record's [`RecordingError::Truncated`].
 
 mod codec;
 pub mod diff;
@@ -102,7 +115,7 @@ use serde::{Deserialize, Serialize};
 use crate::{ClockSync, RunDetails};
 
 pub use codec::{MAX_FRAME_JSON, MAX_FRAME_ROWS, MAX_GRID, MAX_INDEX, MAX_PAYLOAD, MAX_SPAN_PAIRS};
-pub use reader::{Index, Reader, MAX_HEADER};
+pub use reader::{Index, Reader, Skip, MAX_HEADER};
 pub use recorder::{Pumped, Recorder, TICK};
 pub use writer::{Compression, WriteStats, Writer};
 
@@ -272,6 +285,41 @@ impl RecordingError {
     /// Whether the error is a file cut short (what a crash leaves), as opposed to damage.
     pub fn is_truncation(&self) -> bool {
         matches!(self, RecordingError::Truncated { .. })
+    }
+}
+
+/// What a reader of a damaged recording says of it, after `done` ("replayed", "exported",
+/// "compared"): `first` is the first error iteration yielded, `skips` the reader's
+/// [`Reader::skips`]. A file cut short (one stretch to its end) reads as before resyncing
+/// existed: everything before the damage was used.
+pub fn damage_note(first: &dyn fmt::Display, skips: &[Skip], done: &str) -> String {
+    let gave_up = if skips.iter().any(|s| s.gave_up) {
+        "; the search for a sound record after the last stretch stopped at its bound on work \
+         (the rest of the file was not read)"
+    } else {
+        ""
+    };
+    match skips {
+        [] | [Skip { resumed: None, .. }] => {
+            format!(
+                "the recording is damaged or cut: {first}; {done} everything before it{gave_up}"
+            )
+        }
+        _ => {
+            let n = skips.len();
+            let to_end = skips.last().is_some_and(|s| s.resumed.is_none());
+            format!(
+                "the recording is damaged: {n} damaged stretch{} skipped, the first {first}; {done} \
+                 every sound record around {}{}{gave_up}",
+                if n == 1 { "" } else { "es" },
+                if n == 1 { "it" } else { "them" },
+                if to_end && !skips.last().is_some_and(|s| s.gave_up) {
+                    "; the last runs to the end of the file"
+                } else {
+                    ""
+                },
+            )
+        }
     }
 }
 

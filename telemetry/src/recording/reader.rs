@@ -1,4 +1,5 @@
-//! [`Reader`]: the messages of a recording back, in order, up to any damage.
+//! [`Reader`]: the messages of a recording back, in order; past damage, from the next sound
+//! record on.
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -10,6 +11,11 @@ use super::{
     RECORD_HEAD, TRAILER, TRAILER_MAGIC,
 };
 use crate::{Frame, RunDetails, Telemetry};
+
+#[path = "resync.rs"]
+mod resync;
+pub use resync::Skip;
+use resync::{record_crc, SCAN_FACTOR};
 
 /// Header JSON larger than this is refused (a 1B run's is ≈ 20 KiB, an 8B run's ≈ 200 KiB).
 pub const MAX_HEADER: u32 = 16 << 20;
@@ -64,8 +70,11 @@ impl Index {
 
 /// Reads a recording: [`Reader::open`] checks the magic and version and reads the header
 /// (and the index footer where the file has one); iterating yields every message in order,
-/// then stops — cleanly at the end of a whole record or the trailer, or with one error
-/// naming the offset of the damage after every complete message before it.
+/// then stops cleanly at the end of a whole record or the trailer. Damage — a record whose
+/// checksum fails or that does not decode, a head that cannot be a record's — yields one
+/// error naming its offset, then iteration goes on from the next sound record (see
+/// [`Reader::skips`]): one flipped bit costs the record it is in, not the rest of the file.
+/// A file cut inside a record (a crash) ends with that error.
 ///
 /// ```no_run
 /// # fn main() -> baro_telemetry::recording::Result<()> {
@@ -73,8 +82,14 @@ impl Index {
 /// let mut r = Reader::open("run.baro")?;
 /// println!("{} on {}", r.header().run.model, r.header().run.device);
 /// for msg in r.by_ref() {
-///     let msg = msg?; // Err: the offset and what is wrong, after every good message
-///     # let _ = msg;
+///     match msg {
+///         Ok(msg) => { let _ = msg; }
+///         // The offset and what is wrong; iteration goes on past it.
+///         Err(e) => eprintln!("{e}"),
+///     }
+/// }
+/// if !r.skips().is_empty() {
+///     eprintln!("{} damaged bytes skipped", r.skipped_bytes());
 /// }
 /// # Ok(()) }
 /// ```
@@ -94,6 +109,11 @@ pub struct Reader<R> {
     finished: bool,
     done: bool,
     skipped: u64,
+    /// The stretches iteration skipped past damage, in file order.
+    skips: Vec<Skip>,
+    /// Bytes a resync may still read or checksum while looking for the next sound record
+    /// (its bound on the work a crafted file can cause).
+    scan_left: u64,
     stored: Vec<u8>,
     raw: Vec<u8>,
     /// The run's stage and level counts (the header's, or a start message's if larger): a
@@ -202,6 +222,10 @@ impl<R: Read + Seek> Reader<R> {
             finished: false,
             done: false,
             skipped: 0,
+            skips: vec![],
+            scan_left: len
+                .saturating_mul(SCAN_FACTOR)
+                .saturating_add(codec::MAX_PAYLOAD as u64),
             stored: vec![],
             raw: vec![],
             shape: (0, 0),
@@ -242,24 +266,65 @@ impl<R: Read + Seek> Reader<R> {
         self.pos
     }
 
+    /// The stretches iteration skipped past damage so far, in file order (one per error it
+    /// yielded for damage). Empty for a sound file.
+    pub fn skips(&self) -> &[Skip] {
+        &self.skips
+    }
+
+    /// Bytes iteration skipped past damage so far (to the end of the file where no sound
+    /// record followed).
+    pub fn skipped_bytes(&self) -> u64 {
+        self.skips
+            .iter()
+            .map(|s| s.resumed.unwrap_or(self.len) - s.at)
+            .sum()
+    }
+
     /// Build the index by scanning the frames' records where the file has no footer (a
-    /// crashed recording); a no-op where it has one. Stops at the first damage, with its
-    /// error, keeping the frames before it out of the index: call it only on files you
-    /// mean to seek in.
+    /// crashed recording); a no-op where it has one. Damaged records are left out of it and
+    /// the scan goes on from the next sound record, as iteration does; only an error of the
+    /// file system ends it. Call it only on files you mean to seek in.
     pub fn ensure_index(&mut self) -> Result<&Index> {
         if self.index.is_none() {
             let mut entries = vec![];
             let mut at = self.data_start;
-            while let Some(h) = self.read_head(at)? {
+            loop {
+                let h = match self.read_head(at) {
+                    Ok(Some(h)) => h,
+                    Ok(None) => break,
+                    Err(e) if is_io(&e) => return Err(e),
+                    Err(_) => match self.resync(at) {
+                        Some(next) => {
+                            at = next;
+                            continue;
+                        }
+                        None => break,
+                    },
+                };
+                let next = h.offset + RECORD_HEAD + u64::from(h.len);
                 if h.kind & !kind::LZ4 == kind::INDEX {
                     break;
                 }
                 if h.kind & !kind::LZ4 == kind::FRAME {
-                    self.read_payload(&h)?;
-                    let pass = codec::frame_pass(&self.raw).map_err(|w| corrupt(h.offset, w))?;
-                    entries.push((pass, h.offset));
+                    let pass = self.read_payload(&h).and_then(|()| {
+                        codec::frame_pass(&self.raw).map_err(|w| corrupt(h.offset, w))
+                    });
+                    match pass {
+                        Ok(pass) => entries.push((pass, h.offset)),
+                        Err(e) if is_io(&e) => return Err(e),
+                        // The checksum held: the record is whole, only its content is bad.
+                        Err(e) if framed(&e) => {}
+                        Err(_) => match self.resync(at) {
+                            Some(n) => {
+                                at = n;
+                                continue;
+                            }
+                            None => break,
+                        },
+                    }
                 }
-                at = h.offset + RECORD_HEAD + u64::from(h.len);
+                at = next;
             }
             self.index = Some(Index { entries });
         }
@@ -299,8 +364,8 @@ impl<R: Read + Seek> Reader<R> {
     /// The run in effect at pass `pass`: the last `Start` record before that frame's (a live
     /// session sends one on each rebuild: another dispatch, grid or model), through the
     /// index; `None` where the recording has no such pass or no `Start` before it. Reads the
-    /// record heads up to the frame and decodes only the `Start` records; does not move
-    /// iteration.
+    /// record heads up to the frame and decodes only the `Start` records (past damage, from
+    /// the next sound record); does not move iteration.
     pub fn run_at_pass(&mut self, pass: u64) -> Result<Option<RunDetails>> {
         let Some(end) = self.ensure_index()?.offset_of(pass) else {
             return Ok(None);
@@ -308,21 +373,44 @@ impl<R: Read + Seek> Reader<R> {
         let mut run = None;
         let mut at = self.data_start;
         while at < end {
-            let Some(h) = self.read_head(at)? else { break };
+            let h = match self.read_head(at) {
+                Ok(Some(h)) => h,
+                Ok(None) => break,
+                Err(e) if is_io(&e) => return Err(e),
+                // Past damage as iteration goes: from the next sound record.
+                Err(_) => match self.resync(at) {
+                    Some(n) => {
+                        at = n;
+                        continue;
+                    }
+                    None => break,
+                },
+            };
+            let next = h.offset + RECORD_HEAD + u64::from(h.len);
             if h.kind & !kind::LZ4 == kind::START {
-                self.read_payload(&h)?;
-                let msg = codec::decode_message(kind::START, &self.raw)
-                    .map_err(|w| corrupt(h.offset, w))?;
-                if let Telemetry::Start(d) = msg {
-                    run = Some(d);
+                let msg = self.read_payload(&h).and_then(|()| {
+                    codec::decode_message(kind::START, &self.raw).map_err(|w| corrupt(h.offset, w))
+                });
+                match msg {
+                    Ok(Telemetry::Start(d)) => run = Some(d),
+                    Ok(_) => {}
+                    Err(e) if is_io(&e) => return Err(e),
+                    Err(e) if framed(&e) => {}
+                    Err(_) => match self.resync(at) {
+                        Some(n) => {
+                            at = n;
+                            continue;
+                        }
+                        None => break,
+                    },
                 }
             }
-            at = h.offset + RECORD_HEAD + u64::from(h.len);
+            at = next;
         }
         Ok(run)
     }
 
-    /// Read every remaining message; the first error ends it.
+    /// Read every remaining message; the first error ends it (iterate to read past damage).
     pub fn read_all(&mut self) -> Result<Vec<Telemetry>> {
         self.by_ref().collect()
     }
@@ -427,11 +515,7 @@ impl<R: Read + Seek> Reader<R> {
         stored.resize(h.len as usize, 0);
         let r = self.read_at(h.offset + RECORD_HEAD, &mut stored);
         let r = r.and_then(|()| {
-            let mut crc = crc32fast::Hasher::new();
-            crc.update(&h.len.to_le_bytes());
-            crc.update(&[h.kind]);
-            crc.update(&stored);
-            let computed = crc.finalize();
+            let computed = record_crc(h, &stored);
             if computed != h.crc && !IGNORE_CRC {
                 return Err(RecordingError::Checksum {
                     offset: h.offset,
@@ -466,29 +550,79 @@ impl<R: Read + Seek> Reader<R> {
         }
     }
 
-    /// The next message, or `None` at a clean end.
+    /// The next message, or `None` at the end. On damage: the error, with iteration moved
+    /// to the next sound record (or to the end where there is none) and the stretch noted
+    /// in [`Reader::skips`].
     fn next_message(&mut self) -> Result<Option<Telemetry>> {
         loop {
-            let Some(h) = self.read_head(self.pos)? else {
-                return Ok(None);
+            let at = self.pos;
+            let h = match self.read_head(at) {
+                Ok(Some(h)) => h,
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(self.skip_past(e, at, None)),
             };
             let next = h.offset + RECORD_HEAD + u64::from(h.len);
             if h.kind & !kind::LZ4 == kind::INDEX {
-                self.read_payload(&h)?;
-                codec::decode_index(&self.raw, h.offset.saturating_sub(self.data_start))
-                    .map_err(|w| corrupt(h.offset, w))?;
-                self.check_trailer(h.offset, next)?;
+                if !self.trailer_follows(next) {
+                    // Records follow: not the footer, a damaged record (or a crafted one).
+                    let e = match self.read_payload(&h) {
+                        Err(e) => e,
+                        Ok(()) => corrupt(at, "an index footer with records after it".into()),
+                    };
+                    return Err(self.skip_past(e, at, Some(next)));
+                }
+                // The footer is the last record: damage there or in the trailer ends the
+                // reading (every message is before it).
+                let end = self.read_payload(&h).and_then(|()| {
+                    codec::decode_index(&self.raw, h.offset.saturating_sub(self.data_start))
+                        .map_err(|w| corrupt(h.offset, w))?;
+                    self.check_trailer(h.offset, next)
+                });
                 self.pos = self.len;
+                if let Err(e) = end {
+                    self.skips.push(Skip {
+                        at,
+                        resumed: None,
+                        gave_up: false,
+                    });
+                    return Err(e);
+                }
                 self.finished = true;
                 return Ok(None);
             }
-            let msg = self.decode(&h)?;
-            self.pos = next;
-            match msg {
-                Some(m) => return Ok(Some(m)),
-                None => self.skipped += 1,
+            match self.decode(&h) {
+                Ok(msg) => {
+                    self.pos = next;
+                    match msg {
+                        Some(m) => return Ok(Some(m)),
+                        None => self.skipped += 1,
+                    }
+                }
+                Err(e) => return Err(self.skip_past(e, at, Some(next))),
             }
         }
+    }
+
+    /// Move iteration past the damage `e` of the record at `at` (whose head, where it could
+    /// be read, says it ends at `next`) and note the stretch; `e` back.
+    fn skip_past(&mut self, e: RecordingError, at: u64, next: Option<u64>) -> RecordingError {
+        let resumed = if is_io(&e) {
+            // The file system failed, not the bytes: nothing to resync to.
+            None
+        } else if next.is_some() && framed(&e) {
+            // The checksum held: the record is whole and its end is where its head says.
+            next
+        } else {
+            self.resync(at)
+        };
+        let gave_up = resumed.is_none() && self.scan_left == 0;
+        self.skips.push(Skip {
+            at,
+            resumed,
+            gave_up,
+        });
+        self.pos = resumed.unwrap_or(self.len);
+        e
     }
 
     fn check_trailer(&mut self, footer: u64, at: u64) -> Result<()> {
@@ -534,12 +668,21 @@ impl<R: Read + Seek> Iterator for Reader<R> {
                 self.done = true;
                 None
             }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
+            // Iteration goes on from the next sound record (or ends there is none).
+            Err(e) => Some(Err(e)),
         }
     }
+}
+
+/// An error of the file system, not of the bytes.
+fn is_io(e: &RecordingError) -> bool {
+    matches!(e, RecordingError::Io(_))
+}
+
+/// An error in a record whose checksum held: the record is whole (its end is where its head
+/// says), only its content does not decode.
+fn framed(e: &RecordingError) -> bool {
+    matches!(e, RecordingError::Corrupt { .. })
 }
 
 fn read_up_to(src: &mut impl Read, buf: &mut [u8]) -> Result<usize> {

@@ -11,6 +11,7 @@ mod recording;
 mod recording_bench;
 mod recording_crash;
 mod recording_export;
+mod recording_resync;
 mod scenarios;
 mod trace_importers;
 mod window;

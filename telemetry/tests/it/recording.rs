@@ -1,5 +1,6 @@
 //! The `.baro` format as a specification: what goes in comes out (serde equality), a file
-//! cut anywhere keeps exactly its complete records, any flipped byte is caught, every
+//! cut anywhere keeps exactly its complete records, any flipped byte is caught (and costs
+//! only its record: `recording_resync`), every
 //! golden file of an old version keeps loading, and diffs name what differs (the exports:
 //! `recording_export`).
 //!
@@ -23,7 +24,7 @@ use baro_telemetry::{
 };
 
 /// A fixed header (no host name or clock in it, so files are reproducible).
-fn header(run: &RunDetails) -> RecordingHeader {
+pub(super) fn header(run: &RunDetails) -> RecordingHeader {
     RecordingHeader {
         run: run.clone(),
         quant: Some("q4_0".into()),
@@ -244,13 +245,16 @@ fn a_flipped_byte_anywhere_is_detected() {
 }
 
 #[test]
-fn damage_is_reported_at_the_offset_of_the_damaged_record_after_the_records_before_it() {
+fn damage_is_reported_at_the_offset_of_the_damaged_record_and_reading_goes_on_past_it() {
     let (run, msgs) = small();
     let (mut bytes, ends) = record(&run, &msgs, Compression::Lz4);
     let third = ends[2]; // start of the fourth record
     bytes[third as usize + 20] ^= 0x10;
-    let (got, err, _) = read(&bytes);
-    assert_eq!(got, msgs[..3]);
+    let (got, err, finished) = read(&bytes);
+    let mut want = msgs.clone();
+    want.remove(3);
+    assert_eq!(got, want, "every message but the damaged one");
+    assert!(finished, "the footer after the damage was read");
     let e = err.unwrap();
     assert!(matches!(e, RecordingError::Checksum { .. }), "{e}");
     assert_eq!(e.offset(), Some(third));

@@ -14,8 +14,8 @@ fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Every remaining message of `reader` to `each` until the end or the damage (kept in the
-/// stats); `each` returns the rows it wrote. Counts passes and rows.
+/// Every remaining message of `reader` to `each` until the end, past damage (the first
+/// kept in the stats); `each` returns the rows it wrote. Counts passes and rows.
 fn rows<R: Read + Seek>(
     reader: &mut Reader<R>,
     mut each: impl FnMut(&Telemetry) -> std::io::Result<u64>,
@@ -27,17 +27,19 @@ fn rows<R: Read + Seek>(
                 stats.passes += u64::from(matches!(m, Telemetry::Frame(_)));
                 stats.events += each(&m)?;
             }
+            // Reading goes on past it; the first is kept, the reader keeps every stretch.
             Err(e) => {
-                stats.damage = Some(e);
-                break;
+                stats.damage.get_or_insert(e);
             }
         }
     }
+    stats.skips = reader.skips().to_vec();
     Ok(stats)
 }
 
 /// CSV of `reader`'s remaining frames: one row per pass per stage (module doc). A damaged
-/// or cut recording exports up to the damage, reported in [`ExportStats::damage`].
+/// or cut recording exports every sound record around the damage, reported in
+/// [`ExportStats::damage`].
 pub fn csv<R: Read + Seek>(reader: &mut Reader<R>, out: impl Write) -> Result<ExportStats> {
     let mut out = BufWriter::with_capacity(1 << 20, out);
     let mut run = reader.header().run.clone();
@@ -79,8 +81,8 @@ pub fn csv<R: Read + Seek>(reader: &mut Reader<R>, out: impl Write) -> Result<Ex
 }
 
 /// CSV of `reader`'s remaining frames: one row per pass (module doc), joining the per-stage
-/// CSV on `pass`. A damaged or cut recording exports up to the damage, reported in
-/// [`ExportStats::damage`].
+/// CSV on `pass`. A damaged or cut recording exports every sound record around the damage,
+/// reported in [`ExportStats::damage`].
 pub fn csv_passes<R: Read + Seek>(reader: &mut Reader<R>, out: impl Write) -> Result<ExportStats> {
     let mut out = BufWriter::with_capacity(1 << 20, out);
     writeln!(

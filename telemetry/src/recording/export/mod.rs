@@ -96,9 +96,11 @@ pub struct ExportStats {
     /// Trace events (slice begins and ends, counter samples) or rows (CSV) written, header
     /// and track descriptions excluded.
     pub events: u64,
-    /// Where the recording was damaged or cut: the export holds every message before it
-    /// (and is itself well-formed).
+    /// The first damage the reading met (the file cut, or a damaged stretch): the export
+    /// holds every sound message around it (and is itself well-formed).
     pub damage: Option<RecordingError>,
+    /// Every stretch the reading skipped past damage ([`Reader::skips`]).
+    pub skips: Vec<super::Skip>,
     /// Traces: what the sampling kept and left out.
     pub sampling: Sampling,
 }
@@ -291,7 +293,7 @@ pub struct Survey {
     pub span_of_all: Option<(u64, u64)>,
 }
 
-/// Read `reader` through and count what a trace of it would hold (up to any damage), over
+/// Read `reader` through and count what a trace of it would hold (past any damage), over
 /// the passes in `passes` (every pass where `None`).
 pub fn survey<R: Read + Seek>(
     reader: &mut Reader<R>,
@@ -329,8 +331,8 @@ pub fn survey<R: Read + Seek>(
                 }
             }
             Ok(Telemetry::Start(r)) => s.grid = r.grid,
-            Ok(_) => {}
-            Err(_) => break,
+            // Past damage: the next sound record is read as iteration goes on.
+            Ok(_) | Err(_) => {}
         }
     }
     s
@@ -400,8 +402,8 @@ pub(crate) fn drive<R: Read + Seek>(
             Ok(Telemetry::Sensor(s)) if in_range => tl.sensor(s.host_ns, &s.reading, &mut evs),
             Ok(_) => {}
             Err(e) => {
-                stats.damage = Some(e);
-                break;
+                stats.damage.get_or_insert(e);
+                continue;
             }
         }
         if evs.is_empty() && pass.is_none() {
@@ -419,13 +421,15 @@ pub(crate) fn drive<R: Read + Seek>(
         stats.events += evs.len() as u64;
     }
     stats.sampling = tl.sampling.clone();
+    stats.skips = reader.skips().to_vec();
     sink.finish(&stats)?;
     Ok(stats)
 }
 
 /// Trace Event JSON of `reader`'s remaining messages (module doc). `opts.spans_every` should
 /// be resolved ([`TraceOptions::resolve`]); `Auto` keeps every pass. A damaged or cut
-/// recording exports up to the damage, reported in [`ExportStats::damage`]; the JSON is
+/// recording exports every sound record around the damage, reported in
+/// [`ExportStats::damage`] and [`ExportStats::skips`]; the JSON is
 /// complete either way. Errors are the output's.
 pub fn json_trace<R: Read + Seek>(
     reader: &mut Reader<R>,
