@@ -39,6 +39,10 @@ pub const MAX_CONNECTIONS: usize = 64;
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// The whole request head must have arrived this long after the connection was accepted.
 pub const HEAD_DEADLINE: Duration = Duration::from_secs(2);
+/// How long a connection refused for its head's size is read on (and dropped) after the
+/// answer, and how many bytes at most.
+const LINGER: Duration = Duration::from_secs(2);
+const LINGER_BYTES: usize = 4 << 20;
 /// How often the accept and consumer loops look at the stop flag.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -272,17 +276,33 @@ fn head_end(buf: &[u8]) -> Option<usize> {
     })
 }
 
+/// What arrived as a request head.
+enum Head {
+    /// The head, up to its empty line.
+    Complete(String),
+    /// Not UTF-8, or the connection closed before the empty line.
+    Malformed,
+    /// More than [`MAX_HEAD`] bytes and no empty line yet.
+    TooLarge,
+}
+
 /// The request head, which must be complete by `deadline`: `Err(TimedOut)` after it.
-fn read_head(stream: &mut TcpStream, deadline: Instant) -> io::Result<Option<String>> {
+fn read_head(stream: &mut TcpStream, deadline: Instant) -> io::Result<Head> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
+    // Where the search for the empty line goes on (the 2 bytes before may start it).
+    let mut searched = 0;
     loop {
-        if let Some(end) = head_end(&buf) {
-            buf.truncate(end);
-            return Ok(String::from_utf8(buf).ok());
+        if let Some(end) = head_end(&buf[searched..]) {
+            if searched + end > MAX_HEAD {
+                return Ok(Head::TooLarge);
+            }
+            buf.truncate(searched + end);
+            return Ok(String::from_utf8(buf).map_or(Head::Malformed, Head::Complete));
         }
+        searched = buf.len().saturating_sub(2);
         if buf.len() > MAX_HEAD {
-            return Ok(None);
+            return Ok(Head::TooLarge);
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -296,7 +316,7 @@ fn read_head(stream: &mut TcpStream, deadline: Instant) -> io::Result<Option<Str
             r => r?,
         };
         if n == 0 {
-            return Ok(None);
+            return Ok(Head::Malformed);
         }
         buf.extend_from_slice(&chunk[..n]);
     }
@@ -351,7 +371,22 @@ fn handle(sh: &Shared, mut stream: TcpStream) -> io::Result<()> {
                 false,
             )
         }
-        r => r?,
+        Ok(Head::TooLarge) => {
+            respond(
+                stream.try_clone()?,
+                431,
+                "text/plain; charset=utf-8",
+                format!("request head larger than {MAX_HEAD} bytes\n").as_bytes(),
+                false,
+            )?;
+            // The rest of the head is still arriving: closing on unread bytes would reset
+            // the connection, and the client could lose the answer before reading it.
+            linger(stream);
+            return Ok(());
+        }
+        Ok(Head::Complete(head)) => Some(head),
+        Ok(Head::Malformed) => None,
+        Err(e) => return Err(e),
     };
     let Some(req) = head.as_deref().and_then(parse_head) else {
         return respond(
@@ -402,6 +437,24 @@ fn handle(sh: &Shared, mut stream: TcpStream) -> io::Result<()> {
     }
 }
 
+/// Read and drop what the client still sends, until it closes, [`LINGER`] has passed or
+/// [`LINGER_BYTES`] were dropped: the answer already written reaches it before the close.
+fn linger(mut stream: TcpStream) {
+    let until = Instant::now() + LINGER;
+    let mut chunk = [0u8; 16 * 1024];
+    let mut dropped = 0;
+    while dropped < LINGER_BYTES {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => dropped += n,
+        }
+    }
+}
+
 fn respond(
     mut stream: TcpStream,
     code: u16,
@@ -412,6 +465,7 @@ fn respond(
     let reason = match code {
         200 => "OK",
         400 => "Bad Request",
+        431 => "Request Header Fields Too Large",
         404 => "Not Found",
         405 => "Method Not Allowed",
         408 => "Request Timeout",
