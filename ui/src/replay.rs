@@ -59,8 +59,9 @@ impl Source {
     /// A fresh reader at the first message.
     pub fn open(&self) -> baro_telemetry::recording::Result<SourceReader> {
         let src: Box<dyn ReadSeek> = match self {
+            // As `Reader::open`: 64 KiB (a search past damage reads heads far apart).
             Source::File(p) => Box::new(std::io::BufReader::with_capacity(
-                1 << 20,
+                64 << 10,
                 baro_telemetry::input::open(p, "recording", u64::MAX)?.0,
             )),
             Source::Bytes(b) => Box::new(Cursor::new(*b)),

@@ -78,8 +78,8 @@
 //! [`MAX_GRID`]; a frame's JSON of at most [`MAX_FRAME_JSON`] bytes, holding at most the
 //! run's stage count of stage timings and dispatch times and its level count of barrier
 //! timings (and never more than [`MAX_FRAME_ROWS`]). A reader therefore holds at most a few hundred MiB for one record whatever
-//! the file says, and its work is linear in 255 × the file's size. The writer refuses a
-//! message that a reader would refuse.
+//! the file says, and its work is linear in 255 × the file's size (plus 64 × for searches
+//! past damage). The writer refuses a message that a reader would refuse.
 //!
 //! # Damage
 //!
@@ -90,12 +90,15 @@
 //! the next sound record — one whose head fits the file and whose checksum holds:
 //!
 //! - a record whose checksum held but that does not decode: the record after it;
-//! - a record whose checksum fails: the record where its head says it ends, where that
-//!   one is sound (a flipped bit in a payload or a checksum costs its record only), else
-//! - a head that cannot be one (a length past its cap or the file), or a checksum that
-//!   fails with no sound record where the head says: the first offset after the damage
-//!   where a sound record starts, found by a scan that reads and checksums at most four
-//!   times the file's length (plus one largest record) before it gives up;
+//! - a record whose checksum fails, or a head that cannot be one (a length past its cap or
+//!   the file): the first offset after the damage where a sound record starts whose next
+//!   two heads fit too (the records after the damage: a chain random bytes do not make),
+//!   or, before that, one between two damaged records (it ends where a head fits, or at
+//!   the chain's start). Not where the damaged head says its record ends: that head may be
+//!   the damaged part. The search reads and checksums at most 64 times the file's length
+//!   (plus one largest record) over a reader's life, then gives up and says so; a sound
+//!   record whose next record's head is damaged too, right after other damage, is passed
+//!   over;
 //! - the header, the index footer or the trailer: none (every message is before the
 //!   footer; a damaged header is refused).
 //!

@@ -126,7 +126,10 @@ impl Reader<BufReader<File>> {
     /// is refused by name, never waited on or read without end; see [`crate::input`]).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let (f, _) = crate::input::open(path.as_ref(), "recording", u64::MAX)?;
-        Reader::new(BufReader::with_capacity(1 << 20, f))
+        // 64 KiB: a frame's payload is read past the buffer anyway, and a search past
+        // damage reads heads far apart (each read refills it: 1 MiB made one ten times
+        // slower).
+        Reader::new(BufReader::with_capacity(64 << 10, f))
     }
 }
 

@@ -20,70 +20,129 @@ pub struct Skip {
 }
 
 /// The resync's bound on work: it reads and checksums at most this many times the file's
-/// length, plus one largest record.
-pub(super) const SCAN_FACTOR: u64 = 4;
+/// length, plus one largest record, over the life of a reader.
+pub(super) const SCAN_FACTOR: u64 = 64;
+
+/// What one head read away from the scan's window is charged (the reader's buffer refills).
+const HEAD_READ_COST: u64 = 4 << 10;
+
+/// Heads a candidate's chain must hold (itself and the ones after it) before its checksum
+/// is computed in the first stage, unless the file or the footer ends sooner.
+const CHAIN: usize = 3;
 
 impl<R: Read + Seek> Reader<R> {
-    /// The next sound record after damage at `at`: the first offset after it where a
-    /// record's head fits the file, the head after it fits too (or the file or the footer
-    /// ends there), and its checksum holds. Not where the damaged head says its record
-    /// ends: that head may be the damaged part. `None` where the file has no sound record
-    /// after `at`, or the scan spent its bound on work.
+    /// The next sound record after damage at `at` — not where the damaged head says its
+    /// record ends, since that head may be the damaged part. Two stages:
+    ///
+    /// 1. the first offset `c` after `at` where a head fits the file, the two heads after it
+    ///    fit too (or the file or the footer ends sooner: [`CHAIN`]), and its checksum
+    ///    holds — the records after the damage, as a chain no random bytes make;
+    /// 2. between `at` and `c`, the first offset whose head fits, whose record ends by `c`
+    ///    at a head that fits (or at `c`), and whose checksum holds: a sound record between
+    ///    two damaged ones (its chain broken by the second) is read too.
+    ///
+    /// `None` where the file has no sound record after `at`, or the search spent its bound
+    /// on work (then the skip says it gave up).
     pub(super) fn resync(&mut self, at: u64) -> Option<u64> {
-        self.scan(at + 1)
+        let c = self.scan(at + 1, None);
+        if self.scan_left == 0 {
+            return c;
+        }
+        self.scan(at + 1, Some(c.unwrap_or(self.len))).or(c)
     }
 
     /// Whether a record starts at `at`: a head of a kind the format has, fitting the file,
-    /// whose checksum holds. Spends the scan's budget.
+    /// whose checksum holds. Spends the search's budget.
     fn sound_at(&mut self, at: u64) -> bool {
         let Ok(Some(h)) = self.read_head(at) else {
             return false;
         };
-        if !known_kind(h.kind) {
+        if !known_kind(h.kind) || !self.spend(u64::from(h.len) + RECORD_HEAD) {
             return false;
         }
-        let cost = u64::from(h.len) + RECORD_HEAD;
-        if cost > self.scan_left {
-            self.scan_left = 0;
-            return false;
-        }
-        self.scan_left -= cost;
         self.checksum_holds(&h).unwrap_or(false)
     }
 
-    /// The first sound record at or after `from`, scanning the bytes in windows (64 KiB,
-    /// doubling to 1 MiB): a candidate needs a head of a known kind that fits the file,
-    /// followed by the end of the file or by another such head, before its checksum is
-    /// computed. (So a sound record right before a second damaged head is passed over, and
-    /// the scan goes on to the one after.)
-    fn scan(&mut self, from: u64) -> Option<u64> {
+    /// Take `n` from the search's budget; `false` (and the budget spent) where it has less.
+    fn spend(&mut self, n: u64) -> bool {
+        if n > self.scan_left {
+            self.scan_left = 0;
+            return false;
+        }
+        self.scan_left -= n;
+        true
+    }
+
+    /// The 9 bytes at `at`, from `buf` (read from `base`) where it holds them.
+    fn head_bytes(&mut self, at: u64, base: u64, buf: &[u8]) -> Option<[u8; 9]> {
+        let mut h = [0u8; RECORD_HEAD as usize];
+        let i = at.checked_sub(base)? as usize;
+        if let Some(b) = buf.get(i..i + h.len()) {
+            h.copy_from_slice(b);
+            return Some(h);
+        }
+        if !self.spend(HEAD_READ_COST) {
+            return None;
+        }
+        self.read_at(at, &mut h).ok().map(|()| h)
+    }
+
+    /// Whether the chain of heads from the head `b` at `at` holds for `depth` heads, ending
+    /// early at the file's end or at a footer with the trailer after it; with `by`, the
+    /// first record must end by then, and one head after it is enough (or reaching `by`).
+    fn chained(&mut self, at: u64, b: [u8; 9], by: Option<u64>, base: u64, buf: &[u8]) -> bool {
+        let (mut at, mut b) = (at, b);
+        let depth = if by.is_some() { 2 } else { CHAIN };
+        for d in 1..depth {
+            let end = at + RECORD_HEAD + u64::from(u32::from_le_bytes(le4(&b)));
+            if d == 1 && by.is_some_and(|c| end > c) {
+                return false;
+            }
+            if end == self.len
+                || (b[4] == kind::INDEX && end + TRAILER == self.len)
+                || by == Some(end)
+            {
+                return true;
+            }
+            if end + RECORD_HEAD > self.len {
+                return false;
+            }
+            let Some(next) = self.head_bytes(end, base, buf) else {
+                return false;
+            };
+            if !self.plausible(end, &next) {
+                return false;
+            }
+            (at, b) = (end, next);
+        }
+        true
+    }
+
+    /// The first sound record at or after `from` (before `by`, for the second stage),
+    /// scanning the bytes in windows (64 KiB, doubling to 1 MiB): a candidate's chain of
+    /// heads must hold ([`Reader::chained`]) before its checksum is computed.
+    fn scan(&mut self, from: u64, by: Option<u64>) -> Option<u64> {
         let head = RECORD_HEAD as usize;
+        let stop = by.unwrap_or(self.len);
         let mut window = 64u64 << 10;
         let mut base = from;
         let mut buf = vec![];
-        while base + RECORD_HEAD <= self.len {
+        while base < stop && base + RECORD_HEAD <= self.len {
             let n = (self.len - base).min(window + RECORD_HEAD);
-            if n > self.scan_left {
-                self.scan_left = 0;
+            if !self.spend(n) {
                 return None;
             }
-            self.scan_left -= n;
             buf.resize(n as usize, 0);
             self.read_at(base, &mut buf).ok()?;
-            for i in 0..=(buf.len() - head).min(window as usize - 1) {
-                let b = &buf[i..i + head];
+            let last = (buf.len() - head).min(window as usize - 1);
+            for i in 0..=last.min((stop - base - 1) as usize) {
                 let at = base + i as u64;
-                if !self.plausible(at, b) {
-                    continue;
-                }
-                let end = at + RECORD_HEAD + u64::from(u32::from_le_bytes(le4(b)));
-                let mut after = [0u8; RECORD_HEAD as usize];
-                let chained = end == self.len
-                    || (b[4] == kind::INDEX && end + TRAILER == self.len)
-                    || (end + RECORD_HEAD <= self.len
-                        && self.read_at(end, &mut after).is_ok()
-                        && self.plausible(end, &after));
-                if chained && self.sound_at(at) {
+                let mut b = [0u8; RECORD_HEAD as usize];
+                b.copy_from_slice(&buf[i..i + head]);
+                if self.plausible(at, &b)
+                    && self.chained(at, b, by, base, &buf)
+                    && self.sound_at(at)
+                {
                     return Some(at);
                 }
                 if self.scan_left == 0 {
