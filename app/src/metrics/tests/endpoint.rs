@@ -157,11 +157,11 @@ fn a_head_past_the_cap_gets_431_even_while_the_client_is_still_sending_it() {
     assert!(resp.starts_with("HTTP/1.1 431 "), "{resp:?}");
     assert!(resp.contains("larger than 8192 bytes"), "{resp}");
 
-    let mut big = format!("GET /metrics HTTP/1.1\r\nX-Pad: ");
+    let mut big = "GET /metrics HTTP/1.1\r\nX-Pad: ".to_string();
     big.push_str(&"b".repeat(8000 - big.len()));
     big.push_str("\r\n\r\n");
     assert_eq!(http(addr, &big).0, 200);
-    let mut past = format!("GET /metrics HTTP/1.1\r\nX-Pad: ");
+    let mut past = "GET /metrics HTTP/1.1\r\nX-Pad: ".to_string();
     past.push_str(&"c".repeat(9000));
     past.push_str("\r\n\r\n");
     assert_eq!(http(addr, &past).0, 431);
