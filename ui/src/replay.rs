@@ -255,23 +255,33 @@ impl Player {
             if pending.is_none() && !at_end {
                 match self.r.next() {
                     Some(Ok(m)) => pending = Some(m),
-                    // Reading goes on from the next sound record: the note says what was
-                    // skipped so far, and stays until another replaces it.
+                    // Reading goes on from the next sound record: the first damage is noted
+                    // at once, the rest counted in one note at the end (the log is capped).
                     Some(Err(e)) => {
-                        let first = self.first_damage.get_or_insert_with(|| e.to_string());
-                        note(
-                            &self.status,
-                            format!(
-                                "{}: {}",
-                                self.cfg.label,
-                                damage_note(first, self.r.skips(), "replayed")
-                            ),
-                        );
+                        if self.first_damage.is_none() {
+                            note(
+                                &self.status,
+                                format!(
+                                    "{}: damage {e}; replaying on from the next sound record",
+                                    self.cfg.label
+                                ),
+                            );
+                            self.first_damage = Some(e.to_string());
+                        }
                         // On to the next sound record (every error moves the reader on).
                         continue;
                     }
                     None => {
-                        if !self.r.finished() && self.first_damage.is_none() {
+                        if let Some(first) = &self.first_damage {
+                            note(
+                                &self.status,
+                                format!(
+                                    "{}: {}",
+                                    self.cfg.label,
+                                    damage_note(first, self.r.skips(), "replayed")
+                                ),
+                            );
+                        } else if !self.r.finished() {
                             note(
                                 &self.status,
                                 format!(

@@ -310,6 +310,14 @@ pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
             writeln!(out, "{}", crate::out::clean(&l))?;
         }
     }
+    if r.skipped() > 0 {
+        note!(
+            "baro-top: {}: {} record{} of a kind this baro-top does not know skipped (written by a newer one?): passes may be missing",
+            a.file.display(),
+            r.skipped(),
+            if r.skipped() == 1 { "" } else { "s" }
+        );
+    }
     if let Some(e) = damage {
         note!(
             "baro-top: {}: {}",
@@ -322,14 +330,6 @@ pub fn replay_headless(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
         note!(
             "baro-top: {}: the recording has no index footer (the recorder did not finish); every complete message was replayed",
             a.file.display()
-        );
-    }
-    if r.skipped() > 0 {
-        note!(
-            "baro-top: {}: {} record{} of a kind this baro-top does not know skipped (written by a newer one?): passes may be missing",
-            a.file.display(),
-            r.skipped(),
-            if r.skipped() == 1 { "" } else { "s" }
         );
     }
     Ok(if failed || ended_ok == Some(false) {

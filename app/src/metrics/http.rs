@@ -282,7 +282,7 @@ enum Head {
     Complete(String),
     /// Not UTF-8, or the connection closed before the empty line.
     Malformed,
-    /// More than [`MAX_HEAD`] bytes and no empty line yet.
+    /// The head runs past [`MAX_HEAD`] bytes (to the line break before its empty line).
     TooLarge,
 }
 
@@ -301,7 +301,10 @@ fn read_head(stream: &mut TcpStream, deadline: Instant) -> io::Result<Head> {
             return Ok(String::from_utf8(buf).map_or(Head::Malformed, Head::Complete));
         }
         searched = buf.len().saturating_sub(2);
-        if buf.len() > MAX_HEAD {
+        // Past this, any empty line still to come ends the head after MAX_HEAD bytes (the
+        // line break before it starts at most 2 bytes before the buffer's end): the verdict
+        // does not depend on how the bytes were split into reads.
+        if buf.len() > MAX_HEAD + 2 {
             return Ok(Head::TooLarge);
         }
         let left = deadline.saturating_duration_since(Instant::now());
@@ -356,8 +359,9 @@ fn handle(sh: &Shared, mut stream: TcpStream) -> io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_write_timeout(Some(IO_TIMEOUT))?;
     let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
+    let accepted = Instant::now();
     if let Ok(handle) = stream.try_clone() {
-        sh.heads().push((id, Instant::now(), handle));
+        sh.heads().push((id, accepted, handle));
     }
     let head = read_head(&mut stream, deadline);
     sh.heads().retain(|h| h.0 != id);
@@ -380,8 +384,13 @@ fn handle(sh: &Shared, mut stream: TcpStream) -> io::Result<()> {
                 false,
             )?;
             // The rest of the head is still arriving: closing on unread bytes would reset
-            // the connection, and the client could lose the answer before reading it.
+            // the connection, and the client could lose the answer before reading it. It
+            // lingers as a head still arriving: a new connection may evict it.
+            if let Ok(handle) = stream.try_clone() {
+                sh.heads().push((id, accepted, handle));
+            }
             linger(stream);
+            sh.heads().retain(|h| h.0 != id);
             return Ok(());
         }
         Ok(Head::Complete(head)) => Some(head),

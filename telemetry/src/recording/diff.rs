@@ -102,7 +102,9 @@ fn delta_pct(a: Option<u64>, b: Option<u64>) -> Option<f64> {
     (a > 0).then(|| (b as f64 - a as f64) / a as f64 * 100.0)
 }
 
-/// Whether the output tokens agree, pass by pass in file order.
+/// Whether the output tokens agree, pass by pass: paired by pass number where each side's
+/// passes increase (a pass lost to damage on one side leaves the others paired), else in
+/// file order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Tokens {
     /// Same tokens over the same number of passes.
@@ -126,7 +128,8 @@ pub enum Tokens {
         /// B's frames.
         b_passes: u64,
     },
-    /// One stream is a prefix of the other.
+    /// Every pass common to both agrees, and one side has passes the other has not (a
+    /// longer run, or passes lost to damage).
     Prefix {
         /// Passes compared (all agree).
         common: u64,
@@ -491,6 +494,39 @@ fn summarise<R: Read + Seek>(r: &mut Reader<R>) -> Summary {
     s
 }
 
+/// Pair the two token streams (`(pass, token)` in file order): by pass number where each
+/// side's passes increase, else by position. The pairs compared, and the first that differs.
+fn pair_tokens(a: &[(u64, u32)], b: &[(u64, u32)]) -> (u64, Option<Tokens>) {
+    let rising = |v: &[(u64, u32)]| v.windows(2).all(|w| w[0].0 < w[1].0);
+    let mut pairs = 0;
+    let mut check = |pass: u64, ta: u32, tb: u32| {
+        pairs += 1;
+        (ta != tb).then_some(Tokens::Differ { pass, a: ta, b: tb })
+    };
+    if rising(a) && rising(b) {
+        let (mut i, mut j) = (0, 0);
+        while let (Some(&(pa, ta)), Some(&(pb, tb))) = (a.get(i), b.get(j)) {
+            match pa.cmp(&pb) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    if let Some(d) = check(pa, ta, tb) {
+                        return (pairs, Some(d));
+                    }
+                    (i, j) = (i + 1, j + 1);
+                }
+            }
+        }
+    } else {
+        for (&(pass, ta), &(_, tb)) in a.iter().zip(b) {
+            if let Some(d) = check(pass, ta, tb) {
+                return (pairs, Some(d));
+            }
+        }
+    }
+    (pairs, None)
+}
+
 fn median(v: Option<&Vec<u64>>) -> Option<u64> {
     let mut v = v?.clone();
     if v.is_empty() {
@@ -571,24 +607,18 @@ pub fn compare<RA: Read + Seek, RB: Read + Seek>(
         a_wall_ns,
         b_wall_ns,
     };
-    let mut tokens = None;
-    for (&(pass, ta), &(_, tb)) in sa.tokens.iter().zip(&sb.tokens) {
-        if ta != tb {
-            tokens = Some(Tokens::Differ { pass, a: ta, b: tb });
-            break;
-        }
-    }
+    let (pairs, differ) = pair_tokens(&sa.tokens, &sb.tokens);
     let (na, nb) = (sa.tokens.len() as u64, sb.tokens.len() as u64);
-    let tokens = tokens.unwrap_or(if na == 0 || nb == 0 {
+    let tokens = differ.unwrap_or(if pairs == 0 {
         Tokens::Empty {
             a_passes: na,
             b_passes: nb,
         }
-    } else if na == nb {
+    } else if na == nb && pairs == na {
         Tokens::Agree { passes: na }
     } else {
         Tokens::Prefix {
-            common: na.min(nb),
+            common: pairs,
             a_passes: na,
             b_passes: nb,
         }

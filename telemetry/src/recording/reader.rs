@@ -114,6 +114,16 @@ pub struct Reader<R> {
     /// Bytes a resync may still read or checksum while looking for the next sound record
     /// (its bound on the work a crafted file can cause).
     scan_left: u64,
+    /// What each resync found (by the damage's offset): a seek back over damage, or a
+    /// walk after iteration, finds it again at no cost.
+    resynced: std::collections::HashMap<u64, Option<u64>>,
+    /// The last first-stage search: from where, and the record it found (`None`: none to
+    /// the end); every offset between holds no candidate, so a search from inside it ends
+    /// where it did.
+    stage1: Option<(u64, Option<u64>)>,
+    /// Every sound record's place, by a walk of the whole file (frames, for an index where
+    /// the file has no footer, and `Start` records, for [`Reader::run_at_pass`]).
+    walked: Option<Walked>,
     stored: Vec<u8>,
     raw: Vec<u8>,
     /// The run's stage and level counts (the header's, or a start message's if larger): a
@@ -131,6 +141,14 @@ impl Reader<BufReader<File>> {
         // slower).
         Reader::new(BufReader::with_capacity(64 << 10, f))
     }
+}
+
+/// What a walk of the file found ([`Reader::walk`]).
+struct Walked {
+    /// `(pass, offset)` of every sound frame.
+    frames: Vec<(u64, u64)>,
+    /// Offsets of every sound `Start` record.
+    starts: Vec<u64>,
 }
 
 /// One record's head, read and bounds-checked.
@@ -226,6 +244,9 @@ impl<R: Read + Seek> Reader<R> {
             done: false,
             skipped: 0,
             skips: vec![],
+            resynced: Default::default(),
+            stage1: None,
+            walked: None,
             scan_left: len
                 .saturating_mul(SCAN_FACTOR)
                 .saturating_add(codec::MAX_PAYLOAD as u64),
@@ -285,53 +306,78 @@ impl<R: Read + Seek> Reader<R> {
     }
 
     /// Build the index by scanning the frames' records where the file has no footer (a
-    /// crashed recording); a no-op where it has one. Damaged records are left out of it and
-    /// the scan goes on from the next sound record, as iteration does; only an error of the
-    /// file system ends it. Call it only on files you mean to seek in.
+    /// crashed recording); a no-op where it has one. Every record's checksum is checked on
+    /// the way, as iteration checks it: damaged records are left out and the scan goes on
+    /// from the next sound record; only an error of the file system ends it. Call it only
+    /// on files you mean to seek in.
     pub fn ensure_index(&mut self) -> Result<&Index> {
         if self.index.is_none() {
-            let mut entries = vec![];
-            let mut at = self.data_start;
-            loop {
-                let h = match self.read_head(at) {
-                    Ok(Some(h)) => h,
-                    Ok(None) => break,
-                    Err(e) if is_io(&e) => return Err(e),
-                    Err(_) => match self.resync(at) {
-                        Some(next) => {
-                            at = next;
-                            continue;
-                        }
-                        None => break,
-                    },
-                };
-                let next = h.offset + RECORD_HEAD + u64::from(h.len);
-                if h.kind & !kind::LZ4 == kind::INDEX {
-                    break;
-                }
-                if h.kind & !kind::LZ4 == kind::FRAME {
-                    let pass = self.read_payload(&h).and_then(|()| {
-                        codec::frame_pass(&self.raw).map_err(|w| corrupt(h.offset, w))
-                    });
-                    match pass {
-                        Ok(pass) => entries.push((pass, h.offset)),
-                        Err(e) if is_io(&e) => return Err(e),
-                        // The checksum held: the record is whole, only its content is bad.
-                        Err(e) if framed(&e) => {}
-                        Err(_) => match self.resync(at) {
-                            Some(n) => {
-                                at = n;
-                                continue;
-                            }
-                            None => break,
-                        },
-                    }
-                }
-                at = next;
-            }
+            let entries = self.walk()?.frames.clone();
             self.index = Some(Index { entries });
         }
         Ok(self.index.get_or_insert_with(Index::default))
+    }
+
+    /// Walk every record once (the first call; later ones return what it found), checking
+    /// each one's checksum and going past damage as iteration does, without decoding more
+    /// than a frame's pass. Does not move iteration or add to [`Reader::skips`].
+    fn walk(&mut self) -> Result<&Walked> {
+        if self.walked.is_none() {
+            let mut w = Walked {
+                frames: vec![],
+                starts: vec![],
+            };
+            let mut at = self.data_start;
+            while at < self.len {
+                let (step, next) = self.walk_one(at, &mut w);
+                at = match step {
+                    Ok(true) => next.unwrap_or(self.len),
+                    Ok(false) => break,
+                    Err(e) if is_io(&e) => return Err(e),
+                    Err(e) => match next.filter(|_| framed(&e)) {
+                        Some(n) => n,
+                        None => match self.resync(at) {
+                            Some(n) => n,
+                            None => break,
+                        },
+                    },
+                };
+            }
+            self.walked = Some(w);
+        }
+        Ok(self.walked.get_or_insert(Walked {
+            frames: vec![],
+            starts: vec![],
+        }))
+    }
+
+    /// The walk's step at `at`: `Ok(false)` at the footer, and where the record's head
+    /// says it ends.
+    fn walk_one(&mut self, at: u64, w: &mut Walked) -> (Result<bool>, Option<u64>) {
+        let h = match self.read_head(at) {
+            Ok(Some(h)) => h,
+            Ok(None) => return (Ok(false), None),
+            Err(e) => return (Err(e), None),
+        };
+        let next = h.offset + RECORD_HEAD + u64::from(h.len);
+        let k = h.kind & !kind::LZ4;
+        if k == kind::INDEX && self.trailer_follows(next) {
+            return (Ok(false), Some(next));
+        }
+        let r = self.read_payload(&h).and_then(|()| match k {
+            kind::FRAME => {
+                let pass = codec::frame_pass(&self.raw).map_err(|w| corrupt(at, w))?;
+                w.frames.push((pass, at));
+                Ok(true)
+            }
+            kind::START => {
+                w.starts.push(at);
+                Ok(true)
+            }
+            kind::INDEX => Err(corrupt(at, "an index footer with records after it".into())),
+            _ => Ok(true),
+        });
+        (r, Some(next))
     }
 
     /// The frame of pass `pass` (`None` if the recording has none), through the index:
@@ -364,53 +410,33 @@ impl<R: Read + Seek> Reader<R> {
         Ok(true)
     }
 
-    /// The run in effect at pass `pass`: the last `Start` record before that frame's (a live
-    /// session sends one on each rebuild: another dispatch, grid or model), through the
-    /// index; `None` where the recording has no such pass or no `Start` before it. Reads the
-    /// record heads up to the frame and decodes only the `Start` records (past damage, from
-    /// the next sound record); does not move iteration.
+    /// The run in effect at pass `pass`: the last sound `Start` record before that frame's
+    /// (a live session sends one on each rebuild: another dispatch, grid or model), through
+    /// the index; `None` where the recording has no such pass or no `Start` before it. The
+    /// first call walks the file once ([`Reader::ensure_index`]'s walk, past damage);
+    /// does not move iteration.
     pub fn run_at_pass(&mut self, pass: u64) -> Result<Option<RunDetails>> {
         let Some(end) = self.ensure_index()?.offset_of(pass) else {
             return Ok(None);
         };
-        let mut run = None;
-        let mut at = self.data_start;
-        while at < end {
-            let h = match self.read_head(at) {
-                Ok(Some(h)) => h,
-                Ok(None) => break,
-                Err(e) if is_io(&e) => return Err(e),
-                // Past damage as iteration goes: from the next sound record.
-                Err(_) => match self.resync(at) {
-                    Some(n) => {
-                        at = n;
-                        continue;
-                    }
-                    None => break,
-                },
+        let starts: Vec<u64> = self
+            .walk()?
+            .starts
+            .iter()
+            .copied()
+            .take_while(|&s| s < end)
+            .collect();
+        for &at in starts.iter().rev() {
+            let Some(h) = self.read_head(at)? else {
+                continue;
             };
-            let next = h.offset + RECORD_HEAD + u64::from(h.len);
-            if h.kind & !kind::LZ4 == kind::START {
-                let msg = self.read_payload(&h).and_then(|()| {
-                    codec::decode_message(kind::START, &self.raw).map_err(|w| corrupt(h.offset, w))
-                });
-                match msg {
-                    Ok(Telemetry::Start(d)) => run = Some(d),
-                    Ok(_) => {}
-                    Err(e) if is_io(&e) => return Err(e),
-                    Err(e) if framed(&e) => {}
-                    Err(_) => match self.resync(at) {
-                        Some(n) => {
-                            at = n;
-                            continue;
-                        }
-                        None => break,
-                    },
-                }
+            match self.decode(&h) {
+                Ok(Some(Telemetry::Start(d))) => return Ok(Some(d)),
+                Err(e) if is_io(&e) => return Err(e),
+                _ => {}
             }
-            at = next;
         }
-        Ok(run)
+        Ok(None)
     }
 
     /// Read every remaining message; the first error ends it (iterate to read past damage).
@@ -583,7 +609,7 @@ impl<R: Read + Seek> Reader<R> {
                 });
                 self.pos = self.len;
                 if let Err(e) = end {
-                    self.skips.push(Skip {
+                    self.note_skip(Skip {
                         at,
                         resumed: None,
                         gave_up: false,
@@ -619,13 +645,29 @@ impl<R: Read + Seek> Reader<R> {
             self.resync(at)
         };
         let gave_up = resumed.is_none() && self.scan_left == 0;
-        self.skips.push(Skip {
+        self.note_skip(Skip {
             at,
             resumed,
             gave_up,
         });
         self.pos = resumed.unwrap_or(self.len);
-        e
+        match e {
+            // A head whose length runs past the end, with sound records after it: damage,
+            // not a file cut short.
+            RecordingError::Truncated { offset, what } if resumed.is_some() => corrupt(
+                offset,
+                format!("{what}: a damaged head (sound records follow)"),
+            ),
+            e => e,
+        }
+    }
+
+    /// Add `s` to the skips, in file order, once (iteration that seeks back over damage
+    /// meets it again).
+    fn note_skip(&mut self, s: Skip) {
+        if let Err(i) = self.skips.binary_search_by_key(&s.at, |k| k.at) {
+            self.skips.insert(i, s);
+        }
     }
 
     fn check_trailer(&mut self, footer: u64, at: u64) -> Result<()> {

@@ -43,12 +43,30 @@ impl<R: Read + Seek> Reader<R> {
     ///
     /// `None` where the file has no sound record after `at`, or the search spent its bound
     /// on work (then the skip says it gave up).
+    ///
+    /// What a search found is kept (by `at`, and the first stage's span), so meeting the
+    /// same damage again — a seek back, the walk behind an index — costs nothing more.
     pub(super) fn resync(&mut self, at: u64) -> Option<u64> {
-        let c = self.scan(at + 1, None);
-        if self.scan_left == 0 {
-            return c;
+        if let Some(&r) = self.resynced.get(&at) {
+            return r;
         }
-        self.scan(at + 1, Some(c.unwrap_or(self.len))).or(c)
+        let from = at + 1;
+        let c = match self.stage1 {
+            Some((f, c)) if f <= from && c.is_none_or(|c| from <= c) => c,
+            _ => {
+                let c = self.scan(from, None);
+                if self.scan_left == 0 {
+                    return c;
+                }
+                self.stage1 = Some((from, c));
+                c
+            }
+        };
+        let r = self.scan(from, Some(c.unwrap_or(self.len))).or(c);
+        if self.scan_left > 0 {
+            self.resynced.insert(at, r);
+        }
+        r
     }
 
     /// Whether a record starts at `at`: a head of a kind the format has, fitting the file,
@@ -110,7 +128,9 @@ impl<R: Read + Seek> Reader<R> {
             let Some(next) = self.head_bytes(end, base, buf) else {
                 return false;
             };
-            if !self.plausible(end, &next) {
+            // A head after the candidate may be of a kind a newer writer has (this reader
+            // skips such records, so it must find its way past them too).
+            if !self.fits(end, &next, true) {
                 return false;
             }
             (at, b) = (end, next);
@@ -119,12 +139,12 @@ impl<R: Read + Seek> Reader<R> {
     }
 
     /// The first sound record at or after `from` (before `by`, for the second stage),
-    /// scanning the bytes in windows (64 KiB, doubling to 1 MiB): a candidate's chain of
+    /// scanning the bytes in windows (4 KiB, doubling to 1 MiB): a candidate's chain of
     /// heads must hold ([`Reader::chained`]) before its checksum is computed.
     fn scan(&mut self, from: u64, by: Option<u64>) -> Option<u64> {
         let head = RECORD_HEAD as usize;
         let stop = by.unwrap_or(self.len);
-        let mut window = 64u64 << 10;
+        let mut window = 4u64 << 10;
         let mut base = from;
         let mut buf = vec![];
         while base < stop && base + RECORD_HEAD <= self.len {
@@ -139,7 +159,7 @@ impl<R: Read + Seek> Reader<R> {
                 let at = base + i as u64;
                 let mut b = [0u8; RECORD_HEAD as usize];
                 b.copy_from_slice(&buf[i..i + head]);
-                if self.plausible(at, &b)
+                if self.fits(at, &b, false)
                     && self.chained(at, b, by, base, &buf)
                     && self.sound_at(at)
                 {
@@ -155,16 +175,21 @@ impl<R: Read + Seek> Reader<R> {
         None
     }
 
-    /// Whether the 9 bytes `b` at `at` could be a record's head: a known kind, a length
-    /// within its cap and the file.
-    fn plausible(&self, at: u64, b: &[u8]) -> bool {
+    /// Whether the 9 bytes `b` at `at` could be a record's head: a kind the format has (any
+    /// kind but 0 with `any_kind`: a newer writer's), a length within its cap and the file.
+    fn fits(&self, at: u64, b: &[u8], any_kind: bool) -> bool {
         let len = u64::from(u32::from_le_bytes(le4(b)));
         let cap = if b[4] & !kind::LZ4 == kind::INDEX {
             codec::MAX_INDEX
         } else {
             codec::MAX_PAYLOAD
         };
-        known_kind(b[4]) && len <= cap as u64 && at + RECORD_HEAD + len <= self.len
+        let kind_ok = if any_kind {
+            b[4] & !kind::LZ4 != 0
+        } else {
+            known_kind(b[4])
+        };
+        kind_ok && len <= cap as u64 && at + RECORD_HEAD + len <= self.len
     }
 
     /// Whether a footer-kind record ending at `at` is in the footer's place: at most a

@@ -7,7 +7,7 @@
 
 use std::io::Cursor;
 
-use baro_telemetry::recording::{Compression, Reader, RecordingError, Skip, Writer};
+use baro_telemetry::recording::{diff, Compression, Reader, RecordingError, Skip, Writer};
 use baro_telemetry::synth::synthetic_run;
 use baro_telemetry::Telemetry;
 
@@ -316,4 +316,176 @@ fn random_flips_cost_exactly_the_records_they_hit_but_for_one_before_a_hit_head(
         assert_eq!(got, want, "case {case}: only original records, in order");
     }
     eprintln!("sound records passed over between two damaged ones: {passed_over}");
+}
+
+#[test]
+fn diff_pairs_tokens_by_pass_so_a_pass_lost_to_damage_is_no_mismatch_and_a_real_one_is() {
+    let run = synthetic_run(4, 10, 5);
+    let msgs = stream(&run, 12, 4);
+    let (bytes, ends) = record(&run, &msgs, Compression::Lz4);
+    let at = starts(&run, &ends);
+    let five = msgs
+        .iter()
+        .position(|m| matches!(m, Telemetry::Frame(f) if f.pass == 5))
+        .unwrap();
+    let mut d = bytes.clone();
+    d[(at[five] + 6) as usize] ^= 0x01; // the record's checksum
+    let compare = |a: &[u8], b: &[u8]| {
+        diff::compare(
+            &mut Reader::new(Cursor::new(a)).unwrap(),
+            &mut Reader::new(Cursor::new(b)).unwrap(),
+        )
+        .unwrap()
+    };
+    let r = compare(&d, &bytes);
+    assert_eq!(
+        r.tokens,
+        diff::Tokens::Prefix {
+            common: 11,
+            a_passes: 11,
+            b_passes: 12
+        },
+        "position pairing would say pass 6 differs"
+    );
+    assert!(r
+        .a
+        .damage
+        .as_deref()
+        .is_some_and(|s| s.contains("compared")));
+    // A token that does differ after the lost pass is still found, at its own pass.
+    let mut changed = msgs.clone();
+    for m in &mut changed {
+        if let Telemetry::Frame(f) = m {
+            if f.pass == 9 {
+                f.next += 1;
+            }
+        }
+    }
+    let (c, _) = record(&run, &changed, Compression::Lz4);
+    assert!(
+        matches!(compare(&d, &c).tokens, diff::Tokens::Differ { pass: 9, .. }),
+        "{:?}",
+        compare(&d, &c).tokens
+    );
+}
+
+/// A record of a kind a newer writer has (0x20), with its checksum.
+fn unknown_record(payload: &[u8]) -> Vec<u8> {
+    let len = (payload.len() as u32).to_le_bytes();
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&len);
+    crc.update(&[0x20]);
+    crc.update(payload);
+    let mut r = len.to_vec();
+    r.push(0x20);
+    r.extend_from_slice(&crc.finalize().to_le_bytes());
+    r.extend_from_slice(payload);
+    r
+}
+
+/// An unfinished file of `msgs` with a newer writer's record after each, and where each
+/// message's record starts.
+fn with_unknown_records(
+    run: &baro_telemetry::RunDetails,
+    msgs: &[Telemetry],
+) -> (Vec<u8>, Vec<u64>) {
+    let mut w = Writer::new(Vec::new(), &header(run)).unwrap();
+    let mut out = w.get_ref().clone();
+    let mut at = vec![];
+    for m in msgs {
+        let before = w.get_ref().len();
+        w.write(m).unwrap();
+        at.push(out.len() as u64);
+        out.extend_from_slice(&w.get_ref()[before..]);
+        out.extend_from_slice(&unknown_record(b"from a newer writer"));
+    }
+    (out, at)
+}
+
+#[test]
+fn past_damage_the_search_finds_its_way_between_records_of_a_newer_writers_kind() {
+    let run = synthetic_run(4, 10, 5);
+    let msgs = stream(&run, 20, 2);
+    let (mut d, at) = with_unknown_records(&run, &msgs);
+    d[(at[8] + 30) as usize] ^= 0x10;
+    let (got, errs, skips, _) = read_all_past_damage(&d);
+    let mut want = msgs.clone();
+    want.remove(8);
+    assert_eq!(got, want, "every message but the damaged one");
+    assert_eq!(errs.len(), 1);
+    assert_eq!(skips.len(), 1);
+    assert!(skips[0].resumed.is_some());
+}
+
+#[test]
+fn the_index_and_run_at_pass_check_every_record_as_iteration_does() {
+    let run = synthetic_run(4, 10, 5);
+    let mut second = run.clone();
+    second.model = "second".into();
+    let mut msgs = stream(&run, 20, 6);
+    let ten = msgs
+        .iter()
+        .position(|m| matches!(m, Telemetry::Frame(f) if f.pass == 10))
+        .unwrap();
+    msgs.insert(ten, Telemetry::Start(second.clone()));
+    // No footer; the length of a sensor record before the second Start is damaged so that
+    // it points past frames: a walk that trusts heads without their checksums skips them.
+    let mut w = Writer::new(Vec::new(), &header(&run)).unwrap();
+    let mut at = vec![];
+    for m in &msgs {
+        at.push(w.get_ref().len() as u64);
+        w.write(m).unwrap();
+    }
+    let mut d = w.get_ref().clone();
+    let sensor = msgs[..ten]
+        .iter()
+        .rposition(|m| matches!(m, Telemetry::Sensor(_)))
+        .unwrap();
+    d[(at[sensor] + 1) as usize] ^= 0x01; // +256 bytes: inside the next records
+    let mut it = Reader::new(Cursor::new(&d)).unwrap();
+    let frames: Vec<u64> = it
+        .by_ref()
+        .filter_map(|m| match m {
+            Ok(Telemetry::Frame(f)) => Some(f.pass),
+            _ => None,
+        })
+        .collect();
+    let mut r = Reader::new(Cursor::new(&d)).unwrap();
+    let indexed: Vec<u64> = r
+        .ensure_index()
+        .unwrap()
+        .entries()
+        .iter()
+        .map(|e| e.0)
+        .collect();
+    assert_eq!(indexed, frames, "the index holds what iteration reads");
+    assert_eq!(frames.len(), 20);
+    assert_eq!(r.run_at_pass(15).unwrap(), Some(second));
+    assert_eq!(r.run_at_pass(3).unwrap(), Some(run));
+}
+
+#[test]
+fn seeking_back_over_damage_counts_it_once_and_costs_no_more_search() {
+    let run = synthetic_run(4, 10, 5);
+    let msgs = stream(&run, 30, 8);
+    let (bytes, ends) = record(&run, &msgs, Compression::Lz4);
+    let at = starts(&run, &ends);
+    let mut d = bytes.clone();
+    let i = msgs
+        .iter()
+        .position(|m| matches!(m, Telemetry::Frame(f) if f.pass == 12))
+        .unwrap();
+    // The head's length: the search, not the checksum's shortcut, finds the next record.
+    d[(at[i] + 2) as usize] ^= 0x40;
+    let mut r = Reader::new(Cursor::new(&d)).unwrap();
+    for _ in 0..2000 {
+        assert!(r.seek_to_pass(0).unwrap());
+        let n = r
+            .by_ref()
+            .filter(|m| matches!(m, Ok(Telemetry::Frame(_))))
+            .count();
+        assert_eq!(n, 29);
+    }
+    assert_eq!(r.skips().len(), 1, "{:?}", r.skips());
+    assert!(!r.skips()[0].gave_up);
 }

@@ -167,6 +167,67 @@ fn a_head_past_the_cap_gets_431_even_while_the_client_is_still_sending_it() {
     assert_eq!(http(addr, &past).0, 431);
 }
 
+/// Whether a head at the cap is served does not depend on how it was split into reads: its
+/// last line break at byte 8192 is served, at 8193 refused, in one packet or two (split
+/// around the empty line, with a pause between).
+#[test]
+fn a_head_at_the_cap_gets_the_same_answer_however_it_is_split() {
+    let (_tx, rx) = crossbeam_channel::bounded::<Telemetry>(1);
+    let server = super::super::serve("127.0.0.1:0".parse().unwrap(), rx).unwrap();
+    let addr = server.local_addr();
+    for (end, want) in [(8192usize, 200u16), (8193, 431)] {
+        // The line break before the empty line at byte `end`.
+        let mut req = "GET /metrics HTTP/1.1\r\nX-Pad: ".to_string();
+        req.push_str(&"p".repeat(end - 1 - req.len()));
+        req.push_str("\r\n\r\n");
+        assert_eq!(req.as_bytes()[end], b'\n');
+        for split in [None, Some(end - 1), Some(end), Some(end + 1), Some(end + 2)] {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            match split {
+                None => s.write_all(req.as_bytes()).unwrap(),
+                Some(k) => {
+                    s.write_all(&req.as_bytes()[..k]).unwrap();
+                    std::thread::sleep(Duration::from_millis(60));
+                    let _ = s.write_all(&req.as_bytes()[k..]);
+                }
+            }
+            let mut resp = String::new();
+            let _ = s.read_to_string(&mut resp);
+            let status: u16 = resp
+                .split(' ')
+                .nth(1)
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0);
+            assert_eq!(status, want, "line break at {end}, split at {split:?}");
+        }
+    }
+}
+
+/// Connections refused for their head's size and still open (lingering) can be evicted
+/// like slow heads: a scrape behind more of them than there are slots is served, not
+/// answered 503 until they time out.
+#[test]
+fn lingering_refused_connections_make_room_for_a_scrape() {
+    let (_tx, rx) = crossbeam_channel::bounded::<Telemetry>(1);
+    let server = super::super::serve("127.0.0.1:0".parse().unwrap(), rx).unwrap();
+    let addr = server.local_addr();
+    let mut held = vec![];
+    for _ in 0..super::super::http::MAX_CONNECTIONS + 6 {
+        let mut s = TcpStream::connect(addr).unwrap();
+        let mut req = b"GET /metrics HTTP/1.1\r\nX-Pad: ".to_vec();
+        req.resize(9000, b'q');
+        s.write_all(&req).unwrap();
+        held.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let t = Instant::now();
+    let (status, head, _) = get(addr, "/metrics", "*/*");
+    assert_eq!(status, 200, "{head}");
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    drop(held);
+}
+
 #[test]
 fn binding_an_address_in_use_is_an_error_that_names_it() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
