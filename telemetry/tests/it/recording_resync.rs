@@ -34,6 +34,31 @@ fn starts(run: &baro_telemetry::RunDetails, ends: &[u64]) -> Vec<u64> {
         .collect()
 }
 
+/// A finished recording of `passes` passes of a 4-layer run: the run, its messages, the
+/// file, and where each message's record starts (then the footer's).
+fn recorded(
+    passes: u64,
+    seed: u64,
+) -> (
+    baro_telemetry::RunDetails,
+    Vec<Telemetry>,
+    Vec<u8>,
+    Vec<u64>,
+) {
+    let run = synthetic_run(4, 10, 5);
+    let msgs = stream(&run, passes, seed);
+    let (bytes, ends) = record(&run, &msgs, Compression::Lz4);
+    let at = starts(&run, &ends);
+    (run, msgs, bytes, at)
+}
+
+/// The index in `msgs` of pass `pass`'s frame.
+fn frame_of(msgs: &[Telemetry], pass: u64) -> usize {
+    msgs.iter()
+        .position(|m| matches!(m, Telemetry::Frame(f) if f.pass == pass))
+        .unwrap()
+}
+
 #[test]
 fn a_flipped_byte_in_any_record_costs_that_record_and_no_other() {
     let (run, msgs) = small();
@@ -89,10 +114,7 @@ fn a_flipped_byte_in_the_footer_or_trailer_keeps_every_message_and_reads_as_unfi
 
 #[test]
 fn a_torn_stretch_across_records_costs_only_the_records_it_touches() {
-    let run = synthetic_run(4, 10, 5);
-    let msgs = stream(&run, 30, 3);
-    let (bytes, ends) = record(&run, &msgs, Compression::Lz4);
-    let at = starts(&run, &ends);
+    let (_, msgs, bytes, at) = recorded(30, 3);
     // Zeroes from inside record 6 to inside record 11: records 6 to 11 are lost.
     let (from, to) = (at[6] + 5, at[11] + 3);
     let mut d = bytes.clone();
@@ -117,10 +139,7 @@ fn a_torn_stretch_across_records_costs_only_the_records_it_touches() {
 
 #[test]
 fn many_damaged_records_each_cost_only_themselves_and_each_is_one_error() {
-    let run = synthetic_run(4, 10, 5);
-    let msgs = stream(&run, 60, 9);
-    let (bytes, ends) = record(&run, &msgs, Compression::Lz4);
-    let at = starts(&run, &ends);
+    let (_, msgs, bytes, at) = recorded(60, 9);
     let mut d = bytes.clone();
     let hit: Vec<usize> = (2..msgs.len() - 1).step_by(3).collect();
     for (k, &i) in hit.iter().enumerate() {
@@ -268,11 +287,8 @@ fn random_damage_yields_only_original_messages_in_order_and_one_skip_per_error()
 
 #[test]
 fn random_flips_cost_exactly_the_records_they_hit_but_for_one_before_a_hit_head() {
-    let run = synthetic_run(4, 10, 5);
-    let msgs = stream(&run, 50, 11);
-    let (bytes, ends) = record(&run, &msgs, Compression::Lz4);
-    let at = starts(&run, &ends);
-    let footer = *ends.last().unwrap();
+    let (_, msgs, bytes, at) = recorded(50, 11);
+    let footer = *at.last().unwrap();
     let mut x = 0x2545_f491_4f6c_dd1du64;
     let mut rnd = |n: u64| {
         x ^= x << 13;
@@ -320,14 +336,8 @@ fn random_flips_cost_exactly_the_records_they_hit_but_for_one_before_a_hit_head(
 
 #[test]
 fn diff_pairs_tokens_by_pass_so_a_pass_lost_to_damage_is_no_mismatch_and_a_real_one_is() {
-    let run = synthetic_run(4, 10, 5);
-    let msgs = stream(&run, 12, 4);
-    let (bytes, ends) = record(&run, &msgs, Compression::Lz4);
-    let at = starts(&run, &ends);
-    let five = msgs
-        .iter()
-        .position(|m| matches!(m, Telemetry::Frame(f) if f.pass == 5))
-        .unwrap();
+    let (run, msgs, bytes, at) = recorded(12, 4);
+    let five = frame_of(&msgs, 5);
     let mut d = bytes.clone();
     d[(at[five] + 6) as usize] ^= 0x01; // the record's checksum
     let compare = |a: &[u8], b: &[u8]| {
@@ -423,10 +433,7 @@ fn the_index_and_run_at_pass_check_every_record_as_iteration_does() {
     let mut second = run.clone();
     second.model = "second".into();
     let mut msgs = stream(&run, 20, 6);
-    let ten = msgs
-        .iter()
-        .position(|m| matches!(m, Telemetry::Frame(f) if f.pass == 10))
-        .unwrap();
+    let ten = frame_of(&msgs, 10);
     msgs.insert(ten, Telemetry::Start(second.clone()));
     // No footer; the length of a sensor record before the second Start is damaged so that
     // it points past frames: a walk that trusts heads without their checksums skips them.
@@ -466,15 +473,9 @@ fn the_index_and_run_at_pass_check_every_record_as_iteration_does() {
 
 #[test]
 fn seeking_back_over_damage_counts_it_once_and_costs_no_more_search() {
-    let run = synthetic_run(4, 10, 5);
-    let msgs = stream(&run, 30, 8);
-    let (bytes, ends) = record(&run, &msgs, Compression::Lz4);
-    let at = starts(&run, &ends);
+    let (_, msgs, bytes, at) = recorded(30, 8);
     let mut d = bytes.clone();
-    let i = msgs
-        .iter()
-        .position(|m| matches!(m, Telemetry::Frame(f) if f.pass == 12))
-        .unwrap();
+    let i = frame_of(&msgs, 12);
     // The head's length: the search, not the checksum's shortcut, finds the next record.
     d[(at[i] + 2) as usize] ^= 0x40;
     let mut r = Reader::new(Cursor::new(&d)).unwrap();
