@@ -52,6 +52,16 @@ fn recorded(
     (run, msgs, bytes, at)
 }
 
+/// The passes `r`'s index holds (built by a walk where the file has no footer).
+fn indexed_passes(r: &mut Reader<Cursor<&Vec<u8>>>) -> Vec<u64> {
+    r.ensure_index()
+        .unwrap()
+        .entries()
+        .iter()
+        .map(|e| e.0)
+        .collect()
+}
+
 /// The index in `msgs` of pass `pass`'s frame.
 fn frame_of(msgs: &[Telemetry], pass: u64) -> usize {
     msgs.iter()
@@ -180,13 +190,7 @@ fn an_unfinished_damaged_recording_indexes_and_seeks_to_every_sound_frame() {
     d[(at[damaged] + 40) as usize] ^= 0x08;
     let mut r = Reader::new(Cursor::new(&d)).unwrap();
     assert!(r.index().is_none());
-    let passes: Vec<u64> = r
-        .ensure_index()
-        .unwrap()
-        .entries()
-        .iter()
-        .map(|e| e.0)
-        .collect();
+    let passes = indexed_passes(&mut r);
     assert_eq!(passes, (0..20).filter(|&p| p != 7).collect::<Vec<_>>());
     assert!(r.seek_to_pass(12).unwrap());
     assert_eq!(r.next().unwrap().unwrap(), msgs[frame_of(12)]);
@@ -458,13 +462,7 @@ fn the_index_and_run_at_pass_check_every_record_as_iteration_does() {
         })
         .collect();
     let mut r = Reader::new(Cursor::new(&d)).unwrap();
-    let indexed: Vec<u64> = r
-        .ensure_index()
-        .unwrap()
-        .entries()
-        .iter()
-        .map(|e| e.0)
-        .collect();
+    let indexed = indexed_passes(&mut r);
     assert_eq!(indexed, frames, "the index holds what iteration reads");
     assert_eq!(frames.len(), 20);
     assert_eq!(r.run_at_pass(15).unwrap(), Some(second));
