@@ -364,18 +364,33 @@ impl<R: Read + Seek> Reader<R> {
         if k == kind::INDEX && self.trailer_follows(next) {
             return (Ok(false), Some(next));
         }
-        let r = self.read_payload(&h).and_then(|()| match k {
-            kind::FRAME => {
+        // A frame is decoded as far as its pass only where the index is being built; every
+        // other record's checksum is checked without decompressing it.
+        if k == kind::FRAME && self.index.is_none() {
+            let r = self.read_payload(&h).and_then(|()| {
                 let pass = codec::frame_pass(&self.raw).map_err(|w| corrupt(at, w))?;
                 w.frames.push((pass, at));
                 Ok(true)
+            });
+            return (r, Some(next));
+        }
+        let r = self.payload_crc(&h).and_then(|computed| {
+            if computed != h.crc && !IGNORE_CRC {
+                return Err(RecordingError::Checksum {
+                    offset: at,
+                    what: format!("a {} record of {} bytes", KindName(h.kind), h.len),
+                    stored: h.crc,
+                    computed,
+                });
             }
-            kind::START => {
-                w.starts.push(at);
-                Ok(true)
+            match k {
+                kind::START => w.starts.push(at),
+                kind::INDEX => {
+                    return Err(corrupt(at, "an index footer with records after it".into()))
+                }
+                _ => {}
             }
-            kind::INDEX => Err(corrupt(at, "an index footer with records after it".into())),
-            _ => Ok(true),
+            Ok(true)
         });
         (r, Some(next))
     }

@@ -201,13 +201,18 @@ impl<R: Read + Seek> Reader<R> {
 
     /// Whether the checksum of the record of `h` holds (its payload is read, not decoded).
     fn checksum_holds(&mut self, h: &Head) -> Result<bool> {
+        Ok(IGNORE_CRC || self.payload_crc(h)? == h.crc)
+    }
+
+    /// The checksum of the record of `h` as its bytes are (its payload read, not decoded).
+    pub(super) fn payload_crc(&mut self, h: &Head) -> Result<u32> {
         let mut stored = std::mem::take(&mut self.stored);
         stored.clear();
         stored.resize(h.len as usize, 0);
         let r = self.read_at(h.offset + RECORD_HEAD, &mut stored);
-        let ok = r.map(|()| IGNORE_CRC || record_crc(h, &stored) == h.crc);
+        let crc = r.map(|()| record_crc(h, &stored));
         self.stored = stored;
-        ok
+        crc
     }
 }
 
