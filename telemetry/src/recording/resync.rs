@@ -23,7 +23,8 @@ pub struct Skip {
 /// length, plus one largest record, over the life of a reader.
 pub(super) const SCAN_FACTOR: u64 = 64;
 
-/// What one head read away from the scan's window is charged (the reader's buffer refills).
+/// What one head read away from the scan's window is charged: a nominal cost (the bound
+/// counts the bytes the search asks for; a `BufReader` refills its whole buffer for one).
 const HEAD_READ_COST: u64 = 4 << 10;
 
 /// Heads a candidate's chain must hold (itself and the ones after it) before its checksum
