@@ -15,7 +15,7 @@ use crate::{Frame, RunDetails, Telemetry};
 #[path = "resync.rs"]
 mod resync;
 pub use resync::Skip;
-use resync::{record_crc, SCAN_FACTOR};
+use resync::SCAN_FACTOR;
 
 /// Header JSON larger than this is refused (a 1B run's is ≈ 20 KiB, an 8B run's ≈ 200 KiB).
 pub const MAX_HEADER: u32 = 16 << 20;
@@ -144,6 +144,7 @@ impl Reader<BufReader<File>> {
 }
 
 /// What a walk of the file found ([`Reader::walk`]).
+#[derive(Default)]
 struct Walked {
     /// `(pass, offset)` of every sound frame.
     frames: Vec<(u64, u64)>,
@@ -323,10 +324,7 @@ impl<R: Read + Seek> Reader<R> {
     /// than a frame's pass. Does not move iteration or add to [`Reader::skips`].
     fn walk(&mut self) -> Result<&Walked> {
         if self.walked.is_none() {
-            let mut w = Walked {
-                frames: vec![],
-                starts: vec![],
-            };
+            let mut w = Walked::default();
             let mut at = self.data_start;
             while at < self.len {
                 let (step, next) = self.walk_one(at, &mut w);
@@ -334,21 +332,15 @@ impl<R: Read + Seek> Reader<R> {
                     Ok(true) => next.unwrap_or(self.len),
                     Ok(false) => break,
                     Err(e) if is_io(&e) => return Err(e),
-                    Err(e) => match next.filter(|_| framed(&e)) {
+                    Err(e) => match self.resume_after(&e, at, next) {
                         Some(n) => n,
-                        None => match self.resync(at) {
-                            Some(n) => n,
-                            None => break,
-                        },
+                        None => break,
                     },
                 };
             }
             self.walked = Some(w);
         }
-        Ok(self.walked.get_or_insert(Walked {
-            frames: vec![],
-            starts: vec![],
-        }))
+        Ok(self.walked.get_or_insert_with(Walked::default))
     }
 
     /// The walk's step at `at`: `Ok(false)` at the footer, and where the record's head
@@ -376,12 +368,7 @@ impl<R: Read + Seek> Reader<R> {
         }
         let r = self.payload_crc(&h).and_then(|computed| {
             if computed != h.crc && !IGNORE_CRC {
-                return Err(RecordingError::Checksum {
-                    offset: at,
-                    what: format!("a {} record of {} bytes", KindName(h.kind), h.len),
-                    stored: h.crc,
-                    computed,
-                });
+                return Err(checksum_mismatch(&h, computed));
             }
             match k {
                 kind::START => w.starts.push(at),
@@ -554,30 +541,18 @@ impl<R: Read + Seek> Reader<R> {
 
     /// Read and check the payload of `h` into `self.raw` (decompressed).
     fn read_payload(&mut self, h: &Head) -> Result<()> {
-        let mut stored = std::mem::take(&mut self.stored);
-        stored.clear();
-        stored.resize(h.len as usize, 0);
-        let r = self.read_at(h.offset + RECORD_HEAD, &mut stored);
-        let r = r.and_then(|()| {
-            let computed = record_crc(h, &stored);
-            if computed != h.crc && !IGNORE_CRC {
-                return Err(RecordingError::Checksum {
-                    offset: h.offset,
-                    what: format!("a {} record of {} bytes", KindName(h.kind), h.len),
-                    stored: h.crc,
-                    computed,
-                });
-            }
-            if h.kind & kind::LZ4 != 0 {
-                codec::decompress(&stored, &mut self.raw).map_err(|w| corrupt(h.offset, w))
-            } else {
-                self.raw.clear();
-                self.raw.extend_from_slice(&stored);
-                Ok(())
-            }
-        });
-        self.stored = stored;
-        r
+        // The payload as stored is left in `self.stored`.
+        let computed = self.payload_crc(h)?;
+        if computed != h.crc && !IGNORE_CRC {
+            return Err(checksum_mismatch(h, computed));
+        }
+        if h.kind & kind::LZ4 != 0 {
+            codec::decompress(&self.stored, &mut self.raw).map_err(|w| corrupt(h.offset, w))
+        } else {
+            self.raw.clear();
+            self.raw.extend_from_slice(&self.stored);
+            Ok(())
+        }
     }
 
     /// Read and decode the record of `h`: `None` for a kind this reader does not know.
@@ -653,11 +628,8 @@ impl<R: Read + Seek> Reader<R> {
         let resumed = if is_io(&e) {
             // The file system failed, not the bytes: nothing to resync to.
             None
-        } else if next.is_some() && framed(&e) {
-            // The checksum held: the record is whole and its end is where its head says.
-            next
         } else {
-            self.resync(at)
+            self.resume_after(&e, at, next)
         };
         let gave_up = resumed.is_none() && self.scan_left == 0;
         self.note_skip(Skip {
@@ -674,6 +646,16 @@ impl<R: Read + Seek> Reader<R> {
                 format!("{what}: a damaged head (sound records follow)"),
             ),
             e => e,
+        }
+    }
+
+    /// Where reading goes on after the damage `e` of the record at `at` (whose head, where it
+    /// could be read, says it ends at `next`): there where the checksum held (the record is
+    /// whole, only its content is bad), else the next sound record the search finds.
+    fn resume_after(&mut self, e: &RecordingError, at: u64, next: Option<u64>) -> Option<u64> {
+        match next {
+            Some(n) if framed(e) => Some(n),
+            _ => self.resync(at),
         }
     }
 
@@ -768,6 +750,16 @@ fn le8(b: &[u8]) -> [u8; 8] {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[..8]);
     a
+}
+
+/// The checksum of the record of `h` is `computed`, not the one its head stores.
+fn checksum_mismatch(h: &Head, computed: u32) -> RecordingError {
+    RecordingError::Checksum {
+        offset: h.offset,
+        what: format!("a {} record of {} bytes", KindName(h.kind), h.len),
+        stored: h.crc,
+        computed,
+    }
 }
 
 fn trunc(offset: u64, what: String) -> RecordingError {

@@ -205,7 +205,8 @@ impl<R: Read + Seek> Reader<R> {
         Ok(IGNORE_CRC || self.payload_crc(h)? == h.crc)
     }
 
-    /// The checksum of the record of `h` as its bytes are (its payload read, not decoded).
+    /// The checksum of the record of `h` as its bytes are (its payload read into
+    /// `self.stored`, not decoded).
     pub(super) fn payload_crc(&mut self, h: &Head) -> Result<u32> {
         let mut stored = std::mem::take(&mut self.stored);
         stored.clear();
@@ -218,7 +219,7 @@ impl<R: Read + Seek> Reader<R> {
 }
 
 /// The crc32 of a record: its length and kind bytes, then its payload as stored.
-pub(super) fn record_crc(h: &Head, stored: &[u8]) -> u32 {
+fn record_crc(h: &Head, stored: &[u8]) -> u32 {
     let mut crc = crc32fast::Hasher::new();
     crc.update(&h.len.to_le_bytes());
     crc.update(&[h.kind]);
